@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Helpers shared by every schedhot BPF program: per-CPU slot lookup, the
+ * entry/exit timing stack and the log-linear histogram update.
+ *
+ * Contention rule: everything here writes only the slot of the CPU the
+ * program runs on (index bpf_get_smp_processor_id() of a per-probe array
+ * map whose values are 128-byte aligned). Counters use atomic adds: they
+ * cost a few cycles on a line this CPU already owns and keep counts exact
+ * when an interrupt's program touches the same slot.
+ */
+#ifndef SCHEDHOT_COMMON_BPF_H
+#define SCHEDHOT_COMMON_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+#include <bpf/bpf_core_read.h>
+#include "schedhot/abi.h"
+
+/* One array map per probe; max_entries is set to the number of possible
+ * CPUs by user space before load. */
+#define SH_SLOT_MAP(name, value_type)                  \
+	struct {                                       \
+		__uint(type, BPF_MAP_TYPE_ARRAY);      \
+		__uint(map_flags, BPF_F_MMAPABLE);     \
+		__type(key, __u32);                    \
+		__type(value, value_type);             \
+		__uint(max_entries, 1);                \
+	} name SEC(".maps")
+
+/* This CPU's slot of map, or NULL (cpu >= max_entries cannot happen when
+ * max_entries = possible CPUs; the NULL check is for the verifier). */
+#define SH_THIS_SLOT(map) ({                           \
+	__u32 __cpu = bpf_get_smp_processor_id();      \
+	bpf_map_lookup_elem(&(map), &__cpu);           \
+})
+
+#define SH_INC(p) __sync_fetch_and_add((p), 1)
+
+static __always_inline void sh_hist_add(struct sh_hist *h, __u64 v)
+{
+	__u64 i = sh_hist_index(v);
+
+	barrier_var(i);
+	__sync_fetch_and_add(&h->bucket[i & (SH_HIST_BUCKETS - 1)], 1);
+	__sync_fetch_and_add(&h->sum_ns, v);
+	if (v > h->max_ns)
+		h->max_ns = v;
+}
+
+/* Function entry at time now (ns). */
+static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
+{
+	__u64 d = f->t.depth;
+
+	SH_INC(&f->calls);
+	if (d < SH_MAX_DEPTH)
+		f->t.ts[d & (SH_MAX_DEPTH - 1)] = now;
+	else
+		SH_INC(&f->nested);
+	f->t.depth = d + 1;
+}
+
+/* Function exit at time now (ns): times the innermost open entry. */
+static __always_inline void sh_func_exit(struct sh_func *f, __u64 now)
+{
+	__u64 d = f->t.depth;
+
+	if (d == 0) {
+		SH_INC(&f->orphan_exits);
+		return;
+	}
+	d--;
+	f->t.depth = d;
+	if (d < SH_MAX_DEPTH) {
+		__u64 start = f->t.ts[d & (SH_MAX_DEPTH - 1)];
+		if (now >= start)
+			sh_hist_add(&f->lat, now - start);
+	}
+}
+
+/*
+ * This CPU's struct rq without the runqueues per-CPU symbol (absent from
+ * kallsyms without CONFIG_KALLSYMS_ALL): current->se.cfs_rq is the task's
+ * cfs_rq on this CPU (set for every task, the idle task included, by
+ * set_task_rq()); cfs_rq->rq exists with CONFIG_FAIR_GROUP_SCHED, otherwise
+ * the cfs_rq is the one embedded in struct rq.
+ */
+static __always_inline struct rq *sh_current_rq(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct cfs_rq *cfs = BPF_CORE_READ(t, se.cfs_rq);
+
+	if (!cfs)
+		return NULL;
+	if (bpf_core_field_exists(cfs->rq))
+		return BPF_CORE_READ(cfs, rq);
+	return (struct rq *)((char *)cfs - bpf_core_field_offset(struct rq, cfs));
+}
+
+static __always_inline int sh_current_pid(void)
+{
+	return (int)(bpf_get_current_pid_tgid() & 0xffffffff);
+}
+
+#endif /* SCHEDHOT_COMMON_BPF_H */

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * idle probe: power:cpu_idle (drivers/cpuidle/cpuidle.c cpuidle_enter_state,
+ * kernel/sched/idle.c default_idle_call). state = idle state index on entry,
+ * PWR_EVENT_EXIT (-1) on exit. The rate of idle entries and exits is what
+ * drives nohz_balance_enter_idle / nohz_balance_exit_idle and, on machines
+ * without ARAT, tick_broadcast_lock.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SH_SLOT_MAP(idle_slots, struct sh_idle_slot);
+
+#define PWR_EVENT_EXIT 0xffffffffu
+
+static __always_inline void idle_event(__u32 state, __u64 now)
+{
+	struct sh_idle_slot *s = SH_THIS_SLOT(idle_slots);
+
+	if (!s)
+		return;
+	if (state != PWR_EVENT_EXIT) {
+		SH_INC(&s->entries);
+		__u64 i = state < SH_IDLE_STATES ? state : SH_IDLE_STATES - 1;
+
+		barrier_var(i);
+		SH_INC(&s->by_state[i & (SH_IDLE_STATES - 1)]);
+		s->ts = now;
+		return;
+	}
+	SH_INC(&s->exits);
+	if (s->ts && now >= s->ts)
+		sh_hist_add(&s->lat, now - s->ts);
+	s->ts = 0;
+}
+
+SEC("tp_btf/cpu_idle")
+int BPF_PROG(idle__tp_cpu_idle, unsigned int state, unsigned int cpu_id)
+{
+	idle_event(state, bpf_ktime_get_ns());
+	return 0;
+}
+
+/* ctx: state, timestamp ns */
+SEC("raw_tp")
+int test_idle(__u64 *ctx)
+{
+	idle_event((__u32)ctx[0], ctx[1]);
+	return 0;
+}

@@ -1,0 +1,289 @@
+// SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause
+/*
+ * nohz idle-load-balancer probes: nohz_exit, nohz_enter, nohz_kick, ilb_kick.
+ * Mirrors kernel/sched/fair.c (nohz_balance_exit_idle, nohz_balance_enter_idle,
+ * nohz_balancer_kick/kick_ilb) and kernel/smp.c (csd tracepoints).
+ *
+ * Program names are <probe>__<backend>[_<role>]; user space (src/probe/attach.cpp)
+ * picks programs by that name and enables only the backend it resolved.
+ * test_* programs wrap the same handler cores for BPF_PROG_TEST_RUN.
+ */
+#include "common.bpf.h"
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+/* Filled by user space before load (src/probe/attach.cpp). */
+const volatile __u64 sh_nohz_csd_func = 0;   /* &nohz_csd_func from kallsyms */
+const volatile __u64 sh_tick_fn[2] = {};     /* tick_nohz_handler / tick_sched_timer */
+
+SH_SLOT_MAP(nohz_exit_slots, struct sh_nohz_exit_slot);
+SH_SLOT_MAP(nohz_enter_slots, struct sh_nohz_enter_slot);
+SH_SLOT_MAP(nohz_kick_slots, struct sh_nohz_kick_slot);
+SH_SLOT_MAP(ilb_kick_slots, struct sh_ilb_slot);
+
+/* ---- nohz_exit: nohz_balance_exit_idle(struct rq *rq) ---------------- */
+
+/* timed: an fentry/kprobe entry whose exit follows; else a proxy count. */
+static __always_inline void nohz_exit_enter(__u64 now, __u64 tick_stopped, bool timed)
+{
+	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
+
+	if (!s)
+		return;
+	if (timed)
+		sh_func_enter(&s->f, now);
+	else
+		SH_INC(&s->f.calls);
+	if (tick_stopped)
+		SH_INC(&s->worked);
+}
+
+static __always_inline void nohz_exit_exit(__u64 now)
+{
+	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
+
+	if (s)
+		sh_func_exit(&s->f, now);
+}
+
+SEC("fentry")
+int BPF_PROG(nohz_exit__fentry, struct rq *rq)
+{
+	nohz_exit_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(nohz_exit__fexit, struct rq *rq)
+{
+	nohz_exit_exit(bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(nohz_exit__kprobe, struct rq *rq)
+{
+	nohz_exit_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
+	return 0;
+}
+
+SEC("kretprobe")
+int BPF_KRETPROBE(nohz_exit__kretprobe)
+{
+	nohz_exit_exit(bpf_ktime_get_ns());
+	return 0;
+}
+
+/*
+ * Proxy: the busy tick. sched_tick() -> sched_balance_trigger() ->
+ * nohz_balancer_kick() calls nohz_balance_exit_idle() on every tick that does
+ * not land on an idle CPU, so a tick hrtimer expiring while a task other than
+ * the idle task runs stands for one call, and rq->nohz_tick_stopped read just
+ * before it tells whether that call will do work. Counts only, no duration.
+ */
+SEC("tp_btf/hrtimer_expire_entry")
+int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
+{
+	void *fn = BPF_CORE_READ(timer, function);
+	struct rq *rq;
+
+	if (!fn || ((__u64)fn != sh_tick_fn[0] && (__u64)fn != sh_tick_fn[1]))
+		return 0;
+	if (sh_current_pid() == 0)
+		return 0;
+	rq = sh_current_rq();
+	nohz_exit_enter(0, rq ? BPF_CORE_READ(rq, nohz_tick_stopped) : 0, false);
+	return 0;
+}
+
+/* ---- nohz_enter: nohz_balance_enter_idle(int cpu) -------------------- */
+
+static __always_inline void nohz_enter_hit(__u64 tick_stopped)
+{
+	struct sh_nohz_enter_slot *s = SH_THIS_SLOT(nohz_enter_slots);
+
+	if (!s)
+		return;
+	SH_INC(&s->calls);
+	if (!tick_stopped)
+		SH_INC(&s->first);
+}
+
+static __always_inline __u64 current_rq_tick_stopped(void)
+{
+	struct rq *rq = sh_current_rq();
+
+	return rq ? BPF_CORE_READ(rq, nohz_tick_stopped) : 1;
+}
+
+SEC("fentry")
+int BPF_PROG(nohz_enter__fentry, int cpu)
+{
+	nohz_enter_hit(current_rq_tick_stopped());
+	return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(nohz_enter__kprobe, int cpu)
+{
+	nohz_enter_hit(current_rq_tick_stopped());
+	return 0;
+}
+
+/*
+ * Proxy: timer:tick_stop(success=1) on the idle task. tick_nohz_idle_stop_tick()
+ * emits it right before it calls nohz_balance_enter_idle() (kernel/time/tick-sched.c).
+ */
+SEC("tp_btf/tick_stop")
+int BPF_PROG(nohz_enter__tp_tick_stop, int success, int dependency)
+{
+	if (success != 1 || sh_current_pid() != 0)
+		return 0;
+	nohz_enter_hit(current_rq_tick_stopped());
+	return 0;
+}
+
+/* ---- nohz_kick: nohz_balancer_kick(struct rq *rq), usually inlined --- */
+
+static __always_inline void nohz_kick_enter(__u64 now, __u64 idle_balance)
+{
+	struct sh_nohz_kick_slot *s = SH_THIS_SLOT(nohz_kick_slots);
+
+	if (!s)
+		return;
+	sh_func_enter(&s->f, now);
+	if (idle_balance)
+		SH_INC(&s->idle_ticks);
+}
+
+static __always_inline void nohz_kick_exit(__u64 now)
+{
+	struct sh_nohz_kick_slot *s = SH_THIS_SLOT(nohz_kick_slots);
+
+	if (s)
+		sh_func_exit(&s->f, now);
+}
+
+SEC("fentry")
+int BPF_PROG(nohz_kick__fentry, struct rq *rq)
+{
+	nohz_kick_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
+	return 0;
+}
+
+SEC("fexit")
+int BPF_PROG(nohz_kick__fexit, struct rq *rq)
+{
+	nohz_kick_exit(bpf_ktime_get_ns());
+	return 0;
+}
+
+SEC("kprobe")
+int BPF_KPROBE(nohz_kick__kprobe, struct rq *rq)
+{
+	nohz_kick_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
+	return 0;
+}
+
+SEC("kretprobe")
+int BPF_KRETPROBE(nohz_kick__kretprobe)
+{
+	nohz_kick_exit(bpf_ktime_get_ns());
+	return 0;
+}
+
+/* ---- ilb_kick: csd:csd_queue_cpu / csd:csd_function_entry ------------ */
+
+static __always_inline void ilb_sent(__u32 target, __u32 this_cpu, __u64 flags)
+{
+	struct sh_ilb_slot *s = SH_THIS_SLOT(ilb_kick_slots);
+
+	if (!s)
+		return;
+	SH_INC(&s->sent);
+	if (target == this_cpu)
+		SH_INC(&s->sent_self);
+	SH_INC(&s->flags[flags & (SH_ILB_FLAGS - 1)]);
+}
+
+static __always_inline void ilb_received(void)
+{
+	struct sh_ilb_slot *s = SH_THIS_SLOT(ilb_kick_slots);
+
+	if (s)
+		SH_INC(&s->received);
+}
+
+/* raw_tp, not tp_btf: the verifier refuses tp_btf reads of the func argument
+ * (a function pointer). args: cpu, callsite, func, csd. csd->info is the
+ * target rq (INIT_CSD(&rq->nohz_csd, nohz_csd_func, rq)). */
+SEC("raw_tp/csd_queue_cpu")
+int ilb_kick__tp_queue(__u64 *ctx)
+{
+	struct __call_single_data *csd = (void *)ctx[3];
+	struct rq *rq;
+	__u64 flags = 0;
+
+	if (!sh_nohz_csd_func || ctx[2] != sh_nohz_csd_func)
+		return 0;
+	rq = BPF_CORE_READ(csd, info);
+	if (rq)
+		flags = BPF_CORE_READ(rq, nohz_flags.counter);
+	ilb_sent((__u32)ctx[0], bpf_get_smp_processor_id(), flags);
+	return 0;
+}
+
+/* args: func, csd */
+SEC("raw_tp/csd_function_entry")
+int ilb_kick__tp_entry(__u64 *ctx)
+{
+	if (!sh_nohz_csd_func || ctx[0] != sh_nohz_csd_func)
+		return 0;
+	ilb_received();
+	return 0;
+}
+
+/* ---- BPF_PROG_TEST_RUN wrappers (tests/bpf) --------------------------- */
+
+/* ctx: op (0 entry, 1 exit, 2 proxy count), timestamp ns, flag (nohz_tick_stopped) */
+SEC("raw_tp")
+int test_nohz_exit(__u64 *ctx)
+{
+	if (ctx[0] == 0)
+		nohz_exit_enter(ctx[1], ctx[2], true);
+	else if (ctx[0] == 2)
+		nohz_exit_enter(ctx[1], ctx[2], false);
+	else
+		nohz_exit_exit(ctx[1]);
+	return 0;
+}
+
+/* ctx: tick_stopped */
+SEC("raw_tp")
+int test_nohz_enter(__u64 *ctx)
+{
+	nohz_enter_hit(ctx[0]);
+	return 0;
+}
+
+/* ctx: op (0 entry, 1 exit), timestamp ns, flag (idle_balance) */
+SEC("raw_tp")
+int test_nohz_kick(__u64 *ctx)
+{
+	if (ctx[0] == 0)
+		nohz_kick_enter(ctx[1], ctx[2]);
+	else
+		nohz_kick_exit(ctx[1]);
+	return 0;
+}
+
+/* ctx: op (0 sent, 1 received), target cpu, nohz_flags */
+SEC("raw_tp")
+int test_ilb_kick(__u64 *ctx)
+{
+	if (ctx[0] == 0)
+		ilb_sent((__u32)ctx[1], bpf_get_smp_processor_id(), ctx[2]);
+	else
+		ilb_received();
+	return 0;
+}

@@ -1,0 +1,88 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * Minimal CO-RE kernel type definitions for schedhot's BPF programs.
+ *
+ * Where this comes from: written by hand and checked in, on purpose. It is
+ * NOT generated from /sys/kernel/btf/vmlinux, so the build never depends on
+ * the build machine's kernel. Every struct carries preserve_access_index:
+ * libbpf relocates each field access against the running kernel's BTF at
+ * load time, so only the field NAMES used here must exist in the target
+ * kernel (checked on 6.1, 6.12, 6.18 and 7.3). A field missing from a kernel
+ * makes only the probe that reads it fail to load, with libbpf's CO-RE error.
+ *
+ * UAPI constants (map types, flags) come from the system's <linux/bpf.h>.
+ * x86-64 only (struct pt_regs below is the kernel's x86-64 layout).
+ */
+#ifndef __VMLINUX_H__
+#define __VMLINUX_H__
+
+#include <linux/types.h>
+#include <linux/bpf.h>
+
+typedef __u8 u8;
+typedef __u16 u16;
+typedef __u32 u32;
+typedef __u64 u64;
+typedef __s32 s32;
+typedef __s64 s64;
+typedef _Bool bool;
+enum { false = 0, true = 1 };
+
+#pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
+
+/* arch/x86/include/asm/ptrace.h (x86-64) */
+struct pt_regs {
+	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
+	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
+};
+
+typedef struct { int counter; } atomic_t;
+
+/* kernel/sched/cpupri.h */
+struct cpupri {
+	int *cpu_to_pri;
+};
+
+/* kernel/sched/sched.h */
+struct root_domain {
+	struct cpupri cpupri;
+};
+
+struct rq;
+
+struct cfs_rq {
+	struct rq *rq; /* CONFIG_FAIR_GROUP_SCHED only; else container_of */
+};
+
+struct rq {
+	unsigned int nohz_tick_stopped;
+	atomic_t nohz_flags;
+	struct cfs_rq cfs;
+	struct root_domain *rd;
+	unsigned char idle_balance;
+	int cpu;
+};
+
+/* include/linux/sched.h */
+struct sched_entity {
+	struct cfs_rq *cfs_rq;
+};
+
+struct task_struct {
+	int pid;
+	struct sched_entity se;
+};
+
+/* include/linux/smp_types.h, include/linux/smp.h */
+struct __call_single_data {
+	void *info;
+};
+
+/* include/linux/hrtimer_types.h */
+struct hrtimer {
+	void *function;
+};
+
+#pragma clang attribute pop
+
+#endif /* __VMLINUX_H__ */

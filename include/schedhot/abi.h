@@ -1,0 +1,231 @@
+/* SPDX-License-Identifier: GPL-2.0 OR BSD-2-Clause */
+/*
+ * schedhot ABI: the one header shared by the BPF programs (bpf/NAME.bpf.c) and the
+ * C++ front end. Fixed-width types only; every struct here is the value of a
+ * BPF array map with one element per possible CPU (index = CPU id), mapped
+ * read-only into user space with BPF_F_MMAPABLE.
+ *
+ * Rule: a probe writes only the element of the CPU it runs on. Every per-CPU
+ * slot is aligned (and therefore sized) to SH_SLOT_ALIGN bytes, so two CPUs
+ * never write the same cacheline (128 B also keeps the adjacent-line
+ * prefetcher of Intel cores from pairing two CPUs' slots).
+ *
+ * Every counter is a cumulative __u64 that only grows while the programs are
+ * attached; user space derives rates from two adjacent samples.
+ */
+#ifndef SCHEDHOT_ABI_H
+#define SCHEDHOT_ABI_H
+
+#ifdef __bpf__
+/* vmlinux.h provides __u64 and friends */
+#else
+#include <linux/types.h>
+#endif
+
+#define SH_ABI_VERSION 1
+#define SH_SLOT_ALIGN 128
+
+/* Probe ids: index of the probe table (src/probe/catalog.cpp) and of the maps. */
+enum sh_probe_id {
+	SH_P_NOHZ_EXIT = 0,      /* nohz_balance_exit_idle() */
+	SH_P_NOHZ_ENTER = 1,     /* nohz_balance_enter_idle() */
+	SH_P_NOHZ_KICK = 2,      /* nohz_balancer_kick() (inlined: its caller) */
+	SH_P_ILB_KICK = 3,       /* csd:csd_queue_cpu / csd_function_entry, func == nohz_csd_func */
+	SH_P_CPUPRI_SET = 4,     /* cpupri_set() */
+	SH_P_CPUPRI_FIND = 5,    /* cpupri_find_fitness() */
+	SH_P_BCAST_LOCK = 6,     /* functions that take tick_broadcast_lock */
+	SH_P_BCAST_WAIT = 7,     /* lock:contention_begin/end on tick_broadcast_lock */
+	SH_P_IDLE = 8,           /* power:cpu_idle */
+	SH_NPROBES = 9,
+};
+
+/*
+ * Latency histogram geometry: log-linear, HdrHistogram-like.
+ * Values 0..15 ns have one bucket each. A value v >= 16 with most significant
+ * bit m (2^m <= v < 2^(m+1)) goes to group g = m - 4, sub-bucket
+ * s = (v >> g) & 15, index 16 + 16*g + s. Bucket (g, s) covers
+ * [(16+s) << g, (17+s) << g): its width is at most 1/16 of its lower bound.
+ * Groups run to m = 34, so buckets cover 0 ns .. 2^35 ns (34.4 s); larger
+ * values are clamped into the last bucket (max_ns keeps the true maximum).
+ * A percentile reported as the midpoint of its bucket is within +-1/32
+ * (3.125 %) of the exact nearest-rank value (see src/model/histogram.h).
+ */
+#define SH_HIST_SUB_BITS 4
+#define SH_HIST_SUB (1u << SH_HIST_SUB_BITS)
+#define SH_HIST_MAX_MSB 34
+#define SH_HIST_GROUPS (SH_HIST_MAX_MSB - SH_HIST_SUB_BITS + 1)
+#define SH_HIST_BUCKETS (SH_HIST_SUB + SH_HIST_GROUPS * SH_HIST_SUB) /* 512 */
+
+/* Latency histogram, ns. */
+struct sh_hist {
+	__u64 sum_ns;                   /* sum of all recorded values, ns */
+	__u64 max_ns;                   /* largest value recorded, ns */
+	__u64 bucket[SH_HIST_BUCKETS];  /* counts per log-linear bucket */
+};
+
+/* Most significant set bit of v (v > 0), without __builtin_clzll: Debian
+ * 12's clang-14 crashes lowering clz for -target bpf. */
+static inline __u32 sh_msb64(__u64 v)
+{
+	__u32 r = 0;
+	if (v >> 32) { v >>= 32; r += 32; }
+	if (v >> 16) { v >>= 16; r += 16; }
+	if (v >> 8) { v >>= 8; r += 8; }
+	if (v >> 4) { v >>= 4; r += 4; }
+	if (v >> 2) { v >>= 2; r += 2; }
+	if (v >> 1) { r += 1; }
+	return r;
+}
+
+/* Bucket index of a value in ns: [0, SH_HIST_BUCKETS). */
+static inline __u32 sh_hist_index(__u64 v)
+{
+	__u32 m, g;
+	if (v < SH_HIST_SUB)
+		return (__u32)v;
+	m = sh_msb64(v);
+	if (m > SH_HIST_MAX_MSB)
+		return SH_HIST_BUCKETS - 1;
+	g = m - SH_HIST_SUB_BITS;
+	return SH_HIST_SUB + g * SH_HIST_SUB + (__u32)((v >> g) & (SH_HIST_SUB - 1));
+}
+
+/* Lowest value (ns) that falls into bucket i. */
+static inline __u64 sh_hist_lower(__u32 i)
+{
+	__u32 g, s;
+	if (i < SH_HIST_SUB)
+		return i;
+	g = (i - SH_HIST_SUB) / SH_HIST_SUB;
+	s = (i - SH_HIST_SUB) % SH_HIST_SUB;
+	return ((__u64)(SH_HIST_SUB + s)) << g;
+}
+
+/* Width (ns) of bucket i: 1 below 16 ns, then 2^g. */
+static inline __u64 sh_hist_width(__u32 i)
+{
+	if (i < SH_HIST_SUB)
+		return 1;
+	return 1ull << ((i - SH_HIST_SUB) / SH_HIST_SUB);
+}
+
+/*
+ * Entry/exit pairing state of a traced function on one CPU. Private to BPF
+ * (user space ignores it): a small stack so that a call nested by an
+ * interrupt on the same CPU (e.g. nohz_balance_exit_idle from the tick while
+ * the hotplug thread is inside it) is timed separately.
+ */
+#define SH_MAX_DEPTH 4
+struct sh_timing {
+	__u64 depth;
+	__u64 ts[SH_MAX_DEPTH];
+};
+
+/* A traced function on one CPU: counts and its duration histogram. */
+struct sh_func {
+	__u64 calls;         /* entries seen */
+	__u64 nested;        /* entries deeper than SH_MAX_DEPTH (counted, not timed) */
+	__u64 orphan_exits;  /* exits seen without an entry (attach raced a call) */
+	struct sh_timing t;  /* private */
+	struct sh_hist lat;  /* entry-to-exit time, ns */
+};
+
+/* nohz_balance_exit_idle(struct rq *rq) on one CPU. */
+struct sh_nohz_exit_slot {
+	struct sh_func f;
+	/* calls that found rq->nohz_tick_stopped == 1: the ones that clear the
+	 * CPU from nohz.idle_cpus_mask (lock btr) and decrement nohz.nr_cpus,
+	 * i.e. that write the nohz cacheline. */
+	__u64 worked;
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* nohz_balance_enter_idle(int cpu) on one CPU. */
+struct sh_nohz_enter_slot {
+	__u64 calls;
+	/* calls that found rq->nohz_tick_stopped == 0: they set the CPU in
+	 * nohz.idle_cpus_mask (lock bts); every call writes nohz.has_blocked. */
+	__u64 first;
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* nohz_balancer_kick(struct rq *rq), or the function it is inlined into. */
+struct sh_nohz_kick_slot {
+	struct sh_func f;
+	__u64 idle_ticks;    /* calls with rq->idle_balance set: returns at once */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* ILB kicks: csd:csd_queue_cpu / csd:csd_function_entry with func == nohz_csd_func. */
+#define SH_ILB_FLAGS 16
+struct sh_ilb_slot {
+	__u64 sent;                     /* kicks queued by this CPU */
+	__u64 received;                 /* kicks run on this CPU (it was the ILB target) */
+	__u64 sent_self;                /* kicks whose target was this same CPU */
+	__u64 flags[SH_ILB_FLAGS];      /* sent kicks by rq->nohz_flags & 0xf of the target
+					 * (BALANCE=1 STATS=2 NEWILB=4 NEXT=8) */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* cpupri: converted priorities (the kernel's convert_prio(), v5.11+):
+ * -1 invalid, 0 NORMAL, 1..99 RT, 100 HIGHER (deadline). Classes for the
+ * transition matrix: */
+enum sh_cpupri_class {
+	SH_CP_INVALID = 0,
+	SH_CP_NORMAL = 1,
+	SH_CP_RT = 2,
+	SH_CP_HIGHER = 3,
+	SH_CP_NCLASS = 4,
+};
+#define SH_CPUPRI_VECS 104   /* vector indices 0..101 (102 before v5.11), padded */
+
+/* cpupri_set(struct cpupri *cp, int cpu, int newpri) on one CPU. */
+struct sh_cpupri_set_slot {
+	struct sh_func f;
+	__u64 noop;                                  /* calls with new == old: no write */
+	__u64 trans[SH_CP_NCLASS * SH_CP_NCLASS];    /* [old class * 4 + new class] */
+	__u64 vec_set[SH_CPUPRI_VECS];               /* cpumask_set_cpu on pri_to_cpu[i] */
+	__u64 vec_clear[SH_CPUPRI_VECS];             /* cpumask_clear_cpu on pri_to_cpu[i] */
+	__u64 last_pri;    /* private: proxy mode's last cpu_to_pri[cpu] seen, +2 (0 = none) */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* cpupri_find_fitness() (cpupri_find tail-calls it) on one CPU. */
+struct sh_cpupri_find_slot {
+	struct sh_func f;
+	__u64 found;         /* calls returning 1 (a lowest_mask was found) */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* Functions that take tick_broadcast_lock, one counter per site (site names
+ * and order: src/probe/catalog.cpp, kBcastSites). */
+#define SH_BCAST_SITES 8
+struct sh_bcast_lock_slot {
+	__u64 calls[SH_BCAST_SITES];
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* lock:contention_begin/end on tick_broadcast_lock on one CPU. */
+struct sh_bcast_wait_slot {
+	__u64 contentions;   /* contention_begin on the lock */
+	__u64 ends;          /* contention_end on the lock, timed into lat */
+	__u64 all_locks;     /* contention_begin on any lock (shows the tracepoint fires) */
+	__u64 learn_sent;    /* stacks sent to user space to learn the lock's address */
+	__u64 ts;            /* private: contention_begin time of the waiter on this CPU */
+	struct sh_hist lat;  /* wait time begin -> end, ns */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* power:cpu_idle on one CPU. */
+#define SH_IDLE_STATES 8
+struct sh_idle_slot {
+	__u64 entries;
+	__u64 exits;
+	__u64 by_state[SH_IDLE_STATES];  /* entries by idle state index (7 = 7 and up) */
+	__u64 ts;            /* private: time of the last entry */
+	struct sh_hist lat;  /* idle residency entry -> exit, ns */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* Record sent through the perf buffer while learning tick_broadcast_lock's
+ * address from contention stacks (no KALLSYMS_ALL, no System.map). */
+#define SH_LEARN_FRAMES 12
+struct sh_learn_event {
+	__u64 lock_addr;
+	__u32 cpu;
+	__u32 nframes;
+	__u64 ip[SH_LEARN_FRAMES];
+};
+
+#endif /* SCHEDHOT_ABI_H */

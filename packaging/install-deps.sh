@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs every Debian package schedhot needs to build and test (packaging/deps.txt,
+# plus tests/vm/DEPS when present). Runs apt-get update only when something is missing.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+root="$(dirname "$here")"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+pkgs=()
+for f in "$here/deps.txt" "$root/tests/vm/DEPS"; do
+  [ -f "$f" ] || continue
+  while read -r p; do
+    p="${p%%#*}"; p="${p// /}"
+    [ -n "$p" ] && pkgs+=("$p")
+  done < "$f"
+done
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ "${#missing[@]}" -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+echo "install-deps: done"

@@ -1,0 +1,356 @@
+#include "cli/commands.h"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "probe/attach.h"
+#include "probe/kernel_facts.h"
+#include "sample/sampler.h"
+#include "store/recording.h"
+#include "sys/privileges.h"
+#include "view/report.h"
+
+#ifndef SCHEDHOT_VERSION
+#define SCHEDHOT_VERSION "dev"
+#endif
+
+namespace schedhot::cli {
+
+std::atomic<bool> g_stop{false};
+
+namespace {
+
+void on_signal(int) { g_stop.store(true); }
+
+void err(const std::string& msg) { fmt::print(stderr, "schedhot: {}\n", msg); }
+
+double parse_number(const std::string& s, size_t& used, const char* what) {
+  try {
+    double v = std::stod(s, &used);
+    if (!std::isfinite(v) || v < 0) throw std::invalid_argument("");
+    return v;
+  } catch (...) {
+    throw std::invalid_argument(fmt::format("{} '{}' is not a non-negative number", what, s));
+  }
+}
+
+std::vector<std::string> split_commas(const std::string& s) {
+  std::vector<std::string> v;
+  size_t pos = 0;
+  while (pos <= s.size() && !s.empty()) {
+    size_t c = s.find(',', pos);
+    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
+    if (!item.empty()) v.push_back(item);
+    if (c == std::string::npos) break;
+    pos = c + 1;
+  }
+  return v;
+}
+
+/// Loads kernel facts and attaches; nullptr (with a message printed) on failure.
+struct Attached {
+  KernelFacts facts;
+  HostInfo host;
+  std::unique_ptr<ProbeSet> probes;
+};
+
+std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
+  status = 1;
+  if (std::string m = missing_privileges(); !m.empty()) {
+    err(m);
+    return nullptr;
+  }
+  AttachOptions ao;
+  try {
+    ao.pref = parse_backend_pref(o.backend);
+  } catch (const std::exception& e) {
+    err(e.what());
+    status = 2;
+    return nullptr;
+  }
+  ao.only = split_commas(o.probes);
+  for (auto& n : ao.only)
+    if (!find_probe(n)) {
+      std::string all;
+      for (auto& p : probe_catalog()) all += (all.empty() ? "" : ", ") + p.name;
+      err(fmt::format("--probes: no probe named '{}' (probes: {})", n, all));
+      status = 2;
+      return nullptr;
+    }
+  ao.verbose = o.verbose;
+  if (std::string w = raise_memlock(); !w.empty() && o.verbose) err(w);
+  auto a = std::make_unique<Attached>();
+  try {
+    a->facts = read_kernel_facts(o.system_map);
+    a->host = read_host_info();
+    a->probes = std::make_unique<ProbeSet>(a->facts, a->host, ao);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return nullptr;
+  }
+  status = 0;
+  return a;
+}
+
+int count_attached(const std::vector<ProbeStatus>& st) {
+  int n = 0;
+  for (auto& s : st) n += s.attached;
+  return n;
+}
+
+}  // namespace
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0;  // no SA_RESTART: sleeps and reads return early
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sigaction(SIGHUP, &sa, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+}
+
+uint64_t parse_duration_ns(const std::string& s, const char* what) {
+  size_t used = 0;
+  double v = parse_number(s, used, what);
+  std::string unit = s.substr(used);
+  double mult = 1e9;
+  if (unit.empty() || unit == "s") mult = 1e9;
+  else if (unit == "ms") mult = 1e6;
+  else if (unit == "us") mult = 1e3;
+  else if (unit == "m" || unit == "min") mult = 60e9;
+  else if (unit == "h") mult = 3600e9;
+  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use ms, s, m or h)", what, s, unit));
+  double ns = v * mult;
+  if (ns > 1e18) throw std::invalid_argument(fmt::format("{} '{}' is too long", what, s));
+  return static_cast<uint64_t>(ns);
+}
+
+uint64_t parse_size_bytes(const std::string& s, const char* what) {
+  size_t used = 0;
+  double v = parse_number(s, used, what);
+  std::string unit = s.substr(used);
+  double mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "K" || unit == "k" || unit == "KiB") mult = 1024;
+  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use K, M or G)", what, s, unit));
+  return static_cast<uint64_t>(v * mult);
+}
+
+// ---- probes ----------------------------------------------------------------------
+
+int run_probes(const ProbesCmd& o) {
+  int status = 0;
+  auto a = attach(o.common, status);
+  if (!a) return status;
+  const auto& st = a->probes->statuses();
+  if (o.json) {
+    nlohmann::json j = {{"schema", "schedhot.probes/1"},
+                        {"kernel", a->host.kernel_release},
+                        {"btf", a->facts.btf},
+                        {"kprobes", a->facts.kprobes},
+                        {"kallsyms", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error},
+                        {"probes", st}};
+    fmt::print("{}\n", j.dump(2));
+    return 0;
+  }
+  fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release, a->facts.btf ? "yes" : "no",
+             a->facts.kprobes ? "yes" : "no", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error);
+  for (const ProbeStatus& s : st) {
+    if (s.attached) {
+      fmt::print("{:<12} attached     {}\n", s.probe, s.proxy ? s.proxy_label : std::string(to_string(s.backend)));
+      fmt::print("{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", s.symbol + (s.via.empty() ? "" : " " + s.via));
+      if (s.proxy) fmt::print("{:<12}   known error: {}\n", "", s.proxy_error);
+    } else {
+      fmt::print("{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);
+      fmt::print("{:<12}   target {}{}\n", "", s.target, s.via.empty() ? "" : ", resolved " + s.via);
+    }
+    bool same = !s.sites.empty();
+    for (auto& site : s.sites) same = same && !site.attached && site.error == s.sites.front().error;
+    if (same)
+      fmt::print("{:<12}   all {} sites unavailable: {}\n", "", s.sites.size(), s.sites.front().error);
+    else
+      for (auto& site : s.sites)
+        fmt::print("{:<12}   site {:<34} {}\n", "", site.site,
+                   site.attached ? fmt::format("attached ({} {})", to_string(site.backend), site.symbol) : "unavailable: " + site.error);
+    if (s.attached)
+      for (auto& t : s.tried)
+        fmt::print("{:<12}   not used: {}{}{}\n", "", t.backend == Backend::none ? "" : to_string(t.backend),
+                   t.symbol.empty() ? "" : " " + t.symbol, (t.backend == Backend::none && t.symbol.empty() ? "" : ": ") + t.error);
+    for (auto& n : s.notes) fmt::print("{:<12}   note: {}\n", "", n);
+  }
+  int n = count_attached(st);
+  fmt::print("{} of {} probes attached\n", n, st.size());
+  return 0;
+}
+
+// ---- record ----------------------------------------------------------------------
+
+int run_record(const RecordCmd& o) {
+  uint64_t dur, iv;
+  try {
+    dur = parse_duration_ns(o.duration, "-d/--duration");
+    iv = parse_duration_ns(o.interval, "-i/--interval");
+    if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (o.output.empty()) {
+    err("record needs -o FILE (or -o - for stdout)");
+    return 2;
+  }
+  if (o.output == "-" && isatty(STDOUT_FILENO)) {
+    err("-o -: stdout is a terminal; redirect it to a file or a pipe");
+    return 2;
+  }
+  struct stat st {};
+  if (o.output != "-" && !o.force && stat(o.output.c_str(), &st) == 0) {
+    err(fmt::format("{} exists; choose another name or pass --force", o.output));
+    return 1;
+  }
+  int status = 0;
+  auto a = attach(o.common, status);
+  if (!a) return status;
+  const auto& statuses = a->probes->statuses();
+  int n = count_attached(statuses);
+  if (n == 0) {
+    err("no probe could attach; `schedhot probes` says why");
+    return 1;
+  }
+  Meta meta = make_meta(a->host, a->probes->ncpus(), statuses);
+  meta.tool_version = SCHEDHOT_VERSION;
+  meta.command = o.command_line;
+  meta.interval_ns = iv;
+  LiveSource src(*a->probes, meta, iv, dur, &g_stop);
+  Sample s;
+  src.next(s);
+  std::unique_ptr<RecordingWriter> w;
+  try {
+    WriterOptions wo;
+    wo.compress = !o.no_compress;
+    wo.overwrite = o.force;
+    w = std::make_unique<RecordingWriter>(o.output, src.meta(), wo);
+    w->write_sample(s);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 1;
+  }
+  if (!o.quiet) {
+    fmt::print(stderr, "schedhot: recording {} of {} probes to {} for {:.1f} s every {:.3f} s (Ctrl-C stops early)\n", n,
+               statuses.size(), o.output, dur / 1e9, iv / 1e9);
+    for (auto& s2 : statuses)
+      if (!s2.attached) fmt::print(stderr, "schedhot:   {} unavailable: {}\n", s2.probe, s2.reason);
+  }
+  try {
+    while (src.next(s)) {
+      for (int i : src.take_status_changes()) w->write_status(src.meta().probes[i].status);
+      w->write_sample(s);
+    }
+    w->close();
+  } catch (const std::exception& e) {
+    err(fmt::format("{}; {} samples written before it are readable", e.what(), w->samples()));
+    return 1;
+  }
+  if (!o.quiet)
+    fmt::print(stderr, "schedhot: wrote {} samples, {} bytes to {}{}\n", w->samples(), w->bytes(), o.output,
+               g_stop.load() ? " (stopped by signal)" : "");
+  return 0;
+}
+
+// ---- report ----------------------------------------------------------------------
+
+namespace {
+
+int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in, RecordingReader* reader) {
+  ReportOptions ro;
+  try {
+    if (!o.from.empty()) ro.from_s = parse_duration_ns(o.from, "--from") / 1e9;
+    if (!o.to.empty()) ro.to_s = parse_duration_ns(o.to, "--to") / 1e9;
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (ro.from_s >= 0 && ro.to_s >= 0 && ro.to_s <= ro.from_s) {
+    err("--to must be later than --from");
+    return 2;
+  }
+  ro.all_cpus = o.all_cpus;
+  ro.top = o.top;
+  ro.sort = o.sort;
+  ReportBuilder b(src.meta(), ro);
+  Sample s;
+  while (src.next(s)) b.add(s);
+  SourceInfo info = info_in;
+  if (reader) {
+    info.complete = reader->saw_end();
+    if (reader->damage())
+      info.damage = fmt::format("at byte {}: {}", reader->damage()->offset, reader->damage()->reason);
+  }
+  nlohmann::json r = b.build(src.meta(), info);
+  if (o.json)
+    fmt::print("{}\n", r.dump(2));
+  else
+    fmt::print("{}", render_report_text(r));
+  if (reader && reader->damage())
+    fmt::print(stderr, "schedhot: {} is damaged at byte {} ({}); reported the {} samples before it\n", o.file,
+               reader->damage()->offset, reader->damage()->reason, b.samples());
+  return b.samples() >= 2 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_report(const ReportCmd& o) {
+  if (o.live) {
+    if (!o.file.empty()) {
+      err("report: give a FILE or --live, not both");
+      return 2;
+    }
+    uint64_t dur, iv;
+    try {
+      dur = parse_duration_ns(o.duration, "-d/--duration");
+      iv = parse_duration_ns(o.interval, "-i/--interval");
+      if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+    } catch (const std::exception& e) {
+      err(e.what());
+      return 2;
+    }
+    int status = 0;
+    auto a = attach(o.common, status);
+    if (!a) return status;
+    Meta meta = make_meta(a->host, a->probes->ncpus(), a->probes->statuses());
+    meta.tool_version = SCHEDHOT_VERSION;
+    meta.interval_ns = iv;
+    LiveSource src(*a->probes, meta, iv, dur, &g_stop);
+    return report_from(src, o, SourceInfo{}, nullptr);
+  }
+  if (o.file.empty()) {
+    err("report needs a recording FILE (or --live)");
+    return 2;
+  }
+  std::unique_ptr<RecordingReader> r;
+  try {
+    r = RecordingReader::open(o.file);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 1;
+  }
+  SourceInfo info;
+  info.file = o.file;
+  info.format = fmt::format("{}.{}", r->major(), r->minor());
+  return report_from(*r, o, info, r.get());
+}
+
+}  // namespace schedhot::cli

@@ -1,0 +1,537 @@
+#include "probe/attach.h"
+
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdarg>
+#include <cstring>
+#include <stdexcept>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+
+#include "probe/learn.h"
+#include "schedhot.skel.h"
+
+namespace schedhot {
+
+namespace {
+
+// ---- libbpf log capture -------------------------------------------------------
+
+thread_local std::string* g_log = nullptr;
+bool g_verbose = false;
+
+int libbpf_print(enum libbpf_print_level level, const char* fmt, va_list args) {
+  char buf[4096];
+  va_list copy;
+  va_copy(copy, args);
+  vsnprintf(buf, sizeof buf, fmt, copy);
+  va_end(copy);
+  if (g_log && g_log->size() < (1u << 20)) *g_log += buf;
+  if (g_verbose && level != LIBBPF_DEBUG) fputs(buf, stderr);
+  return 0;
+}
+
+/// The most telling line of a failed load's log: the verifier's last complaint.
+std::string log_hint(const std::string& log) {
+  std::string best;
+  size_t pos = 0;
+  while (pos < log.size()) {
+    size_t eol = log.find('\n', pos);
+    std::string line = log.substr(pos, eol == std::string::npos ? std::string::npos : eol - pos);
+    pos = eol == std::string::npos ? log.size() : eol + 1;
+    if (line.find("-- END") != std::string::npos) break;
+    if (line.empty() || line.rfind("libbpf:", 0) == 0 || line.rfind("processed ", 0) == 0) continue;
+    best = line;
+  }
+  if (best.size() > 160) best = best.substr(0, 157) + "...";
+  return best;
+}
+
+// ---- skeleton configuration -----------------------------------------------------
+
+struct Config {
+  uint32_t ncpus = 0;
+  uint64_t nohz_csd_func = 0;
+  uint64_t tick_fn[2] = {0, 0};
+  uint32_t cpupri_nr_prios = 101;
+};
+
+struct SkelDeleter {
+  void operator()(schedhot_bpf* s) const { schedhot_bpf__destroy(s); }
+};
+using SkelPtr = std::unique_ptr<schedhot_bpf, SkelDeleter>;
+
+/// A fresh skeleton with every program off and only keep_map sized for all CPUs.
+SkelPtr open_configured(const Config& cfg, const std::string& keep_map, std::string& err) {
+  SkelPtr skel(schedhot_bpf__open());
+  if (!skel) {
+    err = fmt::format("cannot open the BPF object: {}", strerror(errno));
+    return nullptr;
+  }
+  skel->rodata->sh_nohz_csd_func = cfg.nohz_csd_func;
+  skel->rodata->sh_tick_fn[0] = cfg.tick_fn[0];
+  skel->rodata->sh_tick_fn[1] = cfg.tick_fn[1];
+  skel->rodata->sh_cpupri_nr_prios = cfg.cpupri_nr_prios;
+  struct bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) bpf_program__set_autoload(prog, false);
+  struct bpf_map* map;
+  bpf_object__for_each_map(map, skel->obj) {
+    std::string name = bpf_map__name(map);
+    if (name.size() > 6 && name.compare(name.size() - 6, 6, "_slots") == 0)
+      bpf_map__set_max_entries(map, name == keep_map ? cfg.ncpus : 1);
+    else if (bpf_map__type(map) == BPF_MAP_TYPE_PERF_EVENT_ARRAY)
+      bpf_map__set_max_entries(map, keep_map == "bcast_wait_slots" ? cfg.ncpus : 1);
+  }
+  return skel;
+}
+
+struct bpf_program* program(schedhot_bpf* skel, const std::string& name) {
+  return bpf_object__find_program_by_name(skel->obj, name.c_str());
+}
+
+/// Result of one try.
+struct TryResult {
+  SkelPtr skel;
+  std::vector<struct bpf_link*> links;
+  int err = 0;          ///< positive errno when failed
+  std::string error;    ///< one line when failed
+  bool at_load = false; ///< failed while loading (verifier/policy) rather than attaching
+};
+
+void destroy_links(std::vector<struct bpf_link*>& links) {
+  for (auto* l : links) bpf_link__destroy(l);
+  links.clear();
+}
+
+/// One program to enable: name, and for function backends the target symbol.
+struct ProgSel {
+  std::string name;
+  std::string target;  ///< fentry/kprobe target; "" for tracepoints
+  bool retprobe = false;
+};
+
+/// Loads a skeleton with exactly progs enabled and attaches them.
+TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backend b, const std::vector<ProgSel>& progs,
+                          const std::string& what) {
+  TryResult r;
+  std::string log;
+  g_log = &log;
+  std::string err;
+  r.skel = open_configured(cfg, keep_map, err);
+  if (!r.skel) {
+    g_log = nullptr;
+    r.err = EINVAL;
+    r.error = err;
+    return r;
+  }
+  for (auto& p : progs) {
+    struct bpf_program* prog = program(r.skel.get(), p.name);
+    if (!prog) {
+      g_log = nullptr;
+      r.err = ENOENT;
+      r.error = fmt::format("internal: no BPF program {}", p.name);
+      return r;
+    }
+    bpf_program__set_autoload(prog, true);
+    if (b == Backend::fentry) {
+      int e = bpf_program__set_attach_target(prog, 0, p.target.c_str());
+      if (e) {
+        g_log = nullptr;
+        r.err = -e;
+        r.error = describe_attach_error(b, -e, p.target);
+        return r;
+      }
+    }
+  }
+  int e = schedhot_bpf__load(r.skel.get());
+  if (e) {
+    g_log = nullptr;
+    r.err = -e;
+    r.at_load = true;
+    r.error = describe_attach_error(b, -e, what);
+    if (b != Backend::fentry || (r.err != EPERM && r.err != EACCES)) {
+      std::string hint = log_hint(log);
+      if (!hint.empty()) r.error += fmt::format(" [verifier: {}]", hint);
+    }
+    r.skel.reset();
+    return r;
+  }
+  for (auto& p : progs) {
+    struct bpf_program* prog = program(r.skel.get(), p.name);
+    struct bpf_link* link = nullptr;
+    if (b == Backend::kprobe)
+      link = bpf_program__attach_kprobe(prog, p.retprobe, p.target.c_str());
+    else
+      link = bpf_program__attach(prog);
+    if (!link) {
+      int ae = errno ? errno : EINVAL;
+      r.err = ae;
+      r.error = describe_attach_error(b, ae, p.target.empty() ? what : p.target);
+      destroy_links(r.links);
+      r.skel.reset();
+      g_log = nullptr;
+      return r;
+    }
+    r.links.push_back(link);
+  }
+  g_log = nullptr;
+  return r;
+}
+
+std::vector<ProgSel> function_progs(const ProbeSpec& spec, Backend b, const std::string& sym) {
+  std::vector<ProgSel> v;
+  if (b == Backend::fentry) {
+    v.push_back({spec.name + "__fentry", sym});
+    if (spec.timed) v.push_back({spec.name + "__fexit", sym});
+  } else {
+    v.push_back({spec.name + "__kprobe", sym, false});
+    if (spec.timed) v.push_back({spec.name + "__kretprobe", sym, true});
+  }
+  return v;
+}
+
+std::vector<ProgSel> tp_progs(const std::vector<TpProgram>& tps) {
+  std::vector<ProgSel> v;
+  for (auto& t : tps) v.push_back({t.program, ""});
+  return v;
+}
+
+std::string tp_names(const std::vector<TpProgram>& tps) {
+  std::string s;
+  for (auto& t : tps) s += (s.empty() ? "" : ", ") + std::string(t.raw ? "raw_tp/" : "tp_btf/") + t.tracepoint;
+  return s;
+}
+
+/// A backend refused globally (fentry EPERM, kprobes EPERM): later tries skip it.
+struct Refusals {
+  std::string fentry;
+  std::string kprobe;
+};
+
+bool policy_refusal(const TryResult& r) { return r.at_load && (r.err == EPERM || r.err == EACCES); }
+
+}  // namespace
+
+LoadedProbe::~LoadedProbe() {
+  for (auto* l : links) bpf_link__destroy(l);
+  links.clear();
+  if (slots) munmap(const_cast<uint64_t*>(slots), map_bytes);
+  if (skel) schedhot_bpf__destroy(skel);
+}
+
+ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachOptions& opts)
+    : facts_(facts), host_(host), opts_(opts) {
+  g_verbose = opts.verbose;
+  libbpf_set_print(libbpf_print);
+  int n = libbpf_num_possible_cpus();
+  if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
+  ncpus_ = static_cast<uint32_t>(n);
+
+  Config cfg;
+  cfg.ncpus = ncpus_;
+  cfg.cpupri_nr_prios = facts.cpupri_nr_prios ? static_cast<uint32_t>(facts.cpupri_nr_prios) : 101;
+  auto text_addr = [&](const char* name) -> uint64_t {
+    const Symbol* s = facts.kallsyms.find(name);
+    return (s && s->is_text()) ? s->addr : 0;
+  };
+  cfg.nohz_csd_func = text_addr("nohz_csd_func");
+  cfg.tick_fn[0] = text_addr("tick_nohz_handler");
+  cfg.tick_fn[1] = text_addr("tick_sched_timer");
+
+  const auto& cat = probe_catalog();
+  status_.resize(cat.size());
+  loaded_.resize(cat.size());
+  Refusals refused;
+
+  for (const ProbeSpec& spec : cat) {
+    ProbeStatus& st = status_[spec.id];
+    st.probe = spec.name;
+    st.target = spec.target;
+    if (!opts.only.empty() && std::find(opts.only.begin(), opts.only.end(), spec.name) == opts.only.end()) {
+      st.reason = "not selected (--probes)";
+      continue;
+    }
+    Plan plan = resolve_probe(spec, facts, opts.pref);
+    st.notes = plan.notes;
+    std::vector<AttachTry> failures = plan.skipped;
+
+    // Missing addresses the BPF side needs.
+    if (spec.id == SH_P_ILB_KICK && !cfg.nohz_csd_func) {
+      plan.candidates.clear();
+      failures.push_back({Backend::tracepoint, "", "nohz_csd_func's address is unknown (kallsyms unreadable)"});
+    }
+
+    auto kept = std::make_unique<LoadedProbe>();
+    kept->spec = &spec;
+
+    if (spec.kind == ProbeKind::sites) {
+      // Each site on its own: fentry, else kprobe. Trials in throwaway objects, then one
+      // object with every site that worked.
+      const Candidate* fc = nullptr;
+      const Candidate* kc = nullptr;
+      for (auto& c : plan.candidates) (c.backend == Backend::fentry ? fc : kc) = &c;
+      std::vector<ProgSel> final_progs;
+      std::vector<Backend> final_backend;
+      for (size_t i = 0; i < spec.symbols.size(); ++i) {
+        SiteStatus ss;
+        ss.site = spec.symbols[i];
+        std::string sym;
+        if (fc && i < fc->sites.size() && !fc->sites[i].empty()) sym = fc->sites[i];
+        if (kc && i < kc->sites.size() && !kc->sites[i].empty()) sym = sym.empty() ? kc->sites[i] : sym;
+        ss.symbol = sym;
+        if (sym.empty()) {
+          ss.error = fmt::format("{} not in this kernel", ss.site);
+          st.sites.push_back(ss);
+          continue;
+        }
+        std::vector<std::string> errs;
+        for (Backend b : {Backend::fentry, Backend::kprobe}) {
+          const Candidate* c = b == Backend::fentry ? fc : kc;
+          if (!c || i >= c->sites.size() || c->sites[i].empty()) continue;
+          std::string& ref = b == Backend::fentry ? refused.fentry : refused.kprobe;
+          if (!ref.empty()) {
+            errs.push_back(ref);
+            continue;
+          }
+          ProgSel ps{fmt::format("bcast_lock__{}_{}", b == Backend::fentry ? "fentry" : "kprobe", i), c->sites[i]};
+          TryResult r = try_load_attach(cfg, spec.map, b, {ps}, c->sites[i]);
+          if (r.skel) {
+            destroy_links(r.links);
+            ss.backend = b;
+            ss.attached = true;
+            final_progs.push_back(ps);
+            final_backend.push_back(b);
+            break;
+          }
+          if (policy_refusal(r)) ref = r.error;
+          errs.push_back(r.error);
+        }
+        if (!ss.attached) {
+          for (auto& f : failures)
+            if (f.backend == Backend::kprobe || f.backend == Backend::fentry) errs.push_back(f.error);
+          ss.error = errs.empty() ? "no backend available" : errs.front();
+          for (size_t k = 1; k < errs.size(); ++k)
+            if (errs[k] != ss.error) ss.error += "; " + errs[k];
+        }
+        st.sites.push_back(ss);
+      }
+      if (!final_progs.empty()) {
+        // One object holding every site that worked: fentry and kprobe programs differ in
+        // type, so load them together and attach each with its own backend.
+        std::string err;
+        std::string log;
+        g_log = &log;
+        SkelPtr skel = open_configured(cfg, spec.map, err);
+        bool ok = static_cast<bool>(skel);
+        for (size_t k = 0; ok && k < final_progs.size(); ++k) {
+          auto* prog = program(skel.get(), final_progs[k].name);
+          bpf_program__set_autoload(prog, true);
+          if (final_backend[k] == Backend::fentry && bpf_program__set_attach_target(prog, 0, final_progs[k].target.c_str()))
+            ok = false;
+        }
+        int le = ok ? schedhot_bpf__load(skel.get()) : -EINVAL;
+        g_log = nullptr;
+        if (le == 0) {
+          for (size_t k = 0; k < final_progs.size(); ++k) {
+            auto* prog = program(skel.get(), final_progs[k].name);
+            struct bpf_link* l = final_backend[k] == Backend::kprobe
+                                     ? bpf_program__attach_kprobe(prog, false, final_progs[k].target.c_str())
+                                     : bpf_program__attach(prog);
+            for (auto& ss : st.sites)
+              if (ss.symbol == final_progs[k].target && !l) {
+                ss.attached = false;
+                ss.error = describe_attach_error(final_backend[k], errno, ss.symbol);
+              }
+            if (l) kept->links.push_back(l);
+          }
+          kept->skel = skel.release();
+        } else {
+          for (auto& ss : st.sites) {
+            if (!ss.attached) continue;
+            ss.attached = false;
+            ss.error = describe_attach_error(ss.backend, -le, ss.symbol);
+          }
+        }
+      }
+      int nat = 0;
+      bool any_f = false, any_k = false;
+      for (auto& ss : st.sites) {
+        if (!ss.attached) continue;
+        ++nat;
+        (ss.backend == Backend::fentry ? any_f : any_k) = true;
+        if (st.symbol.empty()) st.symbol = ss.symbol;
+      }
+      if (nat > 0 && kept->skel) {
+        st.attached = true;
+        st.backend = any_f ? Backend::fentry : Backend::kprobe;
+        st.symbol = fmt::format("{} of {} functions", nat, st.sites.size());
+        if (any_f && any_k) st.via = "(fentry and kprobe mixed)";
+      } else {
+        std::string why;
+        for (auto& ss : st.sites)
+          if (!ss.symbol.empty() && !ss.error.empty()) {
+            why = ss.error;
+            break;
+          }
+        if (why.empty())
+          for (auto& f : failures) why += (why.empty() ? "" : "; ") + f.error;
+        st.reason = why.empty() ? "no function that takes the lock could be probed" : why;
+      }
+    } else {
+      for (const Candidate& c : plan.candidates) {
+        std::string* ref = c.backend == Backend::fentry ? &refused.fentry
+                           : c.backend == Backend::kprobe ? &refused.kprobe
+                                                          : nullptr;
+        if (ref && !ref->empty()) {
+          failures.push_back({c.backend, c.symbol, *ref});
+          continue;
+        }
+        std::vector<ProgSel> progs =
+            c.backend == Backend::tracepoint ? tp_progs(c.programs) : function_progs(spec, c.backend, c.symbol);
+        std::string what = c.backend == Backend::tracepoint ? tp_names(c.programs) : c.symbol;
+        TryResult r = try_load_attach(cfg, spec.map, c.backend, progs, what);
+        if (!r.skel) {
+          if (ref && policy_refusal(r)) *ref = r.error;
+          failures.push_back({c.backend, c.symbol, r.error});
+          continue;
+        }
+        kept->skel = r.skel.release();
+        kept->links = std::move(r.links);
+        st.attached = true;
+        st.backend = c.backend;
+        st.symbol = c.backend == Backend::tracepoint ? what : c.symbol;
+        st.via = c.via;
+        st.proxy = c.proxy;
+        st.proxy_label = c.proxy_label;
+        st.proxy_error = c.proxy_error;
+        break;
+      }
+      if (!st.attached) {
+        std::string why;
+        std::stable_sort(failures.begin(), failures.end(),
+                         [](const AttachTry& a, const AttachTry& b) { return a.backend < b.backend; });
+        for (auto& f : failures) {
+          std::string line = f.error;
+          if (why.find(line) == std::string::npos) why += (why.empty() ? "" : "; ") + line;
+        }
+        st.reason = why.empty() ? "no way to attach on this kernel" : why;
+      }
+    }
+    // Keep the attempts that failed before the one that worked (or all of them).
+    st.tried = failures;
+    if (!st.attached && st.via.empty())
+      for (auto& c : plan.candidates)
+        if (!c.via.empty()) st.via = c.via;
+
+    if (st.attached && kept->skel) {
+      struct bpf_map* map = bpf_object__find_map_by_name(kept->skel->obj, spec.map.c_str());
+      size_t bytes = size_t(bpf_map__value_size(map)) * bpf_map__max_entries(map);
+      long page = sysconf(_SC_PAGESIZE);
+      bytes = (bytes + page - 1) / page * page;
+      void* m = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, bpf_map__fd(map), 0);
+      if (m == MAP_FAILED) {
+        st.attached = false;
+        st.reason = fmt::format("cannot map the {} slots: {}", spec.name, strerror(errno));
+        kept.reset();
+        continue;
+      }
+      kept->slots = static_cast<const uint64_t*>(m);
+      kept->map_bytes = bytes;
+      loaded_[spec.id] = std::move(kept);
+    }
+  }
+
+  // Notes that depend on the machine, not on the attach.
+  ProbeStatus& bl = status_[SH_P_BCAST_LOCK];
+  if (bl.attached) {
+    std::vector<std::string> why;
+    if (host.broadcast_device == "<NULL>") why.push_back("no tick broadcast device");
+    if (host.arat) why.push_back("ARAT present (the local APIC timer keeps running in deep idle states)");
+    if (!why.empty()) {
+      std::string s = "attached, path not in use on this machine: ";
+      for (size_t i = 0; i < why.size(); ++i) s += (i ? ", " : "") + why[i];
+      bl.notes.push_back(s);
+    }
+  }
+  ProbeStatus& ik = status_[SH_P_ILB_KICK];
+  if (ik.attached)
+    ik.notes.push_back("counts queued kicks; a kick while one is pending, or with no idle CPU to kick, is not queued and not seen");
+  ProbeStatus& bw = status_[SH_P_BCAST_WAIT];
+  if (bw.attached) {
+    DataAddress a = resolve_data_symbol("tick_broadcast_lock", facts);
+    schedhot_bpf* skel = loaded_[SH_P_BCAST_WAIT]->skel;
+    if (a.addr) {
+      skel->bss->sh_bcast_lock_addr = a.addr;
+      bw.notes.push_back(fmt::format("tick_broadcast_lock at {:#x} from {}", a.addr, a.source));
+    } else {
+      skel->bss->sh_bcast_learn = 1;
+      bw.notes.push_back(fmt::format("tick_broadcast_lock address unknown ({}): learning it from contention stacks whose "
+                                     "first non-lock frame is a tick-broadcast function",
+                                     a.source));
+      learner_ = std::make_unique<LockLearner>(skel, facts.kallsyms);
+      if (!learner_->ok()) {
+        bw.notes.push_back("learning unavailable: " + learner_->error());
+        learner_.reset();
+      }
+    }
+    bw.notes.push_back("blind spot: " + spinlock_blind_spot(host));
+  }
+}
+
+ProbeSet::~ProbeSet() { detach(); }
+
+void ProbeSet::detach() {
+  learner_.reset();
+  for (auto& p : loaded_) p.reset();
+}
+
+void ProbeSet::read(Sample& s) const {
+  for (size_t i = 0; i < loaded_.size() && i < s.probes.size(); ++i) {
+    const LoadedProbe* lp = loaded_[i].get();
+    ProbeSample& ps = s.probes[i];
+    if (!lp || !lp->slots) {
+      ps.present = false;
+      ps.words.clear();
+      continue;
+    }
+    const SlotLayout& L = lp->spec->layout;
+    const size_t n = size_t(ncpus_) * L.slot_words;
+    ps.present = true;
+    ps.words.resize(n);
+    std::memcpy(ps.words.data(), lp->slots, n * sizeof(uint64_t));
+    for (auto& f : L.fields) {
+      if (f.kind != FieldKind::priv) continue;
+      for (uint32_t c = 0; c < ncpus_; ++c)
+        std::memset(ps.words.data() + size_t(c) * L.slot_words + f.offset, 0, f.nwords * sizeof(uint64_t));
+    }
+  }
+}
+
+std::vector<int> ProbeSet::poll(int timeout_ms) {
+  std::vector<int> changed;
+  if (!learner_) {
+    if (timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+    return changed;
+  }
+  learner_->poll(timeout_ms);
+  if (auto found = learner_->take_result()) {
+    schedhot_bpf* skel = loaded_[SH_P_BCAST_WAIT]->skel;
+    skel->bss->sh_bcast_lock_addr = found->addr;
+    skel->bss->sh_bcast_learn = 0;
+    ProbeStatus& bw = status_[SH_P_BCAST_WAIT];
+    for (auto& n : bw.notes)
+      if (n.rfind("tick_broadcast_lock address unknown", 0) == 0)
+        n = fmt::format("tick_broadcast_lock at {:#x} learned from {} contention stacks (first non-lock frame {})",
+                        found->addr, found->votes, found->frame);
+    changed.push_back(SH_P_BCAST_WAIT);
+    learner_.reset();
+  }
+  return changed;
+}
+
+}  // namespace schedhot

@@ -1,0 +1,96 @@
+// The probe table: for each probe, what it targets, how it may attach (candidate
+// symbols, inline hosts, tracepoint programs, proxy), and the layout of its per-CPU
+// slot (include/schedhot/abi.h) as named fields. Everything that needs to know "what
+// probes exist" reads this table.
+#pragma once
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "schedhot/abi.h"
+
+namespace schedhot {
+
+/// How a probe is attached. tracepoint covers tp_btf and raw_tp programs.
+enum class Backend { none, fentry, kprobe, tracepoint };
+const char* to_string(Backend b);
+
+/// Kinds of words in a per-CPU slot.
+enum class FieldKind {
+  counter,        ///< one cumulative u64
+  counter_array,  ///< nwords cumulative u64s
+  hist,           ///< struct sh_hist: sum_ns, max_ns, SH_HIST_BUCKETS buckets
+  priv,           ///< BPF-private state; zeroed by the sampler, never recorded
+};
+const char* to_string(FieldKind k);
+
+/// A named run of u64 words inside a slot.
+struct Field {
+  std::string name;
+  uint32_t offset = 0;  ///< in u64 words from the slot start
+  uint32_t nwords = 1;
+  FieldKind kind = FieldKind::counter;
+  std::string doc;
+};
+
+/// Layout of one probe's per-CPU slot.
+struct SlotLayout {
+  uint32_t slot_words = 0;  ///< sizeof(slot) / 8, a multiple of SH_SLOT_ALIGN / 8
+  std::vector<Field> fields;
+  const Field* find(std::string_view name) const;
+};
+
+/// A BPF program of a tracepoint-driven probe and the tracepoint it needs.
+struct TpProgram {
+  std::string program;     ///< program name in the skeleton
+  std::string tracepoint;  ///< tracepoint name (as in btf_trace_<name>)
+  bool raw = false;        ///< raw_tp (untyped args) rather than tp_btf
+  std::string since;       ///< first kernel with it, for messages ("6.5")
+};
+
+/// A tracepoint stand-in for a function that fentry and kprobes cannot reach.
+struct ProxySpec {
+  std::vector<TpProgram> programs;
+  std::string label;  ///< what it counts, shown as the probe's backend
+  std::string error;  ///< its known error against the real function
+};
+
+enum class ProbeKind {
+  function,    ///< entry (and exit if timed) of one function
+  sites,       ///< entry of each of several functions (kBcastSites)
+  tracepoint,  ///< tracepoint programs only
+};
+
+/// One probe of the catalog.
+struct ProbeSpec {
+  sh_probe_id id;
+  std::string name;                        ///< "nohz_exit"
+  std::string target;                      ///< what it observes, "nohz_balance_exit_idle"
+  std::string what;                        ///< one line: what is counted per CPU
+  ProbeKind kind = ProbeKind::function;
+  std::vector<std::string> symbols;        ///< function names to try, in order
+  std::vector<std::string> inline_hosts;   ///< callers to use when every symbol is inlined
+  bool timed = false;                      ///< has exit programs (fexit/kretprobe)
+  std::vector<TpProgram> tp_programs;      ///< ProbeKind::tracepoint
+  std::optional<ProxySpec> proxy;
+  std::string map;                         ///< slot map name in the skeleton
+  SlotLayout layout;
+  std::string primary;                     ///< counter the rate is computed from
+  std::vector<std::string> secondary;      ///< other counters shown with rates
+  std::string hist;                        ///< histogram field name, "" if none
+};
+
+/// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order
+/// of struct sh_bcast_lock_slot.calls[]. Colder sites (install, update_freq,
+/// suspend/resume) are left out.
+extern const std::array<const char*, SH_BCAST_SITES> kBcastSites;
+
+/// The catalog, indexed by sh_probe_id.
+const std::vector<ProbeSpec>& probe_catalog();
+/// A probe by name, or nullptr.
+const ProbeSpec* find_probe(std::string_view name);
+
+}  // namespace schedhot

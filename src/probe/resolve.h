@@ -1,0 +1,57 @@
+// Probe resolution, the pure half: from the catalog and the kernel's facts, the ordered
+// list of attach candidates for a probe (fentry, kprobe, tracepoint proxy), with
+// inlined targets mapped to their callers and compiler clones found. attach.cpp then
+// tries the candidates for real. No BPF here, so fixtures can test every rule.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/catalog.h"
+#include "probe/kernel_facts.h"
+#include "probe/status.h"
+
+namespace schedhot {
+
+/// --backend: auto tries fentry, then kprobe, then the proxy; the others force one.
+enum class BackendPref { automatic, fentry, kprobe };
+/// Parses "auto" | "fentry" | "kprobe"; throws std::invalid_argument otherwise.
+BackendPref parse_backend_pref(const std::string& s);
+
+/// One way to attach a probe.
+struct Candidate {
+  Backend backend = Backend::none;
+  std::string symbol;                ///< function to attach to (ProbeKind::function)
+  std::vector<std::string> sites;    ///< per kBcastSites entry, resolved symbol or "" (ProbeKind::sites)
+  std::vector<TpProgram> programs;   ///< tracepoint programs (tracepoint probes and proxies)
+  std::string via;                   ///< "via HOST (TARGET inlined)" or "compiler clone X" or ""
+  bool proxy = false;
+  std::string proxy_label;
+  std::string proxy_error;
+};
+
+/// The candidates of one probe, best first, and why other options were not tried.
+struct Plan {
+  const ProbeSpec* spec = nullptr;
+  std::vector<Candidate> candidates;
+  std::vector<AttachTry> skipped;   ///< options ruled out without trying, with the reason
+  std::vector<std::string> notes;   ///< facts worth printing (".cold part", kallsyms hidden)
+};
+
+/// Resolves one probe against a kernel. Never fails: a probe with no candidate has its
+/// reasons in skipped.
+Plan resolve_probe(const ProbeSpec& spec, const KernelFacts& facts, BackendPref pref);
+
+/// Where a data symbol's address came from.
+struct DataAddress {
+  uint64_t addr = 0;    ///< 0 when unknown
+  std::string source;   ///< "kallsyms", "System.map /path (KASLR offset 0x...)", or why unknown
+};
+
+/// Address of a kernel data symbol (tick_broadcast_lock) in the running kernel:
+/// /proc/kallsyms when it lists data symbols (CONFIG_KALLSYMS_ALL), else the System.map
+/// given, shifted by the KASLR offset measured on text symbols both tables share.
+DataAddress resolve_data_symbol(const std::string& name, const KernelFacts& facts);
+
+}  // namespace schedhot

@@ -1,0 +1,126 @@
+#include "probe/status.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace schedhot {
+
+std::string errno_name(int err) {
+  switch (err) {
+    case EPERM: return "EPERM";
+    case ENOENT: return "ENOENT";
+    case ESRCH: return "ESRCH";
+    case EINTR: return "EINTR";
+    case EIO: return "EIO";
+    case E2BIG: return "E2BIG";
+    case EBADF: return "EBADF";
+    case EAGAIN: return "EAGAIN";
+    case ENOMEM: return "ENOMEM";
+    case EACCES: return "EACCES";
+    case EFAULT: return "EFAULT";
+    case EBUSY: return "EBUSY";
+    case EEXIST: return "EEXIST";
+    case ENODEV: return "ENODEV";
+    case EINVAL: return "EINVAL";
+    case ENOSPC: return "ENOSPC";
+    case ENOSYS: return "ENOSYS";
+    case EOPNOTSUPP: return "EOPNOTSUPP";
+    case 524: return "ENOTSUPP";
+    case ESPIPE: return "ESPIPE";
+    default: return fmt::format("errno {}", err);
+  }
+}
+
+std::string describe_attach_error(Backend b, int err, const std::string& what) {
+  const std::string name = errno_name(err);
+  switch (b) {
+    case Backend::fentry:
+      if (err == EPERM || err == EACCES)
+        return fmt::format("fentry refused: {} (kernel lockdown or an LSM denies BPF tracing programs)", name);
+      if (err == ENOENT || err == ESRCH) return fmt::format("fentry: no BTF function {} ({})", what, name);
+      if (err == 524 || err == EOPNOTSUPP)
+        return fmt::format("fentry not supported by this kernel for {} ({}: no BPF trampoline)", what, name);
+      if (err == EBUSY) return fmt::format("fentry on {} refused: {} (too many trampolines on it)", what, name);
+      return fmt::format("fentry on {} failed: {} ({})", what, name, strerror(err));
+    case Backend::kprobe:
+      if (err == ENOENT)
+        return fmt::format("kprobe: {} cannot be probed ({}: not a probeable function here)", what, name);
+      if (err == EINVAL || err == EILSEQ)
+        return fmt::format("kprobe: {} cannot be probed ({}: notrace or kprobe blacklist)", what, name);
+      if (err == EPERM || err == EACCES)
+        return fmt::format("kprobe refused: {} (lockdown, or CAP_PERFMON missing)", name);
+      if (err == EOPNOTSUPP || err == ENODEV) return fmt::format("kprobes unusable here ({})", name);
+      return fmt::format("kprobe on {} failed: {} ({})", what, name, strerror(err));
+    case Backend::tracepoint:
+      if (err == ENOENT || err == ESRCH) return fmt::format("tracepoint {} not in this kernel ({})", what, name);
+      if (err == EPERM || err == EACCES)
+        return fmt::format("tracepoint program refused: {} (lockdown, LSM, or CAP_BPF/CAP_PERFMON missing)", name);
+      return fmt::format("tracepoint {} failed: {} ({})", what, name, strerror(err));
+    case Backend::none: break;
+  }
+  return fmt::format("{}: {} ({})", what, name, strerror(err));
+}
+
+std::string ProbeStatus::backend_label() const {
+  if (!attached) return "unavailable";
+  if (proxy) return proxy_label;
+  return to_string(backend);
+}
+
+std::string ProbeStatus::summary() const {
+  if (!attached) return "unavailable: " + reason;
+  std::string s = "attached (" + backend_label() + (symbol.empty() ? "" : " " + symbol) + ")";
+  if (!via.empty()) s += " " + via;
+  return s;
+}
+
+Backend backend_from_string(const std::string& s) {
+  if (s == "fentry") return Backend::fentry;
+  if (s == "kprobe") return Backend::kprobe;
+  if (s == "tracepoint") return Backend::tracepoint;
+  return Backend::none;
+}
+
+void to_json(nlohmann::json& j, const ProbeStatus& s) {
+  nlohmann::json tried = nlohmann::json::array();
+  for (auto& t : s.tried) tried.push_back({{"backend", to_string(t.backend)}, {"symbol", t.symbol}, {"error", t.error}});
+  nlohmann::json sites = nlohmann::json::array();
+  for (auto& t : s.sites)
+    sites.push_back({{"site", t.site}, {"symbol", t.symbol}, {"backend", to_string(t.backend)},
+                     {"attached", t.attached}, {"error", t.error}});
+  j = {{"probe", s.probe},     {"target", s.target},           {"attached", s.attached},
+       {"backend", to_string(s.backend)}, {"symbol", s.symbol}, {"via", s.via},
+       {"proxy", s.proxy},     {"proxy_label", s.proxy_label}, {"proxy_error", s.proxy_error},
+       {"reason", s.reason},   {"tried", tried},               {"sites", sites},
+       {"notes", s.notes}};
+}
+
+void from_json(const nlohmann::json& j, ProbeStatus& s) {
+  s.probe = j.value("probe", "");
+  s.target = j.value("target", "");
+  s.attached = j.value("attached", false);
+  s.backend = backend_from_string(j.value("backend", "none"));
+  s.symbol = j.value("symbol", "");
+  s.via = j.value("via", "");
+  s.proxy = j.value("proxy", false);
+  s.proxy_label = j.value("proxy_label", "");
+  s.proxy_error = j.value("proxy_error", "");
+  s.reason = j.value("reason", "");
+  s.tried.clear();
+  if (j.contains("tried"))
+    for (auto& t : j["tried"])
+      s.tried.push_back({backend_from_string(t.value("backend", "none")), t.value("symbol", ""), t.value("error", "")});
+  s.sites.clear();
+  if (j.contains("sites"))
+    for (auto& t : j["sites"])
+      s.sites.push_back({t.value("site", ""), t.value("symbol", ""), backend_from_string(t.value("backend", "none")),
+                         t.value("attached", false), t.value("error", "")});
+  s.notes.clear();
+  if (j.contains("notes"))
+    for (auto& n : j["notes"]) s.notes.push_back(n.get<std::string>());
+}
+
+}  // namespace schedhot

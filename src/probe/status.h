@@ -1,0 +1,62 @@
+// ProbeStatus: how a probe attached, or exactly why it could not. Everything that
+// prints probe state reads a ProbeStatus; only the attacher (attach.cpp) decides it.
+#pragma once
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "probe/catalog.h"
+
+namespace schedhot {
+
+/// One failed attempt (backend + symbol) and its reason.
+struct AttachTry {
+  Backend backend = Backend::none;
+  std::string symbol;
+  std::string error;  ///< one line, errno name and meaning
+};
+
+/// One lock-taking site of a ProbeKind::sites probe.
+struct SiteStatus {
+  std::string site;     ///< function name from kBcastSites
+  std::string symbol;   ///< resolved symbol ("" when absent)
+  Backend backend = Backend::none;
+  bool attached = false;
+  std::string error;    ///< why not, when !attached
+};
+
+/// The attach outcome of one probe.
+struct ProbeStatus {
+  std::string probe;                ///< catalog name
+  std::string target;               ///< what it observes
+  bool attached = false;
+  Backend backend = Backend::none;  ///< fentry, kprobe or tracepoint (tp_btf/raw_tp or a proxy)
+  std::string symbol;               ///< resolved function, or the tracepoints used
+  std::string via;                  ///< "via sched_balance_trigger (nohz_balancer_kick inlined)", clone note, ""
+  bool proxy = false;               ///< a tracepoint stand-in, not the function itself
+  std::string proxy_label;
+  std::string proxy_error;          ///< the proxy's known error
+  std::string reason;               ///< when !attached: why, one line per tried backend joined by "; "
+  std::vector<AttachTry> tried;     ///< attempts that failed before the one that worked
+  std::vector<SiteStatus> sites;    ///< ProbeKind::sites only
+  std::vector<std::string> notes;   ///< path not in use, tracepoint blind spots, address source
+
+  /// "fentry", "kprobe", "tp_btf", "raw_tp", or the proxy label.
+  std::string backend_label() const;
+  /// "attached" / "unavailable: <reason>" in one line.
+  std::string summary() const;
+};
+
+/// One-line meaning of an attach or load error: errno name, meaning, and the likely
+/// cause for this backend (e.g. "fentry refused: EPERM (kernel lockdown or an LSM
+/// denies BPF tracing programs)"). err is a positive errno.
+std::string describe_attach_error(Backend b, int err, const std::string& what);
+/// "EPERM" for 1, ... ; "errno N" when unknown.
+std::string errno_name(int err);
+
+void to_json(nlohmann::json& j, const ProbeStatus& s);
+void from_json(const nlohmann::json& j, ProbeStatus& s);
+Backend backend_from_string(const std::string& s);
+
+}  // namespace schedhot

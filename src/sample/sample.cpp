@@ -1,0 +1,118 @@
+#include "sample/sample.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace schedhot {
+
+int Meta::probe_index(std::string_view name) const {
+  for (size_t i = 0; i < probes.size(); ++i)
+    if (probes[i].name == name) return static_cast<int>(i);
+  return -1;
+}
+
+Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses) {
+  Meta m;
+  m.host = host;
+  m.ncpus = ncpus;
+  const auto& cat = probe_catalog();
+  for (size_t i = 0; i < cat.size(); ++i) {
+    ProbeMeta pm;
+    pm.name = cat[i].name;
+    pm.layout = cat[i].layout;
+    if (i < statuses.size()) pm.status = statuses[i];
+    if (cat[i].kind == ProbeKind::sites) pm.labels.assign(kBcastSites.begin(), kBcastSites.end());
+    m.probes.push_back(std::move(pm));
+  }
+  return m;
+}
+
+Sample make_sample(const Meta& meta) {
+  Sample s;
+  s.probes.resize(meta.probes.size());
+  for (size_t i = 0; i < meta.probes.size(); ++i) {
+    s.probes[i].present = meta.probes[i].status.attached;
+    if (s.probes[i].present) s.probes[i].words.assign(size_t(meta.ncpus) * meta.probes[i].layout.slot_words, 0);
+  }
+  return s;
+}
+
+namespace {
+FieldKind kind_from_string(const std::string& s) {
+  if (s == "counter") return FieldKind::counter;
+  if (s == "counter_array") return FieldKind::counter_array;
+  if (s == "hist") return FieldKind::hist;
+  if (s == "private") return FieldKind::priv;
+  throw std::runtime_error(fmt::format("unknown field kind '{}'", s));
+}
+}  // namespace
+
+void to_json(nlohmann::json& j, const Meta& m) {
+  nlohmann::json probes = nlohmann::json::array();
+  for (auto& p : m.probes) {
+    nlohmann::json fields = nlohmann::json::array();
+    for (auto& f : p.layout.fields)
+      fields.push_back({{"name", f.name}, {"offset", f.offset}, {"nwords", f.nwords}, {"kind", to_string(f.kind)}, {"doc", f.doc}});
+    probes.push_back({{"name", p.name}, {"slot_words", p.layout.slot_words}, {"fields", fields},
+                      {"status", p.status}, {"labels", p.labels}});
+  }
+  j = {{"tool_version", m.tool_version},
+       {"command", m.command},
+       {"host", m.host},
+       {"ncpus", m.ncpus},
+       {"start_wall_ns", m.start_wall_ns},
+       {"start_mono_ns", m.start_mono_ns},
+       {"interval_ns", m.interval_ns},
+       {"hist", {{"sub_bits", m.hist_sub_bits}, {"max_msb", m.hist_max_msb}, {"buckets", SH_HIST_BUCKETS}}},
+       {"probes", probes}};
+}
+
+void from_json(const nlohmann::json& j, Meta& m) {
+  try {
+    m.tool_version = j.value("tool_version", "");
+    m.command = j.value("command", "");
+    m.host = j.at("host").get<HostInfo>();
+    m.ncpus = j.at("ncpus").get<uint32_t>();
+    if (m.ncpus == 0 || m.ncpus > 65536) throw std::runtime_error(fmt::format("CPU count {} out of range", m.ncpus));
+    m.start_wall_ns = j.value("start_wall_ns", uint64_t{0});
+    m.start_mono_ns = j.value("start_mono_ns", uint64_t{0});
+    m.interval_ns = j.value("interval_ns", uint64_t{0});
+    const auto& h = j.at("hist");
+    m.hist_sub_bits = h.at("sub_bits").get<uint32_t>();
+    m.hist_max_msb = h.at("max_msb").get<uint32_t>();
+    if (m.hist_sub_bits != SH_HIST_SUB_BITS || m.hist_max_msb != SH_HIST_MAX_MSB)
+      throw std::runtime_error(fmt::format("histogram geometry {}/{} is not this build's {}/{}", m.hist_sub_bits,
+                                           m.hist_max_msb, SH_HIST_SUB_BITS, SH_HIST_MAX_MSB));
+    m.probes.clear();
+    for (auto& pj : j.at("probes")) {
+      ProbeMeta p;
+      p.name = pj.at("name").get<std::string>();
+      p.layout.slot_words = pj.at("slot_words").get<uint32_t>();
+      if (p.layout.slot_words == 0 || p.layout.slot_words > 65536)
+        throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.layout.slot_words));
+      for (auto& fj : pj.at("fields")) {
+        Field f;
+        f.name = fj.at("name").get<std::string>();
+        f.offset = fj.at("offset").get<uint32_t>();
+        f.nwords = fj.at("nwords").get<uint32_t>();
+        f.kind = kind_from_string(fj.at("kind").get<std::string>());
+        f.doc = fj.value("doc", "");
+        if (uint64_t(f.offset) + f.nwords > p.layout.slot_words)
+          throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
+        if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
+          throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
+        p.layout.fields.push_back(std::move(f));
+      }
+      p.status = pj.at("status").get<ProbeStatus>();
+      if (pj.contains("labels")) p.labels = pj["labels"].get<std::vector<std::string>>();
+      m.probes.push_back(std::move(p));
+    }
+    if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
+  } catch (const nlohmann::json::exception& e) {
+    throw std::runtime_error(fmt::format("bad metadata: {}", e.what()));
+  }
+}
+
+}  // namespace schedhot

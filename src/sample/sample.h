@@ -1,0 +1,76 @@
+// Samples: raw cumulative per-CPU slot words of every probe at one instant, plus the
+// metadata that gives them meaning. Live sampling and recordings produce the same
+// Sample; every view computes from two of them (design: one pipeline, two sources).
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "probe/catalog.h"
+#include "probe/status.h"
+#include "sys/host.h"
+
+namespace schedhot {
+
+/// One probe's slots at one instant: ncpus * layout.slot_words u64 words, CPU-major.
+/// Private words are zero. present is false for a probe that is not attached.
+struct ProbeSample {
+  bool present = false;
+  std::vector<uint64_t> words;
+};
+
+/// All probes at one instant.
+struct Sample {
+  uint32_t seq = 0;       ///< 0 for the baseline taken right after attach
+  uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
+  uint64_t wall_ns = 0;   ///< CLOCK_REALTIME, ns since the epoch
+  std::vector<ProbeSample> probes;  ///< indexed like Meta::probes
+};
+
+/// What a probe was in the recording (or live run): its layout and attach status.
+struct ProbeMeta {
+  std::string name;
+  SlotLayout layout;
+  ProbeStatus status;
+  std::vector<std::string> labels;  ///< names of counter_array elements where meaningful (bcast sites)
+};
+
+/// Metadata of a run: host, probes, timing. Stored as JSON in a recording's META frame.
+struct Meta {
+  std::string tool_version;
+  std::string command;          ///< command line that made it
+  HostInfo host;
+  uint32_t ncpus = 0;           ///< slots per probe (possible CPUs)
+  uint64_t start_wall_ns = 0;
+  uint64_t start_mono_ns = 0;
+  uint64_t interval_ns = 0;
+  uint32_t hist_sub_bits = SH_HIST_SUB_BITS;
+  uint32_t hist_max_msb = SH_HIST_MAX_MSB;
+  std::vector<ProbeMeta> probes;
+
+  /// Index of a probe by name in probes, or -1.
+  int probe_index(std::string_view name) const;
+};
+
+/// Meta for this build's catalog with the given statuses (by catalog order).
+Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses);
+
+/// An empty Sample shaped for meta (present from each probe's status).
+Sample make_sample(const Meta& meta);
+
+void to_json(nlohmann::json& j, const Meta& m);
+/// Throws std::runtime_error on a malformed or inconsistent document (never trusts sizes).
+void from_json(const nlohmann::json& j, Meta& m);
+
+/// Where samples come from: a live sampler or a recording. Views read only this.
+class SampleSource {
+ public:
+  virtual ~SampleSource() = default;
+  virtual const Meta& meta() const = 0;
+  /// The next sample; false at the end (recording) or when stopped (live).
+  virtual bool next(Sample& out) = 0;
+};
+
+}  // namespace schedhot

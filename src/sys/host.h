@@ -1,0 +1,68 @@
+// What a recording needs to know about the machine it was made on, read from procfs,
+// sysfs and CPUID. Every reader takes a root prefix so tests can point it at fixtures.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+namespace schedhot {
+
+/// Topology of one CPU from /sys/devices/system/cpu/cpuN/{topology,cache} and
+/// /sys/devices/system/node. Ids are the kernel's; -1 when the kernel does not say.
+struct CpuTopology {
+  int cpu = -1;
+  int package = -1;  ///< topology/physical_package_id
+  int die = -1;      ///< topology/die_id
+  int core = -1;     ///< topology/core_id (unique only within a package)
+  int llc = -1;      ///< last-level cache: cache/indexN/id of the highest level, else its first CPU
+  int node = -1;     ///< NUMA node
+};
+
+/// How queued spinlocks behave here, which decides what lock:contention_begin can see
+/// (kernel/locking/qspinlock.c; arch/x86/kernel/kvm.c kvm_spinlock_init()).
+enum class SpinlockMode {
+  native,          ///< bare metal (or KVM realtime hint): first waiter (pending bit) untraced
+  pv_qspinlock,    ///< KVM with PV_UNHALT: every slowpath entry traced
+  virt_spin_lock,  ///< hypervisor without PV spinlocks: test-and-set, never traced
+  other_hypervisor ///< Xen, Hyper-V, VMware...: not modelled
+};
+
+/// Host facts stored in every recording's metadata.
+struct HostInfo {
+  std::string hostname;
+  std::string kernel_release;   ///< uname -r
+  std::string kernel_version;   ///< uname -v
+  std::string machine;          ///< uname -m
+  int possible_cpus = 0;        ///< highest possible CPU id + 1 (BPF per-CPU map size)
+  std::vector<int> online;      ///< online CPU ids
+  int cacheline_bytes = 64;     ///< coherency_line_size of cpu0's L1d
+  std::vector<CpuTopology> topology;  ///< one entry per online CPU
+  bool arat = false;            ///< CPUID 6 EAX bit 2 / cpuinfo flag "arat": APIC timer keeps running in deep C-states
+  bool hypervisor = false;      ///< CPUID 1 ECX bit 31
+  std::string hypervisor_vendor;  ///< CPUID 0x40000000 signature, e.g. "KVMKVMKVM"
+  SpinlockMode spinlock = SpinlockMode::native;
+  std::string cpuidle_driver;   ///< /sys/devices/system/cpu/cpuidle/current_driver, "" if none
+  std::string broadcast_device; ///< /proc/timer_list "Broadcast device": "<NULL>" or a clockevent name; "" if unreadable
+  std::string broadcast_mask;   ///< tick_broadcast_mask from /proc/timer_list (hex)
+  std::string broadcast_oneshot_mask;  ///< tick_broadcast_oneshot_mask (hex)
+};
+
+/// Reads the host facts. root prefixes every /proc and /sys path ("" for the live
+/// system). CPUID facts are read only when root is empty. Never throws: a missing file
+/// leaves its field at the default.
+HostInfo read_host_info(const std::string& root = "");
+
+/// One-line description of what lock:contention_begin can and cannot see here.
+std::string spinlock_blind_spot(const HostInfo& h);
+const char* to_string(SpinlockMode m);
+SpinlockMode spinlock_mode_from_string(const std::string& s);
+
+/// Reads a whole small file; returns false when it cannot be opened.
+bool read_file(const std::string& path, std::string& out);
+
+void to_json(nlohmann::json& j, const HostInfo& h);
+void from_json(const nlohmann::json& j, HostInfo& h);
+
+}  // namespace schedhot

@@ -1,0 +1,373 @@
+#include "view/report.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "model/histogram.h"
+#include "model/interval.h"
+#include "sys/cpulist.h"
+
+namespace schedhot {
+
+const std::vector<CpuColumn>& cpu_columns() {
+  static const std::vector<CpuColumn> cols = {
+      {"idle/s", "idle", "exits"},
+      {"nohz_exit/s", "nohz_exit", "calls"},
+      {"exit_work/s", "nohz_exit", "worked"},
+      {"nohz_enter/s", "nohz_enter", "calls"},
+      {"nohz_kick/s", "nohz_kick", "calls"},
+      {"ilb_sent/s", "ilb_kick", "sent"},
+      {"ilb_recv/s", "ilb_kick", "received"},
+      {"cpupri_set/s", "cpupri_set", "calls"},
+      {"cpupri_find/s", "cpupri_find", "calls"},
+      {"bcast_lock/s", "bcast_lock", "calls"},
+      {"bcast_wait/s", "bcast_wait", "contentions"},
+  };
+  return cols;
+}
+
+ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts) : meta_(meta), opts_(std::move(opts)) {
+  peak_.resize(meta.probes.size());
+}
+
+void ReportBuilder::add(const Sample& s) {
+  if (!have_t0_) {
+    t0_ = s.mono_ns;
+    have_t0_ = true;
+  }
+  double t = static_cast<double>(s.mono_ns - t0_) / 1e9;
+  if (opts_.from_s >= 0 && t + 1e-9 < opts_.from_s) return;
+  if (opts_.to_s >= 0 && t > opts_.to_s + 1e-9) return;
+  if (prev_) {
+    Interval iv(meta_, *prev_, s);
+    if (iv.seconds() > 0) {
+      for (size_t p = 0; p < meta_.probes.size(); ++p) {
+        const ProbeSpec* spec = find_probe(meta_.probes[p].name);
+        if (!spec || !iv.present(static_cast<int>(p))) continue;
+        double r = iv.rate(static_cast<int>(p), spec->primary);
+        if (r > peak_[p].rate) peak_[p] = {r, t};
+      }
+    }
+  }
+  if (!first_) first_ = s;
+  last_ = s;
+  prev_ = s;
+  ++n_;
+}
+
+namespace {
+
+nlohmann::json num_or_null(bool present, double v) { return present ? nlohmann::json(v) : nlohmann::json(nullptr); }
+
+nlohmann::json hist_json(const HistSummary& h) {
+  if (!h.count) return nullptr;
+  return {{"count", h.count}, {"mean", h.mean_ns}, {"p10", h.p10}, {"p50", h.p50}, {"p90", h.p90},
+          {"p98", h.p98},     {"p99", h.p99},     {"max", h.max_ns}};
+}
+
+const char* kClass[SH_CP_NCLASS] = {"INVALID", "NORMAL", "RT", "HIGHER"};
+
+std::string ilb_flags_name(int f) {
+  if (!f) return "none";
+  std::string s;
+  const char* n[] = {"BALANCE", "STATS", "NEWILB", "NEXT"};
+  for (int b = 0; b < 4; ++b)
+    if (f & (1 << b)) s += (s.empty() ? "" : "|") + std::string(n[b]);
+  return s;
+}
+
+/// Labelled non-zero elements of a counter array.
+nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const Field& f) {
+  nlohmann::json o = nlohmann::json::object();
+  for (uint32_t i = 0; i < f.nwords; ++i) {
+    uint64_t v = iv.count(p, f.name, -1, static_cast<int>(i));
+    std::string label;
+    if (pm.name == "cpupri_set" && f.name == "trans")
+      label = fmt::format("{}->{}", kClass[i / SH_CP_NCLASS], kClass[i % SH_CP_NCLASS]);
+    else if (pm.name == "ilb_kick" && f.name == "flags")
+      label = ilb_flags_name(static_cast<int>(i));
+    else if (i < pm.labels.size())
+      label = pm.labels[i];
+    else
+      label = std::to_string(i);
+    if (v || (i < pm.labels.size())) o[label] = v;
+  }
+  return o;
+}
+
+std::string fmt_rate(double r) {
+  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
+  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
+
+std::string fmt_ns(const nlohmann::json& v) {
+  if (v.is_null()) return "-";
+  double x = v.get<double>();
+  if (x >= 1e9) return fmt::format("{:.2f}s", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.1f}ms", x / 1e6);
+  if (x >= 1e4) return fmt::format("{:.1f}us", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+std::string fmt_time(uint64_t wall_ns) {
+  time_t t = static_cast<time_t>(wall_ns / 1000000000ull);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
+}
+
+}  // namespace
+
+nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) const {
+  nlohmann::json r;
+  r["schema"] = "schedhot.report/1";
+  r["source"] = {{"file", src.file}, {"format", src.format}, {"complete", src.complete},
+                 {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
+  const HostInfo& h = meta.host;
+  r["host"] = {{"hostname", h.hostname},
+               {"kernel_release", h.kernel_release},
+               {"online", format_cpulist(h.online)},
+               {"online_count", h.online.size()},
+               {"possible_cpus", meta.ncpus},
+               {"cacheline_bytes", h.cacheline_bytes},
+               {"arat", h.arat},
+               {"hypervisor", h.hypervisor ? h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor : ""},
+               {"spinlock", to_string(h.spinlock)},
+               {"cpuidle_driver", h.cpuidle_driver},
+               {"broadcast_device", h.broadcast_device}};
+  r["percentile_error"] = kPercentileRelError;
+  if (!first_ || !last_ || n_ < 2) {
+    r["window"] = {{"samples", n_}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
+    r["error"] = n_ == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
+  }
+  Sample empty = make_sample(meta);
+  const Sample& a = first_ ? *first_ : empty;
+  const Sample& b = last_ ? *last_ : empty;
+  Interval iv(meta, a, b);
+  if (n_ >= 2)
+    r["window"] = {{"start_wall_ns", a.wall_ns},
+                   {"start", fmt_time(a.wall_ns)},
+                   {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
+                   {"seconds", iv.seconds()},
+                   {"samples", n_},
+                   {"interval_ns", meta.interval_ns}};
+  const bool have = n_ >= 2;
+
+  nlohmann::json probes = nlohmann::json::array();
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+    const int p = static_cast<int>(pi);
+    const ProbeMeta& pm = meta.probes[pi];
+    const ProbeStatus& st = pm.status;
+    const ProbeSpec* spec = find_probe(pm.name);
+    nlohmann::json j;
+    j["name"] = pm.name;
+    j["target"] = st.target;
+    j["status"] = st.attached ? "attached" : "unavailable";
+    j["backend"] = st.attached ? st.backend_label() : "";
+    j["symbol"] = st.symbol;
+    j["via"] = st.via;
+    j["proxy"] = st.proxy;
+    j["proxy_error"] = st.proxy_error;
+    j["reason"] = st.reason;
+    j["notes"] = st.notes;
+    const bool present = have && st.attached && iv.present(p);
+    if (!present || !spec) {
+      j["counters"] = nullptr;
+      j["latency_ns"] = nullptr;
+      j["per_cpu"] = nullptr;
+      probes.push_back(j);
+      continue;
+    }
+    nlohmann::json counters = nlohmann::json::object();
+    std::vector<std::string> names = {spec->primary};
+    names.insert(names.end(), spec->secondary.begin(), spec->secondary.end());
+    for (auto& f : pm.layout.fields)
+      if (f.kind == FieldKind::counter && std::find(names.begin(), names.end(), f.name) == names.end())
+        names.push_back(f.name);
+    for (auto& n : names) {
+      const Field* f = pm.layout.find(n);
+      if (!f) continue;
+      nlohmann::json c = {{"total", iv.count(p, n)}, {"rate_per_s", iv.rate(p, n)}};
+      if (n == spec->primary && peak_[pi].rate >= 0) {
+        c["peak_rate_per_s"] = peak_[pi].rate;
+        c["peak_at_s"] = peak_[pi].at_s;
+      }
+      counters[n] = c;
+    }
+    j["counters"] = counters;
+    j["primary"] = spec->primary;
+    nlohmann::json arrays = nlohmann::json::object();
+    for (auto& f : pm.layout.fields)
+      if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);
+    j["arrays"] = arrays;
+    j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));
+    if (pm.name == "cpupri_set") {
+      // Which cpupri vectors were written: each index is one pri_to_cpu[] entry.
+      nlohmann::json vecs = nlohmann::json::object();
+      const Field* fs = pm.layout.find("vec_set");
+      for (uint32_t i = 0; fs && i < fs->nwords; ++i) {
+        uint64_t s = iv.count(p, "vec_set", -1, static_cast<int>(i));
+        uint64_t c = iv.count(p, "vec_clear", -1, static_cast<int>(i));
+        if (s || c) vecs[std::to_string(i)] = {{"set", s}, {"clear", c}};
+      }
+      j["vectors"] = vecs;
+    }
+    nlohmann::json per_cpu = nlohmann::json::array();
+    for (int c : meta.host.online.empty() ? std::vector<int>{} : meta.host.online) {
+      if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
+      nlohmann::json row = {{"cpu", c}, {"total", iv.count(p, spec->primary, c)}, {"rate_per_s", iv.rate(p, spec->primary, c)}};
+      if (!spec->hist.empty()) {
+        HistSummary hs = iv.hist(p, spec->hist, c);
+        row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
+      }
+      per_cpu.push_back(row);
+    }
+    j["per_cpu"] = per_cpu;
+    probes.push_back(j);
+  }
+  r["probes"] = probes;
+
+  // The per-CPU table.
+  std::vector<int> cpus = meta.host.online;
+  if (cpus.empty())
+    for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
+  nlohmann::json rows = nlohmann::json::array();
+  for (int c : cpus) {
+    if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
+    nlohmann::json row = {{"cpu", c}};
+    for (auto& col : cpu_columns()) {
+      int p = meta.probe_index(col.probe);
+      bool ok = have && p >= 0 && meta.probes[p].status.attached && iv.present(p);
+      row[col.header] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
+    }
+    int ps = meta.probe_index("cpupri_set");
+    if (have && ps >= 0 && meta.probes[ps].status.attached && iv.present(ps)) {
+      HistSummary hs = iv.hist(ps, "lat", c);
+      row["cpupri_set_p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
+    } else {
+      row["cpupri_set_p99_ns"] = nullptr;
+    }
+    rows.push_back(row);
+  }
+  // Sort by the chosen probe's first column, highest first.
+  std::string key = "idle/s";
+  for (auto& col : cpu_columns())
+    if (opts_.sort == col.probe || opts_.sort == col.header) {
+      key = col.header;
+      break;
+    }
+  std::vector<nlohmann::json> v(rows.begin(), rows.end());
+  std::stable_sort(v.begin(), v.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+    double a = x[key].is_null() ? -1 : x[key].get<double>();
+    double b = y[key].is_null() ? -1 : y[key].get<double>();
+    return a > b;
+  });
+  size_t keep = opts_.all_cpus ? v.size() : std::min(v.size(), static_cast<size_t>(std::max(opts_.top, 0)));
+  r["cpus_sorted_by"] = key;
+  r["cpus_total"] = v.size();
+  r["cpus"] = nlohmann::json(std::vector<nlohmann::json>(v.begin(), v.begin() + static_cast<long>(keep)));
+  return r;
+}
+
+std::string render_report_text(const nlohmann::json& r) {
+  std::string out;
+  const auto& h = r["host"];
+  out += fmt::format("host {}  kernel {}  CPUs {} online ({}) of {} possible  cacheline {} B\n",
+                     h["hostname"].get<std::string>(), h["kernel_release"].get<std::string>(),
+                     h["online_count"].get<size_t>(), h["online"].get<std::string>(), h["possible_cpus"].get<uint32_t>(),
+                     h["cacheline_bytes"].get<int>());
+  const auto& src = r["source"];
+  std::string state = src["complete"].get<bool>() ? "complete" : "not closed by its writer";
+  if (!src["damage"].is_null()) state = "damaged " + src["damage"].get<std::string>() + "; report covers what precedes it";
+  if (!src["file"].get<std::string>().empty())
+    out += fmt::format("recording {} (format {}): {}\n", src["file"].get<std::string>(), src["format"].get<std::string>(), state);
+  const auto& w = r["window"];
+  if (r.contains("error")) {
+    out += fmt::format("\n{}\n", r["error"].get<std::string>());
+  } else {
+    out += fmt::format("window {:.2f} s from +{:.2f} s, {} samples, interval {:.3f} s, started {}\n", w["seconds"].get<double>(),
+                       w["from_s"].get<double>(), w["samples"].get<uint32_t>(),
+                       static_cast<double>(w["interval_ns"].get<uint64_t>()) / 1e9, w["start"].get<std::string>());
+  }
+  out += fmt::format("\n{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "BACKEND", "TOTAL",
+                     "RATE/s", "PEAK/s", "p10", "p50", "p90", "p98", "p99", "max");
+  std::string details, notes;
+  for (const auto& p : r["probes"]) {
+    std::string name = p["name"].get<std::string>();
+    if (p["status"] == "unavailable") {
+      out += fmt::format("{:<12} unavailable: {}\n", name, p["reason"].get<std::string>());
+      continue;
+    }
+    std::string backend = p["backend"].get<std::string>();
+    std::string via = p["via"].get<std::string>();
+    if (p["counters"].is_null()) {
+      out += fmt::format("{:<12} {:<34} (no data in the window)\n", name, backend.substr(0, 34));
+      continue;
+    }
+    std::string prim = p["primary"].get<std::string>();
+    const auto& c = p["counters"][prim];
+    const auto& lat = p["latency_ns"];
+    std::string peak = c.contains("peak_rate_per_s") ? fmt_rate(c["peak_rate_per_s"].get<double>()) : "-";
+    std::string bl = backend.size() > 34 ? backend.substr(0, 31) + "..." : backend;
+    out += fmt::format("{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", name, bl,
+                       c["total"].get<uint64_t>(), fmt_rate(c["rate_per_s"].get<double>()), peak,
+                       fmt_ns(lat.is_null() ? lat : lat["p10"]), fmt_ns(lat.is_null() ? lat : lat["p50"]),
+                       fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
+                       fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
+    // Details: other counters and labelled arrays.
+    std::string d;
+    if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
+      d += fmt::format(" {} {};", p["symbol"].get<std::string>(), via);
+    for (auto& [k, v] : p["counters"].items())
+      if (k != prim) d += fmt::format("; {} {} ({}/s)", k, v["total"].get<uint64_t>(), fmt_rate(v["rate_per_s"].get<double>()));
+    for (auto& [k, arr] : p["arrays"].items()) {
+      std::string items;
+      for (auto& [lab, v] : arr.items())
+        if (v.get<uint64_t>() || name == "bcast_lock") items += fmt::format(" {}={}", lab, v.get<uint64_t>());
+      if (!items.empty()) d += fmt::format("; {}:{}", k, items);
+    }
+    if (p.contains("vectors") && !p["vectors"].empty()) {
+      std::string items;
+      for (auto& [idx, v] : p["vectors"].items())
+        items += fmt::format(" [{}] +{}/-{}", idx, v["set"].get<uint64_t>(), v["clear"].get<uint64_t>());
+      d += "; vectors written:" + items;
+    }
+    if (!d.empty()) details += fmt::format("  {}:{}\n", name, d[0] == ';' ? d.substr(1) : d);
+    if (p["proxy"].get<bool>()) notes += fmt::format("  {}: proxy error: {}\n", name, p["proxy_error"].get<std::string>());
+    for (auto& n : p["notes"]) notes += fmt::format("  {}: {}\n", name, n.get<std::string>());
+  }
+  out += fmt::format("latency columns in ns (us/ms/s where marked); percentiles within +-{:.1f}% (log-linear buckets)\n",
+                     r["percentile_error"].get<double>() * 100);
+  if (!details.empty()) out += "\nDetails:\n" + details;
+  if (!notes.empty()) out += "\nNotes:\n" + notes;
+
+  // Per-CPU table.
+  const auto& cpus = r["cpus"];
+  if (!cpus.empty()) {
+    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = probe unavailable):\n{:>4}", cpus.size(),
+                       r["cpus_total"].get<size_t>(), r["cpus_sorted_by"].get<std::string>(), "CPU");
+    for (auto& col : cpu_columns()) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
+    out += fmt::format(" {:>8}\n", "set_p99");
+    for (auto& row : cpus) {
+      out += fmt::format("{:>4}", row["cpu"].get<int>());
+      for (auto& col : cpu_columns()) {
+        const auto& v = row[col.header];
+        out += fmt::format(" {:>{}}", v.is_null() ? "-" : fmt_rate(v.get<double>()), std::max<size_t>(8, strlen(col.header)));
+      }
+      out += fmt::format(" {:>8}\n", fmt_ns(row["cpupri_set_p99_ns"]));
+    }
+  }
+  return out;
+}
+
+}  // namespace schedhot

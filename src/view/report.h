@@ -1,0 +1,71 @@
+// schedhot report: per-probe totals, rates, peak interval, percentiles and a per-CPU
+// table, from any SampleSource (a recording or live). The JSON document (schema
+// "schedhot.report/1", documented in README) is built first; the text view renders it,
+// so both always say the same thing.
+#pragma once
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sample/sample.h"
+
+namespace schedhot {
+
+/// Report options.
+struct ReportOptions {
+  double from_s = -1;       ///< window start, seconds since the first sample (<0: start)
+  double to_s = -1;         ///< window end, seconds since the first sample (<0: end)
+  bool all_cpus = false;    ///< per-CPU table for every CPU, not the top 10
+  int top = 10;             ///< rows of the per-CPU table without all_cpus
+  std::string sort = "idle";  ///< per-CPU sort column (a probe name)
+};
+
+/// Extra facts about where the samples came from, shown in the report.
+struct SourceInfo {
+  std::string file;         ///< "" for live
+  std::string format;       ///< "1.0"
+  bool complete = true;     ///< END frame seen
+  std::optional<std::string> damage;  ///< "at byte N: reason"
+};
+
+/// Consumes samples one by one (only the window's first and last samples and the
+/// previous one are kept, so memory does not grow with the recording's length).
+class ReportBuilder {
+ public:
+  ReportBuilder(const Meta& meta, ReportOptions opts);
+  /// Feeds the next sample in time order.
+  void add(const Sample& s);
+  /// Number of samples inside the window.
+  uint32_t samples() const { return n_; }
+  /// The report document. meta may differ from the constructor's by status changes.
+  nlohmann::json build(const Meta& meta, const SourceInfo& src) const;
+
+ private:
+  const Meta& meta_;
+  ReportOptions opts_;
+  std::optional<Sample> first_, last_, prev_;
+  uint32_t n_ = 0;
+  uint64_t t0_ = 0;
+  bool have_t0_ = false;
+  struct Peak {
+    double rate = -1;
+    double at_s = 0;
+  };
+  std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
+};
+
+/// Renders a report document as text for a terminal.
+std::string render_report_text(const nlohmann::json& report);
+
+/// The per-CPU table's columns: (header, probe name, counter field, idx) in display order.
+struct CpuColumn {
+  const char* header;
+  const char* probe;
+  const char* field;
+};
+const std::vector<CpuColumn>& cpu_columns();
+
+}  // namespace schedhot

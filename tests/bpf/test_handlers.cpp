@@ -1,0 +1,294 @@
+// The BPF handler logic, in the kernel: the same handler cores the fentry/kprobe/
+// tracepoint programs use, wrapped in raw_tp programs (test_* in bpf/*.bpf.c) and
+// driven with BPF_PROG_TEST_RUN on a chosen CPU with synthetic timestamps, priorities
+// and flags. The maps are read back and checked word by word. Needs root.
+#include <gtest/gtest.h>
+
+#include <unistd.h>
+
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "schedhot.skel.h"
+#include "schedhot/abi.h"
+
+namespace {
+
+std::string g_log;
+int capture(enum libbpf_print_level, const char* fmt, va_list ap) {
+  char buf[2048];
+  vsnprintf(buf, sizeof buf, fmt, ap);
+  if (g_log.size() < (1u << 20)) g_log += buf;
+  return 0;
+}
+
+class Handlers : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    g_log.clear();
+    libbpf_set_print(capture);
+    ncpus_ = libbpf_num_possible_cpus();
+    ASSERT_GT(ncpus_, 0);
+    skel_ = schedhot_bpf__open();
+    ASSERT_NE(skel_, nullptr) << "cannot open the BPF object";
+    struct bpf_program* prog;
+    bpf_object__for_each_program(prog, skel_->obj) {
+      std::string name = bpf_program__name(prog);
+      bpf_program__set_autoload(prog, name.rfind("test_", 0) == 0);
+    }
+    struct bpf_map* map;
+    bpf_object__for_each_map(map, skel_->obj) {
+      std::string n = bpf_map__name(map);
+      if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, ncpus_);
+    }
+    skel_->rodata->sh_cpupri_nr_prios = 101;
+    int err = schedhot_bpf__load(skel_);
+    ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
+                      << "): these tests need root and BPF_PROG_TEST_RUN for raw_tp\n"
+                      << g_log.substr(g_log.size() > 4000 ? g_log.size() - 4000 : 0);
+  }
+  void TearDown() override { schedhot_bpf__destroy(skel_); }
+
+  /// Runs program prog with args on cpu.
+  void run(struct bpf_program* prog, std::vector<uint64_t> args, int cpu = 0) {
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args.data(), .ctx_size_in = static_cast<__u32>(args.size() * 8),
+                .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
+    int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &opts);
+    ASSERT_EQ(err, 0) << "BPF_PROG_TEST_RUN: " << strerror(errno);
+  }
+
+  /// The slot of cpu in map.
+  template <typename T>
+  T slot(struct bpf_map* map, int cpu) {
+    T v{};
+    __u32 key = static_cast<__u32>(cpu);
+    EXPECT_EQ(bpf_map_lookup_elem(bpf_map__fd(map), &key, &v), 0);
+    return v;
+  }
+
+  static uint64_t bucket(const sh_hist& h, uint64_t v) { return h.bucket[sh_hist_index(v)]; }
+  static uint64_t total(const sh_hist& h) {
+    uint64_t n = 0;
+    for (auto b : h.bucket) n += b;
+    return n;
+  }
+
+  int ncpus_ = 0;
+  schedhot_bpf* skel_ = nullptr;
+};
+
+TEST_F(Handlers, FunctionTimingBucketsExactly) {
+  // cpupri_find: entry at t, exit at t + d, return value 1 for the even ones.
+  const uint64_t durations[] = {5, 15, 16, 425, 1915, 6619, 13200, 999'999, 10'000'000'000ull};
+  uint64_t t = 1'000'000;
+  for (size_t i = 0; i < std::size(durations); ++i) {
+    run(skel_->progs.test_cpupri_find, {0, t, 0});
+    run(skel_->progs.test_cpupri_find, {1, t + durations[i], i % 2 == 0 ? 1ull : 0ull});
+    t += 20'000'000'000ull;
+  }
+  auto s = slot<sh_cpupri_find_slot>(skel_->maps.cpupri_find_slots, 0);
+  EXPECT_EQ(s.f.calls, std::size(durations));
+  EXPECT_EQ(s.found, 5u);
+  EXPECT_EQ(s.f.nested, 0u);
+  EXPECT_EQ(s.f.orphan_exits, 0u);
+  EXPECT_EQ(total(s.f.lat), std::size(durations));
+  uint64_t sum = 0;
+  for (uint64_t d : durations) {
+    sum += d;
+    EXPECT_GE(bucket(s.f.lat, d), 1u) << "duration " << d << " not in bucket " << sh_hist_index(d);
+  }
+  EXPECT_EQ(s.f.lat.sum_ns, sum);
+  EXPECT_EQ(s.f.lat.max_ns, 10'000'000'000ull);
+  EXPECT_EQ(s.f.lat.bucket[5], 1u) << "5 ns is exact";
+  EXPECT_EQ(s.f.lat.bucket[16], 1u) << "16 ns opens the first log group";
+}
+
+TEST_F(Handlers, NestedCallsAndOrphanExits) {
+  auto* p = skel_->progs.test_nohz_kick;
+  run(p, {0, 100, 0});
+  run(p, {0, 200, 1});  // an interrupt's call nests inside
+  run(p, {1, 260, 0});  // inner: 60 ns
+  run(p, {1, 1100, 0}); // outer: 1000 ns
+  auto s = slot<sh_nohz_kick_slot>(skel_->maps.nohz_kick_slots, 0);
+  EXPECT_EQ(s.f.calls, 2u);
+  EXPECT_EQ(s.idle_ticks, 1u);
+  EXPECT_EQ(bucket(s.f.lat, 60), 1u);
+  EXPECT_EQ(bucket(s.f.lat, 1000), 1u);
+  EXPECT_EQ(s.f.lat.sum_ns, 1060u);
+  // Five deep: the fifth is counted, not timed; its exit times nothing.
+  for (int i = 0; i < 5; ++i) run(p, {0, 2000u + i, 0});
+  for (int i = 0; i < 5; ++i) run(p, {1, 3000u + i, 0});
+  run(p, {1, 4000, 0});
+  s = slot<sh_nohz_kick_slot>(skel_->maps.nohz_kick_slots, 0);
+  EXPECT_EQ(s.f.calls, 7u);
+  EXPECT_EQ(s.f.nested, 1u);
+  EXPECT_EQ(total(s.f.lat), 2u + 4u);
+  EXPECT_EQ(s.f.orphan_exits, 1u);
+}
+
+TEST_F(Handlers, NohzExitWorkedAndProxyCounts) {
+  auto* p = skel_->progs.test_nohz_exit;
+  run(p, {0, 10, 1});
+  run(p, {1, 90, 0});
+  run(p, {0, 100, 0});
+  run(p, {1, 150, 0});
+  run(p, {2, 0, 1});  // proxy: a count, no timing
+  run(p, {2, 0, 0});
+  auto s = slot<sh_nohz_exit_slot>(skel_->maps.nohz_exit_slots, 0);
+  EXPECT_EQ(s.f.calls, 4u);
+  EXPECT_EQ(s.worked, 2u);
+  EXPECT_EQ(total(s.f.lat), 2u);
+  EXPECT_EQ(s.f.lat.sum_ns, 130u);
+  EXPECT_EQ(s.f.nested, 0u) << "proxy counts must not open timing entries";
+  auto e = slot<sh_nohz_enter_slot>(skel_->maps.nohz_enter_slots, 0);
+  EXPECT_EQ(e.calls, 0u);
+  run(skel_->progs.test_nohz_enter, {0});
+  run(skel_->progs.test_nohz_enter, {1});
+  e = slot<sh_nohz_enter_slot>(skel_->maps.nohz_enter_slots, 0);
+  EXPECT_EQ(e.calls, 2u);
+  EXPECT_EQ(e.first, 1u);
+}
+
+TEST_F(Handlers, CpupriTransitionsAndVectors) {
+  auto* p = skel_->progs.test_cpupri_set;
+  // v5.11+ (101 priorities). args: op, ts, old (converted), new (raw task prio), nr
+  run(p, {0, 0, 0, 49, 101});                               // NORMAL -> RT prio 49 -> cpupri 50
+  run(p, {1, 300, 0, 0, 0});
+  run(p, {0, 1000, 50, 99, 101});                           // RT 50 -> NORMAL (raw 99 = MAX_RT_PRIO-1)
+  run(p, {1, 1425, 0, 0, 0});
+  run(p, {0, 2000, static_cast<uint64_t>(-1), 100, 101});   // INVALID -> HIGHER (deadline)
+  run(p, {1, 2100, 0, 0, 0});
+  run(p, {0, 3000, 0, 99, 101});                            // NORMAL -> NORMAL: no write
+  run(p, {1, 3050, 0, 0, 0});
+  run(p, {0, 4000, 100, static_cast<uint64_t>(-1), 101});   // HIGHER -> INVALID (CPU going offline)
+  run(p, {1, 4010, 0, 0, 0});
+  auto s = slot<sh_cpupri_set_slot>(skel_->maps.cpupri_set_slots, 0);
+  EXPECT_EQ(s.f.calls, 5u);
+  EXPECT_EQ(s.noop, 1u);
+  EXPECT_EQ(s.trans[SH_CP_NORMAL * 4 + SH_CP_RT], 1u);
+  EXPECT_EQ(s.trans[SH_CP_RT * 4 + SH_CP_NORMAL], 1u);
+  EXPECT_EQ(s.trans[SH_CP_INVALID * 4 + SH_CP_HIGHER], 1u);
+  EXPECT_EQ(s.trans[SH_CP_HIGHER * 4 + SH_CP_INVALID], 1u);
+  EXPECT_EQ(s.trans[SH_CP_NORMAL * 4 + SH_CP_NORMAL], 0u) << "a no-op is not a transition";
+  EXPECT_EQ(s.vec_set[50], 1u);
+  EXPECT_EQ(s.vec_clear[0], 1u);
+  EXPECT_EQ(s.vec_set[0], 1u);
+  EXPECT_EQ(s.vec_clear[50], 1u);
+  EXPECT_EQ(s.vec_set[100], 1u);
+  EXPECT_EQ(s.vec_clear[100], 1u);
+  uint64_t sets = 0, clears = 0;
+  for (int i = 0; i < SH_CPUPRI_VECS; ++i) {
+    sets += s.vec_set[i];
+    clears += s.vec_clear[i];
+  }
+  EXPECT_EQ(sets, 3u);
+  EXPECT_EQ(clears, 3u);
+  EXPECT_EQ(total(s.f.lat), 5u);
+  EXPECT_EQ(bucket(s.f.lat, 425), 1u);
+  EXPECT_EQ(s.f.lat.max_ns, 425u);
+}
+
+TEST_F(Handlers, CpupriBeforeV511Mapping) {
+  auto* p = skel_->progs.test_cpupri_set;
+  // 102 priorities: MAX_PRIO (140) -> IDLE 0, normal (120) -> NORMAL 1, RT 49 -> 101-49 = 52
+  run(p, {0, 0, 1, 49, 102});
+  run(p, {1, 10, 0, 0, 0});
+  run(p, {0, 20, 52, 140, 102});
+  run(p, {1, 30, 0, 0, 0});
+  run(p, {0, 40, 0, 120, 102});
+  run(p, {1, 50, 0, 0, 0});
+  auto s = slot<sh_cpupri_set_slot>(skel_->maps.cpupri_set_slots, 0);
+  EXPECT_EQ(s.vec_set[52], 1u);
+  EXPECT_EQ(s.vec_clear[1], 1u);
+  EXPECT_EQ(s.vec_set[0], 1u);
+  EXPECT_EQ(s.vec_clear[52], 1u);
+  EXPECT_EQ(s.vec_set[1], 1u);
+  EXPECT_EQ(s.vec_clear[0], 1u);
+  EXPECT_EQ(s.trans[SH_CP_NORMAL * 4 + SH_CP_RT], 1u);
+  EXPECT_EQ(s.trans[SH_CP_RT * 4 + SH_CP_NORMAL], 1u);
+  EXPECT_EQ(s.trans[SH_CP_NORMAL * 4 + SH_CP_NORMAL], 1u) << "IDLE -> NORMAL is a write inside the NORMAL class";
+}
+
+TEST_F(Handlers, IlbKicksSentAndReceived) {
+  auto* p = skel_->progs.test_ilb_kick;
+  run(p, {0, 0, 0x3});   // to CPU 0 from CPU 0
+  run(p, {0, 1, 0xb});
+  run(p, {0, 1, 0x1b});  // flags above 0xf are masked
+  run(p, {1, 0, 0});
+  auto s = slot<sh_ilb_slot>(skel_->maps.ilb_kick_slots, 0);
+  EXPECT_EQ(s.sent, 3u);
+  EXPECT_EQ(s.sent_self, 1u);
+  EXPECT_EQ(s.received, 1u);
+  EXPECT_EQ(s.flags[0x3], 1u);
+  EXPECT_EQ(s.flags[0xb], 2u);
+}
+
+TEST_F(Handlers, IdleResidency) {
+  auto* p = skel_->progs.test_idle;
+  run(p, {2, 100});
+  run(p, {0xffffffffull, 600});
+  run(p, {9, 1000});  // deep states fold into the last counter
+  run(p, {0xffffffffull, 1000 + 123456});
+  run(p, {0xffffffffull, 200000});  // exit without entry: counted, not timed
+  auto s = slot<sh_idle_slot>(skel_->maps.idle_slots, 0);
+  EXPECT_EQ(s.entries, 2u);
+  EXPECT_EQ(s.exits, 3u);
+  EXPECT_EQ(s.by_state[2], 1u);
+  EXPECT_EQ(s.by_state[SH_IDLE_STATES - 1], 1u);
+  EXPECT_EQ(total(s.lat), 2u);
+  EXPECT_EQ(bucket(s.lat, 500), 1u);
+  EXPECT_EQ(bucket(s.lat, 123456), 1u);
+}
+
+TEST_F(Handlers, ContentionFilteredByLockAddress) {
+  auto* p = skel_->progs.test_bcast_wait;
+  const uint64_t lock = 0xffffffff82a00040ull, other = 0xffff888012345678ull;
+  run(p, {0, lock, 1000});  // address unknown yet: only all_locks
+  run(p, {1, lock, 1500});
+  skel_->bss->sh_bcast_lock_addr = lock;
+  run(p, {0, other, 2000});
+  run(p, {1, other, 2500});
+  run(p, {0, lock, 3000});
+  run(p, {1, lock, 3700});
+  auto s = slot<sh_bcast_wait_slot>(skel_->maps.bcast_wait_slots, 0);
+  EXPECT_EQ(s.all_locks, 3u);
+  EXPECT_EQ(s.contentions, 1u);
+  EXPECT_EQ(s.ends, 1u);
+  EXPECT_EQ(total(s.lat), 1u);
+  EXPECT_EQ(bucket(s.lat, 700), 1u);
+  EXPECT_EQ(s.lat.max_ns, 700u);
+}
+
+TEST_F(Handlers, BroadcastSites) {
+  for (uint64_t site : {0, 0, 3, 7, 8}) run(skel_->progs.test_bcast_lock, {site});
+  auto s = slot<sh_bcast_lock_slot>(skel_->maps.bcast_lock_slots, 0);
+  EXPECT_EQ(s.calls[0], 2u);
+  EXPECT_EQ(s.calls[3], 1u);
+  EXPECT_EQ(s.calls[7], 1u);
+  uint64_t n = 0;
+  for (auto c : s.calls) n += c;
+  EXPECT_EQ(n, 4u) << "site 8 is out of range and ignored";
+}
+
+TEST_F(Handlers, EachCpuWritesOnlyItsOwnSlot) {
+  long online = sysconf(_SC_NPROCESSORS_ONLN);
+  if (online < 2) GTEST_SKIP() << "needs two online CPUs";
+  run(skel_->progs.test_idle, {1, 10}, 1);
+  run(skel_->progs.test_idle, {0xffffffffull, 20}, 1);
+  auto s0 = slot<sh_idle_slot>(skel_->maps.idle_slots, 0);
+  auto s1 = slot<sh_idle_slot>(skel_->maps.idle_slots, 1);
+  EXPECT_EQ(s0.entries, 0u);
+  EXPECT_EQ(s1.entries, 1u);
+  EXPECT_EQ(s1.exits, 1u);
+  EXPECT_EQ(sizeof(sh_idle_slot) % SH_SLOT_ALIGN, 0u);
+  EXPECT_EQ(bpf_map__value_size(skel_->maps.idle_slots) % SH_SLOT_ALIGN, 0u)
+      << "every CPU's slot starts on its own 128-byte boundary";
+}
+
+}  // namespace

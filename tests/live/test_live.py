@@ -1,0 +1,158 @@
+#!/usr/bin/env python3
+"""Live test on the running kernel (needs root).
+
+Records 3 s under a small load, reports it as JSON and checks: the tracepoint probes
+attach with non-zero idle rates; every probe is attached or unavailable with a reason,
+and unavailable ones carry no numbers; on a kernel that refuses fentry and has no
+kprobes (the development machine) the fentry-only probes say exactly that. Then checks
+that SIGINT stops a recording cleanly and that no BPF link is left behind.
+
+usage: test_live.py PATH/TO/schedhot
+"""
+import json
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+
+SCHEDHOT = sys.argv[1]
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what)
+
+
+def run(*args, **kw):
+    return subprocess.run([SCHEDHOT, *args], capture_output=True, text=True, **kw)
+
+
+def load():
+    """Two processes: short sleeps (idle churn) and a spinning loop (busy ticks)."""
+    code = ("import time,sys\n"
+            "end=time.time()+float(sys.argv[1])\n"
+            "while time.time()<end:\n"
+            "    time.sleep(0.0005)\n"
+            "    x=sum(range(2000))\n")
+    return [subprocess.Popen([sys.executable, "-c", code, "6"]) for _ in range(2)]
+
+
+def bpf_links():
+    try:
+        out = subprocess.run(["bpftool", "link", "show", "--json"], capture_output=True, text=True).stdout
+        return len(json.loads(out or "[]"))
+    except FileNotFoundError:
+        return None
+
+
+links_before = bpf_links()
+tmp = tempfile.mkdtemp(prefix="schedhot-live-")
+rec = os.path.join(tmp, "live.shot")
+
+probes = run("probes", "--json")
+check(probes.returncode == 0, f"probes --json exits 0 (got {probes.returncode}: {probes.stderr.strip()})")
+pj = json.loads(probes.stdout)
+by_name = {p["probe"]: p for p in pj["probes"]}
+
+procs = load()
+time.sleep(0.5)
+r = run("record", "-d", "3", "-i", "1", "-o", rec)
+for p in procs:
+    p.wait()
+check(r.returncode == 0, f"record exits 0 (got {r.returncode}: {r.stderr.strip()})")
+
+rep = run("report", "--json", "--all-cpus", rec)
+check(rep.returncode == 0, f"report exits 0 (got {rep.returncode}: {rep.stderr.strip()})")
+j = json.loads(rep.stdout)
+check(j["schema"] == "schedhot.report/1", "report schema")
+check(j["window"]["samples"] == 4, f"4 samples for -d 3 -i 1 (got {j['window']['samples']})")
+check(abs(j["window"]["seconds"] - 3.0) < 0.2, f"window is 3 s (got {j['window']['seconds']})")
+probes_rep = {p["name"]: p for p in j["probes"]}
+
+# Every probe: attached with numbers, or unavailable with a reason and no numbers.
+for name, p in probes_rep.items():
+    if p["status"] == "attached":
+        check(p["counters"] is not None, f"{name}: attached probe has counters")
+        check(p["backend"] not in ("", "unavailable"), f"{name}: attached probe names its backend")
+    else:
+        check(bool(p["reason"]), f"{name}: unavailable probe says why")
+        check(p["counters"] is None and p["latency_ns"] is None, f"{name}: unavailable probe has no numbers, not zeros")
+        for row in j["cpus"]:
+            for col, probe in (("nohz_kick/s", "nohz_kick"), ("cpupri_find/s", "cpupri_find"), ("bcast_lock/s", "bcast_lock")):
+                if probe == name:
+                    check(row[col] is None, f"per-CPU {col} is null for unavailable {name}")
+
+# Tracepoint probes attach on any 6.x kernel with BTF.
+for name in ("idle", "bcast_wait"):
+    check(probes_rep[name]["status"] == "attached", f"{name} attached ({probes_rep[name]['reason']})")
+idle = probes_rep["idle"]
+if idle["counters"]:
+    check(idle["counters"]["exits"]["rate_per_s"] > 1, f"idle exits/s > 1 under load (got {idle['counters']['exits']['rate_per_s']})")
+    check(sum(1 for row in j["cpus"] if (row["idle/s"] or 0) > 0) >= 1, "some CPU has a non-zero idle rate")
+    lat = idle["latency_ns"]
+    check(lat is not None and lat["p10"] <= lat["p50"] <= lat["p90"] <= lat["p98"] <= lat["p99"] <= lat["max"],
+          f"idle residency percentiles are ordered ({lat})")
+if os.path.exists("/sys/kernel/tracing/events/csd/csd_queue_cpu") or "csd_queue_cpu" in open("/proc/kallsyms").read():
+    check(probes_rep["ilb_kick"]["status"] == "attached", f"ilb_kick attached ({probes_rep['ilb_kick']['reason']})")
+bw = probes_rep["bcast_wait"]
+check(any(n.startswith("blind spot:") for n in bw["notes"]), "bcast_wait states its tracepoint blind spot")
+check(bw["counters"] is None or bw["counters"]["all_locks"]["total"] >= 0, "bcast_wait counts contentions on all locks")
+
+# The development machine: fentry refused (EPERM) and no kprobes.
+fentry_refused = any("fentry refused: EPERM" in t["error"] for p in pj["probes"] for t in p["tried"]) or any(
+    "fentry refused: EPERM" in p["reason"] for p in pj["probes"])
+if fentry_refused and not pj["kprobes"]:
+    print("kernel refuses fentry and has no kprobes: checking the fentry-only probes and the proxies")
+    for name in ("nohz_kick", "cpupri_find", "bcast_lock"):
+        p = probes_rep[name]
+        check(p["status"] == "unavailable", f"{name} unavailable here")
+        check("fentry refused: EPERM" in p["reason"] and "kprobes not built into this kernel" in p["reason"],
+              f"{name} reason names both refusals: {p['reason']}")
+    check("sched_balance_trigger" in by_name["nohz_kick"]["via"] or "trigger_load_balance" in by_name["nohz_kick"]["via"],
+          f"nohz_kick names the caller it would use: {by_name['nohz_kick']['via']}")
+    for name, tp in (("nohz_exit", "hrtimer_expire_entry"), ("nohz_enter", "tick_stop"), ("cpupri_set", "sched_switch")):
+        p = probes_rep[name]
+        check(p["status"] == "attached" and p["proxy"], f"{name} attached through its tracepoint proxy")
+        check(tp in by_name[name]["symbol"], f"{name} proxy uses {tp}: {by_name[name]['symbol']}")
+        check(bool(p["proxy_error"]), f"{name} proxy states its known error")
+    ne = probes_rep["nohz_exit"]
+    check(ne["counters"]["calls"]["total"] > 0, "nohz_exit proxy counts busy ticks under load")
+    check(ne["latency_ns"] is None, "a proxy reports no duration")
+
+# SIGINT stops a recording cleanly: exit 0, a complete file, links gone.
+rec2 = os.path.join(tmp, "sigint.shot")
+p = subprocess.Popen([SCHEDHOT, "record", "-d", "60", "-i", "0.5", "-o", rec2], stderr=subprocess.PIPE, text=True)
+time.sleep(2.5)
+p.send_signal(signal.SIGINT)
+try:
+    err = p.communicate(timeout=10)[1]
+except subprocess.TimeoutExpired:
+    p.kill()
+    err = ""
+    check(False, "record stops within 10 s of SIGINT")
+check(p.returncode == 0, f"record exits 0 after SIGINT (got {p.returncode}: {err.strip()})")
+rep2 = run("report", "--json", rec2)
+j2 = json.loads(rep2.stdout) if rep2.stdout else {}
+check(j2.get("source", {}).get("complete") is True, "SIGINT-stopped recording is complete (END frame written)")
+check(j2.get("window", {}).get("samples", 0) >= 4, f"SIGINT-stopped recording has its samples ({j2.get('window')})")
+
+links_after = bpf_links()
+if links_before is not None:
+    check(links_after <= links_before, f"no BPF link left behind ({links_before} before, {links_after} after)")
+
+# No privileges: a clear one-line error and a non-zero exit.
+if os.geteuid() == 0 and subprocess.run(["which", "setpriv"], capture_output=True).returncode == 0:
+    np = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",
+                         SCHEDHOT, "probes"], capture_output=True, text=True)
+    check(np.returncode == 1, f"unprivileged probes exits 1 (got {np.returncode})")
+    check("CAP_BPF" in np.stderr and len(np.stderr.strip().splitlines()) == 1,
+          f"unprivileged run gives one line naming CAP_BPF: {np.stderr!r}")
+
+if failures:
+    print(f"{len(failures)} check(s) failed")
+    sys.exit(1)
+print("live test passed")

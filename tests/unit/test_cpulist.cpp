@@ -1,0 +1,34 @@
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+
+#include "sys/cpulist.h"
+
+using namespace schedhot;
+
+TEST(CpuList, ParsesKernelSyntax) {
+  EXPECT_EQ(parse_cpulist("0-3,8,10-11\n"), (std::vector<int>{0, 1, 2, 3, 8, 10, 11}));
+  EXPECT_EQ(parse_cpulist("5"), (std::vector<int>{5}));
+  EXPECT_EQ(parse_cpulist(""), (std::vector<int>{}));
+  EXPECT_EQ(parse_cpulist("3,1,1-2"), (std::vector<int>{1, 2, 3}));
+}
+
+TEST(CpuList, RejectsBadInput) {
+  EXPECT_THROW(parse_cpulist("3-1"), std::invalid_argument);
+  EXPECT_THROW(parse_cpulist("a"), std::invalid_argument);
+  EXPECT_THROW(parse_cpulist("1,,2"), std::invalid_argument);
+  EXPECT_THROW(parse_cpulist("-1"), std::invalid_argument);
+  EXPECT_THROW(parse_cpulist("0-2000000000"), std::invalid_argument);
+  EXPECT_THROW(parse_cpulist("0-4", 4), std::invalid_argument);
+  EXPECT_NO_THROW(parse_cpulist("0-3", 4));
+}
+
+TEST(CpuList, FormatsCompactly) {
+  EXPECT_EQ(format_cpulist({0, 1, 2, 3, 8, 10, 11}), "0-3,8,10-11");
+  EXPECT_EQ(format_cpulist({7, 5, 6, 6}), "5-7");
+  EXPECT_EQ(format_cpulist({}), "");
+  std::vector<int> big;
+  for (int i = 0; i < 1024; ++i)
+    if (i % 2 == 0 || i < 100) big.push_back(i);
+  EXPECT_EQ(parse_cpulist(format_cpulist(big)), big);
+}
