@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
@@ -288,6 +289,7 @@ std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path) 
     throw std::runtime_error(fmt::format("{}: no readable metadata frame ({})", path,
                                          r->damage_ ? r->damage_->reason : "empty"));
   if (t != FrameType::meta) throw std::runtime_error(fmt::format("{}: first frame is not metadata", path));
+  r->data_start_ = r->pos_;
   try {
     nlohmann::json j = nlohmann::json::parse(payload);
     r->meta_ = j.get<Meta>();
@@ -495,6 +497,55 @@ bool RecordingReader::next(Sample& out) {
     }
   }
   return false;
+}
+
+const std::vector<RecordingReader::SamplePos>& RecordingReader::sample_positions() {
+  if (scanned_) return positions_;
+  const uint64_t saved_pos = pos_;
+  const bool saved_have = have_state_;
+  Sample saved_state = state_;
+  pos_ = data_start_;
+  FrameType t;
+  uint8_t flags;
+  uint64_t mono, at;
+  std::string payload;
+  while (read_frame(t, flags, mono, payload, at)) {
+    if (t != FrameType::sample || payload.size() < 4) continue;
+    SamplePos sp;
+    sp.mono_ns = mono;
+    sp.offset = at;
+    sp.keyframe = flags & kFlagKeyframe;
+    sp.seq = static_cast<uint32_t>(positions_.size());
+    positions_.push_back(sp);
+  }
+  // A delta frame before any keyframe cannot be decoded: drop leading ones.
+  while (!positions_.empty() && !positions_.front().keyframe) positions_.erase(positions_.begin());
+  scanned_ = true;
+  pos_ = saved_pos;
+  have_state_ = saved_have;
+  state_ = std::move(saved_state);
+  return positions_;
+}
+
+bool RecordingReader::seek_sample(size_t i) {
+  const auto& pos = sample_positions();
+  if (i >= pos.size()) return false;
+  size_t k = i;
+  while (k > 0 && !pos[k].keyframe) --k;
+  pos_ = pos[k].offset;
+  have_state_ = false;
+  Sample skip;
+  for (size_t n = k; n < i; ++n)
+    if (!next(skip)) return false;
+  return true;
+}
+
+bool RecordingReader::seek_time(uint64_t mono_ns) {
+  const auto& pos = sample_positions();
+  auto it = std::lower_bound(pos.begin(), pos.end(), mono_ns,
+                             [](const SamplePos& p, uint64_t t) { return p.mono_ns < t; });
+  if (it == pos.end()) return false;
+  return seek_sample(static_cast<size_t>(it - pos.begin()));
 }
 
 }  // namespace schedhot

@@ -124,6 +124,22 @@ class RecordingReader : public SampleSource {
   /// Status changes read so far (NOTE frames), in order.
   const std::vector<ProbeStatus>& status_notes() const { return notes_; }
 
+  /// Where one sample frame is.
+  struct SamplePos {
+    uint32_t seq = 0;
+    uint64_t mono_ns = 0;
+    uint64_t offset = 0;   ///< of its frame header
+    bool keyframe = false;
+  };
+  /// Every readable sample's position, found once by scanning the frames (stops at the
+  /// first damaged frame, like next()).
+  const std::vector<SamplePos>& sample_positions();
+  /// Makes the next next() return readable sample number i (0-based): decodes forward
+  /// from the keyframe at or before it. false when i is out of range.
+  bool seek_sample(size_t i);
+  /// Makes the next next() return the first sample with mono_ns >= t. false if none.
+  bool seek_time(uint64_t mono_ns);
+
  private:
   RecordingReader() = default;
   /// Reads one frame; false at EOF or damage.
@@ -143,6 +159,9 @@ class RecordingReader : public SampleSource {
   bool saw_end_ = false;
   uint64_t frames_ = 0;
   std::vector<ProbeStatus> notes_;
+  uint64_t data_start_ = 0;  ///< first frame after META
+  bool scanned_ = false;
+  std::vector<SamplePos> positions_;
 };
 
 

@@ -209,3 +209,25 @@ TEST(Recording, WriterRefusesToOverwrite) {
   EXPECT_THROW(RecordingWriter(p, m, WriterOptions{}), std::runtime_error);
   unlink(p.c_str());
 }
+
+TEST(Recording, SeekBySampleAndTime) {
+  Meta m = synthetic_meta(8);
+  std::string path = tmp_path("seek");
+  auto written = write_recording(path, m, 140, true);
+  auto r = RecordingReader::open(path);
+  ASSERT_EQ(r->sample_positions().size(), written.size());
+  Sample s;
+  for (size_t i : {size_t(0), size_t(63), size_t(64), size_t(65), size_t(139), size_t(100), size_t(3)}) {
+    ASSERT_TRUE(r->seek_sample(i)) << i;
+    ASSERT_TRUE(r->next(s)) << i;
+    expect_same(s, written[i]);
+  }
+  EXPECT_FALSE(r->seek_sample(140));
+  ASSERT_TRUE(r->seek_time(written[77].mono_ns - 1));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[77]);
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[78]);
+  EXPECT_FALSE(r->seek_time(written.back().mono_ns + 1));
+  unlink(path.c_str());
+}
