@@ -38,12 +38,19 @@
 
 #define SH_INC(p) __sync_fetch_and_add((p), 1)
 
+/* x & (n - 1) for a power-of-two n, computed after a compiler barrier: clang
+ * otherwise drops the mask when it can prove the bound, and older verifiers
+ * (6.1, 6.12) lose that proof across register copies ("math between map_value
+ * pointer and register with unbounded min value"). */
+#define SH_BOUND(x, n) ({                              \
+	__u64 __b = (x);                               \
+	barrier_var(__b);                              \
+	__b & ((n) - 1);                               \
+})
+
 static __always_inline void sh_hist_add(struct sh_hist *h, __u64 v)
 {
-	__u64 i = sh_hist_index(v);
-
-	barrier_var(i);
-	__sync_fetch_and_add(&h->bucket[i & (SH_HIST_BUCKETS - 1)], 1);
+	__sync_fetch_and_add(&h->bucket[SH_BOUND(sh_hist_index(v), SH_HIST_BUCKETS)], 1);
 	__sync_fetch_and_add(&h->sum_ns, v);
 	if (v > h->max_ns)
 		h->max_ns = v;
@@ -56,7 +63,7 @@ static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
 
 	SH_INC(&f->calls);
 	if (d < SH_MAX_DEPTH)
-		f->t.ts[d & (SH_MAX_DEPTH - 1)] = now;
+		f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)] = now;
 	else
 		SH_INC(&f->nested);
 	f->t.depth = d + 1;
@@ -74,7 +81,7 @@ static __always_inline void sh_func_exit(struct sh_func *f, __u64 now)
 	d--;
 	f->t.depth = d;
 	if (d < SH_MAX_DEPTH) {
-		__u64 start = f->t.ts[d & (SH_MAX_DEPTH - 1)];
+		__u64 start = f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)];
 		if (now >= start)
 			sh_hist_add(&f->lat, now - start);
 	}

@@ -84,7 +84,7 @@ static __always_inline void cpupri_set_core(__u64 now, int old, int new, __u32 n
 		return;
 	}
 	t = sh_cpupri_class(old, nr_prios) * SH_CP_NCLASS + sh_cpupri_class(new, nr_prios);
-	SH_INC(&s->trans[t & (SH_CP_NCLASS * SH_CP_NCLASS - 1)]);
+	SH_INC(&s->trans[SH_BOUND(t, SH_CP_NCLASS * SH_CP_NCLASS)]);
 	sh_vec_inc(s->vec_set, new);
 	sh_vec_inc(s->vec_clear, old);
 }

@@ -22,10 +22,7 @@ static __always_inline void idle_event(__u32 state, __u64 now)
 		return;
 	if (state != PWR_EVENT_EXIT) {
 		SH_INC(&s->entries);
-		__u64 i = state < SH_IDLE_STATES ? state : SH_IDLE_STATES - 1;
-
-		barrier_var(i);
-		SH_INC(&s->by_state[i & (SH_IDLE_STATES - 1)]);
+		SH_INC(&s->by_state[SH_BOUND(state < SH_IDLE_STATES ? state : SH_IDLE_STATES - 1, SH_IDLE_STATES)]);
 		s->ts = now;
 		return;
 	}

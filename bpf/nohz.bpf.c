@@ -203,7 +203,7 @@ static __always_inline void ilb_sent(__u32 target, __u32 this_cpu, __u64 flags)
 	SH_INC(&s->sent);
 	if (target == this_cpu)
 		SH_INC(&s->sent_self);
-	SH_INC(&s->flags[flags & (SH_ILB_FLAGS - 1)]);
+	SH_INC(&s->flags[SH_BOUND(flags, SH_ILB_FLAGS)]);
 }
 
 static __always_inline void ilb_received(void)

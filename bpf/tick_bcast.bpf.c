@@ -38,8 +38,7 @@ static __always_inline void bcast_site_hit(__u32 site)
 
 	if (!s || i >= SH_BCAST_SITES)
 		return;
-	barrier_var(i);
-	SH_INC(&s->calls[i & (SH_BCAST_SITES - 1)]);
+	SH_INC(&s->calls[SH_BOUND(i, SH_BCAST_SITES)]);
 }
 
 #define BCAST_SITE(i)                                         \

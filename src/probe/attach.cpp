@@ -153,11 +153,12 @@ TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backen
     g_log = nullptr;
     r.err = -e;
     r.at_load = true;
-    r.error = describe_attach_error(b, -e, what);
-    if (b != Backend::fentry || (r.err != EPERM && r.err != EACCES)) {
-      std::string hint = log_hint(log);
-      if (!hint.empty()) r.error += fmt::format(" [verifier: {}]", hint);
-    }
+    std::string hint = log.find("BEGIN PROG LOAD LOG") != std::string::npos ? log_hint(log) : "";
+    if (!hint.empty() && r.err != EPERM)
+      r.error = fmt::format("{} program for {} rejected by the verifier ({}): {}", to_string(b), what,
+                            errno_name(r.err), hint);
+    else
+      r.error = describe_attach_error(b, -e, what);
     r.skel.reset();
     return r;
   }
@@ -488,6 +489,19 @@ ProbeSet::~ProbeSet() { detach(); }
 void ProbeSet::detach() {
   learner_.reset();
   for (auto& p : loaded_) p.reset();
+}
+
+std::vector<int> ProbeSet::program_fds() const {
+  std::vector<int> fds;
+  for (auto& lp : loaded_) {
+    if (!lp || !lp->skel) continue;
+    struct bpf_program* prog;
+    bpf_object__for_each_program(prog, lp->skel->obj) {
+      int fd = bpf_program__fd(prog);
+      if (fd >= 0) fds.push_back(fd);
+    }
+  }
+  return fds;
 }
 
 void ProbeSet::read(Sample& s) const {

@@ -23,9 +23,13 @@ const std::vector<CpuColumn>& cpu_columns() {
       {"ilb_sent/s", "ilb_kick", "sent"},
       {"ilb_recv/s", "ilb_kick", "received"},
       {"cpupri_set/s", "cpupri_set", "calls"},
+      {"set_p99", "cpupri_set", "lat", CpuColumnKind::p99, "cpupri_set_p99_ns"},
       {"cpupri_find/s", "cpupri_find", "calls"},
       {"bcast_lock/s", "bcast_lock", "calls"},
       {"bcast_wait/s", "bcast_wait", "contentions"},
+      // Estimated cacheline transfers/s: the coherence model is not there yet, so the
+      // column is blank (top shows it, report leaves it out).
+      {"xfer/s", "", "", CpuColumnKind::model},
   };
   return cols;
 }
@@ -57,6 +61,31 @@ void ReportBuilder::add(const Sample& s) {
   last_ = s;
   prev_ = s;
   ++n_;
+}
+
+std::string format_rate(double r) {
+  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
+  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
+
+std::string format_ns(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f}s", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.1f}ms", x / 1e6);
+  if (x >= 1e4) return fmt::format("{:.1f}us", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
+std::string format_utc_time(uint64_t wall_ns) {
+  time_t t = static_cast<time_t>(wall_ns / 1000000000ull);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
 }
 
 namespace {
@@ -99,32 +128,7 @@ nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const 
   return o;
 }
 
-std::string fmt_rate(double r) {
-  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
-  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
-  if (r >= 100) return fmt::format("{:.0f}", r);
-  if (r >= 1) return fmt::format("{:.1f}", r);
-  if (r > 0) return fmt::format("{:.2f}", r);
-  return "0";
-}
-
-std::string fmt_ns(const nlohmann::json& v) {
-  if (v.is_null()) return "-";
-  double x = v.get<double>();
-  if (x >= 1e9) return fmt::format("{:.2f}s", x / 1e9);
-  if (x >= 1e6) return fmt::format("{:.1f}ms", x / 1e6);
-  if (x >= 1e4) return fmt::format("{:.1f}us", x / 1e3);
-  return fmt::format("{:.0f}", x);
-}
-
-std::string fmt_time(uint64_t wall_ns) {
-  time_t t = static_cast<time_t>(wall_ns / 1000000000ull);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
+std::string fmt_ns(const nlohmann::json& v) { return v.is_null() ? "-" : format_ns(v.get<double>()); }
 
 }  // namespace
 
@@ -156,7 +160,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   Interval iv(meta, a, b);
   if (n_ >= 2)
     r["window"] = {{"start_wall_ns", a.wall_ns},
-                   {"start", fmt_time(a.wall_ns)},
+                   {"start", format_utc_time(a.wall_ns)},
                    {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
                    {"seconds", iv.seconds()},
                    {"samples", n_},
@@ -246,24 +250,23 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
     nlohmann::json row = {{"cpu", c}};
     for (auto& col : cpu_columns()) {
+      if (col.kind == CpuColumnKind::model) continue;
       int p = meta.probe_index(col.probe);
       bool ok = have && p >= 0 && meta.probes[p].status.attached && iv.present(p);
-      row[col.header] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
-    }
-    int ps = meta.probe_index("cpupri_set");
-    if (have && ps >= 0 && meta.probes[ps].status.attached && iv.present(ps)) {
-      HistSummary hs = iv.hist(ps, "lat", c);
-      row["cpupri_set_p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
-    } else {
-      row["cpupri_set_p99_ns"] = nullptr;
+      if (col.kind == CpuColumnKind::rate) {
+        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
+      } else {
+        HistSummary hs = ok ? iv.hist(p, col.field, c) : HistSummary{};
+        row[col.json_key()] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
+      }
     }
     rows.push_back(row);
   }
   // Sort by the chosen probe's first column, highest first.
   std::string key = "idle/s";
   for (auto& col : cpu_columns())
-    if (opts_.sort == col.probe || opts_.sort == col.header) {
-      key = col.header;
+    if (col.kind != CpuColumnKind::model && (opts_.sort == col.probe || opts_.sort == col.header)) {
+      key = col.json_key();
       break;
     }
   std::vector<nlohmann::json> v(rows.begin(), rows.end());
@@ -317,10 +320,10 @@ std::string render_report_text(const nlohmann::json& r) {
     std::string prim = p["primary"].get<std::string>();
     const auto& c = p["counters"][prim];
     const auto& lat = p["latency_ns"];
-    std::string peak = c.contains("peak_rate_per_s") ? fmt_rate(c["peak_rate_per_s"].get<double>()) : "-";
+    std::string peak = c.contains("peak_rate_per_s") ? format_rate(c["peak_rate_per_s"].get<double>()) : "-";
     std::string bl = backend.size() > 34 ? backend.substr(0, 31) + "..." : backend;
     out += fmt::format("{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", name, bl,
-                       c["total"].get<uint64_t>(), fmt_rate(c["rate_per_s"].get<double>()), peak,
+                       c["total"].get<uint64_t>(), format_rate(c["rate_per_s"].get<double>()), peak,
                        fmt_ns(lat.is_null() ? lat : lat["p10"]), fmt_ns(lat.is_null() ? lat : lat["p50"]),
                        fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
                        fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
@@ -329,7 +332,7 @@ std::string render_report_text(const nlohmann::json& r) {
     if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
       d += fmt::format(" {} {};", p["symbol"].get<std::string>(), via);
     for (auto& [k, v] : p["counters"].items())
-      if (k != prim) d += fmt::format("; {} {} ({}/s)", k, v["total"].get<uint64_t>(), fmt_rate(v["rate_per_s"].get<double>()));
+      if (k != prim) d += fmt::format("; {} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>()));
     for (auto& [k, arr] : p["arrays"].items()) {
       std::string items;
       for (auto& [lab, v] : arr.items())
@@ -356,15 +359,18 @@ std::string render_report_text(const nlohmann::json& r) {
   if (!cpus.empty()) {
     out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = probe unavailable):\n{:>4}", cpus.size(),
                        r["cpus_total"].get<size_t>(), r["cpus_sorted_by"].get<std::string>(), "CPU");
-    for (auto& col : cpu_columns()) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
-    out += fmt::format(" {:>8}\n", "set_p99");
+    for (auto& col : cpu_columns())
+      if (col.kind != CpuColumnKind::model) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
+    out += "\n";
     for (auto& row : cpus) {
       out += fmt::format("{:>4}", row["cpu"].get<int>());
       for (auto& col : cpu_columns()) {
-        const auto& v = row[col.header];
-        out += fmt::format(" {:>{}}", v.is_null() ? "-" : fmt_rate(v.get<double>()), std::max<size_t>(8, strlen(col.header)));
+        if (col.kind == CpuColumnKind::model) continue;
+        const auto& v = row[col.json_key()];
+        std::string cell = col.kind == CpuColumnKind::p99 ? fmt_ns(v) : v.is_null() ? "-" : format_rate(v.get<double>());
+        out += fmt::format(" {:>{}}", cell, std::max<size_t>(8, strlen(col.header)));
       }
-      out += fmt::format(" {:>8}\n", fmt_ns(row["cpupri_set_p99_ns"]));
+      out += "\n";
     }
   }
   return out;
