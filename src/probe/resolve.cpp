@@ -12,7 +12,8 @@ BackendPref parse_backend_pref(const std::string& s) {
   if (s == "auto") return BackendPref::automatic;
   if (s == "fentry") return BackendPref::fentry;
   if (s == "kprobe") return BackendPref::kprobe;
-  throw std::invalid_argument(fmt::format("--backend must be auto, fentry or kprobe, not '{}'", s));
+  if (s == "proxy") return BackendPref::proxy;
+  throw std::invalid_argument(fmt::format("--backend must be auto, fentry, kprobe or proxy, not '{}'", s));
 }
 
 namespace {
@@ -32,6 +33,7 @@ bool has_function(const KernelFacts& f, const std::string& name) {
 /// fentry and kprobe candidates for one resolved function symbol.
 void add_function_candidates(Plan& p, const KernelFacts& f, BackendPref pref, const std::string& sym,
                              const std::string& via) {
+  if (pref == BackendPref::proxy) return;
   if (pref != BackendPref::kprobe) {
     if (!f.btf)
       p.skipped.push_back({Backend::fentry, sym, f.btf_error});
@@ -86,7 +88,7 @@ void resolve_function(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Back
       break;
     }
   }
-  if (spec.proxy && pref == BackendPref::automatic) {
+  if (spec.proxy && (pref == BackendPref::automatic || pref == BackendPref::proxy)) {
     std::string miss = missing_tracepoint(f, spec.proxy->programs);
     if (!miss.empty()) {
       p.skipped.push_back({Backend::tracepoint, "", "proxy: " + miss});
@@ -103,6 +105,10 @@ void resolve_function(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Back
 }
 
 void resolve_sites(Plan& p, const ProbeSpec& spec, const KernelFacts& f, BackendPref pref) {
+  if (pref == BackendPref::proxy) {
+    p.skipped.push_back({Backend::tracepoint, "", "no tracepoint proxy for the lock-taking functions"});
+    return;
+  }
   std::vector<std::string> sites;
   for (auto& s : spec.symbols) {
     std::string sym;

@@ -14,9 +14,10 @@
 
 namespace schedhot {
 
-/// --backend: auto tries fentry, then kprobe, then the proxy; the others force one.
-enum class BackendPref { automatic, fentry, kprobe };
-/// Parses "auto" | "fentry" | "kprobe"; throws std::invalid_argument otherwise.
+/// --backend: auto tries fentry, then kprobe, then the proxy; the others force one
+/// (proxy: only the tracepoint stand-ins, to measure them against the real functions).
+enum class BackendPref { automatic, fentry, kprobe, proxy };
+/// Parses "auto" | "fentry" | "kprobe" | "proxy"; throws std::invalid_argument otherwise.
 BackendPref parse_backend_pref(const std::string& s);
 
 /// One way to attach a probe.

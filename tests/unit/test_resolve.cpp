@@ -128,6 +128,10 @@ TEST(Resolve, ProxyIsLastAndOnlyForAuto) {
   Plan kp = resolve_probe(spec("nohz_exit"), f, BackendPref::kprobe);
   ASSERT_EQ(kp.candidates.size(), 1u);
   EXPECT_EQ(kp.candidates[0].backend, Backend::kprobe);
+  Plan px = resolve_probe(spec("nohz_exit"), f, BackendPref::proxy);
+  ASSERT_EQ(px.candidates.size(), 1u);
+  EXPECT_TRUE(px.candidates[0].proxy);
+  EXPECT_TRUE(resolve_probe(spec("nohz_kick"), f, BackendPref::proxy).candidates.empty()) << "no proxy for nohz_kick";
 }
 
 TEST(Resolve, NoKprobesIsAReasonNotACandidate) {
