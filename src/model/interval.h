@@ -3,6 +3,7 @@
 // become numbers; report, top and export all call it, live or recorded alike.
 #pragma once
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
 
@@ -33,12 +34,26 @@ class Interval {
   /// the interval, else the upper bound of the highest non-empty bucket.
   HistSummary hist(int probe, std::string_view field, int cpu = -1) const;
 
+  /// The same over a set of CPUs (a topology group, a CPU filter): ids outside
+  /// [0, ncpus) are skipped; an empty set counts nothing.
+  uint64_t count(int probe, std::string_view field, std::span<const int> cpus, int idx = -1) const;
+  double rate(int probe, std::string_view field, std::span<const int> cpus, int idx = -1) const;
+  std::vector<uint64_t> buckets(int probe, std::string_view field, std::span<const int> cpus) const;
+  HistSummary hist(int probe, std::string_view field, std::span<const int> cpus) const;
+
   const Meta& meta() const { return meta_; }
   const Sample& first() const { return a_; }
   const Sample& last() const { return b_; }
 
  private:
   uint64_t word_delta(int probe, int cpu, uint32_t word) const;
+  /// The bodies of count/buckets/hist over any range of CPU ids (iota or span).
+  template <class Cpus>
+  uint64_t count_over(int probe, std::string_view field, const Cpus& cpus, int idx) const;
+  template <class Cpus>
+  std::vector<uint64_t> buckets_over(int probe, std::string_view field, const Cpus& cpus) const;
+  template <class Cpus>
+  HistSummary hist_over(int probe, std::string_view field, const Cpus& cpus) const;
   const Meta& meta_;
   const Sample& a_;
   const Sample& b_;

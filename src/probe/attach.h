@@ -57,6 +57,9 @@ class ProbeSet {
   /// Services the tick_broadcast_lock address learner for up to timeout_ms. Returns the
   /// indices of probes whose status changed.
   std::vector<int> poll(int timeout_ms);
+  /// File descriptors of every loaded BPF program of the attached probes (for their
+  /// run-time statistics, bpf_obj_get_info_by_fd). Valid until detach().
+  std::vector<int> program_fds() const;
   /// Detaches everything now.
   void detach();
 

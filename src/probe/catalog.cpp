@@ -79,7 +79,8 @@ std::vector<ProbeSpec> build() {
     p.proxy = ProxySpec{{{"nohz_exit__tp_tick", "hrtimer_expire_entry", false}},
                         "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer on a non-idle task)",
                         "counts ticks, not calls: misses calls from CPU hotplug and ticks on inactive or "
-                        "isolated CPUs; needs high-resolution timers; no duration"};
+                        "isolated CPUs; needs high-resolution timers; no duration; measured -44 to -62 % "
+                        "(6.12 QEMU guest, mixed load, tests/vm)"};
     p.map = "nohz_exit_slots";
     p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_nohz_exit_slot, f));
@@ -100,7 +101,8 @@ std::vector<ProbeSpec> build() {
     p.proxy = ProxySpec{{{"nohz_enter__tp_tick_stop", "tick_stop", false}},
                         "proxy: timer:tick_stop(success=1) on the idle task",
                         "1:1 with calls except the function's early returns (inactive, isolated or "
-                        "null-domain CPUs), which the proxy still counts"};
+                        "null-domain CPUs), which the proxy still counts; measured 0.0 % (6.12 QEMU "
+                        "guest, mixed load, tests/vm)"};
     p.map = "nohz_enter_slots";
     p.layout.slot_words = sizeof(sh_nohz_enter_slot) / W;
     p.layout.fields = {counter("calls", WORDS(sh_nohz_enter_slot, calls), "function entries"),
@@ -156,7 +158,8 @@ std::vector<ProbeSpec> build() {
     p.timed = true;
     p.proxy = ProxySpec{{{"cpupri_set__tp_switch", "sched_switch", false}},
                         "proxy: cpu_to_pri[cpu] changes seen at tp_btf/sched_switch",
-                        "lower bound: a change undone before the next context switch is missed; no duration"};
+                        "lower bound: a change undone before the next context switch is missed; no duration; "
+                        "measured -1.4 to -5.8 % (6.12 QEMU guest, mixed load, tests/vm)"};
     p.map = "cpupri_set_slots";
     p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_cpupri_set_slot, f));

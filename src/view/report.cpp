@@ -130,6 +130,12 @@ nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const 
 
 std::string fmt_ns(const nlohmann::json& v) { return v.is_null() ? "-" : format_ns(v.get<double>()); }
 
+/// bcast_wait counts lock:contention_begin; under virt_spin_lock the kernel emits none, so
+/// its numbers would read as "no contention" when contention is unobservable.
+bool blind_probe(const Meta& meta, std::string_view probe) {
+  return probe == "bcast_wait" && meta.host.spinlock == SpinlockMode::virt_spin_lock;
+}
+
 }  // namespace
 
 nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) const {
@@ -162,6 +168,8 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     r["window"] = {{"start_wall_ns", a.wall_ns},
                    {"start", format_utc_time(a.wall_ns)},
                    {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
+                   {"start_mono_ns", a.mono_ns},
+                   {"end_mono_ns", b.mono_ns},
                    {"seconds", iv.seconds()},
                    {"samples", n_},
                    {"interval_ns", meta.interval_ns}};
@@ -185,7 +193,8 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     j["reason"] = st.reason;
     j["notes"] = st.notes;
     const bool present = have && st.attached && iv.present(p);
-    if (!present || !spec) {
+    if (st.attached && blind_probe(meta, pm.name)) j["blind"] = spinlock_blind_spot(h);
+    if (!present || !spec || j.contains("blind")) {
       j["counters"] = nullptr;
       j["latency_ns"] = nullptr;
       j["per_cpu"] = nullptr;
@@ -252,7 +261,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     for (auto& col : cpu_columns()) {
       if (col.kind == CpuColumnKind::model) continue;
       int p = meta.probe_index(col.probe);
-      bool ok = have && p >= 0 && meta.probes[p].status.attached && iv.present(p);
+      bool ok = have && p >= 0 && meta.probes[p].status.attached && iv.present(p) && !blind_probe(meta, col.probe);
       if (col.kind == CpuColumnKind::rate) {
         row[col.json_key()] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
       } else {
@@ -313,6 +322,10 @@ std::string render_report_text(const nlohmann::json& r) {
     }
     std::string backend = p["backend"].get<std::string>();
     std::string via = p["via"].get<std::string>();
+    if (p.contains("blind")) {
+      out += fmt::format("{:<12} {:<34} blind: {}\n", name, backend.substr(0, 34), p["blind"].get<std::string>());
+      continue;
+    }
     if (p["counters"].is_null()) {
       out += fmt::format("{:<12} {:<34} (no data in the window)\n", name, backend.substr(0, 34));
       continue;
@@ -328,24 +341,29 @@ std::string render_report_text(const nlohmann::json& r) {
                        fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
                        fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
     // Details: other counters and labelled arrays.
-    std::string d;
+    std::vector<std::string> parts;
     if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
-      d += fmt::format(" {} {};", p["symbol"].get<std::string>(), via);
+      parts.push_back(p["symbol"].get<std::string>() + (via.empty() ? "" : " " + via));
     for (auto& [k, v] : p["counters"].items())
-      if (k != prim) d += fmt::format("; {} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>()));
+      if (k != prim)
+        parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));
     for (auto& [k, arr] : p["arrays"].items()) {
       std::string items;
       for (auto& [lab, v] : arr.items())
         if (v.get<uint64_t>() || name == "bcast_lock") items += fmt::format(" {}={}", lab, v.get<uint64_t>());
-      if (!items.empty()) d += fmt::format("; {}:{}", k, items);
+      if (!items.empty()) parts.push_back(k + ":" + items);
     }
     if (p.contains("vectors") && !p["vectors"].empty()) {
       std::string items;
       for (auto& [idx, v] : p["vectors"].items())
         items += fmt::format(" [{}] +{}/-{}", idx, v["set"].get<uint64_t>(), v["clear"].get<uint64_t>());
-      d += "; vectors written:" + items;
+      parts.push_back("vectors written:" + items);
     }
-    if (!d.empty()) details += fmt::format("  {}:{}\n", name, d[0] == ';' ? d.substr(1) : d);
+    if (!parts.empty()) {
+      std::string d;
+      for (auto& x : parts) d += (d.empty() ? "" : "; ") + x;
+      details += fmt::format("  {}: {}\n", name, d);
+    }
     if (p["proxy"].get<bool>()) notes += fmt::format("  {}: proxy error: {}\n", name, p["proxy_error"].get<std::string>());
     for (auto& n : p["notes"]) notes += fmt::format("  {}: {}\n", name, n.get<std::string>());
   }
@@ -357,7 +375,7 @@ std::string render_report_text(const nlohmann::json& r) {
   // Per-CPU table.
   const auto& cpus = r["cpus"];
   if (!cpus.empty()) {
-    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = probe unavailable):\n{:>4}", cpus.size(),
+    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = probe unavailable or blind):\n{:>4}", cpus.size(),
                        r["cpus_total"].get<size_t>(), r["cpus_sorted_by"].get<std::string>(), "CPU");
     for (auto& col : cpu_columns())
       if (col.kind != CpuColumnKind::model) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));

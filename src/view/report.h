@@ -60,12 +60,31 @@ class ReportBuilder {
 /// Renders a report document as text for a terminal.
 std::string render_report_text(const nlohmann::json& report);
 
-/// The per-CPU table's columns: (header, probe name, counter field, idx) in display order.
+/// What a per-CPU column shows.
+enum class CpuColumnKind {
+  rate,   ///< events/s of a counter field (Interval::rate)
+  p99,    ///< p99 of a histogram field, ns (Interval::hist)
+  model,  ///< estimated from a model that does not exist yet: always blank, not in the report
+};
+
+/// The per-CPU table's columns, in display order: report's table and JSON rows and
+/// top's table all read this one list.
 struct CpuColumn {
-  const char* header;
-  const char* probe;
-  const char* field;
+  const char* header;  ///< table header; also the JSON key of rate columns ("idle/s")
+  const char* probe;   ///< probe name ("" for model columns)
+  const char* field;   ///< counter field (rate) or histogram field (p99)
+  CpuColumnKind kind = CpuColumnKind::rate;
+  const char* key = nullptr;  ///< JSON key when it is not header ("cpupri_set_p99_ns")
+  /// The column's key in the report JSON.
+  const char* json_key() const { return key ? key : header; }
 };
 const std::vector<CpuColumn>& cpu_columns();
+
+/// A rate (events/s) in at most 6 characters: "0", "0.50", "12.5", "345", "12.3k", "1.50M".
+std::string format_rate(double r);
+/// A duration in ns in at most 7 characters: "850", "12.3us", "4.5ms", "1.20s".
+std::string format_ns(double ns);
+/// A wall clock time (ns since the epoch) as "2023-11-14 22:13:20 UTC".
+std::string format_utc_time(uint64_t wall_ns);
 
 }  // namespace schedhot

@@ -1,0 +1,92 @@
+// ReportBuilder: the window's monotonic bounds, and bcast_wait on a host whose spinlocks
+// emit no contention events (virt_spin_lock): "blind", never a zero.
+#include <gtest/gtest.h>
+
+#include "test_util.h"
+#include "view/report.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+struct Built {
+  nlohmann::json json;
+  std::string text;
+};
+
+// Two samples 2 s apart with 30 contentions on CPU 1 and 40 cpupri_set calls on CPU 2.
+Built build(SpinlockMode mode) {
+  Meta m = synthetic_meta(4);
+  m.host.spinlock = mode;
+  m.host.hypervisor = mode == SpinlockMode::virt_spin_lock;
+  Sample a = make_sample(m), b = make_sample(m);
+  a.mono_ns = 5'000'000'000;
+  b.mono_ns = 7'000'000'000;
+  a.probes[m.probe_index("bcast_wait")].words[word(m, m.probe_index("bcast_wait"), 1, "contentions")] = 10;
+  b.probes[m.probe_index("bcast_wait")].words[word(m, m.probe_index("bcast_wait"), 1, "contentions")] = 40;
+  b.probes[m.probe_index("cpupri_set")].words[word(m, m.probe_index("cpupri_set"), 2, "calls")] = 40;
+  ReportOptions o;
+  o.all_cpus = true;
+  ReportBuilder rb(m, o);
+  rb.add(a);
+  rb.add(b);
+  Built r;
+  r.json = rb.build(m, SourceInfo{});
+  r.text = render_report_text(r.json);
+  return r;
+}
+
+const nlohmann::json& probe(const nlohmann::json& r, const std::string& name) {
+  for (auto& p : r["probes"])
+    if (p["name"] == name) return p;
+  throw std::runtime_error("no probe " + name);
+}
+
+const nlohmann::json& cpu_row(const nlohmann::json& r, int cpu) {
+  for (auto& row : r["cpus"])
+    if (row["cpu"] == cpu) return row;
+  throw std::runtime_error("no cpu row");
+}
+
+}  // namespace
+
+TEST(Report, WindowCarriesFirstAndLastSampleMonotonicTimes) {
+  Built r = build(SpinlockMode::native);
+  EXPECT_EQ(r.json["window"]["start_mono_ns"].get<uint64_t>(), 5'000'000'000u);
+  EXPECT_EQ(r.json["window"]["end_mono_ns"].get<uint64_t>(), 7'000'000'000u);
+  EXPECT_DOUBLE_EQ(r.json["window"]["seconds"].get<double>(), 2.0);
+}
+
+TEST(Report, NativeSpinlockShowsContentions) {
+  Built r = build(SpinlockMode::native);
+  const auto& bw = probe(r.json, "bcast_wait");
+  EXPECT_FALSE(bw.contains("blind"));
+  EXPECT_EQ(bw["counters"]["contentions"]["total"].get<uint64_t>(), 30u);
+  EXPECT_DOUBLE_EQ(cpu_row(r.json, 1)["bcast_wait/s"].get<double>(), 15.0);
+  EXPECT_EQ(r.text.find("blind:"), std::string::npos);
+}
+
+TEST(Report, VirtSpinLockMakesBcastWaitBlindNotZero) {
+  Built r = build(SpinlockMode::virt_spin_lock);
+  const auto& bw = probe(r.json, "bcast_wait");
+  ASSERT_TRUE(bw.contains("blind"));
+  HostInfo h;
+  h.spinlock = SpinlockMode::virt_spin_lock;
+  EXPECT_EQ(bw["blind"].get<std::string>(), spinlock_blind_spot(h));
+  EXPECT_EQ(bw["status"], "attached");
+  EXPECT_TRUE(bw["counters"].is_null());
+  EXPECT_TRUE(bw["latency_ns"].is_null());
+  EXPECT_TRUE(bw["per_cpu"].is_null());
+  for (int c = 0; c < 4; ++c) EXPECT_TRUE(cpu_row(r.json, c)["bcast_wait/s"].is_null()) << "cpu " << c;
+  // Only bcast_wait is blind: the other probes keep their numbers.
+  const auto& cs = probe(r.json, "cpupri_set");
+  EXPECT_FALSE(cs.contains("blind"));
+  EXPECT_EQ(cs["counters"]["calls"]["total"].get<uint64_t>(), 40u);
+  EXPECT_DOUBLE_EQ(cpu_row(r.json, 2)["cpupri_set/s"].get<double>(), 20.0);
+  // The text report says it on bcast_wait's own line.
+  size_t at = r.text.find("\nbcast_wait ");
+  ASSERT_NE(at, std::string::npos);
+  std::string line = r.text.substr(at + 1, r.text.find('\n', at + 1) - at - 1);
+  EXPECT_NE(line.find("blind: hypervisor without paravirt spinlocks"), std::string::npos) << line;
+}
