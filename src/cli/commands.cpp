@@ -16,6 +16,7 @@
 #include "probe/kernel_facts.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
+#include "store/rotate.h"
 #include "sys/privileges.h"
 #include "view/report.h"
 
@@ -30,8 +31,6 @@ std::atomic<bool> g_stop{false};
 namespace {
 
 void on_signal(int) { g_stop.store(true); }
-
-void err(const std::string& msg) { fmt::print(stderr, "schedhot: {}\n", msg); }
 
 double parse_number(const std::string& s, size_t& used, const char* what) {
   try {
@@ -56,12 +55,9 @@ std::vector<std::string> split_commas(const std::string& s) {
   return v;
 }
 
-/// Loads kernel facts and attaches; nullptr (with a message printed) on failure.
-struct Attached {
-  KernelFacts facts;
-  HostInfo host;
-  std::unique_ptr<ProbeSet> probes;
-};
+}  // namespace
+
+void err(const std::string& msg) { fmt::print(stderr, "schedhot: {}\n", msg); }
 
 std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   status = 1;
@@ -100,6 +96,22 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   status = 0;
   return a;
 }
+
+Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
+  Meta meta = make_meta(a.host, a.probes->ncpus(), a.probes->statuses());
+  meta.tool_version = SCHEDHOT_VERSION;
+  meta.command = command_line;
+  meta.interval_ns = interval_ns;
+  return meta;
+}
+
+uint64_t parse_interval_ns(const std::string& s) {
+  uint64_t iv = parse_duration_ns(s, "-i/--interval");
+  if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+  return iv;
+}
+
+namespace {
 
 int count_attached(const std::vector<ProbeStatus>& st) {
   int n = 0;
@@ -202,8 +214,7 @@ int run_record(const RecordCmd& o) {
   uint64_t dur, iv;
   try {
     dur = parse_duration_ns(o.duration, "-d/--duration");
-    iv = parse_duration_ns(o.interval, "-i/--interval");
-    if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+    iv = parse_interval_ns(o.interval);
   } catch (const std::exception& e) {
     err(e.what());
     return 2;
@@ -212,12 +223,15 @@ int run_record(const RecordCmd& o) {
     err("record needs -o FILE (or -o - for stdout)");
     return 2;
   }
+  uint64_t max_bytes = 0;
+  unsigned keep = 0;
+  if (int rc = parse_rotation(o, max_bytes, keep)) return rc;
   if (o.output == "-" && isatty(STDOUT_FILENO)) {
     err("-o -: stdout is a terminal; redirect it to a file or a pipe");
     return 2;
   }
   struct stat st {};
-  if (o.output != "-" && !o.force && stat(o.output.c_str(), &st) == 0) {
+  if (o.output != "-" && !o.force && !max_bytes && stat(o.output.c_str(), &st) == 0) {
     err(fmt::format("{} exists; choose another name or pass --force", o.output));
     return 1;
   }
@@ -230,19 +244,16 @@ int run_record(const RecordCmd& o) {
     err("no probe could attach; `schedhot probes` says why");
     return 1;
   }
-  Meta meta = make_meta(a->host, a->probes->ncpus(), statuses);
-  meta.tool_version = SCHEDHOT_VERSION;
-  meta.command = o.command_line;
-  meta.interval_ns = iv;
+  Meta meta = live_meta(*a, iv, o.command_line);
   LiveSource src(*a->probes, meta, iv, dur, &g_stop);
   Sample s;
   src.next(s);
-  std::unique_ptr<RecordingWriter> w;
+  std::unique_ptr<RotatingWriter> w;
   try {
     WriterOptions wo;
     wo.compress = !o.no_compress;
     wo.overwrite = o.force;
-    w = std::make_unique<RecordingWriter>(o.output, src.meta(), wo);
+    w = std::make_unique<RotatingWriter>(o.output, src.meta(), wo, RotateOptions{max_bytes, keep});
     w->write_sample(s);
   } catch (const std::exception& e) {
     err(e.what());
@@ -253,6 +264,9 @@ int run_record(const RecordCmd& o) {
                statuses.size(), o.output, dur / 1e9, iv / 1e9);
     for (auto& s2 : statuses)
       if (!s2.attached) fmt::print(stderr, "schedhot:   {} unavailable: {}\n", s2.probe, s2.reason);
+    if (max_bytes)
+      fmt::print(stderr, "schedhot:   files of at most {} bytes; closed ones kept as {}.1 .. {}.{}\n", max_bytes, o.output,
+                 o.output, keep);
   }
   try {
     while (src.next(s)) {
@@ -265,7 +279,8 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet)
-    fmt::print(stderr, "schedhot: wrote {} samples, {} bytes to {}{}\n", w->samples(), w->bytes(), o.output,
+    fmt::print(stderr, "schedhot: wrote {} samples, {} bytes to {}{}{}\n", w->samples(), w->bytes(), o.output,
+               w->rotations() ? fmt::format(" ({} rotation{})", w->rotations(), w->rotations() == 1 ? "" : "s") : "",
                g_stop.load() ? " (stopped by signal)" : "");
   return 0;
 }
@@ -276,17 +291,7 @@ namespace {
 
 int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in, RecordingReader* reader) {
   ReportOptions ro;
-  try {
-    if (!o.from.empty()) ro.from_s = parse_duration_ns(o.from, "--from") / 1e9;
-    if (!o.to.empty()) ro.to_s = parse_duration_ns(o.to, "--to") / 1e9;
-  } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
-  }
-  if (ro.from_s >= 0 && ro.to_s >= 0 && ro.to_s <= ro.from_s) {
-    err("--to must be later than --from");
-    return 2;
-  }
+  if (int rc = parse_window(o.from, o.to, ro.from_s, ro.to_s)) return rc;
   ro.all_cpus = o.all_cpus;
   ro.top = o.top;
   ro.sort = o.sort;
@@ -321,8 +326,7 @@ int run_report(const ReportCmd& o) {
     uint64_t dur, iv;
     try {
       dur = parse_duration_ns(o.duration, "-d/--duration");
-      iv = parse_duration_ns(o.interval, "-i/--interval");
-      if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+      iv = parse_interval_ns(o.interval);
     } catch (const std::exception& e) {
       err(e.what());
       return 2;
@@ -330,9 +334,7 @@ int run_report(const ReportCmd& o) {
     int status = 0;
     auto a = attach(o.common, status);
     if (!a) return status;
-    Meta meta = make_meta(a->host, a->probes->ncpus(), a->probes->statuses());
-    meta.tool_version = SCHEDHOT_VERSION;
-    meta.interval_ns = iv;
+    Meta meta = live_meta(*a, iv, "");
     LiveSource src(*a->probes, meta, iv, dur, &g_stop);
     return report_from(src, o, SourceInfo{}, nullptr);
   }

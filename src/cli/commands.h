@@ -2,8 +2,13 @@
 // 0 success, 1 runtime failure (one-line message on stderr), 2 bad usage.
 #pragma once
 #include <atomic>
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "probe/attach.h"
+#include "probe/kernel_facts.h"
+#include "sys/host.h"
 
 namespace schedhot::cli {
 
@@ -23,6 +28,25 @@ struct CommonProbeOptions {
   bool verbose = false;
 };
 
+/// Prints "schedhot: MSG" on stderr.
+void err(const std::string& msg);
+
+/// Kernel facts, host facts and the attached probes of one run.
+struct Attached {
+  KernelFacts facts;
+  HostInfo host;
+  std::unique_ptr<ProbeSet> probes;
+};
+/// Checks privileges, reads kernel and host facts and attaches. On failure prints one
+/// line and returns nullptr with status set to the exit status (1 runtime, 2 usage).
+std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status);
+/// The Meta of a live run: the catalog with a's statuses, this version, the command line
+/// and the interval (ns).
+Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line);
+/// Parses -i/--interval like parse_duration_ns and requires at least 10 ms. Throws
+/// std::invalid_argument with a one-line message.
+uint64_t parse_interval_ns(const std::string& s);
+
 struct ProbesCmd {
   CommonProbeOptions common;
   bool json = false;
@@ -37,6 +61,8 @@ struct RecordCmd {
   bool force = false;
   bool no_compress = false;
   bool quiet = false;
+  std::string max_size;    ///< --max-size: rotate when a file would grow past it ("" = no limit)
+  int rotate = -1;         ///< --rotate N: closed files kept, FILE.1..FILE.N (-1 = not given)
   std::string command_line;
 };
 int run_record(const RecordCmd& o);
@@ -54,5 +80,56 @@ struct ReportCmd {
   std::string from, to;
 };
 int run_report(const ReportCmd& o);
+
+/// schedhot top (src/cli/cmd_tui.cpp): the live per-CPU UI, or a plain table per
+/// interval when stdout is not a full-screen terminal.
+struct TopCmd {
+  CommonProbeOptions common;
+  std::string interval = "1";
+  int iterations = 0;        ///< plain mode: tables to print, 0 = until stopped
+  std::string record;        ///< also record to this file ("" = no)
+  bool force = false;        ///< overwrite the recording
+  bool no_compress = false;
+  std::string sort = "idle"; ///< initial sort column: a probe, a column header or "cpu"
+  std::string cpus;          ///< initial CPU filter ("" = all)
+  std::string command_line;
+};
+int run_top(const TopCmd& o);
+
+/// schedhot replay (src/cli/cmd_tui.cpp): a recording in top's UI.
+struct ReplayCmd {
+  std::string file;
+  std::string at;            ///< start time since the first sample ("" = first interval)
+  std::string sort = "idle";
+  std::string cpus;
+};
+int run_replay(const ReplayCmd& o);
+
+// Recording files (cmd_store.cpp).
+
+/// `schedhot info FILE [--json]`: metadata and integrity summary (schema schedhot.info/1).
+struct InfoCmd {
+  std::string file;
+  bool json = false;
+};
+int run_info(const InfoCmd& o);
+
+/// `schedhot export FILE --format csv|json|perfetto [-o OUT] [--from T --to T] [--cpus LIST]`.
+struct ExportCmd {
+  std::string file;
+  std::string format = "csv";
+  std::string output = "-";   ///< "-" = stdout
+  std::string from, to;       ///< window, time since the recording's first sample
+  std::string cpus;           ///< CPU list ("0-3,8"), "" = the recording's online CPUs
+};
+int run_export(const ExportCmd& o);
+
+/// Parses a --from/--to window (times since the first sample) to seconds, -1 where not
+/// given. Returns 0, or 2 after a one-line usage error (bad time, --to not after --from).
+int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s);
+
+/// Checks record's --max-size/--rotate and fills the rotation settings. Returns 0, or 2
+/// after printing a one-line usage error.
+int parse_rotation(const RecordCmd& o, uint64_t& max_bytes, unsigned& keep);
 
 }  // namespace schedhot::cli

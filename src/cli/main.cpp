@@ -14,11 +14,18 @@ using namespace schedhot::cli;
 namespace {
 
 void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
-  c->add_option("--backend", o.backend, "fentry | kprobe | auto (fentry, then kprobe, then a tracepoint proxy)")
-      ->check(CLI::IsMember({"auto", "fentry", "kprobe"}));
+  c->add_option("--backend", o.backend,
+                 "auto (fentry, then kprobe, then a tracepoint proxy) | fentry | kprobe | proxy (stand-ins only)")
+      ->check(CLI::IsMember({"auto", "fentry", "kprobe", "proxy"}));
   c->add_option("--probes", o.probes, "comma-separated probes to attach (default: all)");
   c->add_option("--system-map", o.system_map, "System.map of the running kernel, for tick_broadcast_lock's address");
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
+}
+
+/// top's and replay's initial sort column and CPU filter.
+void add_view_options(CLI::App* c, std::string& sort, std::string& cpus) {
+  c->add_option("--sort", sort, "initial sort column: a probe or column name, or cpu (default idle)");
+  c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");
 }
 
 std::string join_args(int argc, char** argv) {
@@ -50,6 +57,9 @@ int main(int argc, char** argv) {
   cr->add_flag("-f,--force", rec.force, "overwrite FILE if it exists");
   cr->add_flag("--no-compress", rec.no_compress, "store samples without zstd");
   cr->add_flag("-q,--quiet", rec.quiet, "no progress messages");
+  cr->add_option("--max-size", rec.max_size, "rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
+  cr->add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")
+      ->check(CLI::NonNegativeNumber);
 
   ReportCmd rep;
   auto* cq = app.add_subcommand("report", "totals, rates, percentiles and a per-CPU table from a recording");
@@ -64,6 +74,37 @@ int main(int argc, char** argv) {
   cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
+
+  InfoCmd info;
+  auto* ci = app.add_subcommand("info", "a recording's metadata and integrity: frames, samples, time span, damage");
+  ci->add_option("file", info.file, "recording file")->required();
+  ci->add_flag("--json", info.json, "JSON output (schema schedhot.info/1)");
+
+  ExportCmd exp;
+  auto* ce = app.add_subcommand("export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace");
+  ce->add_option("file", exp.file, "recording file")->required();
+  ce->add_option("--format", exp.format, "csv (default), json (schema schedhot.export/1) or perfetto")
+      ->check(CLI::IsMember({"csv", "json", "perfetto"}));
+  ce->add_option("-o,--output", exp.output, "output file (default - for stdout)");
+  ce->add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
+  ce->add_option("--to", exp.to, "window end, time since the recording's start");
+  ce->add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
+
+  TopCmd top;
+  auto* ct = app.add_subcommand("top", "live per-CPU rates and percentiles in a top-like UI (plain tables when not a terminal)");
+  add_probe_options(ct, top.common);
+  ct->add_option("-i,--interval", top.interval, "sample interval, e.g. 1, 250ms (default 1 s; +/- change it)");
+  ct->add_option("-n,--iterations", top.iterations, "plain mode: print this many tables, then exit (default: until stopped)");
+  ct->add_option("--record", top.record, "also record the samples to FILE");
+  ct->add_flag("-f,--force", top.force, "with --record: overwrite FILE if it exists");
+  ct->add_flag("--no-compress", top.no_compress, "with --record: store samples without zstd");
+  add_view_options(ct, top.sort, top.cpus);
+
+  ReplayCmd replay;
+  auto* cy = app.add_subcommand("replay", "a recording in top's UI: step, jump, play, worst sample");
+  cy->add_option("file", replay.file, "recording file")->required();
+  cy->add_option("--at", replay.at, "start at this time since the first sample, e.g. 30s (default: the first interval)");
+  add_view_options(cy, replay.sort, replay.cpus);
 
   try {
     app.parse(argc, argv);
@@ -84,5 +125,12 @@ int main(int argc, char** argv) {
     return run_record(rec);
   }
   if (cq->parsed()) return run_report(rep);
+  if (ct->parsed()) {
+    top.command_line = join_args(argc, argv);
+    return run_top(top);
+  }
+  if (cy->parsed()) return run_replay(replay);
+  if (ci->parsed()) return run_info(info);
+  if (ce->parsed()) return run_export(exp);
   return 2;
 }

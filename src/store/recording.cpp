@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -20,11 +21,8 @@ namespace {
 
 constexpr char kFileMagic[8] = {'S', 'C', 'H', 'E', 'D', 'H', 'O', 'T'};
 constexpr uint32_t kFrameMagic = 0x52464853;  // "SHFR" little-endian
-constexpr uint32_t kFileHeaderBytes = 32;
-constexpr uint32_t kFrameHeaderBytes = 24;
 constexpr uint8_t kFlagZstd = 1;
 constexpr uint8_t kFlagKeyframe = 2;
-constexpr uint64_t kMaxStateWords = 64ull << 20;  // 512 MiB of slot words per sample
 
 template <typename T>
 void put(std::string& b, T v) {
@@ -80,6 +78,17 @@ uint64_t state_words(const Meta& m) {
   return w * m.ncpus;
 }
 
+uint64_t mono_ns_now() {
+  struct timespec ts {};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void sleep_ns(uint64_t ns) {
+  struct timespec ts {static_cast<time_t>(ns / 1'000'000'000ull), static_cast<long>(ns % 1'000'000'000ull)};
+  nanosleep(&ts, nullptr);
+}
+
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
@@ -99,6 +108,14 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 
 RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, WriterOptions opts)
     : path_(path), opts_(opts), meta_(meta) {
+  nlohmann::json j = meta;
+  const std::string meta_json = j.dump();
+  if (opts.max_bytes) {
+    const uint64_t least = kFileHeaderBytes + kFrameHeaderBytes + meta_json.size() + kFrameHeaderBytes + 4 + kEndFrameBytes;
+    if (least > opts.max_bytes)
+      throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the header and metadata ({} bytes)",
+                                           path, opts.max_bytes, least));
+  }
   if (path == "-") {
     fd_ = STDOUT_FILENO;
     own_fd_ = false;
@@ -118,10 +135,17 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
   put<uint64_t>(h, meta.start_wall_ns);
   put<uint32_t>(h, 0);
   put<uint32_t>(h, crc32c(h.data(), h.size()));
-  write_all(fd_, h.data(), h.size(), path_);
-  offset_ = h.size();
-  nlohmann::json j = meta;
-  write_frame(FrameType::meta, 0, 0, j.dump());
+  try {
+    write_all(fd_, h.data(), h.size(), path_);
+    offset_ = h.size();
+    write_frame(FrameType::meta, 0, 0, meta_json);
+  } catch (...) {
+    // Without its header and META the file holds nothing: do not leave it behind.
+    const bool created = own_fd_;
+    fail_close();
+    if (created) ::unlink(path_.c_str());
+    throw;
+  }
 }
 
 RecordingWriter::~RecordingWriter() {
@@ -131,25 +155,51 @@ RecordingWriter::~RecordingWriter() {
   }
 }
 
+void RecordingWriter::fail_close() {
+  if (fd_ < 0) return;
+  if (own_fd_) {
+    // Cut a partial frame off again so the file ends at a frame boundary (best effort:
+    // the reader copes with a partial frame anyway).
+    if (::ftruncate(fd_, static_cast<off_t>(offset_)) != 0) {
+    }
+    ::close(fd_);
+  }
+  fd_ = -1;
+}
+
 void RecordingWriter::write_frame(FrameType t, uint8_t flags, uint64_t mono_ns, const std::string& payload) {
-  std::string h;
-  put<uint32_t>(h, kFrameMagic);
-  put<uint32_t>(h, static_cast<uint32_t>(payload.size()));
-  h.push_back(static_cast<char>(t));
-  h.push_back(static_cast<char>(flags));
-  put<uint16_t>(h, 0);
-  put<uint32_t>(h, 0);  // CRC placeholder
-  put<uint64_t>(h, mono_ns);
-  uint32_t crc = crc32c(h.data() + 4, 8);
-  crc = crc32c(h.data() + 16, 8, crc);
+  std::string frame;
+  frame.reserve(kFrameHeaderBytes + payload.size());
+  put<uint32_t>(frame, kFrameMagic);
+  put<uint32_t>(frame, static_cast<uint32_t>(payload.size()));
+  frame.push_back(static_cast<char>(t));
+  frame.push_back(static_cast<char>(flags));
+  put<uint16_t>(frame, 0);
+  put<uint32_t>(frame, 0);  // CRC placeholder
+  put<uint64_t>(frame, mono_ns);
+  uint32_t crc = crc32c(frame.data() + 4, 8);
+  crc = crc32c(frame.data() + 16, 8, crc);
   crc = crc32c(payload.data(), payload.size(), crc);
-  std::memcpy(h.data() + 12, &crc, 4);
-  std::string frame = h + payload;  // one write() per frame
-  write_all(fd_, frame.data(), frame.size(), path_);
+  std::memcpy(frame.data() + 12, &crc, 4);
+  frame += payload;  // one write() per frame
+  try {
+    write_all(fd_, frame.data(), frame.size(), path_);
+  } catch (...) {
+    fail_close();
+    throw;
+  }
   offset_ += frame.size();
 }
 
-void RecordingWriter::write_sample(const Sample& s) {
+bool RecordingWriter::fits(size_t payload_bytes, bool keyframe) const {
+  if (!opts_.max_bytes) return true;
+  const uint64_t entries = index_.size() + (keyframe ? 1 : 0);
+  const uint64_t after = offset_ + kFrameHeaderBytes + payload_bytes + kFrameHeaderBytes + 4 + entries * kIndexEntryBytes +
+                         kEndFrameBytes;
+  return after <= opts_.max_bytes;
+}
+
+bool RecordingWriter::write_sample(const Sample& s) {
   if (fd_ < 0) throw std::runtime_error(fmt::format("{}: recording already closed", path_));
   const bool key = !have_prev_ || (nsamples_ % kKeyframeEvery) == 0;
   std::string b;
@@ -174,10 +224,11 @@ void RecordingWriter::write_sample(const Sample& s) {
     std::string cpus;
     uint64_t nchanged = 0;
     int64_t last_cpu = -1;
+    std::string words;
     for (uint32_t c = 0; c < meta_.ncpus; ++c) {
       const uint64_t* w = cur.words.data() + size_t(c) * sw;
       const uint64_t* o = base ? base->words.data() + size_t(c) * sw : nullptr;
-      std::string words;
+      words.clear();
       uint64_t nw = 0;
       int64_t last_w = -1;
       for (uint32_t k = 0; k < sw; ++k) {
@@ -208,16 +259,25 @@ void RecordingWriter::write_sample(const Sample& s) {
       flags |= kFlagZstd;
     }
   }
-  if (key) index_.push_back({s.seq, s.mono_ns, offset_});
+  if (!fits(b.size(), key)) return false;
+  const uint64_t at = offset_;
   write_frame(FrameType::sample, flags, s.mono_ns, b);
+  if (key) index_.push_back({nsamples_, s.seq, s.mono_ns, at});
+  if (!nsamples_) first_mono_ = s.mono_ns;
+  last_mono_ = s.mono_ns;
   prev_ = s;
   have_prev_ = true;
   ++nsamples_;
+  return true;
 }
 
-void RecordingWriter::write_status(const ProbeStatus& status) {
+bool RecordingWriter::write_status(const ProbeStatus& status) {
+  if (fd_ < 0) throw std::runtime_error(fmt::format("{}: recording already closed", path_));
   nlohmann::json j = {{"probe", status.probe}, {"status", status}};
-  write_frame(FrameType::note, 0, 0, j.dump());
+  std::string payload = j.dump();
+  if (!fits(payload.size(), false)) return false;
+  write_frame(FrameType::note, 0, 0, payload);
+  return true;
 }
 
 void RecordingWriter::close() {
@@ -225,20 +285,20 @@ void RecordingWriter::close() {
   std::string idx;
   put<uint32_t>(idx, static_cast<uint32_t>(index_.size()));
   for (auto& e : index_) {
+    put<uint32_t>(idx, e.ordinal);
     put<uint32_t>(idx, e.seq);
     put<uint64_t>(idx, e.mono_ns);
     put<uint64_t>(idx, e.offset);
   }
+  const uint64_t index_at = offset_;
   std::string end;
   put<uint32_t>(end, nsamples_);
-  try {
-    write_frame(FrameType::index, 0, 0, idx);
-    write_frame(FrameType::end, 0, 0, end);
-  } catch (...) {
-    if (own_fd_) ::close(fd_);
-    fd_ = -1;
-    throw;
-  }
+  put<uint32_t>(end, 0);
+  put<uint64_t>(end, index_at);
+  put<uint64_t>(end, first_mono_);
+  put<uint64_t>(end, last_mono_);
+  write_frame(FrameType::index, 0, 0, idx);  // on failure: closed, partial frame cut off
+  write_frame(FrameType::end, 0, 0, end);
   int fd = fd_;
   fd_ = -1;
   if (own_fd_) {
@@ -251,55 +311,87 @@ void RecordingWriter::close() {
   }
 }
 
-// ---- reader ------------------------------------------------------------------
+// ---- reader: opening -----------------------------------------------------------
 
-std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path) {
+std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path) { return open(path, FollowOptions{}); }
+
+std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path, const FollowOptions& follow) {
   std::unique_ptr<RecordingReader> r(new RecordingReader());
   r->path_ = path;
-  r->fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (r->fd_ < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", path, strerror(errno)));
-  struct stat st {};
-  if (fstat(r->fd_, &st) == 0) r->file_bytes_ = static_cast<uint64_t>(st.st_size);
+  r->follow_ = follow;
+  std::string why;
+  while (!r->try_open(why)) {
+    if (!follow.enabled) throw std::runtime_error(why);
+    Wait w = r->wait_for_growth();
+    if (w == Wait::stopped) throw std::runtime_error(why + " (stopped while waiting for it)");
+    if (w == Wait::timeout) throw std::runtime_error(why + " (gave up waiting for it)");
+  }
+  r->idle_since_ns_ = 0;
+  if (r->minor_ >= 1) r->load_index();
+  return r;
+}
+
+bool RecordingReader::try_open(std::string& why) {
+  const std::string& path = path_;
+  if (fd_ < 0) {
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0) {
+      why = fmt::format("cannot open {}: {}", path, strerror(errno));
+      if (errno == ENOENT && follow_.enabled) return false;
+      throw std::runtime_error(why);
+    }
+  }
+  refresh_size();
   uint8_t h[kFileHeaderBytes];
-  ssize_t n = ::pread(r->fd_, h, sizeof h, 0);
-  if (n < static_cast<ssize_t>(sizeof h) && (n < 8 || std::memcmp(h, kFileMagic, 8) != 0))
-    throw std::runtime_error(fmt::format("{} is not a schedhot recording (too short or no SCHEDHOT magic)", path));
-  if (std::memcmp(h, kFileMagic, 8) != 0)
-    throw std::runtime_error(fmt::format("{} is not a schedhot recording (no SCHEDHOT magic)", path));
-  if (n < static_cast<ssize_t>(sizeof h))
-    throw std::runtime_error(fmt::format("{}: truncated file header ({} of {} bytes)", path, n, sizeof h));
+  ssize_t n = ::pread(fd_, h, sizeof h, 0);
+  if (n < 0) throw std::runtime_error(fmt::format("cannot read {}: {}", path, strerror(errno)));
+  const size_t got = static_cast<size_t>(n);
+  if (got < 8 && follow_.enabled && std::memcmp(h, kFileMagic, got) == 0) {
+    why = fmt::format("{}: no file header yet ({} of {} bytes)", path, got, kFileHeaderBytes);
+    return false;
+  }
+  if (got < 8 || std::memcmp(h, kFileMagic, 8) != 0)
+    throw std::runtime_error(fmt::format("{} is not a schedhot recording ({})", path,
+                                         got < 8 ? "too short or no SCHEDHOT magic" : "no SCHEDHOT magic"));
+  if (got < sizeof h) {
+    why = fmt::format("{}: truncated file header ({} of {} bytes)", path, got, sizeof h);
+    if (follow_.enabled) return false;
+    throw std::runtime_error(why);
+  }
   uint32_t crc;
   std::memcpy(&crc, h + 28, 4);
   if (crc32c(h, 28) != crc) throw std::runtime_error(fmt::format("{}: file header fails its CRC32C", path));
-  std::memcpy(&r->major_, h + 8, 2);
-  std::memcpy(&r->minor_, h + 10, 2);
+  std::memcpy(&major_, h + 8, 2);
+  std::memcpy(&minor_, h + 10, 2);
   uint32_t hb;
   std::memcpy(&hb, h + 12, 4);
-  if (r->major_ > kFormatMajor)
+  if (major_ > kFormatMajor)
     throw std::runtime_error(fmt::format("{} is format {}.{}, newer than this schedhot reads ({}.x): upgrade schedhot",
-                                         path, r->major_, r->minor_, kFormatMajor));
-  if (r->major_ == 0 || hb < kFileHeaderBytes || hb > 4096)
-    throw std::runtime_error(fmt::format("{}: bad file header (format {}.{}, {} header bytes)", path, r->major_, r->minor_, hb));
-  r->pos_ = hb;
-  FrameType t;
-  uint8_t flags;
-  uint64_t mono, at;
-  std::string payload;
-  if (!r->read_frame(t, flags, mono, payload, at))
-    throw std::runtime_error(fmt::format("{}: no readable metadata frame ({})", path,
-                                         r->damage_ ? r->damage_->reason : "empty"));
-  if (t != FrameType::meta) throw std::runtime_error(fmt::format("{}: first frame is not metadata", path));
-  r->data_start_ = r->pos_;
+                                         path, major_, minor_, kFormatMajor));
+  if (major_ == 0 || hb < kFileHeaderBytes || hb > 4096)
+    throw std::runtime_error(fmt::format("{}: bad file header (format {}.{}, {} header bytes)", path, major_, minor_, hb));
+  Frame f;
+  ReadStatus st = read_frame_at(hb, f, why);
+  if (st == ReadStatus::eof || st == ReadStatus::incomplete) {
+    why = fmt::format("{}: no readable metadata frame ({})", path, st == ReadStatus::eof ? "empty" : why);
+    if (follow_.enabled) return false;
+    throw std::runtime_error(why);
+  }
+  if (st != ReadStatus::ok) throw std::runtime_error(fmt::format("{}: no readable metadata frame ({})", path, why));
+  if (f.type != FrameType::meta) throw std::runtime_error(fmt::format("{}: first frame is not metadata", path));
+  ++frames_;
+  data_start_ = hb + f.bytes;
+  pos_ = data_start_;
   try {
-    nlohmann::json j = nlohmann::json::parse(payload);
-    r->meta_ = j.get<Meta>();
+    nlohmann::json j = nlohmann::json::parse(f.payload);
+    meta_ = j.get<Meta>();
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: bad metadata: {}", path, e.what()));
   }
-  if (state_words(r->meta_) > kMaxStateWords)
+  if (state_words(meta_) > kMaxStateWords)
     throw std::runtime_error(fmt::format("{}: metadata describes {} words per sample, more than this reader allows",
-                                         path, state_words(r->meta_)));
-  return r;
+                                         path, state_words(meta_)));
+  return true;
 }
 
 RecordingReader::~RecordingReader() {
@@ -310,79 +402,159 @@ void RecordingReader::set_damage(uint64_t at, std::string why) {
   if (!damage_) damage_ = Damage{at, std::move(why)};
 }
 
-bool RecordingReader::read_frame(FrameType& type, uint8_t& flags, uint64_t& mono, std::string& payload, uint64_t& at) {
-  if (damage_) return false;
-  at = pos_;
+uint64_t RecordingReader::refresh_size() {
+  struct stat st {};
+  if (fd_ >= 0 && fstat(fd_, &st) == 0) file_bytes_ = static_cast<uint64_t>(st.st_size);
+  return file_bytes_;
+}
+
+// ---- reader: frames --------------------------------------------------------------
+
+RecordingReader::ReadStatus RecordingReader::read_frame_at(uint64_t at, Frame& f, std::string& why, bool want_payload) {
   uint8_t h[kFrameHeaderBytes];
-  ssize_t n = ::pread(fd_, h, sizeof h, static_cast<off_t>(pos_));
-  if (n == 0) return false;  // clean EOF
+  ssize_t n = ::pread(fd_, h, sizeof h, static_cast<off_t>(at));
+  if (n == 0) return ReadStatus::eof;
   if (n < 0) {
-    set_damage(at, fmt::format("read error: {}", strerror(errno)));
-    return false;
+    why = fmt::format("read error: {}", strerror(errno));
+    return ReadStatus::bad;
   }
   if (n < static_cast<ssize_t>(sizeof h)) {
-    set_damage(at, fmt::format("truncated frame header ({} of {} bytes)", n, sizeof h));
-    return false;
+    why = fmt::format("truncated frame header ({} of {} bytes)", n, sizeof h);
+    return ReadStatus::incomplete;
   }
   uint32_t magic, len, crc;
   std::memcpy(&magic, h, 4);
   std::memcpy(&len, h + 4, 4);
   std::memcpy(&crc, h + 12, 4);
-  std::memcpy(&mono, h + 16, 8);
-  type = static_cast<FrameType>(h[8]);
-  flags = h[9];
+  std::memcpy(&f.mono_ns, h + 16, 8);
+  f.type = static_cast<FrameType>(h[8]);
+  f.flags = h[9];
+  f.at = at;
+  f.bytes = uint64_t{kFrameHeaderBytes} + len;
   if (magic != kFrameMagic) {
-    set_damage(at, "no frame magic (garbage or overwritten data)");
-    return false;
+    why = "no frame magic (garbage or overwritten data)";
+    return ReadStatus::bad;
   }
   if (len > kMaxFramePayload) {
-    set_damage(at, fmt::format("frame claims {} payload bytes, over the {} limit", len, kMaxFramePayload));
-    return false;
+    why = fmt::format("frame claims {} payload bytes, over the {} limit", len, kMaxFramePayload);
+    return ReadStatus::bad;
   }
-  if (pos_ + sizeof h + len > file_bytes_) {
-    struct stat st {};
-    if (fstat(fd_, &st) == 0) file_bytes_ = static_cast<uint64_t>(st.st_size);
-    if (pos_ + sizeof h + len > file_bytes_) {
-      set_damage(at, fmt::format("truncated frame: {} payload bytes announced, {} present", len,
-                                 file_bytes_ > pos_ + sizeof h ? file_bytes_ - pos_ - sizeof h : 0));
-      return false;
-    }
+  // at + 24 <= file size here (24 bytes were read) and len <= 256 MiB: no overflow.
+  if (at + f.bytes > file_bytes_ && at + f.bytes > refresh_size()) {
+    why = fmt::format("truncated frame: {} payload bytes announced, {} present", len,
+                      file_bytes_ > at + kFrameHeaderBytes ? file_bytes_ - at - kFrameHeaderBytes : 0);
+    return ReadStatus::incomplete;
   }
-  payload.resize(len);
-  ssize_t got = len ? ::pread(fd_, payload.data(), len, static_cast<off_t>(pos_ + sizeof h)) : 0;
+  if (!want_payload) {
+    f.payload.clear();
+    return ReadStatus::ok;
+  }
+  f.payload.resize(len);
+  ssize_t got = len ? ::pread(fd_, f.payload.data(), len, static_cast<off_t>(at + kFrameHeaderBytes)) : 0;
   if (got != static_cast<ssize_t>(len)) {
-    set_damage(at, fmt::format("truncated frame: {} of {} payload bytes", got < 0 ? 0 : got, len));
-    return false;
+    why = fmt::format("truncated frame: {} of {} payload bytes", got < 0 ? 0 : got, len);
+    return ReadStatus::incomplete;
   }
   uint32_t c = crc32c(h + 4, 8);
   c = crc32c(h + 16, 8, c);
-  c = crc32c(payload.data(), payload.size(), c);
+  c = crc32c(f.payload.data(), f.payload.size(), c);
   if (c != crc) {
-    set_damage(at, fmt::format("frame fails its CRC32C (stored {:08x}, computed {:08x})", crc, c));
+    why = fmt::format("frame fails its CRC32C (stored {:08x}, computed {:08x})", crc, c);
+    return ReadStatus::crc;
+  }
+  return ReadStatus::ok;
+}
+
+RecordingReader::Wait RecordingReader::wait_for_growth() {
+  if (!follow_.enabled) return Wait::timeout;
+  if (follow_.stop && follow_.stop->load()) return Wait::stopped;
+  const uint64_t now = mono_ns_now();
+  const uint64_t size = refresh_size();
+  if (idle_since_ns_ == 0 || size != idle_size_) {
+    idle_since_ns_ = now;
+    idle_size_ = size;
+  } else if (follow_.idle_timeout_ns && now - idle_since_ns_ >= follow_.idle_timeout_ns) {
+    return Wait::timeout;
+  }
+  // Sleep in slices so a stop request is seen within 10 ms.
+  const uint64_t slice = 10'000'000;
+  for (uint64_t slept = 0; slept < follow_.poll_ns; slept += slice) {
+    sleep_ns(std::min(slice, follow_.poll_ns - slept));
+    if (follow_.stop && follow_.stop->load()) return Wait::stopped;
+  }
+  return Wait::retry;
+}
+
+bool RecordingReader::read_next_frame(Frame& f) {
+  for (;;) {
+    if (damage_ && pos_ >= damage_->offset) return false;
+    std::string why;
+    ReadStatus st = read_frame_at(pos_, f, why);
+    if (st == ReadStatus::ok) {
+      pos_ += f.bytes;
+      ++frames_;
+      crc_retries_ = 0;
+      idle_since_ns_ = 0;
+      return true;
+    }
+    if (follow_.enabled && !saw_end_) {
+      // A frame still being written reads as the end of the file or an incomplete frame;
+      // a CRC mismatch at the tail is retried a few times (network filesystems).
+      bool may_wait = st == ReadStatus::eof || st == ReadStatus::incomplete || (st == ReadStatus::crc && crc_retries_ < 3);
+      if (may_wait) {
+        if (st == ReadStatus::crc) ++crc_retries_;
+        Wait w = wait_for_growth();
+        if (w == Wait::retry) continue;
+        if (w == Wait::stopped) return false;
+      }
+    }
+    if (st == ReadStatus::eof) return false;
+    set_damage(pos_, why);
     return false;
   }
-  pos_ += sizeof h + len;
-  ++frames_;
+}
+
+// ---- reader: samples -------------------------------------------------------------
+
+bool RecordingReader::unpack_sample(Frame& f, std::string& raw, std::string& why) const {
+  if (!(f.flags & kFlagZstd)) {
+    raw.swap(f.payload);
+    return true;
+  }
+  unsigned long long sz = ZSTD_getFrameContentSize(f.payload.data(), f.payload.size());
+  // A delta costs at most 10 (value) + 10 (gap) bytes per word, plus per-CPU overhead.
+  const uint64_t limit = state_words(meta_) * 22 + (1u << 20);
+  if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > limit) {
+    why = "compressed sample with a bad or oversized content size";
+    return false;
+  }
+  raw.resize(sz);
+  size_t n = ZSTD_decompress(raw.data(), raw.size(), f.payload.data(), f.payload.size());
+  if (ZSTD_isError(n) || n != sz) {
+    why = fmt::format("compressed sample does not decompress: {}", ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short");
+    return false;
+  }
   return true;
 }
 
-bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, Sample& out, std::string& why) {
+bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, std::string& why) {
   Cursor cur{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
   if (!keyframe && !have_state_) {
     why = "delta sample with no keyframe before it";
     return false;
   }
-  if (!have_state_) state_ = make_sample(meta_);
-  Sample next;
-  next.seq = cur.get<uint32_t>();
-  next.mono_ns = cur.get<uint64_t>();
-  next.wall_ns = cur.get<uint64_t>();
-  uint16_t nentries = cur.get<uint16_t>();
+  const uint32_t seq = cur.get<uint32_t>();
+  const uint64_t mono = cur.get<uint64_t>();
+  const uint64_t wall = cur.get<uint64_t>();
+  const uint16_t nentries = cur.get<uint16_t>();
   if (!cur.ok) {
     why = "sample header truncated";
     return false;
   }
-  next.probes.resize(meta_.probes.size());
+  // Deltas are applied to state_ in place; until the sample decodes completely the state
+  // is not valid (a seek starts again from a keyframe).
+  if (!have_state_ || state_.probes.size() != meta_.probes.size()) state_.probes.assign(meta_.probes.size(), {});
+  have_state_ = false;
   std::vector<bool> listed(meta_.probes.size(), false);
   for (uint16_t e = 0; e < nentries; ++e) {
     uint16_t pi = cur.get<uint16_t>();
@@ -392,13 +564,10 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, Sampl
     }
     listed[pi] = true;
     const uint32_t sw = meta_.probes[pi].layout.slot_words;
-    ProbeSample& ps = next.probes[pi];
+    const size_t need = size_t(meta_.ncpus) * sw;
+    ProbeSample& ps = state_.probes[pi];
+    if (keyframe || !ps.present || ps.words.size() != need) ps.words.assign(need, 0);
     ps.present = true;
-    const ProbeSample& old = state_.probes[pi];
-    if (!keyframe && old.present && old.words.size() == size_t(meta_.ncpus) * sw)
-      ps.words = old.words;
-    else
-      ps.words.assign(size_t(meta_.ncpus) * sw, 0);
     uint64_t ncpu = cur.varint();
     if (!cur.ok || ncpu > meta_.ncpus) {
       why = fmt::format("probe {}: {} changed CPUs out of {}", meta_.probes[pi].name, ncpu, meta_.ncpus);
@@ -435,54 +604,53 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, Sampl
     why = fmt::format("{} trailing bytes in sample", cur.left());
     return false;
   }
-  state_ = next;
+  for (size_t pi = 0; pi < listed.size(); ++pi)
+    if (!listed[pi]) {
+      state_.probes[pi].present = false;
+      state_.probes[pi].words.clear();
+    }
+  state_.seq = seq;
+  state_.mono_ns = mono;
+  state_.wall_ns = wall;
   have_state_ = true;
-  out = std::move(next);
   return true;
 }
 
 bool RecordingReader::next(Sample& out) {
-  FrameType t;
-  uint8_t flags;
-  uint64_t mono, at;
-  std::string payload;
-  while (read_frame(t, flags, mono, payload, at)) {
-    switch (t) {
+  if (!next_state()) return false;
+  out = state_;
+  return true;
+}
+
+bool RecordingReader::next_state() {
+  Frame f;
+  while (read_next_frame(f)) {
+    switch (f.type) {
       case FrameType::sample: {
-        std::string raw;
-        if (flags & kFlagZstd) {
-          unsigned long long sz = ZSTD_getFrameContentSize(payload.data(), payload.size());
-          uint64_t limit = state_words(meta_) * 22 + (1u << 20);
-          if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > limit) {
-            set_damage(at, "compressed sample with a bad or oversized content size");
-            return false;
-          }
-          raw.resize(sz);
-          size_t n = ZSTD_decompress(raw.data(), raw.size(), payload.data(), payload.size());
-          if (ZSTD_isError(n) || n != sz) {
-            set_damage(at, fmt::format("compressed sample does not decompress: {}",
-                                       ZSTD_isError(n) ? ZSTD_getErrorName(n) : "short"));
-            return false;
-          }
-        } else {
-          raw.swap(payload);
-        }
-        std::string why;
-        if (!decode_sample(raw, flags & kFlagKeyframe, out, why)) {
-          set_damage(at, why);
+        std::string raw, why;
+        if (!unpack_sample(f, raw, why) || !decode_sample(raw, f.flags & kFlagKeyframe, why)) {
+          set_damage(f.at, why);
           return false;
         }
+        if (!stats_.sample_frames) stats_.first_mono_ns = state_.mono_ns;
+        stats_.last_mono_ns = state_.mono_ns;
+        ++stats_.sample_frames;
+        stats_.keyframes += (f.flags & kFlagKeyframe) ? 1 : 0;
+        stats_.compressed += (f.flags & kFlagZstd) ? 1 : 0;
+        stats_.sample_bytes += f.bytes;
+        stats_.raw_bytes += raw.size();
         return true;
       }
       case FrameType::note: {
         try {
-          auto j = nlohmann::json::parse(payload);
+          auto j = nlohmann::json::parse(f.payload);
           ProbeStatus s = j.at("status").get<ProbeStatus>();
           int i = meta_.probe_index(s.probe);
           if (i >= 0) meta_.probes[i].status = s;
           notes_.push_back(s);
+          ++stats_.note_frames;
         } catch (const std::exception& e) {
-          set_damage(at, fmt::format("bad note frame: {}", e.what()));
+          set_damage(f.at, fmt::format("bad note frame: {}", e.what()));
           return false;
         }
         break;
@@ -490,57 +658,189 @@ bool RecordingReader::next(Sample& out) {
       case FrameType::end: saw_end_ = true; break;
       case FrameType::index: break;
       case FrameType::meta:
-        set_damage(at, "second metadata frame");
+        set_damage(f.at, "second metadata frame");
         return false;
       default:
-        break;  // unknown frame types of later minor versions are skipped
+        ++stats_.unknown_frames;  // frame types of later minor versions are skipped
+        break;
     }
   }
   return false;
 }
 
-const std::vector<RecordingReader::SamplePos>& RecordingReader::sample_positions() {
-  if (scanned_) return positions_;
-  const uint64_t saved_pos = pos_;
-  const bool saved_have = have_state_;
-  Sample saved_state = state_;
-  pos_ = data_start_;
-  FrameType t;
-  uint8_t flags;
-  uint64_t mono, at;
-  std::string payload;
-  while (read_frame(t, flags, mono, payload, at)) {
-    if (t != FrameType::sample || payload.size() < 4) continue;
-    SamplePos sp;
-    sp.mono_ns = mono;
-    sp.offset = at;
-    sp.keyframe = flags & kFlagKeyframe;
-    sp.seq = static_cast<uint32_t>(positions_.size());
-    positions_.push_back(sp);
+// ---- reader: index and seeking -------------------------------------------------
+
+void RecordingReader::load_index() {
+  if (file_bytes_ < data_start_ + kEndFrameBytes) return;
+  const uint64_t end_at = file_bytes_ - kEndFrameBytes;
+  Frame e;
+  std::string why;
+  if (read_frame_at(end_at, e, why) != ReadStatus::ok || e.type != FrameType::end) return;  // no trailer
+  if (e.payload.size() != kEndPayloadBytes) {
+    index_problem_ = fmt::format("END frame has {} bytes, not {}", e.payload.size(), kEndPayloadBytes);
+    return;
   }
-  // A delta frame before any keyframe cannot be decoded: drop leading ones.
-  while (!positions_.empty() && !positions_.front().keyframe) positions_.erase(positions_.begin());
-  scanned_ = true;
-  pos_ = saved_pos;
-  have_state_ = saved_have;
-  state_ = std::move(saved_state);
+  Cursor ec{reinterpret_cast<const uint8_t*>(e.payload.data()),
+            reinterpret_cast<const uint8_t*>(e.payload.data()) + e.payload.size()};
+  IndexInfo info;
+  info.samples = ec.get<uint32_t>();
+  ec.get<uint32_t>();
+  info.index_offset = ec.get<uint64_t>();
+  info.first_mono_ns = ec.get<uint64_t>();
+  info.last_mono_ns = ec.get<uint64_t>();
+  info.end_offset = end_at;
+  auto bad = [&](std::string w) {
+    index_problem_ = std::move(w);
+    index_entries_.clear();
+  };
+  if (info.index_offset < data_start_ || info.index_offset >= end_at || end_at - info.index_offset < kFrameHeaderBytes + 4)
+    return bad(fmt::format("END names an INDEX at byte {}, outside the frames", info.index_offset));
+  Frame x;
+  if (read_frame_at(info.index_offset, x, why) != ReadStatus::ok || x.type != FrameType::index ||
+      info.index_offset + x.bytes != end_at)
+    return bad(fmt::format("no valid INDEX frame at byte {}{}", info.index_offset, why.empty() ? "" : ": " + why));
+  const size_t len = x.payload.size();
+  if (len < 4 || (len - 4) % kIndexEntryBytes != 0) return bad(fmt::format("INDEX of {} bytes", len));
+  Cursor c{reinterpret_cast<const uint8_t*>(x.payload.data()), reinterpret_cast<const uint8_t*>(x.payload.data()) + len};
+  const uint32_t n = c.get<uint32_t>();
+  if (n != (len - 4) / kIndexEntryBytes) return bad(fmt::format("INDEX says {} entries in {} bytes", n, len));
+  if (info.samples == 0 ? n != 0 : (n == 0 || n > info.samples))
+    return bad(fmt::format("INDEX has {} entries for {} samples", n, info.samples));
+  if (info.first_mono_ns > info.last_mono_ns) return bad("END's time span runs backwards");
+  index_entries_.reserve(n);
+  for (uint32_t k = 0; k < n; ++k) {
+    IndexEntry ie;
+    ie.ordinal = c.get<uint32_t>();
+    ie.seq = c.get<uint32_t>();
+    ie.mono_ns = c.get<uint64_t>();
+    ie.offset = c.get<uint64_t>();
+    const IndexEntry* prev = index_entries_.empty() ? nullptr : &index_entries_.back();
+    bool ok = ie.ordinal < info.samples && ie.offset >= data_start_ && ie.offset < info.index_offset &&
+              (prev ? ie.ordinal > prev->ordinal && ie.offset > prev->offset && ie.mono_ns >= prev->mono_ns
+                    : ie.ordinal == 0);
+    if (!ok) return bad(fmt::format("INDEX entry {} is out of order or out of bounds", k));
+    index_entries_.push_back(ie);
+  }
+  info.entries = n;
+  index_ = info;
+}
+
+bool RecordingReader::positions_from_index() {
+  // Walk the frame headers between the first frame and the INDEX (payloads are not read)
+  // and check them against the index; any disagreement means scanning instead.
+  std::vector<SamplePos> pos;
+  pos.reserve(index_->samples);
+  uint64_t at = data_start_;
+  size_t k = 0;
+  Frame f;
+  std::string why;
+  while (at < index_->index_offset) {
+    if (read_frame_at(at, f, why, false) != ReadStatus::ok) break;
+    if (f.type == FrameType::sample) {
+      const bool key = f.flags & kFlagKeyframe;
+      if (key) {
+        if (k >= index_entries_.size() || index_entries_[k].offset != at || index_entries_[k].ordinal != pos.size()) break;
+        ++k;
+      }
+      if (pos.size() >= index_->samples) break;
+      pos.push_back({static_cast<uint32_t>(pos.size()), f.mono_ns, at, key});
+    }
+    at += f.bytes;
+  }
+  if (at != index_->index_offset || pos.size() != index_->samples || k != index_entries_.size()) {
+    index_problem_ = "INDEX does not match the frames; scanned them instead";
+    index_.reset();
+    index_entries_.clear();
+    return false;
+  }
+  positions_ = std::move(pos);
+  return true;
+}
+
+void RecordingReader::scan_positions() {
+  if (scan_pos_ == 0) scan_pos_ = data_start_;
+  Frame f;
+  std::string why;
+  for (;;) {
+    if (damage_ && scan_pos_ >= damage_->offset) {
+      scan_done_ = true;
+      return;
+    }
+    ReadStatus st = read_frame_at(scan_pos_, f, why);
+    if (st == ReadStatus::ok) {
+      if (f.type == FrameType::sample && f.payload.size() >= 4) {
+        const bool key = f.flags & kFlagKeyframe;
+        // A delta frame before any keyframe cannot be decoded: leave leading ones out.
+        if (key || !positions_.empty())
+          positions_.push_back({static_cast<uint32_t>(positions_.size()), f.mono_ns, scan_pos_, key});
+      }
+      scan_pos_ += f.bytes;
+      continue;
+    }
+    if (st == ReadStatus::eof) {
+      if (!follow_.enabled) scan_done_ = true;
+      return;
+    }
+    if (follow_.enabled && st != ReadStatus::bad) return;  // still being written: look again next time
+    set_damage(scan_pos_, why);
+    scan_done_ = true;
+    return;
+  }
+}
+
+const std::vector<RecordingReader::SamplePos>& RecordingReader::sample_positions() {
+  if (scan_done_) return positions_;
+  if (index_ && positions_.empty() && scan_pos_ == 0 && positions_from_index()) {
+    scan_done_ = true;
+    return positions_;
+  }
+  scan_positions();
   return positions_;
 }
 
+size_t RecordingReader::sample_count() { return index_ ? index_->samples : sample_positions().size(); }
+
 bool RecordingReader::seek_sample(size_t i) {
-  const auto& pos = sample_positions();
-  if (i >= pos.size()) return false;
   size_t k = i;
-  while (k > 0 && !pos[k].keyframe) --k;
-  pos_ = pos[k].offset;
+  if (index_) {
+    if (i >= index_->samples) return false;
+    auto it = std::upper_bound(index_entries_.begin(), index_entries_.end(), i,
+                               [](size_t v, const IndexEntry& e) { return v < e.ordinal; });
+    --it;  // entries start at ordinal 0, so one is <= i
+    k = it->ordinal;
+    pos_ = it->offset;
+  } else {
+    const auto& pos = sample_positions();
+    if (i >= pos.size()) return false;
+    while (k > 0 && !pos[k].keyframe) --k;
+    pos_ = pos[k].offset;
+  }
   have_state_ = false;
-  Sample skip;
   for (size_t n = k; n < i; ++n)
-    if (!next(skip)) return false;
+    if (!next_state()) return false;
   return true;
 }
 
 bool RecordingReader::seek_time(uint64_t mono_ns) {
+  if (index_) {
+    if (index_->samples == 0 || mono_ns > index_->last_mono_ns) return false;
+    // Start at the last keyframe before t and walk the frame headers to the sample.
+    auto it = std::lower_bound(index_entries_.begin(), index_entries_.end(), mono_ns,
+                               [](const IndexEntry& e, uint64_t t) { return e.mono_ns < t; });
+    if (it != index_entries_.begin()) --it;
+    uint64_t at = it->offset;
+    size_t ordinal = it->ordinal;
+    Frame f;
+    std::string why;
+    while (at < index_->index_offset && read_frame_at(at, f, why, false) == ReadStatus::ok) {
+      if (f.type == FrameType::sample) {
+        if (f.mono_ns >= mono_ns) return seek_sample(ordinal);
+        ++ordinal;
+      }
+      at += f.bytes;
+    }
+    return false;
+  }
   const auto& pos = sample_positions();
   auto it = std::lower_bound(pos.begin(), pos.end(), mono_ns,
                              [](const SamplePos& p, uint64_t t) { return p.mono_ns < t; });

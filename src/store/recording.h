@@ -22,15 +22,30 @@
 //                 u16 probe index, varint changed CPUs, then per CPU: varint CPU gap,
 //                 varint changed words, then per word: varint word gap, zigzag varint delta.
 //               A keyframe's deltas are against zero, the others against the previous
-//               sample, so idle CPUs cost nothing. A keyframe every kKeyframeEvery samples.
-//     3 INDEX   at close: u32 n, then n x (u32 seq, u64 mono_ns, u64 file offset) of keyframes
-//     4 END     at close: u32 samples written. Its absence means the writer did not finish.
+//               sample, so idle CPUs cost nothing. A keyframe every kKeyframeEvery samples;
+//               the first sample of a file is always one. A probe not listed is absent.
+//     3 INDEX   at close, one entry per keyframe:
+//                 1.0: u32 n, then n x (u32 seq, u64 mono_ns, u64 frame offset)           20 B each
+//                 1.1: u32 n, then n x (u32 ordinal, u32 seq, u64 mono_ns, u64 frame offset) 24 B
+//               ordinal = 0-based number of the sample in this file.
+//     4 END     at close, the last frame. Its absence means the writer did not finish.
+//                 1.0: u32 samples written                                               4 B
+//                 1.1: u32 samples, u32 flags (0), u64 INDEX frame offset,
+//                      u64 first sample mono_ns, u64 last sample mono_ns                 32 B
+//               A 1.1 END frame is always kEndFrameBytes long, so a reader finds it (and
+//               the INDEX) by reading the file's last kEndFrameBytes bytes.
 //     5 NOTE    JSON {"probe": name, "status": {...}}: a probe's status changed mid-run
 //               (e.g. tick_broadcast_lock's address learned).
+//   Unknown frame types (of later minor versions) are skipped by readers.
+//
+// Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
+// the INDEX offset and time span). A reader reads every minor of its major and refuses a
+// newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
 // why, and keeps everything before it.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -44,9 +59,17 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 0;
+inline constexpr uint16_t kFormatMinor = 1;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
+inline constexpr uint32_t kFileHeaderBytes = 32;
+inline constexpr uint32_t kFrameHeaderBytes = 24;
+inline constexpr uint32_t kEndPayloadBytes = 32;                               ///< 1.1 END payload
+inline constexpr uint32_t kEndFrameBytes = kFrameHeaderBytes + kEndPayloadBytes;  ///< 56
+inline constexpr uint32_t kIndexEntryBytes = 24;                               ///< 1.1 INDEX entry
+/// Largest sample state (CPUs x slot words of every probe) a reader accepts: 64 Mi words
+/// (512 MiB), over twice the state of an 8192-CPU machine with every probe.
+inline constexpr uint64_t kMaxStateWords = 64ull << 20;
 
 enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5 };
 
@@ -55,6 +78,9 @@ struct WriterOptions {
   bool compress = true;      ///< zstd sample payloads when smaller
   int zstd_level = 3;
   bool overwrite = false;    ///< replace an existing file (default: refuse)
+  /// When > 0, the file including its closing INDEX and END frames never grows past this
+  /// many bytes: write_sample()/write_status() return false instead of writing.
+  uint64_t max_bytes = 0;
 };
 
 /// Appends a recording. Every frame goes to the kernel with one write() as soon as it is
@@ -68,20 +94,30 @@ class RecordingWriter {
   RecordingWriter(const RecordingWriter&) = delete;
   RecordingWriter& operator=(const RecordingWriter&) = delete;
 
-  /// Appends one sample (shaped like the Meta's probes). Throws std::runtime_error on a
-  /// write error; frames already written stay valid.
-  void write_sample(const Sample& s);
-  /// Appends a NOTE frame: probe's status changed.
-  void write_status(const ProbeStatus& status);
-  /// Writes INDEX and END and closes. Idempotent. Throws on a write error.
+  /// Appends one sample (shaped like the Meta's probes). Returns false, writing nothing,
+  /// when the frame would take the closed file past WriterOptions::max_bytes. Throws
+  /// std::runtime_error on a write error (disk full...): the partial frame is cut off
+  /// again where possible, the file is closed without END, and every frame before it
+  /// stays readable.
+  bool write_sample(const Sample& s);
+  /// Appends a NOTE frame: probe's status changed. false (nothing written) when it would
+  /// not fit under max_bytes. Throws like write_sample().
+  bool write_status(const ProbeStatus& status);
+  /// Writes INDEX and END, fsyncs and closes. Idempotent. Throws on a write error.
   void close();
 
+  /// Bytes in the file so far.
   uint64_t bytes() const { return offset_; }
+  /// Sample frames written.
   uint32_t samples() const { return nsamples_; }
   const std::string& path() const { return path_; }
 
  private:
   void write_frame(FrameType t, uint8_t flags, uint64_t mono_ns, const std::string& payload);
+  /// The file stays within max_bytes after a frame of payload_bytes (and, if keyframe, one
+  /// more INDEX entry) plus the closing INDEX and END frames.
+  bool fits(size_t payload_bytes, bool keyframe) const;
+  void fail_close();
   int fd_ = -1;
   bool own_fd_ = true;
   std::string path_;
@@ -91,7 +127,8 @@ class RecordingWriter {
   bool have_prev_ = false;
   uint64_t offset_ = 0;
   uint32_t nsamples_ = 0;
-  struct IndexEntry { uint32_t seq; uint64_t mono_ns; uint64_t offset; };
+  uint64_t first_mono_ = 0, last_mono_ = 0;
+  struct IndexEntry { uint32_t ordinal; uint32_t seq; uint64_t mono_ns; uint64_t offset; };
   std::vector<IndexEntry> index_;
 };
 
@@ -101,51 +138,143 @@ struct Damage {
   std::string reason;    ///< one line
 };
 
+/// Following a recording that is still being written (tail -f): at the end of the file,
+/// or at a last frame that is not complete yet, the reader waits and retries instead of
+/// reporting damage. It stops at the END frame (the writer closed the file, which
+/// includes a rotation), when *stop becomes true, or after idle_timeout_ns without growth
+/// (then an incomplete last frame is reported as damage, as without following).
+struct FollowOptions {
+  bool enabled = false;
+  uint64_t poll_ns = 100'000'000;       ///< how often to look for new bytes, ns
+  const std::atomic<bool>* stop = nullptr;  ///< stop waiting when it becomes true (may be null)
+  uint64_t idle_timeout_ns = 0;         ///< give up after this long without growth, ns (0 = never)
+};
+
+/// What a closed 1.1 file's END and INDEX frames say (found from the file's end).
+struct IndexInfo {
+  uint32_t samples = 0;        ///< sample frames in the file
+  uint64_t first_mono_ns = 0;  ///< first sample's CLOCK_MONOTONIC ns
+  uint64_t last_mono_ns = 0;   ///< last sample's
+  uint64_t index_offset = 0;   ///< of the INDEX frame
+  uint64_t end_offset = 0;     ///< of the END frame
+  size_t entries = 0;          ///< keyframes listed
+};
+
+/// Counts of what next() has read since open (seeks read frames again and count them again).
+struct ReadStats {
+  uint64_t sample_frames = 0;
+  uint64_t keyframes = 0;
+  uint64_t compressed = 0;     ///< sample frames stored with zstd
+  uint64_t sample_bytes = 0;   ///< bytes of sample frames as stored, headers included
+  uint64_t raw_bytes = 0;      ///< their payload bytes after decompression
+  uint64_t note_frames = 0;
+  uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
+  uint64_t first_mono_ns = 0;  ///< first sample read
+  uint64_t last_mono_ns = 0;   ///< last sample read
+};
+
 /// Reads a recording: report, replay, export and info all use this one reader. It never
-/// trusts a length or count from the file.
+/// trusts a length or count from the file: every size is checked against the file's size
+/// and fixed limits before anything is allocated.
 class RecordingReader : public SampleSource {
  public:
-  /// Opens path and reads the header and META. Throws std::runtime_error with a one-line
-  /// message: not a recording, future major version, damaged header or metadata.
+  /// Opens path and reads the header and META, then looks for the END/INDEX trailer.
+  /// Throws std::runtime_error with a one-line message: not a recording, future major
+  /// version, damaged header or metadata.
   static std::unique_ptr<RecordingReader> open(const std::string& path);
+  /// Like open(path) followed by set_follow(follow); when follow.enabled it also waits
+  /// (per follow) for the file to appear and for its header and META to be complete.
+  static std::unique_ptr<RecordingReader> open(const std::string& path, const FollowOptions& follow);
   ~RecordingReader() override;
 
   const Meta& meta() const override { return meta_; }
-  /// Next sample, false at the end or at the first damaged frame (see damage()).
+  /// Next sample, false at the end or at the first damaged frame (see damage()). When
+  /// following, waits for the writer instead of stopping at the end (FollowOptions).
   bool next(Sample& out) override;
+
+  /// Turns following on or off (FollowOptions), from the next next() on.
+  void set_follow(const FollowOptions& follow) { follow_ = follow; }
+  /// Shorthand: following on/off with the current poll interval, stop flag and timeout.
+  void set_follow(bool on) { follow_.enabled = on; }
+  const FollowOptions& follow() const { return follow_; }
 
   /// Set when reading stopped at a bad frame.
   const std::optional<Damage>& damage() const { return damage_; }
   bool saw_end() const { return saw_end_; }
   uint16_t major() const { return major_; }
   uint16_t minor() const { return minor_; }
+  /// Frames read and CRC-checked so far (META included).
   uint64_t frames() const { return frames_; }
   uint64_t file_bytes() const { return file_bytes_; }
+  /// Offset of the first frame after META.
+  uint64_t data_start() const { return data_start_; }
+  const ReadStats& stats() const { return stats_; }
   /// Status changes read so far (NOTE frames), in order.
   const std::vector<ProbeStatus>& status_notes() const { return notes_; }
 
+  /// The END/INDEX trailer of a closed 1.1 file, when present and consistent (bounds,
+  /// CRCs, ordering); nullopt otherwise (1.0 file, still being written, killed writer,
+  /// damaged tail) and then seeks fall back to scanning the frames.
+  const std::optional<IndexInfo>& index() const { return index_; }
+  /// Why a trailer that is present was not used ("" when it was, or when there is none).
+  const std::string& index_problem() const { return index_problem_; }
+
   /// Where one sample frame is.
   struct SamplePos {
-    uint32_t seq = 0;
+    uint32_t seq = 0;      ///< sample number in this file, 0-based
     uint64_t mono_ns = 0;
     uint64_t offset = 0;   ///< of its frame header
     bool keyframe = false;
   };
-  /// Every readable sample's position, found once by scanning the frames (stops at the
-  /// first damaged frame, like next()).
+  /// Every sample's position. With an index: from the index and the frame headers
+  /// (payloads not read). Without: by reading and CRC-checking every frame, stopping at
+  /// the first damaged one like next(). When following, each call extends the list with
+  /// the frames written since.
   const std::vector<SamplePos>& sample_positions();
-  /// Makes the next next() return readable sample number i (0-based): decodes forward
-  /// from the keyframe at or before it. false when i is out of range.
+  /// Number of samples: the index's count when present, else sample_positions().size().
+  size_t sample_count();
+  /// Makes the next next() return sample number i (0-based): decodes forward from the
+  /// keyframe at or before it (found in the index when present). false when i is out of
+  /// range or a frame on the way is damaged.
   bool seek_sample(size_t i);
   /// Makes the next next() return the first sample with mono_ns >= t. false if none.
   bool seek_time(uint64_t mono_ns);
 
  private:
   RecordingReader() = default;
-  /// Reads one frame; false at EOF or damage.
-  bool read_frame(FrameType& type, uint8_t& flags, uint64_t& mono, std::string& payload, uint64_t& at);
-  bool decode_sample(const std::string& payload, bool keyframe, Sample& out, std::string& why);
+  struct Frame {
+    FrameType type{};
+    uint8_t flags = 0;
+    uint64_t mono_ns = 0;
+    uint64_t at = 0;         ///< offset of its header
+    uint64_t bytes = 0;      ///< header + payload
+    std::string payload;
+  };
+  enum class ReadStatus { ok, eof, incomplete, bad, crc };
+  /// Reads and checks the frame at offset at. eof: no byte there; incomplete: the file
+  /// ends inside it; bad: garbage or an impossible length; crc: CRC mismatch. why says
+  /// how. Without want_payload only the header is read and checked (no CRC).
+  ReadStatus read_frame_at(uint64_t at, Frame& f, std::string& why, bool want_payload = true);
+  /// Sequential read at pos_, following (waiting) when enabled. false at the end or on
+  /// damage (then damage_ is set).
+  bool read_next_frame(Frame& f);
+  /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds).
+  bool decode_sample(const std::string& payload, bool keyframe, std::string& why);
+  /// next() without the copy out: advances state_ to the next sample.
+  bool next_state();
+  /// The frame's sample payload, decompressed (takes f.payload when stored raw).
+  bool unpack_sample(Frame& f, std::string& raw, std::string& why) const;
   void set_damage(uint64_t at, std::string why);
+  void load_index();
+  bool positions_from_index();
+  void scan_positions();
+  enum class Wait { retry, stopped, timeout };
+  /// When following: sleeps one poll interval (retry), or says why following ends.
+  Wait wait_for_growth();
+  /// One attempt at reading the header and META. false (with why) when they are not
+  /// complete yet; throws std::runtime_error when they are wrong.
+  bool try_open(std::string& why);
+  uint64_t refresh_size();
 
   int fd_ = -1;
   std::string path_;
@@ -160,9 +289,20 @@ class RecordingReader : public SampleSource {
   uint64_t frames_ = 0;
   std::vector<ProbeStatus> notes_;
   uint64_t data_start_ = 0;  ///< first frame after META
-  bool scanned_ = false;
+  ReadStats stats_;
+  FollowOptions follow_;
+  uint64_t idle_since_ns_ = 0;   ///< when following: last time the file grew (0 = not waiting)
+  uint64_t idle_size_ = 0;
+  int crc_retries_ = 0;
+
+  std::optional<IndexInfo> index_;
+  std::string index_problem_;
+  struct IndexEntry { uint32_t ordinal; uint32_t seq; uint64_t mono_ns; uint64_t offset; };
+  std::vector<IndexEntry> index_entries_;
+
+  bool scan_done_ = false;
+  uint64_t scan_pos_ = 0;
   std::vector<SamplePos> positions_;
 };
-
 
 }  // namespace schedhot

@@ -4,68 +4,11 @@
 
 #include <unistd.h>
 
-#include <cstdio>
-#include <fstream>
-#include <sstream>
-
-#include <fmt/format.h>
-
 #include "store/recording.h"
-#include "test_util.h"
+#include "test_recording_util.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;
-
-namespace {
-
-std::string tmp_path(const char* name) {
-  return fmt::format("{}/schedhot_test_{}_{}", ::testing::TempDir(), getpid(), name);
-}
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-void spit(const std::string& p, const std::string& data) {
-  std::ofstream out(p, std::ios::binary | std::ios::trunc);
-  out << data;
-}
-
-/// Writes n samples; returns them.
-std::vector<Sample> write_recording(const std::string& path, const Meta& m, int n, bool compress, uint64_t seed = 7) {
-  std::mt19937_64 rng(seed);
-  std::vector<Sample> out;
-  WriterOptions wo;
-  wo.compress = compress;
-  wo.overwrite = true;
-  RecordingWriter w(path, m, wo);
-  Sample s = make_sample(m);
-  s.mono_ns = 5'000'000'000;
-  s.wall_ns = 1'700'000'000'000'000'000ull;
-  for (int i = 0; i < n; ++i) {
-    if (i) advance(m, s, rng);
-    w.write_sample(s);
-    out.push_back(s);
-  }
-  w.close();
-  return out;
-}
-
-void expect_same(const Sample& a, const Sample& b) {
-  EXPECT_EQ(a.seq, b.seq);
-  EXPECT_EQ(a.mono_ns, b.mono_ns);
-  EXPECT_EQ(a.wall_ns, b.wall_ns);
-  ASSERT_EQ(a.probes.size(), b.probes.size());
-  for (size_t p = 0; p < a.probes.size(); ++p) {
-    EXPECT_EQ(a.probes[p].present, b.probes[p].present) << p;
-    EXPECT_TRUE(a.probes[p].words == b.probes[p].words) << "probe " << p << " words differ";
-  }
-}
-
-}  // namespace
 
 class RoundTrip : public ::testing::TestWithParam<bool> {};
 
@@ -108,13 +51,14 @@ TEST(Recording, TruncationAtEveryByteKeepsCompleteFrames) {
   std::string path = tmp_path("trunc_src");
   auto written = write_recording(path, m, 4, true);
   std::string data = slurp(path);
-  // Offsets where each sample frame ends: read them back from an intact reader run.
-  std::string cut = tmp_path("trunc");
+  // Each prefix goes into one in-memory file (memfd) that the reader opens by path.
+  MemFile mem;
+  const std::string cut = mem.path();
   size_t meta_end = 0;
   {
     // Find the smallest prefix that opens: that is where the META frame ends.
     for (size_t n = 0; n <= data.size(); ++n) {
-      spit(cut, data.substr(0, n));
+      mem.set(data.substr(0, n));
       try {
         RecordingReader::open(cut);
         meta_end = n;
@@ -126,7 +70,7 @@ TEST(Recording, TruncationAtEveryByteKeepsCompleteFrames) {
   ASSERT_GT(meta_end, 32u);
   size_t last_count = 0;
   for (size_t n = 0; n <= data.size(); ++n) {
-    spit(cut, data.substr(0, n));
+    mem.set(data.substr(0, n));
     std::unique_ptr<RecordingReader> r;
     try {
       r = RecordingReader::open(cut);
@@ -150,7 +94,6 @@ TEST(Recording, TruncationAtEveryByteKeepsCompleteFrames) {
   }
   EXPECT_EQ(last_count, written.size());
   unlink(path.c_str());
-  unlink(cut.c_str());
 }
 
 TEST(Recording, BitFlipIsCaughtAndNamed) {
@@ -159,8 +102,8 @@ TEST(Recording, BitFlipIsCaughtAndNamed) {
   auto written = write_recording(path, m, 6, false);
   std::string data = slurp(path);
   std::string bad = tmp_path("flip");
-  // Flip one bit 200 bytes before the end: inside the last sample frame (INDEX and END
-  // frames after it are 76 bytes here).
+  // Flip one bit 200 bytes before the end: inside the last sample frame (the INDEX and
+  // END frames after it are 52 + 56 bytes here).
   size_t at = data.size() - 200;
   std::string d = data;
   d[at] ^= 0x10;

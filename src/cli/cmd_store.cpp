@@ -1,0 +1,187 @@
+// Subcommands that work on recording files: info and export, and record's rotation
+// options. Exit status as in commands.h: 0 success, 1 runtime failure, 2 bad usage; every
+// failure is one line on stderr.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "store/recording.h"
+#include "sys/cpulist.h"
+#include "view/export.h"
+
+namespace schedhot::cli {
+
+namespace {
+
+/// Opens a recording for reading; nullptr after a one-line message.
+std::unique_ptr<RecordingReader> open_recording(const std::string& file, const char* cmd) {
+  if (file.empty()) {
+    err(fmt::format("{} needs a recording FILE", cmd));
+    return nullptr;
+  }
+  try {
+    return RecordingReader::open(file);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return nullptr;
+  }
+}
+
+std::string damage_text(const RecordingReader& r) {
+  return fmt::format("at byte {}: {}", r.damage()->offset, r.damage()->reason);
+}
+
+}  // namespace
+
+int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s) {
+  from_s = to_s = -1;
+  try {
+    if (!from.empty()) from_s = static_cast<double>(parse_duration_ns(from, "--from")) / 1e9;
+    if (!to.empty()) to_s = static_cast<double>(parse_duration_ns(to, "--to")) / 1e9;
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (from_s >= 0 && to_s >= 0 && to_s <= from_s) {
+    err("--to must be later than --from");
+    return 2;
+  }
+  return 0;
+}
+
+int parse_rotation(const RecordCmd& o, uint64_t& max_bytes, unsigned& keep) {
+  max_bytes = 0;
+  keep = 0;
+  if (o.max_size.empty()) {
+    if (o.rotate >= 0) {
+      err("--rotate needs --max-size SIZE");
+      return 2;
+    }
+    return 0;
+  }
+  if (o.rotate < 0) {
+    err("--max-size needs --rotate N (closed files to keep as FILE.1 .. FILE.N; 0 keeps none)");
+    return 2;
+  }
+  if (o.rotate > 1000) {
+    err("--rotate: at most 1000 closed files");
+    return 2;
+  }
+  if (o.output == "-") {
+    err("--max-size: rotation needs -o FILE, not stdout");
+    return 2;
+  }
+  try {
+    max_bytes = parse_size_bytes(o.max_size, "--max-size");
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (max_bytes < (64u << 10)) {
+    err(fmt::format("--max-size {}: at least 64K (a file holds the metadata and at least one sample)", o.max_size));
+    return 2;
+  }
+  keep = static_cast<unsigned>(o.rotate);
+  return 0;
+}
+
+int run_info(const InfoCmd& o) {
+  auto r = open_recording(o.file, "info");
+  if (!r) return 1;
+  nlohmann::json j = recording_info(*r, o.file);
+  if (o.json)
+    fmt::print("{}\n", j.dump(2));
+  else
+    fmt::print("{}", render_info_text(j));
+  return 0;
+}
+
+int run_export(const ExportCmd& o) {
+  ExportOptions opts;
+  std::vector<int> cpus;
+  try {
+    opts.format = parse_export_format(o.format);
+    if (!o.cpus.empty()) cpus = parse_cpulist(o.cpus);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (int rc = parse_window(o.from, o.to, opts.from_s, opts.to_s)) return rc;
+  auto r = open_recording(o.file, "export");
+  if (!r) return 1;
+  for (int c : cpus)
+    if (c >= static_cast<int>(r->meta().ncpus)) {
+      err(fmt::format("--cpus: CPU {} is not in the recording ({} CPUs)", c, r->meta().ncpus));
+      return 2;
+    }
+  opts.cpus = cpus;
+  // Time zero is the first sample; with --from, start decoding at the window (the index
+  // makes that a short seek), 1 us early: export_samples() applies the window exactly.
+  Sample first;
+  if (!r->next(first)) {
+    err(fmt::format("{} has no readable samples{}", o.file, r->damage() ? " (damaged " + damage_text(*r) + ")" : ""));
+    return 1;
+  }
+  opts.t0_mono_ns = first.mono_ns;
+  const uint64_t from_ns = opts.from_s > 0 ? static_cast<uint64_t>(opts.from_s * 1e9) : 0;
+  if (!(from_ns ? r->seek_time(first.mono_ns + from_ns - std::min<uint64_t>(from_ns, 1000)) : r->seek_sample(0))) {
+    err(fmt::format("{}: no samples at or after --from {}", o.file, o.from));
+    return 1;
+  }
+  const bool to_stdout = o.output == "-";
+  const std::string tmp = to_stdout ? "" : fmt::format("{}.tmp{}", o.output, getpid());
+  std::ofstream file;
+  if (!to_stdout) {
+    file.open(tmp, std::ios::binary | std::ios::trunc);
+    if (!file) {
+      err(fmt::format("cannot create {}: {}", tmp, strerror(errno)));
+      return 1;
+    }
+  }
+  std::ostream& out = to_stdout ? std::cout : file;
+  ExportResult res;
+  try {
+    res = export_samples(*r, out, opts, [&] {
+      SourceInfo si;
+      si.file = o.file;
+      si.format = fmt::format("{}.{}", r->major(), r->minor());
+      si.complete = r->saw_end();
+      if (r->damage()) si.damage = damage_text(*r);
+      return si;
+    });
+    if (!to_stdout) {
+      file.close();
+      if (!file) throw std::runtime_error("write failed");
+    }
+  } catch (const std::exception& e) {
+    if (!to_stdout) ::unlink(tmp.c_str());
+    err(fmt::format("export to {}: {}", to_stdout ? "stdout" : o.output, e.what()));
+    return 1;
+  }
+  if (res.intervals == 0) {
+    if (!to_stdout) ::unlink(tmp.c_str());
+    err(fmt::format("{}: {} samples in the window, need two for an interval", o.file, res.samples));
+    return 1;
+  }
+  if (!to_stdout && ::rename(tmp.c_str(), o.output.c_str()) != 0) {
+    err(fmt::format("cannot rename {} to {}: {}", tmp, o.output, strerror(errno)));
+    ::unlink(tmp.c_str());
+    return 1;
+  }
+  if (r->damage())
+    err(fmt::format("{} is damaged {}; exported the {} samples before it", o.file, damage_text(*r), res.samples));
+  return 0;
+}
+
+}  // namespace schedhot::cli

@@ -1,0 +1,335 @@
+// schedhot top and schedhot replay: one UI (src/view/tui_app.h) over two feeds, the live
+// kernel (LiveFeed below, on LiveSource) and a recording (tui::ReplayFeed, on
+// RecordingReader). When stdout is not a full-screen terminal, both print a plain table
+// per interval instead.
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <memory>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "cli/commands.h"
+#include "sample/sampler.h"
+#include "store/recording.h"
+#include "sys/cpulist.h"
+#include "view/tui_app.h"
+#include "view/tui_bpfstats.h"
+#include "view/tui_replay.h"
+#include "view/tui_term.h"
+
+namespace schedhot::cli {
+
+namespace {
+
+/// Intervals + and - step through, ns.
+constexpr uint64_t kIntervals[] = {100'000'000, 200'000'000, 500'000'000, 1'000'000'000,
+                                   2'000'000'000, 5'000'000'000, 10'000'000'000};
+
+/// The live TuiFeed: samples from the attached probes, optionally recorded, with the BPF
+/// programs' own run time for the header.
+class LiveFeed : public tui::TuiFeed {
+ public:
+  LiveFeed(ProbeSet& probes, const Meta& meta, uint64_t interval_ns, const tui::BpfRunStats& stats,
+           std::string record_path, WriterOptions wo)
+      : probes_(probes),
+        src_(probes, meta, interval_ns, 0, &g_stop),
+        meta_(meta),
+        stats_(stats),
+        fds_(probes.program_fds()),
+        record_path_(std::move(record_path)),
+        wo_(wo) {}
+
+  const Meta& meta() const override { return meta_; }
+  bool live() const override { return true; }
+  const Sample* first() const override { return shown_n() >= 2 ? &shown(0).s : nullptr; }
+  const Sample* last() const override { return shown_n() >= 1 ? &shown(1).s : nullptr; }
+
+  std::string when() const override {
+    if (!last()) return "live, first sample";
+    time_t t = static_cast<time_t>(last()->wall_ns / 1'000'000'000ull);
+    struct tm tm {};
+    localtime_r(&t, &tm);
+    char buf[32];
+    strftime(buf, sizeof buf, "%H:%M:%S", &tm);
+    return fmt::format("live {}", buf);
+  }
+  uint64_t lost() const override { return lost_; }
+  std::string cost() const override {
+    if (!stats_.on()) return "unknown: " + stats_.error();
+    if (!first()) return "-";
+    return tui::cost_text(shown(0).cost, shown(1).cost, double(last()->mono_ns - first()->mono_ns) / 1e9);
+  }
+  std::string state() const override {
+    std::string s = paused_ ? "paused (space resumes; sampling goes on)" : "";
+    if (rec_)
+      s += fmt::format("{}recording to {}: {} samples, {} KiB", s.empty() ? "" : "  ", rec_->path(), rec_->samples(),
+                       rec_->bytes() / 1024);
+    return s;
+  }
+  uint64_t interval_ns() const override { return src_.interval(); }
+  int wait_ms() const override {
+    if (n_ == 0) return 0;
+    uint64_t now = mono_now_ns();
+    return now >= due_ ? 0 : static_cast<int>((due_ - now) / 1'000'000) + 1;
+  }
+
+  bool update() override {
+    bool changed = false;
+    for (int i : probes_.poll(0)) changed |= note_status(i);
+    if (n_ > 0 && mono_now_ns() < due_) return changed;
+    Taken t;
+    if (!src_.next(t.s)) return changed;  // stopped
+    for (int i : src_.take_status_changes()) changed |= note_status(i);
+    if (stats_.on()) t.cost = tui::BpfRunStats::read(fds_);
+    if (n_ == 0) {
+      meta_.start_mono_ns = src_.meta().start_mono_ns;
+      meta_.start_wall_ns = src_.meta().start_wall_ns;
+      due_ = t.s.mono_ns;
+      if (!record_path_.empty()) rec_ = std::make_unique<RecordingWriter>(record_path_, meta_, wo_);
+    } else {
+      lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, prev_interval_);
+    }
+    if (rec_) rec_->write_sample(t.s);
+    prev_interval_ = src_.interval();
+    due_ += src_.interval();
+    taken_[0] = std::move(taken_[1]);
+    taken_[1] = std::move(t);
+    ++n_;
+    return changed || !paused_;
+  }
+
+  void toggle_pause() override {
+    paused_ = !paused_;
+    if (paused_) {
+      frozen_[0] = taken_[0];
+      frozen_[1] = taken_[1];
+      frozen_n_ = n_;
+    }
+  }
+
+  std::string adjust(int dir) override {
+    const uint64_t cur = src_.interval();
+    uint64_t next = cur;
+    if (dir > 0) {
+      for (uint64_t v : kIntervals)
+        if (v > cur) {
+          next = v;
+          break;
+        }
+    } else {
+      for (uint64_t v : kIntervals)
+        if (v < cur) next = v;
+    }
+    if (next == cur) return fmt::format("interval {:.3g} s is the {}", double(cur) / 1e9, dir > 0 ? "longest" : "shortest");
+    src_.set_interval(next);
+    return fmt::format("interval {:.3g} s from the next sample on", double(next) / 1e9);
+  }
+
+  /// Closes the recording (INDEX and END). Returns "wrote N samples, B bytes to F", or ""
+  /// when not recording.
+  std::string close_recording() {
+    if (!rec_) return "";
+    rec_->close();
+    return fmt::format("wrote {} samples, {} bytes to {}", rec_->samples(), rec_->bytes(), rec_->path());
+  }
+
+ private:
+  struct Taken {
+    Sample s;
+    tui::BpfRunTotals cost;  ///< the programs' totals right after the sample
+  };
+  size_t shown_n() const { return paused_ ? frozen_n_ : n_; }
+  /// i = 0: the earlier, 1: the later sample of the interval shown.
+  const Taken& shown(int i) const { return paused_ ? frozen_[i] : taken_[i]; }
+  bool note_status(int i) {
+    meta_.probes[size_t(i)].status = probes_.statuses()[size_t(i)];
+    if (rec_) rec_->write_status(meta_.probes[size_t(i)].status);
+    return true;
+  }
+
+  ProbeSet& probes_;
+  LiveSource src_;
+  Meta meta_;
+  const tui::BpfRunStats& stats_;
+  std::vector<int> fds_;
+  std::string record_path_;
+  WriterOptions wo_;
+  std::unique_ptr<RecordingWriter> rec_;
+  Taken taken_[2], frozen_[2];
+  size_t n_ = 0, frozen_n_ = 0;
+  uint64_t due_ = 0;
+  uint64_t prev_interval_ = 0;
+  uint64_t lost_ = 0;
+  bool paused_ = false;
+};
+
+/// Checks --sort and the syntax of --cpus; prints one line and returns false when bad.
+bool parse_view_options(const std::string& sort, const std::string& cpus, tui::TuiOptions& out) {
+  out.sort_col = tui::find_column(sort);
+  if (out.sort_col < 0) {
+    std::string names = "cpu";
+    for (auto& c : cpu_columns()) names += fmt::format(", {}", c.header);
+    err(fmt::format("--sort: no column '{}' (a probe name or one of: {})", sort, names));
+    return false;
+  }
+  try {
+    out.filter = cpus.empty() ? std::vector<int>{} : parse_cpulist(cpus);
+  } catch (const std::invalid_argument& e) {
+    err(fmt::format("--cpus: {}", e.what()));
+    return false;
+  }
+  out.parse_time = [](const std::string& s) { return parse_duration_ns(s, "time"); };
+  out.utf8 = tui::utf8_locale();
+  return true;
+}
+
+/// Checks the --cpus filter against the machine: every CPU must be online.
+bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::string& text) {
+  for (int c : filter) {
+    bool online = c < static_cast<int>(meta.ncpus) &&
+                  (meta.host.online.empty() ||
+                   std::find(meta.host.online.begin(), meta.host.online.end(), c) != meta.host.online.end());
+    if (!online) {
+      err(fmt::format("--cpus '{}': CPU {} is not online (online: {})", text, c, format_cpulist(meta.host.online)));
+      return false;
+    }
+  }
+  return true;
+}
+
+/// The UI on the terminal, or plain tables when stdout is not a full-screen terminal.
+/// max_tables (plain mode) stops after that many tables (0 = until the feed ends or stop).
+void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
+  if (tui::fullscreen_unavailable().empty()) {
+    tui::Terminal term;
+    tui::run_tui(app, feed, term, g_stop);
+    return;
+  }
+  int printed = 0;
+  auto print = [&] {
+    std::string text = app.render_text();
+    if (text.empty()) return false;
+    fmt::print("{}\n", text);
+    fflush(stdout);
+    return max_tables && ++printed >= max_tables;
+  };
+  if (!feed.live()) {  // every interval from the start position to the end
+    while (!g_stop.load() && !print() && feed.step(1).empty()) {
+    }
+    return;
+  }
+  int64_t shown_seq = -1;
+  while (!g_stop.load()) {
+    if (feed.update() && feed.last() && int64_t(feed.last()->seq) != shown_seq) {
+      shown_seq = feed.last()->seq;
+      if (print()) return;
+      continue;
+    }
+    usleep(static_cast<useconds_t>(std::clamp(feed.wait_ms(), 1, 100)) * 1000);
+  }
+}
+
+}  // namespace
+
+int run_top(const TopCmd& o) {
+  uint64_t iv;
+  tui::TuiOptions opts;
+  try {
+    iv = parse_interval_ns(o.interval);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (o.iterations < 0) {
+    err("-n/--iterations must be 0 or more");
+    return 2;
+  }
+  if (!parse_view_options(o.sort, o.cpus, opts)) return 2;
+  struct stat st {};
+  if (!o.record.empty() && !o.force && stat(o.record.c_str(), &st) == 0) {
+    err(fmt::format("{} exists; choose another name or pass --force", o.record));
+    return 1;
+  }
+  if (o.record == "-") {
+    err("--record -: top draws on stdout; give a file name");
+    return 2;
+  }
+  int status = 0;
+  auto a = attach(o.common, status);
+  if (!a) return status;
+  Meta meta = live_meta(*a, iv, o.command_line);
+  if (!check_filter(opts.filter, meta, o.cpus)) return 2;
+  bool any = false;
+  for (auto& s : a->probes->statuses()) any |= s.attached;
+  if (!any) {
+    err("no probe could attach; `schedhot probes` says why");
+    return 1;
+  }
+  tui::BpfRunStats stats;  // on while top runs; off again when it goes out of scope
+  WriterOptions wo;
+  wo.compress = !o.no_compress;
+  wo.overwrite = o.force;
+  LiveFeed feed(*a->probes, meta, iv, stats, o.record, wo);
+  tui::TuiApp app(feed, opts);
+  std::string wrote;
+  try {
+    run_ui(app, feed, o.iterations);
+    wrote = feed.close_recording();
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 1;
+  }
+  if (!wrote.empty()) fmt::print(stderr, "schedhot: {}\n", wrote);
+  return 0;
+}
+
+int run_replay(const ReplayCmd& o) {
+  tui::TuiOptions opts;
+  if (!parse_view_options(o.sort, o.cpus, opts)) return 2;
+  uint64_t at = 0;
+  try {
+    if (!o.at.empty()) at = parse_duration_ns(o.at, "--at");
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  if (o.file.empty()) {
+    err("replay needs a recording FILE");
+    return 2;
+  }
+  std::unique_ptr<RecordingReader> reader;
+  std::unique_ptr<tui::ReplayFeed> feed;
+  try {
+    reader = RecordingReader::open(o.file);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 1;
+  }
+  try {
+    feed = std::make_unique<tui::ReplayFeed>(std::move(reader));
+  } catch (const std::exception& e) {
+    err(fmt::format("{}: {}", o.file, e.what()));
+    return 1;
+  }
+  if (!check_filter(opts.filter, feed->meta(), o.cpus)) return 2;
+  if (!o.at.empty()) {
+    if (std::string why = feed->jump(at); !why.empty()) {
+      err(fmt::format("--at {}: {}", o.at, why));
+      return 2;
+    }
+  }
+  tui::TuiApp app(*feed, opts);
+  try {
+    run_ui(app, *feed, 0);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace schedhot::cli

@@ -1,0 +1,533 @@
+#include "view/export.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <memory>
+#include <set>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/histogram.h"
+#include "model/interval.h"
+#include "probe/catalog.h"
+#include "store/recording.h"
+#include "sys/cpulist.h"
+
+namespace schedhot {
+
+ExportFormat parse_export_format(const std::string& s) {
+  if (s == "csv") return ExportFormat::csv;
+  if (s == "json") return ExportFormat::json;
+  if (s == "perfetto") return ExportFormat::perfetto;
+  throw std::invalid_argument(fmt::format("--format '{}': use csv, json or perfetto", s));
+}
+
+std::vector<ExportMetric> export_metrics(const Meta& meta) {
+  std::vector<ExportMetric> out;
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+    const ProbeMeta& pm = meta.probes[pi];
+    const int p = static_cast<int>(pi);
+    auto add = [&](const std::string& field, ExportMetric::Kind k, const char* suffix) {
+      ExportMetric m;
+      m.probe = p;
+      m.field = field;
+      m.kind = k;
+      m.column = field + suffix;
+      m.name = pm.name + "." + m.column;
+      out.push_back(std::move(m));
+    };
+    auto add_hist = [&](const std::string& field) {
+      add(field, ExportMetric::Kind::p50, "_p50_ns");  // p99 always follows its p50
+      add(field, ExportMetric::Kind::p99, "_p99_ns");
+    };
+    if (const ProbeSpec* spec = find_probe(pm.name)) {
+      std::vector<std::string> counters = {spec->primary};
+      counters.insert(counters.end(), spec->secondary.begin(), spec->secondary.end());
+      for (auto& c : counters) {
+        const Field* f = pm.layout.find(c);
+        if (f && (f->kind == FieldKind::counter || f->kind == FieldKind::counter_array))
+          add(c, ExportMetric::Kind::rate, "_per_s");
+      }
+      const Field* h = spec->hist.empty() ? nullptr : pm.layout.find(spec->hist);
+      if (h && h->kind == FieldKind::hist) add_hist(spec->hist);
+    } else {
+      for (auto& f : pm.layout.fields)
+        if (f.kind == FieldKind::counter || f.kind == FieldKind::counter_array) add(f.name, ExportMetric::Kind::rate, "_per_s");
+      for (auto& f : pm.layout.fields)
+        if (f.kind == FieldKind::hist) add_hist(f.name);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+using Cell = std::optional<double>;
+
+/// The numbers of one interval: cells[m * ncpus + i] for metric m and the i-th exported
+/// CPU, total[m] over all CPUs. nullopt: the probe is absent, or a percentile of an
+/// interval without events.
+struct IntervalValues {
+  double time_s = 0;       ///< end of the interval, s since time zero
+  double seconds = 0;
+  uint64_t start_mono_ns = 0, end_mono_ns = 0, end_wall_ns = 0;
+  std::vector<Cell> cells;
+  std::vector<Cell> total;
+  std::vector<char> present;  ///< per metric
+};
+
+void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const std::vector<int>& cpus,
+             IntervalValues& v) {
+  const size_t nc = cpus.size();
+  v.cells.assign(metrics.size() * nc, std::nullopt);
+  v.total.assign(metrics.size(), std::nullopt);
+  v.present.assign(metrics.size(), 0);
+  for (size_t m = 0; m < metrics.size(); ++m) {
+    const ExportMetric& em = metrics[m];
+    if (!iv.present(em.probe)) continue;
+    v.present[m] = 1;
+    if (em.kind == ExportMetric::Kind::rate) {
+      for (size_t i = 0; i < nc; ++i) v.cells[m * nc + i] = iv.rate(em.probe, em.field, cpus[i]);
+      v.total[m] = iv.rate(em.probe, em.field);
+      continue;
+    }
+    // p99 is filled with its p50, which export_metrics() always puts right before it.
+    if (em.kind != ExportMetric::Kind::p50 || m + 1 >= metrics.size()) continue;
+    v.present[m + 1] = 1;
+    auto put = [&](size_t slot_p50, size_t slot_p99, const HistSummary& h, std::vector<Cell>& into) {
+      if (!h.count) return;
+      into[slot_p50] = h.p50;
+      into[slot_p99] = h.p99;
+    };
+    for (size_t i = 0; i < nc; ++i) put(m * nc + i, (m + 1) * nc + i, iv.hist(em.probe, em.field, cpus[i]), v.cells);
+    put(m, m + 1, iv.hist(em.probe, em.field), v.total);
+  }
+}
+
+std::string csv_field(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string q = "\"";
+  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return q + "\"";
+}
+
+std::string json_str(const std::string& s) { return nlohmann::json(s).dump(); }
+
+void append_value(fmt::memory_buffer& b, const ExportMetric& m, double v) {
+  if (m.kind == ExportMetric::Kind::rate)
+    fmt::format_to(std::back_inserter(b), "{:.3f}", v);
+  else
+    fmt::format_to(std::back_inserter(b), "{:.1f}", v);
+}
+
+/// One output format.
+class Sink {
+ public:
+  Sink(const Meta& meta, const std::vector<ExportMetric>& metrics, const std::vector<int>& cpus, std::ostream& out)
+      : meta_(meta), metrics_(metrics), cpus_(cpus), out_(out) {}
+  virtual ~Sink() = default;
+  virtual void begin() = 0;
+  virtual void interval(const IntervalValues& v) = 0;
+  virtual void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) = 0;
+
+ protected:
+  void flush(fmt::memory_buffer& b) {
+    out_.write(b.data(), static_cast<std::streamsize>(b.size()));
+    b.clear();
+  }
+  const Meta& meta_;
+  const std::vector<ExportMetric>& metrics_;
+  const std::vector<int>& cpus_;
+  std::ostream& out_;
+};
+
+class CsvSink : public Sink {
+ public:
+  using Sink::Sink;
+  void begin() override {
+    fmt::memory_buffer b;
+    fmt::format_to(std::back_inserter(b), "time_s,cpu");
+    for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_field(m.name));
+    b.push_back('\n');
+    flush(b);
+  }
+  void interval(const IntervalValues& v) override {
+    fmt::memory_buffer b;
+    const size_t nc = cpus_.size();
+    for (size_t i = 0; i < nc; ++i) {
+      fmt::format_to(std::back_inserter(b), "{:.6f},{}", v.time_s, cpus_[i]);
+      for (size_t m = 0; m < metrics_.size(); ++m) {
+        b.push_back(',');
+        if (const Cell& c = v.cells[m * nc + i]) append_value(b, metrics_[m], *c);
+      }
+      b.push_back('\n');
+    }
+    flush(b);
+  }
+  void end(const SourceInfo&, const ExportResult&, uint64_t) override {}
+};
+
+nlohmann::json source_json(const SourceInfo& src) {
+  return {{"file", src.file}, {"format", src.format}, {"complete", src.complete},
+          {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
+}
+
+nlohmann::json cell_json(const Cell& c) { return c ? nlohmann::json(*c) : nlohmann::json(nullptr); }
+
+class JsonSink : public Sink {
+ public:
+  using Sink::Sink;
+  void begin() override {
+    nlohmann::json probes = nlohmann::json::array();
+    for (auto& p : meta_.probes)
+      probes.push_back({{"name", p.name}, {"target", p.status.target},
+                        {"status", p.status.attached ? "attached" : "unavailable"},
+                        {"backend", p.status.attached ? p.status.backend_label() : ""}, {"reason", p.status.reason}});
+    nlohmann::json metrics = nlohmann::json::array();
+    for (auto& m : metrics_)
+      metrics.push_back({{"name", m.name}, {"probe", meta_.probes[m.probe].name}, {"field", m.field},
+                         {"kind", m.kind == ExportMetric::Kind::rate ? "rate" : m.kind == ExportMetric::Kind::p50 ? "p50" : "p99"},
+                         {"unit", m.unit()}});
+    const HostInfo& h = meta_.host;
+    nlohmann::json head = {
+        {"schema", "schedhot.export/1"},
+        {"host", {{"hostname", h.hostname}, {"kernel_release", h.kernel_release}, {"online", format_cpulist(h.online)},
+                  {"possible_cpus", meta_.ncpus}, {"cacheline_bytes", h.cacheline_bytes}}},
+        {"tool_version", meta_.tool_version},
+        {"interval_ns", meta_.interval_ns},
+        {"start_wall_ns", meta_.start_wall_ns},
+        {"cpus", cpus_},
+        {"probes", probes},
+        {"metrics", metrics}};
+    std::string s = head.dump();
+    s.pop_back();  // reopen the object: intervals follow
+    out_ << s << ",\"intervals\":[";
+  }
+  void interval(const IntervalValues& v) override {
+    const size_t nc = cpus_.size();
+    nlohmann::json values = nlohmann::json::object(), total = nlohmann::json::object();
+    for (size_t m = 0; m < metrics_.size(); ++m) {
+      if (!v.present[m]) {
+        values[metrics_[m].name] = nullptr;
+        total[metrics_[m].name] = nullptr;
+        continue;
+      }
+      nlohmann::json a = nlohmann::json::array();
+      for (size_t i = 0; i < nc; ++i) a.push_back(cell_json(v.cells[m * nc + i]));
+      values[metrics_[m].name] = std::move(a);
+      total[metrics_[m].name] = cell_json(v.total[m]);
+    }
+    nlohmann::json j = {{"time_s", v.time_s},           {"seconds", v.seconds}, {"mono_ns", v.end_mono_ns},
+                        {"wall_ns", v.end_wall_ns},     {"values", values},     {"total", total}};
+    out_ << (first_ ? "\n" : ",\n") << j.dump();
+    first_ = false;
+  }
+  void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) override {
+    out_ << "\n],\"time_zero_mono_ns\":" << t0 << ",\"samples\":" << r.samples << ",\"source\":" << source_json(src).dump()
+         << "}\n";
+  }
+
+ private:
+  bool first_ = true;
+};
+
+/// Chrome trace-event JSON: one process per CPU ("CPU n", pid 1000+n) plus "all CPUs"
+/// (pid 1); per probe one "C" event per interval whose args are that probe's metrics, so
+/// every (CPU, metric) is its own counter track. An event at an interval's start holds its
+/// value until the next one; a last event at the end of the last interval closes them.
+class PerfettoSink : public Sink {
+ public:
+  using Sink::Sink;
+  static constexpr int kAllPid = 1;
+  static int cpu_pid(int cpu) { return 1000 + cpu; }
+  void begin() override {
+    names_.clear();
+    for (auto& p : meta_.probes) names_.push_back(json_str(p.name));
+    for (auto& m : metrics_) columns_.push_back(json_str(m.column));
+    fmt::memory_buffer b;
+    fmt::format_to(std::back_inserter(b), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
+    fmt::format_to(std::back_inserter(b), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
+                   kAllPid, json_str("schedhot " + meta_.host.hostname + " all CPUs"));
+    for (int c : cpus_)
+      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":\"CPU {}\"}}}}",
+                     cpu_pid(c), c);
+    flush(b);
+  }
+  void interval(const IntervalValues& v) override {
+    emit(v, v.start_mono_ns);
+    last_ = v;
+    have_last_ = true;
+  }
+  void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) override {
+    if (have_last_) emit(last_, last_.end_mono_ns);
+    nlohmann::json other = {{"schema", "schedhot.perfetto/1"}, {"source", source_json(src)}, {"samples", r.samples},
+                            {"time_zero_mono_ns", t0}, {"ts", "CLOCK_MONOTONIC us"}};
+    out_ << "\n],\"otherData\":" << other.dump() << "}\n";
+  }
+
+ private:
+  void emit(const IntervalValues& v, uint64_t at_ns) {
+    fmt::memory_buffer b;
+    const size_t nc = cpus_.size();
+    const double ts = static_cast<double>(at_ns) / 1e3;
+    // Metrics of one probe are consecutive: one event per (process, probe).
+    for (size_t m0 = 0; m0 < metrics_.size();) {
+      size_t m1 = m0;
+      while (m1 < metrics_.size() && metrics_[m1].probe == metrics_[m0].probe) ++m1;
+      if (v.present[m0]) {
+        for (size_t i = 0; i <= nc; ++i) {  // i == nc: all CPUs
+          bool any = false;
+          for (size_t m = m0; m < m1; ++m) {
+            const Cell& c = i < nc ? v.cells[m * nc + i] : v.total[m];
+            if (!c) continue;
+            if (!any)
+              fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{",
+                             i < nc ? cpu_pid(cpus_[i]) : kAllPid, ts, names_[metrics_[m0].probe]);
+            else
+              b.push_back(',');
+            fmt::format_to(std::back_inserter(b), "{}:", columns_[m]);
+            append_value(b, metrics_[m], *c);
+            any = true;
+          }
+          if (any) fmt::format_to(std::back_inserter(b), "}}}}");
+        }
+      }
+      m0 = m1;
+    }
+    flush(b);
+  }
+  std::vector<std::string> names_, columns_;
+  IntervalValues last_;
+  bool have_last_ = false;
+};
+
+[[noreturn]] void throw_write_failed() {
+  throw std::runtime_error(errno ? fmt::format("write failed: {}", strerror(errno)) : "write failed");
+}
+
+std::unique_ptr<Sink> make_sink(ExportFormat f, const Meta& meta, const std::vector<ExportMetric>& metrics,
+                                const std::vector<int>& cpus, std::ostream& out) {
+  switch (f) {
+    case ExportFormat::json: return std::make_unique<JsonSink>(meta, metrics, cpus, out);
+    case ExportFormat::perfetto: return std::make_unique<PerfettoSink>(meta, metrics, cpus, out);
+    case ExportFormat::csv: break;
+  }
+  return std::make_unique<CsvSink>(meta, metrics, cpus, out);
+}
+
+}  // namespace
+
+ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOptions& o,
+                            const std::function<SourceInfo()>& source) {
+  const Meta& meta = src.meta();
+  const std::vector<ExportMetric> metrics = export_metrics(meta);
+  std::vector<int> cpus;
+  for (int c : o.cpus.empty() ? meta.host.online : o.cpus)
+    if (c >= 0 && c < static_cast<int>(meta.ncpus)) cpus.push_back(c);
+  if (o.cpus.empty() && cpus.empty())
+    for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
+  auto sink = make_sink(o.format, meta, metrics, cpus, out);
+  sink->begin();
+  ExportResult res;
+  Sample prev, cur;
+  bool have_prev = false;
+  uint64_t t0 = o.t0_mono_ns.value_or(0);
+  bool have_t0 = o.t0_mono_ns.has_value();
+  IntervalValues v;
+  while (src.next(cur)) {
+    if (!have_t0) {
+      t0 = cur.mono_ns;
+      have_t0 = true;
+    }
+    const double t = static_cast<double>(static_cast<int64_t>(cur.mono_ns - t0)) / 1e9;
+    if (o.from_s >= 0 && t + 1e-9 < o.from_s) continue;
+    if (o.to_s >= 0 && t > o.to_s + 1e-9) break;
+    ++res.samples;
+    if (have_prev) {
+      Interval iv(src.meta(), prev, cur);
+      if (iv.seconds() > 0) {
+        compute(iv, metrics, cpus, v);
+        v.time_s = t;
+        v.seconds = iv.seconds();
+        v.start_mono_ns = prev.mono_ns;
+        v.end_mono_ns = cur.mono_ns;
+        v.end_wall_ns = cur.wall_ns;
+        sink->interval(v);
+        ++res.intervals;
+        if (!out) throw_write_failed();
+      }
+    }
+    std::swap(prev, cur);
+    have_prev = true;
+  }
+  sink->end(source(), res, t0);
+  out.flush();
+  if (!out) throw_write_failed();
+  return res;
+}
+
+// ---- info ------------------------------------------------------------------------
+
+nlohmann::json recording_info(RecordingReader& r, const std::string& file) {
+  Sample s;
+  while (r.next(s)) {
+  }
+  const Meta& m = r.meta();
+  const HostInfo& h = m.host;
+  nlohmann::json j;
+  j["schema"] = "schedhot.info/1";
+  j["file"] = file;
+  j["bytes"] = r.file_bytes();
+  j["format"] = fmt::format("{}.{}", r.major(), r.minor());
+  j["tool_version"] = m.tool_version;
+  j["command"] = m.command;
+  j["host"] = {{"hostname", h.hostname},
+               {"kernel_release", h.kernel_release},
+               {"kernel_version", h.kernel_version},
+               {"machine", h.machine},
+               {"possible_cpus", m.ncpus},
+               {"online", format_cpulist(h.online)},
+               {"online_count", h.online.size()},
+               {"cacheline_bytes", h.cacheline_bytes},
+               {"arat", h.arat},
+               {"hypervisor", h.hypervisor ? (h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor) : ""},
+               {"spinlock", to_string(h.spinlock)},
+               {"cpuidle_driver", h.cpuidle_driver},
+               {"broadcast_device", h.broadcast_device}};
+  if (h.topology.empty()) {
+    j["topology"] = nullptr;
+  } else {
+    std::set<int> packages, llcs, nodes;
+    std::set<std::pair<int, int>> dies, cores;
+    for (auto& t : h.topology) {
+      if (t.package >= 0) packages.insert(t.package);
+      if (t.die >= 0) dies.insert({t.package, t.die});
+      if (t.core >= 0) cores.insert({t.package, t.core});
+      if (t.llc >= 0) llcs.insert(t.llc);
+      if (t.node >= 0) nodes.insert(t.node);
+    }
+    j["topology"] = {{"cpus", h.topology.size()}, {"packages", packages.size()}, {"dies", dies.size()},
+                     {"cores", cores.size()},     {"llcs", llcs.size()},         {"numa_nodes", nodes.size()}};
+  }
+  j["interval_ns"] = m.interval_ns;
+  j["start_wall_ns"] = m.start_wall_ns;
+  j["start"] = format_utc_time(m.start_wall_ns);
+  j["start_mono_ns"] = m.start_mono_ns;
+  nlohmann::json probes = nlohmann::json::array();
+  int attached = 0;
+  for (auto& p : m.probes) {
+    const ProbeStatus& st = p.status;
+    attached += st.attached;
+    probes.push_back({{"name", p.name},
+                      {"target", st.target},
+                      {"status", st.attached ? "attached" : "unavailable"},
+                      {"backend", st.attached ? st.backend_label() : ""},
+                      {"symbol", st.symbol},
+                      {"via", st.via},
+                      {"proxy", st.proxy},
+                      {"reason", st.reason}});
+  }
+  j["probes"] = probes;
+  j["probes_attached"] = attached;
+  nlohmann::json notes = nlohmann::json::array();
+  for (auto& n : r.status_notes()) notes.push_back({{"probe", n.probe}, {"summary", n.summary()}});
+  j["status_changes"] = notes;
+
+  const ReadStats& st = r.stats();
+  nlohmann::json in;
+  in["frames"] = r.frames();
+  in["samples"] = st.sample_frames;
+  in["keyframes"] = st.keyframes;
+  in["compressed_samples"] = st.compressed;
+  in["first_mono_ns"] = st.sample_frames ? nlohmann::json(st.first_mono_ns) : nlohmann::json(nullptr);
+  in["last_mono_ns"] = st.sample_frames ? nlohmann::json(st.last_mono_ns) : nlohmann::json(nullptr);
+  in["span_s"] = st.sample_frames ? static_cast<double>(st.last_mono_ns - st.first_mono_ns) / 1e9 : 0.0;
+  in["bytes_per_sample"] = st.sample_frames ? static_cast<double>(st.sample_bytes) / st.sample_frames : 0.0;
+  in["bytes_per_cpu_sample"] =
+      st.sample_frames && m.ncpus ? static_cast<double>(st.sample_bytes) / st.sample_frames / m.ncpus : 0.0;
+  in["raw_bytes_per_sample"] = st.sample_frames ? static_cast<double>(st.raw_bytes) / st.sample_frames : 0.0;
+  in["unknown_frames"] = st.unknown_frames;
+  if (r.index())
+    in["index"] = {{"status", "present"}, {"keyframes", r.index()->entries}, {"samples", r.index()->samples}};
+  else if (!r.index_problem().empty())
+    in["index"] = {{"status", "unusable"}, {"reason", r.index_problem()}};
+  else
+    in["index"] = {{"status", "absent"}, {"reason", r.minor() == 0 ? "format 1.0 files are scanned" : "file not closed"}};
+  in["complete"] = r.saw_end();
+  in["damage"] = r.damage() ? nlohmann::json({{"offset", r.damage()->offset}, {"reason", r.damage()->reason}})
+                            : nlohmann::json(nullptr);
+  j["integrity"] = in;
+  return j;
+}
+
+std::string render_info_text(const nlohmann::json& j) {
+  std::string out;
+  auto add = [&](const char* key, const std::string& v) { out += fmt::format("{:<10} {}\n", key, v); };
+  const auto& h = j["host"];
+  add("recording", fmt::format("{} (format {}, {} bytes)", j["file"].get<std::string>(), j["format"].get<std::string>(),
+                               j["bytes"].get<uint64_t>()));
+  add("made by", fmt::format("schedhot {}{}", j["tool_version"].get<std::string>(),
+                             j["command"].get<std::string>().empty() ? "" : ": " + j["command"].get<std::string>()));
+  add("host", fmt::format("{}  kernel {} {}", h["hostname"].get<std::string>(), h["kernel_release"].get<std::string>(),
+                          h["machine"].get<std::string>()));
+  std::string cpus = fmt::format("{} online ({}) of {} possible", h["online_count"].get<size_t>(),
+                                 h["online"].get<std::string>(), h["possible_cpus"].get<uint32_t>());
+  if (!j["topology"].is_null()) {
+    const auto& t = j["topology"];
+    cpus += fmt::format("; packages {}, dies {}, cores {}, LLCs {}, NUMA nodes {}", t["packages"].get<size_t>(),
+                        t["dies"].get<size_t>(), t["cores"].get<size_t>(), t["llcs"].get<size_t>(),
+                        t["numa_nodes"].get<size_t>());
+  } else {
+    cpus += "; no topology recorded";
+  }
+  add("CPUs", cpus + fmt::format("; cacheline {} B", h["cacheline_bytes"].get<int>()));
+  std::string hv = h["hypervisor"].get<std::string>();
+  add("timers", fmt::format("ARAT {}; broadcast device {}; cpuidle {}; spinlock {}{}", h["arat"].get<bool>() ? "yes" : "no",
+                            h["broadcast_device"].get<std::string>().empty() ? "?" : h["broadcast_device"].get<std::string>(),
+                            h["cpuidle_driver"].get<std::string>().empty() ? "none" : h["cpuidle_driver"].get<std::string>(),
+                            h["spinlock"].get<std::string>(), hv.empty() ? "" : "; hypervisor " + hv));
+  add("started", fmt::format("{} (CLOCK_MONOTONIC {:.3f} s), interval {:.3f} s", j["start"].get<std::string>(),
+                             j["start_mono_ns"].get<uint64_t>() / 1e9, j["interval_ns"].get<uint64_t>() / 1e9));
+  add("probes", fmt::format("{} of {} attached", j["probes_attached"].get<int>(), j["probes"].size()));
+  for (const auto& p : j["probes"]) {
+    if (p["status"] == "attached")
+      out += fmt::format("  {:<12} attached     {:<12} {} {}\n", p["name"].get<std::string>(), p["backend"].get<std::string>(),
+                         p["symbol"].get<std::string>(), p["via"].get<std::string>());
+    else
+      out += fmt::format("  {:<12} unavailable  {}\n", p["name"].get<std::string>(), p["reason"].get<std::string>());
+  }
+  for (const auto& n : j["status_changes"])
+    out += fmt::format("  {:<12} changed mid-run: {}\n", n["probe"].get<std::string>(), n["summary"].get<std::string>());
+  const auto& in = j["integrity"];
+  const uint64_t ns = in["samples"].get<uint64_t>();
+  if (ns)
+    add("samples", fmt::format("{} in {} frames over {:.3f} s; {:.0f} B per sample ({:.1f} B per CPU); keyframes {}, "
+                               "zstd-compressed {}; {:.0f} B per sample uncompressed",
+                               ns, in["frames"].get<uint64_t>(), in["span_s"].get<double>(),
+                               in["bytes_per_sample"].get<double>(), in["bytes_per_cpu_sample"].get<double>(),
+                               in["keyframes"].get<uint64_t>(), in["compressed_samples"].get<uint64_t>(),
+                               in["raw_bytes_per_sample"].get<double>()));
+  else
+    add("samples", fmt::format("none ({} frames)", in["frames"].get<uint64_t>()));
+  const auto& ix = in["index"];
+  std::string ixs = ix["status"].get<std::string>();
+  if (ixs == "present")
+    ixs += fmt::format(" ({} keyframes)", ix["keyframes"].get<size_t>());
+  else
+    ixs += ": " + ix["reason"].get<std::string>() + (ixs == "unusable" ? "; seeks scan the frames" : "");
+  add("index", ixs);
+  if (!in["damage"].is_null())
+    add("end", fmt::format("DAMAGED at byte {}: {}; the {} samples before it are intact",
+                           in["damage"]["offset"].get<uint64_t>(), in["damage"]["reason"].get<std::string>(), ns));
+  else if (in["complete"].get<bool>())
+    add("end", "clean (END frame)");
+  else
+    add("end", "not closed by its writer (no END frame): killed, out of disk, or still recording; every frame is intact");
+  if (in["unknown_frames"].get<uint64_t>())
+    add("note", fmt::format("{} frames of a later format minor version were skipped", in["unknown_frames"].get<uint64_t>()));
+  return out;
+}
+
+}  // namespace schedhot

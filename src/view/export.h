@@ -1,0 +1,77 @@
+// Whole-recording views: `schedhot export` (CSV, JSON, Chrome trace-event JSON for the
+// Perfetto UI) and `schedhot info` (metadata and integrity summary).
+//
+// Export streams samples one by one (memory does not grow with the recording) and gets
+// every number from model/interval.h: an interval is two consecutive samples in the
+// window, its rates are events/s over that interval and its percentiles come from the
+// interval's delta histogram. A probe that is absent in an interval (unavailable, or
+// not attached yet) is an empty CSV cell, a JSON null, or no trace event: never 0.
+// Schemas: README "Export formats" and "Info JSON".
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "sample/sample.h"
+#include "view/report.h"
+
+namespace schedhot {
+
+class RecordingReader;
+
+enum class ExportFormat { csv, json, perfetto };
+/// "csv" | "json" | "perfetto". Throws std::invalid_argument with a one-line message.
+ExportFormat parse_export_format(const std::string& s);
+
+/// One exported number per CPU and interval.
+struct ExportMetric {
+  enum class Kind { rate, p50, p99 };
+  int probe = -1;       ///< index in Meta::probes
+  std::string field;    ///< counter (or counter array, summed) or histogram field
+  Kind kind = Kind::rate;
+  std::string column;   ///< "calls_per_s", "lat_p99_ns": the name within its probe
+  std::string name;     ///< probe.column: "nohz_exit.calls_per_s", "cpupri_set.lat_p99_ns"
+  const char* unit() const { return kind == Kind::rate ? "1/s" : "ns"; }
+};
+/// The metrics of a recording, in column order: for every probe of meta (attached or
+/// not, so the columns are the same for every file of a run), its primary and secondary
+/// counters as rates (events/s), then p50 and p99 of its duration histogram (ns). A probe
+/// unknown to this build contributes every counter and histogram of its slot layout.
+std::vector<ExportMetric> export_metrics(const Meta& meta);
+
+/// Export options.
+struct ExportOptions {
+  ExportFormat format = ExportFormat::csv;
+  double from_s = -1;        ///< window start, s since time zero (<0: from the start)
+  double to_s = -1;          ///< window end, s since time zero (<0: to the end)
+  /// Time zero, CLOCK_MONOTONIC ns: the recording's first sample. Unset: the first sample
+  /// read (set it when the source was sought into the window).
+  std::optional<uint64_t> t0_mono_ns;
+  std::vector<int> cpus;     ///< CPUs to export; empty: the online CPUs of the metadata
+};
+
+/// What an export wrote.
+struct ExportResult {
+  uint32_t samples = 0;      ///< samples inside the window
+  uint64_t intervals = 0;    ///< intervals written (consecutive sample pairs with time between them)
+};
+
+/// Streams src's samples to out in opts.format. source() is called once at the end for
+/// the JSON document's "source" member (the reader knows about damage only then).
+/// Throws std::runtime_error when out fails.
+ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOptions& opts,
+                            const std::function<SourceInfo()>& source);
+
+/// The `schedhot info` document (schema "schedhot.info/1", README): metadata, probes and
+/// integrity (frames, samples, time span, bytes per sample, index, clean end or damaged
+/// tail). Reads every remaining frame of r to check it.
+nlohmann::json recording_info(RecordingReader& r, const std::string& file);
+/// Renders an info document as text for a terminal.
+std::string render_info_text(const nlohmann::json& info);
+
+}  // namespace schedhot

@@ -1,0 +1,497 @@
+#include "view/layout.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <tuple>
+
+#include <fmt/format.h>
+
+#include "sys/cpulist.h"
+
+namespace schedhot::tui {
+
+// ---- text -------------------------------------------------------------------------
+
+namespace {
+
+bool is_continuation(unsigned char c) { return (c & 0xC0) == 0x80; }
+
+std::string right(std::string_view s, int width) {
+  int n = cells(s);
+  if (n >= width) return std::string(s.substr(0, byte_of_cell(s, width)));
+  return std::string(size_t(width - n), ' ') + std::string(s);
+}
+
+}  // namespace
+
+size_t byte_of_cell(std::string_view s, int cell) {
+  size_t i = 0;
+  for (int n = 0; i < s.size(); ++i) {
+    if (is_continuation(static_cast<unsigned char>(s[i]))) continue;
+    if (n++ == cell) return i;
+  }
+  return s.size();
+}
+
+int cells(std::string_view s) {
+  int n = 0;
+  for (unsigned char c : s) n += !is_continuation(c);
+  return n;
+}
+
+std::string fit(std::string_view s, int width) {
+  if (width <= 0) return {};
+  std::string out(s.substr(0, byte_of_cell(s, width)));
+  int n = cells(out);
+  if (n < width) out.append(size_t(width - n), ' ');
+  return out;
+}
+
+Line& Line::add(std::string_view s, Role role) {
+  if (role != Role::normal && !s.empty()) spans.push_back({width(), cells(s), role});
+  text += s;
+  return *this;
+}
+
+int Line::width() const { return cells(text); }
+
+void clip(Line& l, int width) {
+  if (l.width() <= width) return;
+  l.text.resize(byte_of_cell(l.text, std::max(width, 0)));
+  std::vector<Span> kept;
+  for (Span s : l.spans) {
+    if (s.col >= width) continue;
+    s.len = std::min(s.len, width - s.col);
+    kept.push_back(s);
+  }
+  l.spans = std::move(kept);
+}
+
+// ---- table values -------------------------------------------------------------------
+
+std::vector<int> column_probes(const Interval& iv) {
+  std::vector<int> out;
+  const Meta& m = iv.meta();
+  for (const CpuColumn& col : cpu_columns()) {
+    int p = col.kind == CpuColumnKind::model ? -1 : m.probe_index(col.probe);
+    bool ok = p >= 0 && m.probes[p].status.attached && iv.present(p);
+    out.push_back(ok ? p : -1);
+  }
+  return out;
+}
+
+double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus) {
+  if (col.kind == CpuColumnKind::model) return kBlank;
+  if (probe < 0) return kUnavailable;
+  if (col.kind == CpuColumnKind::rate) return iv.rate(probe, col.field, cpus);
+  HistSummary h = iv.hist(probe, col.field, cpus);
+  return h.count ? h.p99 : kBlank;
+}
+
+namespace {
+
+/// Values of row: every column (only == kEveryColumn) or table column `only` alone.
+void fill_values(const Interval& iv, const std::vector<int>& probes, TableRow& row, int only) {
+  const auto& cols = cpu_columns();
+  row.v.assign(cols.size(), kBlank);
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (only == kEveryColumn || only == static_cast<int>(i) + 1) row.v[i] = column_value(iv, cols[i], probes[i], row.cpus);
+}
+
+}  // namespace
+
+void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count) {
+  const std::vector<int> probes = column_probes(iv);
+  for (size_t i = first; i < rows.size() && i - first < count; ++i) fill_values(iv, probes, rows[i], kEveryColumn);
+}
+
+std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only) {
+  const std::vector<int> probes = column_probes(iv);
+  std::vector<TableRow> rows;
+  rows.reserve(cpus.size());
+  for (int c : cpus) {
+    TableRow r;
+    r.label = std::to_string(c);
+    r.cpus = {c};
+    r.key = c;
+    fill_values(iv, probes, r, only);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+const char* to_string(TopoLevel l) {
+  switch (l) {
+    case TopoLevel::core: return "core";
+    case TopoLevel::llc: return "LLC";
+    case TopoLevel::node: return "node";
+    case TopoLevel::package: return "package";
+  }
+  return "?";
+}
+
+std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus, TopoLevel level) {
+  std::map<int, const CpuTopology*> by_cpu;
+  for (const CpuTopology& t : h.topology) by_cpu[t.cpu] = &t;
+  // Group key: (package, die, core) for cores, the id for the other levels; unknown last.
+  using Key = std::tuple<int, int, int>;
+  std::map<Key, CpuGroup> groups;
+  for (int c : cpus) {
+    auto it = by_cpu.find(c);
+    const CpuTopology* t = it == by_cpu.end() ? nullptr : it->second;
+    Key k{-1, -1, -1};
+    std::string label = "unknown";
+    if (t && level == TopoLevel::core) {
+      if (t->package >= 0 && t->core >= 0) {
+        k = {t->package, t->die, t->core};
+        label = fmt::format("pkg{} core{}", t->package, t->core);
+      }
+    } else if (t) {
+      const int id = level == TopoLevel::llc ? t->llc : level == TopoLevel::node ? t->node : t->package;
+      if (id >= 0) {
+        k = {id, 0, 0};
+        label = fmt::format("{} {}", level == TopoLevel::package ? "pkg" : to_string(level), id);
+      }
+    }
+    CpuGroup& g = groups[k];
+    g.label = label;
+    g.cpus.push_back(c);
+  }
+  std::vector<CpuGroup> out;
+  for (auto& [k, g] : groups) {
+    std::sort(g.cpus.begin(), g.cpus.end());
+    out.push_back(std::move(g));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const CpuGroup& a, const CpuGroup& b) {
+    if ((a.label == "unknown") != (b.label == "unknown")) return b.label == "unknown";
+    return a.cpus.front() < b.cpus.front();
+  });
+  return out;
+}
+
+std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only) {
+  const std::vector<int> probes = column_probes(iv);
+  std::vector<TableRow> rows;
+  for (const CpuGroup& g : groups) {
+    TableRow r;
+    r.label = g.label;
+    r.cpus = g.cpus;
+    r.key = g.cpus.empty() ? 0 : g.cpus.front();
+    fill_values(iv, probes, r, only);
+    rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+int table_columns() { return static_cast<int>(cpu_columns().size()) + 1; }
+
+std::string column_header(int i) {
+  if (i <= 0 || i >= table_columns()) return "CPU";
+  return cpu_columns()[size_t(i - 1)].header;
+}
+
+int find_column(std::string_view name) {
+  if (name == "cpu" || name == "CPU") return 0;
+  if (name.empty()) return -1;
+  const auto& cols = cpu_columns();
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (name == cols[i].probe || name == cols[i].header) return static_cast<int>(i) + 1;
+  return -1;
+}
+
+void sort_rows(std::vector<TableRow>& rows, int col, bool reverse) {
+  const size_t vi = col >= 1 && col < table_columns() ? size_t(col - 1) : SIZE_MAX;
+  std::sort(rows.begin(), rows.end(), [&](const TableRow& a, const TableRow& b) {
+    if (vi != SIZE_MAX && a.v[vi] != b.v[vi]) return reverse ? a.v[vi] < b.v[vi] : a.v[vi] > b.v[vi];
+    if (vi == SIZE_MAX && reverse) return a.key > b.key;
+    return a.key < b.key;
+  });
+}
+
+double column_peak(const std::vector<TableRow>& rows, int col) {
+  double best = kBlank;
+  if (col < 1 || col >= table_columns()) return best;
+  for (const TableRow& r : rows)
+    if (r.v[size_t(col - 1)] >= 0) best = std::max(best, r.v[size_t(col - 1)]);
+  return best;
+}
+
+std::string cell_text(const CpuColumn& col, double v) {
+  if (v == kUnavailable) return "-";
+  if (v == kBlank) return "";
+  return col.kind == CpuColumnKind::p99 ? format_ns(v) : format_rate(v);
+}
+
+std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableStyle& st) {
+  const auto& cols = cpu_columns();
+  int label_w = std::max(cells(st.label_header), 4);
+  for (const TableRow& r : rows) label_w = std::max(label_w, cells(r.label));
+  std::vector<Line> out;
+  Line head;
+  auto header_cell = [&](const std::string& text, int w, int col, bool left) {
+    head.add(" ", Role::head);
+    std::string t = left ? fit(text, w) : right(text, w);
+    head.add(t, col == st.sort_col ? Role::sort_head : Role::head);
+  };
+  // Groups: CPU count and list (cut at kMaxListCells) after the label.
+  constexpr int kMaxListCells = 30;
+  std::vector<std::string> lists;
+  int list_w = 8;
+  if (st.cpu_list)
+    for (const TableRow& r : rows) {
+      std::string l = format_cpulist(r.cpus);
+      if (cells(l) > kMaxListCells) l = l.substr(0, byte_of_cell(l, kMaxListCells - 3)) + "...";
+      list_w = std::max(list_w, cells(l));
+      lists.push_back(std::move(l));
+    }
+  header_cell(st.label_header, label_w, 0, st.cpu_list);
+  if (st.cpu_list) {
+    header_cell("CPUs", 4, -1, false);
+    header_cell("CPU list", list_w, -1, true);
+  }
+  // Value columns that fit, from first_col on; the CPU list (groups) takes what is left.
+  int used = head.width();
+  std::vector<size_t> shown;
+  for (size_t i = size_t(std::max(st.first_col, 0)); i < cols.size(); ++i) {
+    int w = std::max(7, cells(cols[i].header));
+    if (used + 1 + w > st.width) break;
+    header_cell(cols[i].header, w, int(i) + 1, false);
+    used += 1 + w;
+    shown.push_back(i);
+  }
+  if (head.width() < st.width) head.add(std::string(size_t(st.width - head.width()), ' '), Role::head);
+  clip(head, st.width);
+  out.push_back(std::move(head));
+
+  const int nrows = st.height > 0 ? st.height - 1 : static_cast<int>(rows.size());
+  for (int i = std::max(st.first_row, 0); i < static_cast<int>(rows.size()) && i < st.first_row + nrows; ++i) {
+    const TableRow& r = rows[size_t(i)];
+    Line l;
+    l.add(" ");
+    l.add(st.cpu_list ? fit(r.label, label_w) : right(r.label, label_w));
+    if (st.cpu_list) {
+      l.add(" " + right(std::to_string(r.cpus.size()), 4));
+      l.add(" " + fit(lists[size_t(i)], list_w), Role::dim);
+    }
+    for (size_t ci : shown) {
+      int w = std::max(7, cells(cols[ci].header));
+      std::string t = cell_text(cols[ci], r.v[ci]);
+      l.add(" ");
+      l.add(right(t, w), r.v[ci] == kUnavailable ? Role::dim : Role::normal);
+    }
+    clip(l, st.width);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// ---- histogram ----------------------------------------------------------------------
+
+std::vector<HistRow> hist_rows(std::span<const uint64_t> buckets, const HistSummary& s, int max_rows) {
+  std::vector<HistRow> rows;
+  const int last = hist_top_bucket(buckets);
+  if (last < 0 || max_rows <= 0) return rows;
+  int first = 0;
+  while (buckets[size_t(first)] == 0) ++first;
+  const int n = last - first + 1;
+  const int per = (n + max_rows - 1) / max_rows;
+  for (int b0 = first; b0 <= last; b0 += per) {
+    int b1 = std::min(b0 + per - 1, last);
+    HistRow r;
+    r.lo = sh_hist_lower(uint32_t(b0));
+    r.hi = sh_hist_lower(uint32_t(b1)) + sh_hist_width(uint32_t(b1));
+    for (int b = b0; b <= b1; ++b) r.count += buckets[size_t(b)];
+    rows.push_back(r);
+  }
+  const std::pair<const char*, double> marks[] = {{"p10", s.p10}, {"p50", s.p50}, {"p90", s.p90},
+                                                  {"p98", s.p98}, {"p99", s.p99}, {"max", double(s.max_ns)}};
+  for (auto [name, v] : marks) {
+    size_t at = rows.size() - 1;  // above the last bucket (clamped values): the last row
+    for (size_t i = 0; i < rows.size(); ++i)
+      if (v < double(rows[i].hi)) {
+        at = i;
+        break;
+      }
+    rows[at].marks += (rows[at].marks.empty() ? "" : " ") + std::string(name);
+  }
+  return rows;
+}
+
+std::vector<Line> render_histogram(const std::string& title, std::span<const uint64_t> buckets, const HistSummary& s,
+                                   int width, int height, bool utf8) {
+  std::vector<Line> out;
+  Line t;
+  t.add(title, Role::title);
+  if (s.count) t.add(fmt::format(": {} events, mean {}", s.count, format_ns(s.mean_ns)));
+  out.push_back(std::move(t));
+  if (!s.count) {
+    out.push_back(Line().add("no events in this interval", Role::dim));
+    return out;
+  }
+  Line p;
+  const std::pair<const char*, double> pct[] = {{"p10", s.p10}, {"p50", s.p50}, {"p90", s.p90},
+                                                {"p98", s.p98}, {"p99", s.p99}, {"max", double(s.max_ns)}};
+  for (auto [name, v] : pct) {
+    p.add(name, Role::mark);
+    p.add(fmt::format(" {}  ", format_ns(v)));
+  }
+  p.add(fmt::format("(ns; percentiles within +-{:.1f}%)", kPercentileRelError * 100), Role::dim);
+  out.push_back(std::move(p));
+  out.push_back(Line().add(fmt::format("{:>8} {:>8} {:>10}  bars: count per range", "from", "to", "count"), Role::head));
+  const int rows_h = std::max(height - 3, 1);
+  std::vector<HistRow> rows = hist_rows(buckets, s, rows_h);
+  uint64_t most = 0;
+  for (auto& r : rows) most = std::max(most, r.count);
+  const int fixed = 8 + 1 + 8 + 1 + 10 + 2;
+  const int bar_w = std::max(width - fixed - 24, 4);
+  for (const HistRow& r : rows) {
+    Line l;
+    l.add(fmt::format("{:>8} {:>8} {:>10}  ", format_ns(double(r.lo)), format_ns(double(r.hi)), r.count));
+    int len = most ? static_cast<int>(std::lround(double(r.count) * bar_w / double(most))) : 0;
+    if (r.count && len == 0) len = 1;
+    std::string bar;
+    for (int i = 0; i < len; ++i) bar += utf8 ? "\u2588" : "#";
+    l.add(bar, Role::bar);
+    if (!r.marks.empty()) {
+      l.add(std::string(size_t(bar_w - len + 1), ' '));
+      l.add(r.marks, Role::mark);
+    }
+    clip(l, width);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// ---- header, summary, help ------------------------------------------------------------
+
+std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width) {
+  std::vector<Line> out;
+  Line top;
+  top.add(fmt::format("schedhot {}", h.mode), Role::title);
+  top.add("  host ", Role::label).add(meta.host.hostname);
+  top.add("  kernel ", Role::label).add(meta.host.kernel_release);
+  top.add("  CPUs ", Role::label).add(fmt::format("{} online of {}", meta.host.online.size(), meta.ncpus));
+  top.add("  interval ", Role::label).add(fmt::format("{:.3g} s", double(h.interval_ns) / 1e9));
+  int pad = width - top.width() - cells(h.when);
+  top.add(std::string(size_t(std::max(pad, 2)), ' '));
+  top.add(h.when, Role::title);
+  clip(top, width);
+  out.push_back(std::move(top));
+
+  // Probes: attached ones packed on lines, each unavailable one with its reason.
+  Line l;
+  l.add("probes", Role::label);
+  for (const ProbeMeta& pm : meta.probes) {
+    const ProbeStatus& st = pm.status;
+    std::string text = st.attached ? fmt::format("{} {}", pm.name, st.backend_label()) : pm.name + " unavailable: " + st.reason;
+    if (l.width() + 2 + cells(text) > width && l.width() > 0) {
+      out.push_back(std::move(l));
+      l = Line();
+      l.add("      ");
+    }
+    l.add("  ");
+    if (l.width() + cells(text) > width)
+      text = std::string(text.substr(0, byte_of_cell(text, std::max(width - l.width() - 3, 0)))) + "...";
+    l.add(text, st.attached ? Role::good : Role::bad);
+  }
+  out.push_back(std::move(l));
+
+  Line c;
+  c.add("lost", Role::label).add(fmt::format(" {}", h.lost), h.lost ? Role::bad : Role::normal);
+  c.add("  cost", Role::label).add(" " + h.cost);
+  if (!h.state.empty()) c.add("  ").add(h.state, Role::title);
+  clip(c, width);
+  out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<Line> render_summary(const Interval& iv, std::span<const int> cpus, int width) {
+  std::vector<Line> out;
+  const std::string fmtline = "{:<12} {:<26} {:>12} {:>9} {:>7} {:>7} {:>7} {:>7}";
+  out.push_back(Line().add(fmt::format(fmt::runtime(fmtline), "PROBE", "BACKEND", "EVENTS", "RATE/s", "p50", "p90",
+                                       "p99", "max"),
+                           Role::head));
+  clip(out.back(), width);
+  const Meta& m = iv.meta();
+  for (size_t pi = 0; pi < m.probes.size(); ++pi) {
+    const int p = static_cast<int>(pi);
+    const ProbeMeta& pm = m.probes[pi];
+    const ProbeSpec* spec = find_probe(pm.name);
+    Line l;
+    if (!pm.status.attached || !iv.present(p) || !spec) {
+      l.add(fmt::format("{:<12} ", pm.name));
+      l.add(pm.status.attached ? "no data" : "unavailable: " + pm.status.reason, Role::bad);
+    } else {
+      std::string backend = pm.status.backend_label();
+      std::string p50 = "", p90 = "", p99 = "", mx = "";
+      if (!spec->hist.empty()) {
+        HistSummary h = iv.hist(p, spec->hist, cpus);
+        if (h.count) p50 = format_ns(h.p50), p90 = format_ns(h.p90), p99 = format_ns(h.p99), mx = format_ns(double(h.max_ns));
+      }
+      l.add(fmt::format("{:<12} ", pm.name));
+      l.add(fmt::format("{:<26}", backend.size() > 26 ? backend.substr(0, 23) + "..." : backend), Role::good);
+      l.add(fmt::format(" {:>12} {:>9} {:>7} {:>7} {:>7} {:>7}", iv.count(p, spec->primary, cpus),
+                        format_rate(iv.rate(p, spec->primary, cpus)), p50, p90, p99, mx));
+    }
+    clip(l, width);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+std::vector<Line> render_help(bool live, int width) {
+  struct K {
+    const char* keys;
+    const char* what;
+    int only;  ///< 0 both, 1 live, 2 replay
+  };
+  static const K keys[] = {
+      {"q", "quit", 0},
+      {"?", "this help (any key closes it)", 0},
+      {"space", "pause the display (sampling and recording go on)", 1},
+      {"space", "play / pause", 2},
+      {"+ -", "sampling interval longer / shorter", 1},
+      {"+ -", "playing speed 1x..16x", 2},
+      {"t T", "previous / next sample", 2},
+      {"j", "jump to a time since the start (30, 2.5s, 1m)", 2},
+      {"w", "jump to the worst sample for the sort column", 2},
+      {"< > F6", "sort column left / right", 0},
+      {"r", "reverse the sort order", 0},
+      {"/", "filter CPUs: a list or ranges (0-7,16); empty = all", 0},
+      {"arrows PgUp PgDn", "scroll rows; left / right scroll columns", 0},
+      {"Home End", "first / last rows", 0},
+      {"c", "per-CPU table", 0},
+      {"h H", "histogram view: next / previous probe (filtered CPUs, or all)", 0},
+      {"o", "topology view: CPUs folded into cores, LLCs, nodes, packages (o again: next level)", 0},
+      {"s", "one summary line per probe", 0},
+      {"Esc", "back to the per-CPU table; cancels a prompt", 0},
+  };
+  std::vector<Line> out;
+  out.push_back(Line().add(live ? "schedhot top: keys" : "schedhot replay: keys", Role::title));
+  out.push_back(Line());
+  for (const K& k : keys) {
+    if (k.only == (live ? 2 : 1)) continue;
+    Line l;
+    l.add(fmt::format("  {:<18}", k.keys), Role::label).add(k.what);
+    clip(l, width);
+    out.push_back(std::move(l));
+  }
+  out.push_back(Line());
+  out.push_back(Line().add("Rates are events/s between two adjacent samples; times in ns (us/ms/s where marked).", Role::dim));
+  out.push_back(Line().add("'-' = probe unavailable. xfer/s (cacheline transfers) stays blank: the model is not there yet.",
+                           Role::dim));
+  for (auto& l : out) clip(l, width);
+  return out;
+}
+
+Screen render_too_small(int width, int height) {
+  Screen s;
+  s.push_back(Line().add("terminal too small", Role::bad));
+  s.push_back(Line().add(fmt::format("{}x{}, need {}x{}", width, height, kMinWidth, kMinHeight)));
+  for (auto& l : s) clip(l, width);
+  return s;
+}
+
+}  // namespace schedhot::tui

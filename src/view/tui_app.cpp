@@ -1,0 +1,388 @@
+#include "view/tui_app.h"
+
+#include <algorithm>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "sys/cpulist.h"
+
+namespace schedhot::tui {
+
+std::string TuiFeed::step(int) { return "only in replay"; }
+std::string TuiFeed::jump(uint64_t) { return "only in replay"; }
+std::string TuiFeed::jump_worst(const std::function<double(const Interval&)>&) { return "only in replay"; }
+
+namespace {
+
+/// A feed's message for the status line, after the key that asked ("t: at the first sample").
+std::string keyed(int key, const std::string& msg) { return msg.empty() ? "" : fmt::format("{}: {}", char(key), msg); }
+
+}  // namespace
+
+TuiApp::TuiApp(TuiFeed& feed, TuiOptions opts)
+    : feed_(feed), opts_(std::move(opts)), sort_col_(opts_.sort_col), reverse_(opts_.reverse), filter_(opts_.filter) {
+  if (sort_col_ < 0 || sort_col_ >= table_columns()) sort_col_ = 1;
+  if (!filter_.empty()) filter_text_ = format_cpulist(filter_);
+  const Meta& m = feed_.meta();
+  hist_probe_ = m.probe_index("cpupri_set");
+  if (hist_probe_ < 0) cycle_hist(1);
+}
+
+std::vector<int> TuiApp::shown_cpus() const {
+  if (!filter_.empty()) return filter_;
+  const Meta& m = feed_.meta();
+  std::vector<int> v;
+  for (int c : m.host.online)
+    if (c >= 0 && c < static_cast<int>(m.ncpus)) v.push_back(c);
+  if (v.empty())
+    for (uint32_t c = 0; c < m.ncpus; ++c) v.push_back(static_cast<int>(c));
+  return v;
+}
+
+double TuiApp::worst_score(const Interval& iv) const {
+  if (sort_col_ < 1 || sort_col_ >= table_columns()) return -1;
+  std::vector<int> cpus = shown_cpus();
+  std::vector<TableRow> rows = view_ == View::topo ? group_rows(iv, fold_topology(iv.meta().host, cpus, level_), sort_col_)
+                                                   : cpu_rows(iv, cpus, sort_col_);
+  double peak = column_peak(rows, sort_col_);
+  return peak >= 0 ? peak : -1;
+}
+
+void TuiApp::cycle_hist(int dir) {
+  const Meta& m = feed_.meta();
+  const int n = static_cast<int>(m.probes.size());
+  const int start = hist_probe_ >= 0 ? hist_probe_ : (dir > 0 ? n - 1 : 0);
+  for (int i = 1; i <= n; ++i) {
+    int p = ((start + dir * i) % n + n) % n;
+    const ProbeSpec* spec = find_probe(m.probes[size_t(p)].name);
+    if (spec && !spec->hist.empty()) {
+      hist_probe_ = p;
+      return;
+    }
+  }
+}
+
+bool TuiApp::on_prompt_key(int key) {
+  if (key == kKeyEsc) {
+    prompt_ = Prompt::none;
+  } else if (key == kKeyEnter || key == '\r') {
+    commit_prompt();
+    prompt_ = Prompt::none;
+  } else if (key == kKeyBackspace || key == 8) {
+    if (!input_.empty()) input_.pop_back();
+  } else if (key >= 32 && key < 127) {
+    if (input_.size() < 200) input_.push_back(static_cast<char>(key));
+  }
+  return true;
+}
+
+void TuiApp::commit_prompt() {
+  const Meta& m = feed_.meta();
+  if (prompt_ == Prompt::filter) {
+    if (input_.empty()) {
+      filter_.clear();
+      filter_text_.clear();
+      first_row_ = 0;
+      return;
+    }
+    std::vector<int> want;
+    try {
+      want = parse_cpulist(input_, static_cast<int>(m.ncpus));
+    } catch (const std::invalid_argument& e) {
+      message_ = fmt::format("filter: {}", e.what());
+      return;
+    }
+    std::vector<int> online = m.host.online, keep;
+    for (int c : want)
+      if (online.empty() || std::find(online.begin(), online.end(), c) != online.end()) keep.push_back(c);
+    if (keep.empty()) {
+      message_ = fmt::format("filter: bad CPU list '{}': no online CPU in it", input_);
+      return;
+    }
+    filter_ = keep;
+    filter_text_ = format_cpulist(keep);
+    first_row_ = 0;
+  } else if (prompt_ == Prompt::jump) {
+    if (!opts_.parse_time) return;
+    try {
+      message_ = keyed('j', feed_.jump(opts_.parse_time(input_)));
+    } catch (const std::invalid_argument& e) {
+      message_ = fmt::format("j: {}", e.what());
+    }
+  }
+}
+
+bool TuiApp::on_key(int key) {
+  if (key == kNoKey || key == kKeyResize) return true;
+  if (help_) {
+    help_ = false;
+    return true;
+  }
+  if (prompt_ != Prompt::none) return on_prompt_key(key);
+  message_.clear();
+  const int ncols = table_columns();
+  switch (key) {
+    case 'q':
+      return false;
+    case '?':
+      help_ = true;
+      break;
+    case ' ':
+      feed_.toggle_pause();
+      break;
+    case '+':
+    case '=':
+      message_ = feed_.adjust(1);
+      break;
+    case '-':
+      message_ = feed_.adjust(-1);
+      break;
+    case '<':
+      sort_col_ = (sort_col_ - 1 + ncols) % ncols;
+      break;
+    case '>':
+    case kKeyF6:
+      sort_col_ = (sort_col_ + 1) % ncols;
+      break;
+    case 'r':
+      reverse_ = !reverse_;
+      break;
+    case '/':
+      prompt_ = Prompt::filter;
+      input_ = filter_text_;
+      break;
+    case kKeyUp:
+      first_row_ = std::max(first_row_ - 1, 0);
+      break;
+    case kKeyDown:
+      first_row_ = std::min(first_row_ + 1, std::max(row_count_ - page_, 0));
+      break;
+    case kKeyPgUp:
+      first_row_ = std::max(first_row_ - page_, 0);
+      break;
+    case kKeyPgDn:
+      first_row_ = std::min(first_row_ + page_, std::max(row_count_ - page_, 0));
+      break;
+    case kKeyHome:
+      first_row_ = 0;
+      break;
+    case kKeyEnd:
+      first_row_ = std::max(row_count_ - page_, 0);
+      break;
+    case kKeyLeft:
+      if (view_ == View::hist) cycle_hist(-1);
+      else first_col_ = std::max(first_col_ - 1, 0);
+      break;
+    case kKeyRight:
+      if (view_ == View::hist) cycle_hist(1);
+      else first_col_ = std::min(first_col_ + 1, ncols - 2);
+      break;
+    case 'c':
+    case kKeyEsc:
+      view_ = View::cpus;
+      break;
+    case 'h':
+    case 'H':
+      if (view_ != View::hist) {
+        view_ = View::hist;
+        // Start at the sort column's probe when it has a histogram.
+        if (sort_col_ >= 1) {
+          int p = feed_.meta().probe_index(cpu_columns()[size_t(sort_col_ - 1)].probe);
+          const ProbeSpec* spec = p >= 0 ? find_probe(feed_.meta().probes[size_t(p)].name) : nullptr;
+          if (spec && !spec->hist.empty()) hist_probe_ = p;
+        }
+      } else {
+        cycle_hist(key == 'h' ? 1 : -1);
+      }
+      break;
+    case 'o':
+      if (view_ != View::topo) view_ = View::topo;
+      else level_ = static_cast<TopoLevel>((static_cast<int>(level_) + 1) % kTopoLevels);
+      first_row_ = 0;
+      break;
+    case 's':
+      view_ = View::summary;
+      break;
+    case 't':
+    case 'T':
+      message_ = keyed(key, feed_.step(key == 't' ? -1 : 1));
+      break;
+    case 'j':
+      if (feed_.live()) {
+        message_ = keyed(key, feed_.jump(0));
+      } else {
+        prompt_ = Prompt::jump;
+        input_.clear();
+      }
+      break;
+    case 'w':
+      if (!feed_.live() && sort_col_ == 0) {
+        message_ = "w: sort by a value column first (< >)";
+        break;
+      }
+      message_ = keyed(key, feed_.jump_worst([this](const Interval& iv) { return worst_score(iv); }));
+      break;
+    default:
+      message_ = key >= 32 && key < 127 ? fmt::format("unknown key '{}' (? for help)", static_cast<char>(key))
+                                        : "unknown key (? for help)";
+  }
+  return true;
+}
+
+namespace {
+
+std::string sort_words(int col, bool reverse) {
+  bool lowest_first = (col == 0) != reverse;
+  return lowest_first ? "lowest first" : "highest first";
+}
+
+std::string rows_text(int first, int shown, int total) {
+  if (total == 0) return "no rows";
+  return fmt::format("rows {}-{} of {}", first + 1, first + shown, total);
+}
+
+}  // namespace
+
+std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) {
+  const Meta& m = iv.meta();
+  std::vector<int> cpus = shown_cpus();
+  std::vector<TableRow> rows;
+  std::string what;
+  if (view_ == View::topo) {
+    std::vector<CpuGroup> groups = fold_topology(m.host, cpus, level_);
+    rows = group_rows(iv, groups, sort_col_);
+    what = fmt::format("Topology by {}: {} groups of {} CPUs", to_string(level_), groups.size(), cpus.size());
+  } else {
+    rows = cpu_rows(iv, cpus, sort_col_);
+    what = fmt::format("Per CPU: {} of {} CPUs", cpus.size(), m.host.online.empty() ? m.ncpus : m.host.online.size());
+  }
+  sort_rows(rows, sort_col_, reverse_);
+  page_ = std::max(height - 2, 1);
+  row_count_ = static_cast<int>(rows.size());
+  first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
+  const int shown = std::min(page_, row_count_ - first_row_);
+  fill_rows(iv, rows, size_t(first_row_), size_t(shown));
+  std::string sort_name = sort_col_ == 0 && view_ == View::topo ? std::string(to_string(level_)) : column_header(sort_col_);
+  Line title;
+  title.add(what, Role::title);
+  if (!filter_.empty()) title.add("  filter ", Role::label).add(filter_text_);
+  title.add("  sorted by ", Role::label).add(fmt::format("{} ({})", sort_name, sort_words(sort_col_, reverse_)));
+  title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);
+  if (view_ == View::topo) title.add("  o: next level", Role::dim);
+  clip(title, width);
+  TableStyle st;
+  st.label_header = view_ == View::topo ? to_string(level_) : "CPU";
+  st.cpu_list = view_ == View::topo;
+  st.sort_col = sort_col_;
+  st.reverse = reverse_;
+  st.first_row = first_row_;
+  st.first_col = first_col_;
+  st.width = width;
+  st.height = height - 1;
+  std::vector<Line> out = {title};
+  for (Line& l : render_table(rows, st)) out.push_back(std::move(l));
+  return out;
+}
+
+std::vector<Line> TuiApp::body(int width, int height) {
+  const Meta& m = feed_.meta();
+  if (!feed_.first() || !feed_.last()) {
+    return {Line().add(fmt::format("waiting for the second sample (rates need two; interval {:.3g} s)",
+                                   double(feed_.interval_ns()) / 1e9),
+                       Role::dim)};
+  }
+  Interval iv(m, *feed_.first(), *feed_.last());
+  std::vector<int> cpus = shown_cpus();
+  std::string over = filter_.empty() ? "all CPUs" : "CPUs " + filter_text_;
+  switch (view_) {
+    case View::cpus:
+    case View::topo:
+      return table_body(iv, width, height);
+    case View::summary: {
+      std::vector<Line> out = {Line().add(fmt::format("Summary per probe over {}, {:.3g} s", over, iv.seconds()), Role::title)};
+      for (Line& l : render_summary(iv, cpus, width)) out.push_back(std::move(l));
+      return out;
+    }
+    case View::hist: {
+      if (hist_probe_ < 0) return {Line().add("no probe has a histogram", Role::dim)};
+      const ProbeMeta& pm = m.probes[size_t(hist_probe_)];
+      const ProbeSpec* spec = find_probe(pm.name);
+      const Field* f = spec ? pm.layout.find(spec->hist) : nullptr;
+      std::vector<Line> out = {
+          Line().add(fmt::format("Histogram of {}", pm.name), Role::title).add("  h/H or left/right: other probes", Role::dim)};
+      std::string title = fmt::format("{} {} over {}", pm.name, f ? f->doc : "", over);
+      if (!pm.status.attached || !iv.present(hist_probe_) || !f) {
+        out.push_back(Line().add(title, Role::title));
+        out.push_back(Line().add(pm.status.attached ? "no data" : "unavailable: " + pm.status.reason, Role::bad));
+      } else {
+        std::vector<uint64_t> b = iv.buckets(hist_probe_, spec->hist, cpus);
+        HistSummary s = iv.hist(hist_probe_, spec->hist, cpus);
+        for (Line& l : render_histogram(title, b, s, width, height - 1, opts_.utf8)) out.push_back(std::move(l));
+      }
+      for (Line& l : out) clip(l, width);
+      return out;
+    }
+  }
+  return {};
+}
+
+std::vector<Line> TuiApp::header(int width, bool interactive) const {
+  HeaderInfo hi;
+  hi.mode = feed_.live() ? "top" : "replay";
+  hi.when = feed_.when();
+  hi.interval_ns = feed_.interval_ns();
+  hi.lost = feed_.lost();
+  hi.cost = feed_.cost();
+  std::string state = interactive ? feed_.state() : "", note = feed_.source_note();
+  hi.state = state.empty() || note.empty() ? state + note : state + "  " + note;
+  return render_header(feed_.meta(), hi, width);
+}
+
+std::string TuiApp::render_text() {
+  if (!feed_.first() || !feed_.last()) return "";
+  Interval iv(feed_.meta(), *feed_.first(), *feed_.last());
+  std::vector<Line> lines = header(160, feed_.live());
+  for (Line& l : table_body(iv, 4096, 1 << 30)) lines.push_back(std::move(l));
+  std::string out;
+  for (const Line& l : lines) {
+    size_t end = l.text.find_last_not_of(' ');
+    out += (end == std::string::npos ? "" : l.text.substr(0, end + 1)) + "\n";
+  }
+  return out;
+}
+
+Screen TuiApp::render(int width, int height) {
+  Screen s;
+  if (width < kMinWidth || height < kMinHeight) {
+    s = render_too_small(width, height);
+  } else if (help_) {
+    s = render_help(feed_.live(), width);
+  } else {
+    s = header(width, true);
+    const int body_h = height - static_cast<int>(s.size()) - 1;
+    std::vector<Line> b = body(width, body_h);
+    for (int i = 0; i < body_h && i < static_cast<int>(b.size()); ++i) s.push_back(std::move(b[size_t(i)]));
+    while (static_cast<int>(s.size()) < height - 1) s.push_back(Line());
+    Line foot;
+    if (prompt_ == Prompt::filter) {
+      foot.add("filter CPUs (list or ranges, e.g. 0-7,16; empty = all): ", Role::label).add(input_ + "_");
+    } else if (prompt_ == Prompt::jump) {
+      foot.add("jump to time since the start (e.g. 30, 2.5s, 1m): ", Role::label).add(input_ + "_");
+    } else if (!message_.empty()) {
+      foot.add(message_, Role::bad);
+    } else {
+      foot.add(feed_.live() ? "q quit  ? help  space pause  +/- interval  </> sort  r reverse  / filter  c cpus  h histogram  "
+                              "o topology  s summary"
+                            : "q quit  ? help  space play  +/- speed  t/T sample  j jump  w worst  </> sort  r reverse  / filter  "
+                              "h histogram  o topology  s summary",
+               Role::status);
+    }
+    clip(foot, width);
+    s.push_back(std::move(foot));
+  }
+  s.resize(size_t(std::max(height, 0)));
+  return s;
+}
+
+}  // namespace schedhot::tui

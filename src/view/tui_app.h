@@ -1,0 +1,151 @@
+// The top/replay UI without the terminal: view state, key handling and the screen built
+// from layout.h. A TuiFeed supplies the interval shown (live samples or a recording);
+// tui_term.h reads keys and draws the Screen. Tests drive a TuiApp with keys and read
+// its Screen directly.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "model/interval.h"
+#include "sample/sample.h"
+#include "view/layout.h"
+
+namespace schedhot::tui {
+
+/// Keys: printable ASCII as themselves, the others as these codes.
+enum Key : int {
+  kNoKey = -1,
+  kKeyEnter = '\n',
+  kKeyEsc = 27,
+  kKeyBackspace = 127,
+  kKeyUp = 0x10000,
+  kKeyDown,
+  kKeyLeft,
+  kKeyRight,
+  kKeyPgUp,
+  kKeyPgDn,
+  kKeyHome,
+  kKeyEnd,
+  kKeyF6,
+  kKeyResize,
+};
+
+/// Where the UI's samples come from: the live kernel (top) or a recording (replay). The
+/// interval shown is always between two adjacent samples.
+class TuiFeed {
+ public:
+  virtual ~TuiFeed() = default;
+  virtual const Meta& meta() const = 0;
+  virtual bool live() const = 0;
+  /// Earlier and later sample of the interval shown; nullptr until there are two.
+  virtual const Sample* first() const = 0;
+  virtual const Sample* last() const = 0;
+  /// Header: "live 12:34:56" or "sample 4/11 +3.0 s 2023-11-14 22:13:23 UTC".
+  virtual std::string when() const = 0;
+  /// Samples missing from the schedule so far (live) or in the whole recording.
+  virtual uint64_t lost() const = 0;
+  /// schedhot's own BPF cost over the interval shown, or why it is not known.
+  virtual std::string cost() const = 0;
+  /// "paused", "playing 4x", "recording to F: 12 samples"...; "" when nothing to say.
+  virtual std::string state() const = 0;
+  /// What holds of the source whatever the UI does, for plain output too (a damaged or
+  /// unclosed recording); "" when nothing.
+  virtual std::string source_note() const { return ""; }
+  /// Current sampling interval (live) or the recording's interval, ns.
+  virtual uint64_t interval_ns() const = 0;
+  /// Milliseconds until update() has work (a due sample, the next playing step); -1 = none.
+  virtual int wait_ms() const = 0;
+  /// Does the work that is due. True when the interval shown changed. Throws
+  /// std::runtime_error on a fatal error (e.g. the recording being written fails).
+  virtual bool update() = 0;
+  /// Space. Live: freezes the interval shown while sampling (and recording) go on.
+  /// Replay: plays or pauses.
+  virtual void toggle_pause() = 0;
+  /// + (dir 1) / - (dir -1). Live: next longer/shorter interval; replay: faster/slower
+  /// playing. Returns a one-line message for the status line.
+  virtual std::string adjust(int dir) = 0;
+
+  // Replay only (a live feed answers "only in replay"). Each returns a one-line message
+  // for the status line: "" or what happened on success, why not on failure.
+  /// t (-1) / T (+1): the previous / next interval.
+  virtual std::string step(int delta);
+  /// j: the interval ending at the first sample at or after t_ns since the first sample.
+  virtual std::string jump(uint64_t t_ns);
+  /// w: the interval with the highest score (score < 0: nothing to compare).
+  virtual std::string jump_worst(const std::function<double(const Interval&)>& score);
+};
+
+/// The four views.
+enum class View { cpus, hist, topo, summary };
+
+/// How the UI starts.
+struct TuiOptions {
+  int sort_col = 1;               ///< table column (layout.h table_columns()); 1 = idle/s
+  bool reverse = false;
+  std::vector<int> filter;        ///< CPUs shown; empty = every online CPU
+  bool utf8 = true;               ///< block characters for histogram bars
+  /// Parses j's time ("30", "2.5s", "1m") to ns; throws std::invalid_argument with a
+  /// one-line message.
+  std::function<uint64_t(const std::string&)> parse_time;
+};
+
+/// View state and key handling.
+class TuiApp {
+ public:
+  TuiApp(TuiFeed& feed, TuiOptions opts);
+  /// Handles one key; false when the UI should quit.
+  bool on_key(int key);
+  /// The screen for a terminal of width x height cells (exactly height lines).
+  Screen render(int width, int height);
+  /// Plain text of the header and the whole table (every row and column; the per-CPU
+  /// view unless the topology view is on), for top's batch mode. "" until two samples.
+  std::string render_text();
+
+  View view() const { return view_; }
+  int sort_col() const { return sort_col_; }
+  bool reverse() const { return reverse_; }
+  TopoLevel level() const { return level_; }
+  /// Probe index (Meta::probes) of the histogram view.
+  int hist_probe() const { return hist_probe_; }
+  const std::vector<int>& filter() const { return filter_; }
+  /// The status line's message ("" when none).
+  const std::string& message() const { return message_; }
+  void set_message(std::string m) { message_ = std::move(m); }
+  /// CPUs shown: the filter, or every online CPU.
+  std::vector<int> shown_cpus() const;
+  /// Score for w: the sort column's highest value over the shown CPUs in iv (-1 when
+  /// the sort column is the CPU column or has no numbers).
+  double worst_score(const Interval& iv) const;
+
+ private:
+  enum class Prompt { none, filter, jump };
+  bool on_prompt_key(int key);
+  void commit_prompt();
+  void cycle_hist(int dir);
+  /// The header; interactive adds the feed's state (paused, playing...).
+  std::vector<Line> header(int width, bool interactive) const;
+  std::vector<Line> body(int width, int height);
+  std::vector<Line> table_body(const Interval& iv, int width, int height);
+
+  TuiFeed& feed_;
+  TuiOptions opts_;
+  View view_ = View::cpus;
+  bool help_ = false;
+  int sort_col_ = 1;
+  bool reverse_ = false;
+  std::vector<int> filter_;
+  std::string filter_text_;
+  TopoLevel level_ = TopoLevel::llc;
+  int hist_probe_ = -1;
+  int first_row_ = 0;
+  int first_col_ = 0;
+  int page_ = 1;       ///< rows per page at the last render
+  int row_count_ = 0;  ///< rows at the last render
+  Prompt prompt_ = Prompt::none;
+  std::string input_;
+  std::string message_;
+};
+
+}  // namespace schedhot::tui

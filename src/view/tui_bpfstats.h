@@ -1,0 +1,43 @@
+// schedhot's own cost for top's header: the kernel's BPF run-time statistics
+// (run_time_ns, run_cnt per program), switched on only while top runs.
+#pragma once
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace schedhot::tui {
+
+/// Sums of the kernel's per-program BPF statistics.
+struct BpfRunTotals {
+  uint64_t run_ns = 0;  ///< time spent in the programs, ns
+  uint64_t runs = 0;    ///< program runs
+};
+
+/// Keeps the kernel's BPF run-time statistics on (BPF_ENABLE_STATS with
+/// BPF_STATS_RUN_TIME) while it lives. The kernel counts such fds: closing ours (the
+/// destructor) turns the statistics back off unless the sysctl kernel.bpf_stats_enabled
+/// or another holder keeps them on, so the machine is left as it was.
+class BpfRunStats {
+ public:
+  BpfRunStats();
+  ~BpfRunStats();
+  BpfRunStats(const BpfRunStats&) = delete;
+  BpfRunStats& operator=(const BpfRunStats&) = delete;
+
+  /// The statistics are on.
+  bool on() const { return fd_ >= 0; }
+  /// Why they could not be turned on ("" when on).
+  const std::string& error() const { return error_; }
+  /// Sums run_time_ns and run_cnt over the programs (bpf_obj_get_info_by_fd); programs
+  /// whose info cannot be read are skipped.
+  static BpfRunTotals read(const std::vector<int>& prog_fds);
+
+ private:
+  int fd_ = -1;
+  std::string error_;
+};
+
+/// "1.23 ms/s (0.123% of one CPU), 4.5k runs/s, 270 ns/run" for totals taken seconds apart.
+std::string cost_text(const BpfRunTotals& a, const BpfRunTotals& b, double seconds);
+
+}  // namespace schedhot::tui

@@ -1,0 +1,151 @@
+#include "view/tui_replay.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "view/report.h"
+
+namespace schedhot::tui {
+
+uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns) {
+  if (!interval_ns || gap_ns * 2 < interval_ns * 3) return 0;
+  return static_cast<uint64_t>(std::llround(double(gap_ns) / double(interval_ns))) - 1;
+}
+
+ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader) : r_(std::move(reader)) {
+  pos_ = r_->sample_positions();
+  if (pos_.size() < 2)
+    throw std::runtime_error(fmt::format("the recording has {} readable sample{}: replay needs two for rates", pos_.size(),
+                                         pos_.size() == 1 ? "" : "s"));
+  for (size_t i = 1; i < pos_.size(); ++i) lost_ += missed_samples(pos_[i].mono_ns - pos_[i - 1].mono_ns, meta().interval_ns);
+  // Read past the last sample once: the reader then knows whether the file was closed
+  // (END frame) or where it is damaged.
+  Sample last;
+  if (r_->seek_sample(pos_.size() - 1))
+    while (r_->next(last)) {
+    }
+  closed_ = r_->saw_end();
+  if (!seek(1)) throw std::runtime_error("cannot read the recording's first two samples");
+}
+
+double ReplayFeed::seconds_at(size_t k) const {
+  if (k >= pos_.size()) return 0;
+  return double(pos_[k].mono_ns - pos_[0].mono_ns) / 1e9;
+}
+
+bool ReplayFeed::seek(size_t k) {
+  if (k < 1 || k >= pos_.size()) return false;
+  if (k == k_ + 1 && reader_after_k_) {
+    Sample next;
+    if (!r_->next(next)) return false;
+    a_ = std::move(b_);
+    b_ = std::move(next);
+  } else {
+    Sample a, b;
+    if (!r_->seek_sample(k - 1) || !r_->next(a) || !r_->next(b)) {
+      reader_after_k_ = false;
+      return false;
+    }
+    a_ = std::move(a);
+    b_ = std::move(b);
+  }
+  k_ = k;
+  reader_after_k_ = true;
+  return true;
+}
+
+std::string ReplayFeed::when() const {
+  return fmt::format("sample {}/{}  +{:.2f} s  {}", k_ + 1, pos_.size(), seconds_at(k_), format_utc_time(b_.wall_ns));
+}
+
+std::string ReplayFeed::state() const { return playing_ ? fmt::format("playing {}x", speed_) : "paused (space plays)"; }
+
+std::string ReplayFeed::source_note() const {
+  if (const auto& d = r_->damage()) return fmt::format("recording damaged at byte {}: {}; shown up to there", d->offset, d->reason);
+  if (!closed_) return "recording not closed by its writer";
+  return "";
+}
+
+ReplayFeed::Clock::duration ReplayFeed::step_gap() const {
+  if (k_ + 1 >= pos_.size()) return Clock::duration::zero();
+  auto ns = std::chrono::nanoseconds((pos_[k_ + 1].mono_ns - pos_[k_].mono_ns) / uint64_t(speed_));
+  return std::chrono::duration_cast<Clock::duration>(ns);
+}
+
+int ReplayFeed::wait_ms() const {
+  if (!playing_) return -1;
+  auto left = stepped_at_ + step_gap() - Clock::now();
+  return static_cast<int>(std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count(), 0));
+}
+
+bool ReplayFeed::update() {
+  if (!playing_ || Clock::now() < stepped_at_ + step_gap()) return false;
+  if (k_ + 1 >= pos_.size() || !seek(k_ + 1)) {
+    playing_ = false;
+    return true;  // the state line changes to paused
+  }
+  stepped_at_ += step_gap();
+  if (Clock::now() > stepped_at_ + std::chrono::seconds(1)) stepped_at_ = Clock::now();  // do not race to catch up
+  return true;
+}
+
+void ReplayFeed::toggle_pause() {
+  playing_ = !playing_;
+  if (playing_ && k_ + 1 >= pos_.size()) seek(1);  // at the end, play starts over
+  stepped_at_ = Clock::now();
+}
+
+std::string ReplayFeed::adjust(int dir) {
+  speed_ = std::clamp(dir > 0 ? speed_ * 2 : speed_ / 2, 1, 16);
+  return fmt::format("speed {}x", speed_);
+}
+
+std::string ReplayFeed::step(int delta) {
+  long target = static_cast<long>(k_) + delta;
+  if (target < 1) return "at the first sample";
+  if (target >= static_cast<long>(pos_.size())) return "at the last sample";
+  if (!seek(size_t(target))) return fmt::format("cannot read sample {}", target + 1);
+  stepped_at_ = Clock::now();
+  return "";
+}
+
+std::string ReplayFeed::jump(uint64_t t_ns) {
+  const uint64_t want = pos_[0].mono_ns + t_ns;
+  size_t i = 0;
+  while (i < pos_.size() && pos_[i].mono_ns < want) ++i;
+  if (i == pos_.size())
+    return fmt::format("+{:.2f} s is after the last sample (+{:.2f} s)", double(t_ns) / 1e9, seconds_at(pos_.size() - 1));
+  if (!seek(std::max<size_t>(i, 1))) return fmt::format("cannot read sample {}", i + 1);
+  stepped_at_ = Clock::now();
+  return "";
+}
+
+std::string ReplayFeed::jump_worst(const std::function<double(const Interval&)>& score) {
+  Sample x, y;
+  if (!r_->seek_sample(0) || !r_->next(x)) {
+    reader_after_k_ = false;
+    return "cannot read the recording";
+  }
+  double best = -1;
+  size_t at = 0;
+  for (size_t i = 1; i < pos_.size() && r_->next(y); ++i) {
+    double s = score(Interval(meta(), x, y));
+    if (s > best) {
+      best = s;
+      at = i;
+    }
+    std::swap(x, y);
+  }
+  reader_after_k_ = false;
+  if (best < 0 || at == 0) {
+    if (!seek(k_)) seek(1);
+    return "the sort column has no values in this recording";
+  }
+  seek(at);
+  stepped_at_ = Clock::now();
+  return fmt::format("worst is sample {}/{} (+{:.2f} s)", at + 1, pos_.size(), seconds_at(at));
+}
+
+}  // namespace schedhot::tui

@@ -1,0 +1,165 @@
+// Writes the compatibility fixtures of the CURRENT format version into a directory:
+//   v<major>.<minor>-basic.shot     4 CPUs, 70 samples (two keyframes), zstd, a NOTE frame,
+//                                   two probes unavailable; closed (INDEX + END)
+//   v<major>.<minor>-raw.shot       2 CPUs, 5 samples, no compression, closed
+//   v<major>.<minor>-unclosed.shot  the basic recording cut inside its 9th sample frame,
+//                                   as a recorder killed mid-write leaves it
+// each with a .expect.json of values computed from the samples as written. Existing files
+// are never replaced: fixtures of released versions stay as they were made.
+//
+// usage: schedhot_make_fixtures DIR
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../unit/test_util.h"
+#include "fixtures.h"
+#include "store/recording.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+using namespace schedhot::fixtures;
+
+namespace {
+
+struct Spec {
+  const char* name;
+  uint32_t ncpus;
+  uint32_t nsamples;
+  bool compress;
+  bool note;           ///< write a NOTE frame after sample 10
+  int cut_in_sample;   ///< >= 0: cut the file inside this sample's frame
+};
+
+Meta fixture_meta(uint32_t ncpus) {
+  Meta m = synthetic_meta(ncpus, {"nohz_kick", "bcast_wait"});
+  m.host.cacheline_bytes = 64;
+  m.host.machine = "x86_64";
+  m.host.kernel_version = "#1 SMP PREEMPT_DYNAMIC fixture";
+  for (uint32_t c = 0; c < ncpus; ++c)
+    m.host.topology.push_back({int(c), int(c / 2), 0, int(c % 2), int(c / 2), int(c / 2)});
+  m.start_wall_ns = 1'700'000'000'000'000'000ull;
+  m.start_mono_ns = 5'000'000'000ull;
+  m.command = "schedhot_make_fixtures";
+  return m;
+}
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+bool exists(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+
+int make(const std::string& dir, const Spec& sp) {
+  const std::string base = fmt::format("{}/v{}.{}-{}", dir, kFormatMajor, kFormatMinor, sp.name);
+  const std::string shot = base + ".shot", expect = base + ".expect.json";
+  if (exists(shot) || exists(expect)) {
+    fmt::print("{}: exists, kept\n", shot);
+    return 0;
+  }
+  Meta m = fixture_meta(sp.ncpus);
+  std::mt19937_64 rng(11 + sp.ncpus);
+  std::vector<Sample> written;
+  {
+    WriterOptions wo;
+    wo.compress = sp.compress;
+    RecordingWriter w(shot, m, wo);
+    Sample s = make_sample(m);
+    s.mono_ns = m.start_mono_ns;
+    s.wall_ns = m.start_wall_ns;
+    for (uint32_t i = 0; i < sp.nsamples; ++i) {
+      if (i) advance(m, s, rng);
+      w.write_sample(s);
+      written.push_back(s);
+      if (sp.note && i == 10) {
+        ProbeStatus st = m.probes[m.probe_index("idle")].status;
+        st.notes.push_back("fixture note after sample 10");
+        w.write_status(st);
+      }
+    }
+    w.close();
+  }
+  uint32_t kept = sp.nsamples;
+  if (sp.cut_in_sample >= 0) {
+    auto r = RecordingReader::open(shot);
+    const auto& pos = r->sample_positions();
+    uint64_t cut = pos.at(sp.cut_in_sample).offset + 30;
+    if (truncate(shot.c_str(), static_cast<off_t>(cut)) != 0) throw std::runtime_error("truncate failed");
+    kept = static_cast<uint32_t>(sp.cut_in_sample);
+  }
+  // Cross-check: the reader of this version gives back exactly what was written.
+  uint64_t h = kFnvBasis;
+  for (uint32_t i = 0; i < kept; ++i) h = hash_sample(h, written[i]);
+  {
+    auto r = RecordingReader::open(shot);
+    Sample s;
+    uint64_t hr = kFnvBasis;
+    uint32_t n = 0;
+    while (r->next(s)) {
+      hr = hash_sample(hr, s);
+      ++n;
+    }
+    if (n != kept || hr != h) throw std::runtime_error(fmt::format("{}: read back {} samples, hash differs", shot, n));
+  }
+  nlohmann::json checks = nlohmann::json::array();
+  for (const ValueCheck& c : value_checks(kept)) {
+    int p = m.probe_index(c.probe);
+    uint64_t v = written[c.sample].probes[p].words[word(m, p, int(c.cpu), c.field.c_str(), c.idx)];
+    checks.push_back({{"sample", c.sample}, {"probe", c.probe}, {"field", c.field}, {"idx", c.idx},
+                      {"cpu", c.cpu}, {"value", v}});
+  }
+  nlohmann::json unavailable = nlohmann::json::array();
+  for (auto& p : m.probes)
+    if (!p.status.attached) unavailable.push_back(p.name);
+  nlohmann::json e = {
+      {"format", fmt::format("{}.{}", kFormatMajor, kFormatMinor)},
+      {"bytes", slurp(shot).size()},
+      {"samples", kept},
+      {"complete", sp.cut_in_sample < 0},
+      {"damage_contains", sp.cut_in_sample < 0 ? nlohmann::json(nullptr) : nlohmann::json("truncated")},
+      {"notes", sp.note && kept > 10 ? 1 : 0},
+      {"ncpus", sp.ncpus},
+      {"hostname", m.host.hostname},
+      {"kernel_release", m.host.kernel_release},
+      {"interval_ns", m.interval_ns},
+      {"start_wall_ns", m.start_wall_ns},
+      {"unavailable", unavailable},
+      {"first_mono_ns", written.front().mono_ns},
+      {"last_mono_ns", written[kept - 1].mono_ns},
+      {"samples_fnv1a", fmt::format("{:016x}", h)},
+      {"checks", checks}};
+  std::ofstream(expect) << e.dump(2) << "\n";
+  fmt::print("{}: {} samples, {} bytes\n", shot, kept, slurp(shot).size());
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    fmt::print(stderr, "usage: {} DIR\n", argv[0]);
+    return 2;
+  }
+  const Spec specs[] = {{"basic", 4, 70, true, true, -1}, {"raw", 2, 5, false, false, -1},
+                        {"unclosed", 4, 70, true, true, 8}};
+  try {
+    for (const Spec& s : specs) make(argv[1], s);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "make_fixtures: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,527 @@
+#!/usr/bin/env python3
+"""schedhot top/replay driven in tmux (send-keys, capture-pane) over the fixed recording
+tests/data/tui16.shot, whose exact contents are described in tests/data/tui_fixture.h.
+
+Each scenario runs in its own tmux server (a private socket) with a 160x50 window and a
+plain bash with a known prompt, and waits by polling capture-pane with a timeout, never
+with fixed sleeps. After the UI ends, the pane must show the prompt again and `stty -g`
+must print what it printed before the UI started (the terminal is restored).
+
+usage: test_tui.py PATH/TO/schedhot PATH/TO/tui16.shot SCENARIO
+scenarios: values sort paging filter histogram topology small resize quit sigterm crash
+           replay_keys plain dumb bad_input live_top (root; exit 77 = skipped otherwise)
+"""
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+SCHEDHOT = os.path.abspath(sys.argv[1])
+FIXTURE = os.path.abspath(sys.argv[2])
+SCENARIO = sys.argv[3]
+PROMPT = "tui-test$"
+TIMEOUT = 10.0
+
+
+class Failed(Exception):
+    pass
+
+
+class Tmux:
+    """A private tmux server with one window running a bare bash."""
+
+    def __init__(self, width=160, height=50):
+        self.socket = f"schedhot-tui-{os.getpid()}"
+        self.run("-f", "/dev/null", "new-session", "-d", "-s", "t", "-x", str(width), "-y", str(height),
+                 f"env -i PATH={os.environ.get('PATH', '/usr/bin:/bin')} HOME=/tmp LANG=C.UTF-8 "
+                 f"TERM=tmux-256color PS1='{PROMPT} ' bash --norc --noprofile")
+        self.run("set-option", "-g", "status", "off")
+        self.wait(lambda s: PROMPT in s, "the shell prompt")
+
+    def run(self, *args):
+        r = subprocess.run(["tmux", "-L", self.socket, *args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise Failed(f"tmux {' '.join(args)}: {r.stderr.strip()}")
+        return r.stdout
+
+    def close(self):
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True)
+
+    def screen(self, escapes=False):
+        return self.run("capture-pane", "-p", *(["-e"] if escapes else []), "-t", "t")
+
+    def lines(self):
+        return self.screen().split("\n")
+
+    def keys(self, *keys):
+        """tmux key names: q, Space, Enter, Escape, Up, Down, PageUp, PageDown, Home, End, F6, BSpace."""
+        for k in keys:
+            self.run("send-keys", "-t", "t", k)
+
+    def type(self, text):
+        self.run("send-keys", "-t", "t", "-l", text)
+
+    def shell(self, command):
+        self.type(command)
+        self.keys("Enter")
+
+    def resize(self, width, height):
+        self.run("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
+
+    def wait(self, pred, what, timeout=TIMEOUT):
+        end = time.time() + timeout
+        screen = ""
+        while time.time() < end:
+            screen = self.screen()
+            if pred(screen):
+                return screen
+            time.sleep(0.05)
+        raise Failed(f"timed out waiting for {what}; the screen:\n{screen}")
+
+    def wait_text(self, text, timeout=TIMEOUT):
+        return self.wait(lambda s: text in s, repr(text), timeout)
+
+    def wait_gone(self, text, timeout=TIMEOUT):
+        return self.wait(lambda s: text not in s, f"{text!r} to go away", timeout)
+
+    def stty(self):
+        """`stty -g` in the pane (the shell must be at its prompt)."""
+        self.run("clear-history", "-t", "t")
+        self.shell("clear; echo STTY-BEGIN; stty -g; echo STTY-END")
+        s = self.wait(lambda s: re.search(r"^STTY-END", s, re.M) is not None, "stty output")
+        m = re.search(r"^STTY-BEGIN\n(.*?)\nSTTY-END", s, re.S | re.M)
+        if not m:
+            raise Failed(f"cannot read stty output:\n{s}")
+        return m.group(1).strip()
+
+    def stty_words(self):
+        self.shell("clear; stty -a; echo STTY-A-END")
+        s = self.wait(lambda s: re.search(r"^STTY-A-END", s, re.M) is not None, "stty -a output")
+        return set(s.split())
+
+    def pid_of_ui(self):
+        """The pid of the schedhot process running in the pane's shell."""
+        shell = int(self.run("display-message", "-p", "-t", "t", "#{pane_pid}").strip())
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat") as f:
+                    stat = f.read()
+            except OSError:
+                continue
+            comm = stat[stat.index("(") + 1:stat.rindex(")")]
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if ppid == shell and comm == "schedhot":
+                return int(entry)
+        raise Failed(f"no schedhot process under the pane's shell {shell}")
+
+
+def at_prompt(screen):
+    """The shell waits at an empty prompt (the last non-empty line is the bare prompt)."""
+    return screen.rstrip().split("\n")[-1].strip() == PROMPT
+
+
+def check(cond, what, screen=None):
+    if not cond:
+        raise Failed(what + (f"; the screen:\n{screen}" if screen is not None else ""))
+
+
+def row_of(screen, cpu_label):
+    """The table line whose first field is cpu_label (e.g. "15" or "LLC 3"), right-stripped."""
+    for line in screen.split("\n"):
+        if line.strip().startswith(cpu_label + " ") and re.match(r"^\s*" + re.escape(cpu_label) + r"\s", line):
+            return line.rstrip()
+    return None
+
+
+def table_rows(screen, header_prefix="  CPU "):
+    """First fields (CPU numbers) of the table rows under the header, in order."""
+    lines = screen.split("\n")
+    for i, line in enumerate(lines):
+        if line.startswith(header_prefix):
+            out = []
+            for row in lines[i + 1:]:
+                m = re.match(r"^\s+(\d+)\s", row)
+                if not m:
+                    break
+                out.append(int(m.group(1)))
+            return out
+    return []
+
+
+def start_replay(t, *args, expect="schedhot replay  host fixture16"):
+    """Starts replay in the pane's shell, which prints rc=STATUS when it ends."""
+    before = t.stty()
+    t.shell("clear; " + " ".join([SCHEDHOT, "replay", FIXTURE, *args]) + "; echo rc=$?")
+    screen = t.wait_text(expect)
+    return before, screen
+
+
+def quit_and_check(t, before, how="q", rc=0):
+    """Ends the UI (q, or the caller's signal) and checks the terminal is as it was."""
+    if how == "q":
+        t.keys("q")
+    screen = t.wait(at_prompt, "the shell prompt after the UI")
+    check(f"rc={rc}" in screen, f"exit status {rc}", screen)
+    check("schedhot replay  host" not in screen and "Per CPU:" not in screen,
+          "the UI's screen is gone (alternate screen left)", screen)
+    after = t.stty()
+    check(after == before, f"stty -g is as before the UI: {before!r} vs {after!r}")
+    words = t.stty_words()
+    for w in ("icanon", "echo", "isig", "icrnl", "opost", "onlcr"):
+        check(w in words and "-" + w not in words, f"stty -a shows {w} after the UI")
+    return screen
+
+
+# Exact rows of the first interval (interval 1, sorted by idle/s), from tui_fixture.h.
+ROW15 = ("   15     250        50.0        25.0         50.0        1000          0          0          100  35.8us"
+         "          40.0            -            0")
+ROW2 = ("    2     120         180        90.0          180        1000          0          0          300  22.0us"
+        "          40.0            -          3.0")
+
+
+def s_values(t):
+    before, screen = start_replay(t)
+    check("sample 2/11  +1.00 s  2023-11-14 22:13:21 UTC" in screen, "header: position and time", screen)
+    check("CPUs 16 online of 16  interval 1 s" in screen, "header: CPUs and interval", screen)
+    check("bcast_lock unavailable: fentry refused: EPERM" in screen, "header: unavailable probe with its reason", screen)
+    check("nohz_kick kprobe" in screen and "cpupri_set fentry" in screen, "header: backends", screen)
+    check("lost 0  cost not recorded" in screen, "header: lost and cost", screen)
+    check(row_of(screen, "15") == ROW15, f"CPU 15's row: {row_of(screen, '15')!r}", screen)
+    check(row_of(screen, "2") == ROW2, f"CPU 2's row: {row_of(screen, '2')!r}", screen)
+    check(table_rows(screen) == list(range(15, -1, -1)), "16 rows by idle/s, highest first", screen)
+    check(" xfer/s" in screen, "the xfer/s column is there (blank)", screen)
+    quit_and_check(t, before)
+
+
+def s_sort(t):
+    before, screen = start_replay(t)
+    t.type(">")
+    screen = t.wait_text("sorted by nohz_exit/s (highest first)")
+    check(table_rows(screen)[:3] == [0, 1, 2], "by nohz_exit/s: CPU 0 (200/s) first", screen)
+    check(row_of(screen, "0").startswith("    0     100         200"), "CPU 0's values", screen)
+    t.keys("r")
+    screen = t.wait_text("sorted by nohz_exit/s (lowest first)")
+    check(table_rows(screen)[0] == 15, "reversed: CPU 15 first", screen)
+    t.keys("r")
+    t.type("<<")
+    screen = t.wait_text("sorted by CPU (lowest first)")
+    check(table_rows(screen) == list(range(16)), "by CPU: 0..15", screen)
+    t.keys("F6")
+    screen = t.wait_text("sorted by idle/s (highest first)")
+    check(table_rows(screen)[0] == 15, "F6: back to idle/s", screen)
+    quit_and_check(t, before)
+
+
+def s_paging(t):
+    t.resize(160, 20)
+    before, screen = start_replay(t)
+    screen = t.wait_text("rows 1-12 of 16")
+    check(table_rows(screen) == list(range(15, 3, -1)), "first page: CPUs 15..4", screen)
+    t.keys("PageDown")
+    screen = t.wait_text("rows 5-16 of 16")
+    check(table_rows(screen) == list(range(11, -1, -1)), "last page: CPUs 11..0", screen)
+    t.keys("Up")
+    screen = t.wait_text("rows 4-15 of 16")
+    check(table_rows(screen)[0] == 12, "up one row", screen)
+    t.keys("Home")
+    t.wait_text("rows 1-12 of 16")
+    t.keys("End")
+    t.wait_text("rows 5-16 of 16")
+    t.keys("PageUp")
+    t.wait_text("rows 1-12 of 16")
+    quit_and_check(t, before)
+
+
+def s_filter(t):
+    before, screen = start_replay(t)
+    t.type("/")
+    t.wait_text("filter CPUs (list or ranges")
+    t.type("0-3,12")
+    t.keys("Enter")
+    screen = t.wait_text("filter 0-3,12")
+    check("Per CPU: 5 of 16 CPUs" in screen, "5 CPUs shown", screen)
+    check(table_rows(screen) == [12, 3, 2, 1, 0], "the filtered CPUs by idle/s", screen)
+    t.type("/")
+    t.wait_text("0-3,12_")
+    for _ in range(6):
+        t.keys("BSpace")
+    t.type("abc")
+    t.keys("Enter")
+    screen = t.wait_text("filter: bad CPU list 'abc'")
+    check(table_rows(screen) == [12, 3, 2, 1, 0], "a bad filter leaves the table as it was", screen)
+    t.type("/")
+    for _ in range(6):
+        t.keys("BSpace")
+    t.keys("Enter")
+    screen = t.wait_text("Per CPU: 16 of 16 CPUs")
+    check(len(table_rows(screen)) == 16, "an empty filter shows every CPU", screen)
+    quit_and_check(t, before)
+
+
+def s_histogram(t):
+    before, screen = start_replay(t, "--sort", "cpupri_set")
+    t.keys("h")
+    screen = t.wait_text("Histogram of cpupri_set")
+    check("cpupri_set entry-to-exit time, ns over all CPUs: 3100 events" in screen, "title and count", screen)
+    check("p10 1008  p50 1008  p90 1008  p98 4992  p99 35.8us  max 100.0us" in screen, "percentiles", screen)
+    bars = [l for l in screen.split("\n") if re.match(r"^\s+\S+\s+\S+\s+\d+(  |$)", l)]
+    # 43 lines for the view: 40 bars for the 106 buckets from 1000 ns to 100000 ns, 3 a bar.
+    check(bars and bars[0].startswith("     992     1152       2790  "), "first bar: 992..1152 ns, 2790 calls", screen)
+    check(len(bars) == 36, f"36 bars ({len(bars)})", screen)
+    check(bars[0].rstrip().endswith("p10 p50 p90"), "p10 p50 p90 marked on the first bar", screen)
+    marks = " ".join(re.findall(r"(?:p\d\d|max)(?: (?:p\d\d|max))*\s*$", "\n".join(bars), re.M))
+    for m in ("p10", "p50", "p90", "p98", "p99", "max"):
+        check(marks.split().count(m) == 1, f"{m} marked exactly once", screen)
+    t.type("/0")
+    t.keys("Enter")
+    screen = t.wait_text("over CPUs 0: 100 events")
+    check("p98 4992  p99 20.0us  max 100.0us" in screen, "CPU 0's percentiles", screen)
+    t.keys("h")
+    t.wait_text("Histogram of cpupri_find")
+    t.keys("c")
+    t.wait_text("Per CPU: 1 of 16 CPUs")
+    quit_and_check(t, before)
+
+
+def s_topology(t):
+    before, screen = start_replay(t)
+    t.keys("o")
+    screen = t.wait_text("Topology by LLC: 4 groups of 16 CPUs")
+    check(row_of(screen, "LLC 3").startswith(" LLC 3    4 6-7,14-15     820"), "LLC 3 first: CPUs 6-7,14-15, 820 idle exits/s",
+          screen)
+    check(row_of(screen, "LLC 0").startswith(" LLC 0    4 0-1,8-9       580"), "LLC 0: 580/s", screen)
+    t.keys("o")
+    screen = t.wait_text("Topology by node: 2 groups of 16 CPUs")
+    check(row_of(screen, "node 1").startswith(" node 1    8 4-7,12-15    1560"), "node 1: 8 CPUs, 1560/s", screen)
+    check(row_of(screen, "node 0").startswith(" node 0    8 0-3,8-11     1240"), "node 0: 1240/s", screen)
+    t.keys("o")
+    screen = t.wait_text("Topology by package: 2 groups of 16 CPUs")
+    check(row_of(screen, "pkg 1").startswith(" pkg 1      8 4-7,12-15    1560"), "package 1: 1560/s", screen)
+    t.keys("o")
+    screen = t.wait_text("Topology by core: 8 groups of 16 CPUs")
+    check(row_of(screen, "pkg1 core3").startswith(" pkg1 core3    2 7,15         420"), "core 3 of package 1: CPUs 7,15",
+          screen)
+    quit_and_check(t, before)
+
+
+def s_small(t):
+    before, screen = start_replay(t)
+    t.resize(40, 8)
+    screen = t.wait_text("terminal too small")
+    check("40x8, need 60x12" in screen, "says how small and what it needs", screen)
+    t.resize(160, 50)
+    screen = t.wait_text("Per CPU: 16 of 16 CPUs")
+    check(row_of(screen, "15") == ROW15, "the table is back", screen)
+    quit_and_check(t, before)
+
+
+def s_resize(t):
+    before, screen = start_replay(t)
+    t.resize(100, 30)
+    screen = t.wait(lambda s: "xfer/s" not in s and "Per CPU" in s, "a 100-column redraw")
+    for line in screen.split("\n"):
+        check(len(line.rstrip()) <= 100, f"line fits 100 columns: {line!r}")
+    check(row_of(screen, "15").startswith("   15     250        50.0"), "rows keep their values", screen)
+    t.keys("Right")
+    screen = t.wait_text("  CPU nohz_exit/s exit_work/s")
+    t.resize(160, 50)
+    t.keys("Left")
+    screen = t.wait_text("xfer/s")
+    check(row_of(screen, "15") == ROW15, "full width again", screen)
+    quit_and_check(t, before)
+
+
+def s_quit(t):
+    before, screen = start_replay(t)
+    t.type("?")
+    t.wait_text("schedhot replay: keys")
+    t.keys("Space")
+    t.wait_gone("schedhot replay: keys")
+    quit_and_check(t, before)
+
+
+def s_sigterm(t):
+    before, screen = start_replay(t)
+    os.kill(t.pid_of_ui(), 15)
+    quit_and_check(t, before, how="signal")
+    # Ctrl-C (SIGINT from the terminal) too.
+    before, screen = start_replay(t)
+    t.keys("C-c")
+    quit_and_check(t, before, how="signal")
+
+
+def s_crash(t):
+    before, screen = start_replay(t)
+    os.kill(t.pid_of_ui(), 11)  # SIGSEGV: the crash handler restores the terminal, then dies of it
+    quit_and_check(t, before, how="signal", rc=139)
+
+
+def s_replay_keys(t):
+    before, screen = start_replay(t)
+    t.keys("T", "T", "T", "T", "T", "T")
+    screen = t.wait_text("sample 8/11  +7.00 s")
+    check(table_rows(screen)[0] == 3 and row_of(screen, "3").startswith("    3    5000"), "CPU 3's spike on top", screen)
+    t.keys("t")
+    t.wait_text("sample 7/11  +6.00 s")
+    t.keys("j")
+    t.wait_text("jump to time since the start")
+    t.type("2.5s")
+    t.keys("Enter")
+    t.wait_text("sample 4/11  +3.00 s")
+    t.keys("j")
+    t.type("abc")
+    t.keys("Enter")
+    t.wait_text("j: time 'abc' is not a non-negative number")
+    t.keys("w")
+    screen = t.wait_text("w: worst is sample 8/11 (+7.00 s)")
+    check("sample 8/11  +7.00 s" in screen, "w moved to the worst sample", screen)
+    t.keys("Home", "j")
+    t.type("0")
+    t.keys("Enter")
+    t.wait_text("sample 2/11  +1.00 s")
+    t.type("++")
+    t.wait_text("speed 4x")
+    t.keys("Space")
+    t.wait_text("playing 4x")
+    t.wait_text("sample 4/11", timeout=5)
+    t.keys("Space")
+    t.wait_text("paused (space plays)")
+    quit_and_check(t, before)
+
+
+def s_plain(t):
+    r = subprocess.run([SCHEDHOT, "replay", FIXTURE], capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"replay | cat exits 0: {r.stderr}")
+    out = r.stdout
+    check("\x1b" not in out, "no escape sequences in plain output")
+    heads = re.findall(r"sample (\d+)/11", out)
+    check(heads == [str(k) for k in range(2, 12)], f"one table per interval: {heads}")
+    first = out.split("\n\n")[0]
+    check(row_of(first, "15") == ROW15, f"first table's CPU 15 row: {row_of(first, '15')!r}")
+    r = subprocess.run([SCHEDHOT, "replay", FIXTURE, "--at", "7", "--cpus", "2-3", "--sort", "cpu"],
+                       capture_output=True, text=True, timeout=60)
+    check(r.returncode == 0, f"replay --at 7 exits 0: {r.stderr}")
+    tables = [x for x in r.stdout.split("\n\n") if x.strip()]
+    check(len(tables) == 4, f"--at 7: intervals 7..10 ({len(tables)} tables)")
+    check(table_rows(tables[0]) == [2, 3], "--cpus 2-3 sorted by CPU", tables[0])
+    check(row_of(tables[0], "3").startswith("    3    5000"), "interval 7: CPU 3's 5000/s", tables[0])
+
+
+def s_dumb(t):
+    # TERM=dumb: no cursor addressing, so plain tables, and the shell is left as it was.
+    before = t.stty()
+    t.shell(f"TERM=dumb {SCHEDHOT} replay {FIXTURE} --at 9; echo rc=$?")
+    screen = t.wait_text("rc=0")
+    check(len(re.findall(r"sample \d+/11", screen)) == 2, "two plain tables (intervals 9 and 10)", screen)
+    check(t.stty() == before, "stty unchanged")
+    # Colour by default, none with NO_COLOR (bold and reverse remain).
+    t.shell("clear")
+    t.shell(f"{SCHEDHOT} replay {FIXTURE}")
+    t.wait_text("Per CPU:")
+    esc = t.screen(escapes=True)
+    check(re.search(r"\x1b\[[0-9;]*3[0-7]m|\x1b\[[0-9;]*38;5;\d+m", esc) is not None, "colours by default", esc)
+    t.keys("q")
+    t.wait(at_prompt, "the prompt")
+    t.shell("clear")
+    t.shell(f"NO_COLOR=1 {SCHEDHOT} replay {FIXTURE}")
+    t.wait_text("Per CPU:")
+    esc = t.screen(escapes=True)
+    check(re.search(r"\x1b\[[0-9;]*(3[0-7]|4[0-7]|38;5;\d+|48;5;\d+)m", esc) is None, "no colours with NO_COLOR", esc)
+    check("\x1b[7m" in esc or re.search(r"\x1b\[[0-9;]*7[;m]", esc), "reverse video marks the table header", esc)
+    t.keys("q")
+    t.wait(at_prompt, "the prompt")
+    check(t.stty() == before, "stty unchanged")
+
+
+def s_bad_input(t):
+    missing = os.path.join(tempfile.gettempdir(), f"schedhot-no-such-{os.getpid()}.shot")
+    cases = [
+        (["replay", missing], 1, "cannot open"),
+        (["replay", FIXTURE, "--at", "abc"], 2, "--at 'abc' is not a non-negative number"),
+        (["replay", FIXTURE, "--at", "99"], 2, "--at 99: +99.00 s is after the last sample (+10.00 s)"),
+        (["replay", FIXTURE, "--cpus", "abc"], 2, "--cpus: bad CPU list 'abc'"),
+        (["replay", FIXTURE, "--cpus", "99"], 2, "--cpus '99': CPU 99 is not online (online: 0-15)"),
+        (["replay", FIXTURE, "--sort", "nope"], 2, "--sort: no column 'nope'"),
+        (["top", "--cpus", "3-1"], 2, "--cpus: bad CPU list '3-1'"),
+        (["top", "-i", "1ms"], 2, "-i/--interval must be at least 10ms"),
+        (["replay", "/etc/hostname"], 1, "is not a schedhot recording"),
+    ]
+    for args, rc, msg in cases:
+        r = subprocess.run([SCHEDHOT, *args], capture_output=True, text=True, timeout=30)
+        lines = r.stderr.strip().split("\n")
+        check(r.returncode == rc, f"{args}: exit {rc} (got {r.returncode}: {r.stderr.strip()})")
+        check(len(lines) == 1 and lines[0].startswith("schedhot: ") and msg in lines[0],
+              f"{args}: one line with {msg!r} (got {r.stderr!r})")
+        check(r.stdout == "", f"{args}: nothing on stdout")
+
+
+def bpf_links():
+    out = subprocess.run(["bpftool", "link", "show"], capture_output=True, text=True).stdout
+    return len([l for l in out.split("\n") if re.match(r"^\d+:", l)])
+
+
+def s_live_top(t):
+    if os.geteuid() != 0:
+        print("SKIP: live top needs root")
+        sys.exit(77)
+    tmp = tempfile.mkdtemp(prefix="schedhot-tui-")
+    rec = os.path.join(tmp, "top.shot")
+    links = bpf_links()
+    try:
+        before = t.stty()
+        t.shell(f"{SCHEDHOT} top -i 300ms --record {rec}")
+        screen = t.wait(lambda s: re.search(r"cost BPF [\d.]+ ms/s", s) is not None, "the live table with its cost", 20)
+        check(re.search(r"live \d\d:\d\d:\d\d", screen) is not None, "live clock", screen)
+        check("idle tp_btf" in screen or "idle tracepoint" in screen, "the idle probe's backend", screen)
+        check(f"recording to {rec}" in screen, "recording state", screen)
+        check(len(table_rows(screen)) >= 1, "per-CPU rows", screen)
+        t.type("+")
+        t.wait_text("interval 0.5 s from the next sample on")
+        t.keys("Space")
+        t.wait_text("paused (space resumes; sampling goes on)")
+        t.keys("Space")
+        t.keys("q")
+        screen = t.wait(at_prompt, "the prompt", 20)
+        check(re.search(r"wrote \d+ samples, \d+ bytes to " + re.escape(rec), screen) is not None, "recording summary",
+              screen)
+        check(t.stty() == before, "stty unchanged after top")
+        r = subprocess.run([SCHEDHOT, "report", "--json", rec], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"the recording made by top reports: {r.stderr}")
+        check(bpf_links() == links, "no BPF link left behind")
+        r = subprocess.run([SCHEDHOT, "top", "-n", "2", "-i", "200ms"], capture_output=True, text=True, timeout=60)
+        check(r.returncode == 0, f"top | cat exits 0: {r.stderr}")
+        check(len(re.findall(r"^schedhot top  host", r.stdout, re.M)) == 2, "top -n 2 prints two plain tables")
+        check("\x1b" not in r.stdout, "plain top has no escape sequences")
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+SCENARIOS = {name[2:]: fn for name, fn in globals().items() if name.startswith("s_")}
+
+
+def main():
+    if SCENARIO not in SCENARIOS:
+        print(f"unknown scenario {SCENARIO}; one of: {' '.join(sorted(SCENARIOS))}")
+        return 2
+    if shutil.which("tmux") is None:
+        print("FAIL: tmux is not installed (packaging/deps.txt lists it)")
+        return 1
+    t = Tmux()
+    try:
+        SCENARIOS[SCENARIO](t)
+    except Failed as e:
+        print(f"FAIL {SCENARIO}: {e}")
+        return 1
+    finally:
+        t.close()
+    print(f"ok {SCENARIO}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

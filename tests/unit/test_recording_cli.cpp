@@ -1,0 +1,189 @@
+// The recording commands as a user runs them: `schedhot info`, `schedhot export`, and
+// record's --max-size/--rotate (usage errors here; with root and BPF also a real rotating
+// recording and a recording onto a 64 KiB tmpfs that fills up). Exit status and the
+// one-line error rule are checked on every failure.
+#include <gtest/gtest.h>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "store/recording.h"
+#include "test_recording_util.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+const std::string kData = SCHEDHOT_DATA;
+
+struct CliRun {
+  int status = -1;
+  std::string out, err;
+  /// Lines on stderr.
+  size_t err_lines() const { return static_cast<size_t>(std::count(err.begin(), err.end(), '\n')); }
+};
+
+/// Runs schedhot with args (shell words, already quoted where needed).
+CliRun run_cli(const std::string& args) {
+  static int n = 0;
+  std::string o = tmp_path(fmt::format("cli_out_{}", n)), e = tmp_path(fmt::format("cli_err_{}", n));
+  ++n;
+  int rc = std::system(fmt::format("{} {} > {} 2> {}", SCHEDHOT_BIN, args, o, e).c_str());
+  CliRun r;
+  r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+  r.out = slurp(o);
+  r.err = slurp(e);
+  unlink(o.c_str());
+  unlink(e.c_str());
+  return r;
+}
+
+void expect_one_line_error(const CliRun& r, int status, const std::string& contains) {
+  EXPECT_EQ(r.status, status) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_EQ(r.err.rfind("schedhot: ", 0), 0u) << r.err;
+  EXPECT_NE(r.err.find(contains), std::string::npos) << r.err;
+}
+
+size_t lines(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+/// Root and a kernel where `schedhot probes` attaches something.
+bool can_record() {
+  if (geteuid() != 0) return false;
+  static int ok = -1;
+  if (ok < 0) ok = run_cli("probes --json").status == 0;
+  return ok == 1;
+}
+
+}  // namespace
+
+TEST(RecordingCli, InfoPrintsMetadataAndIntegrity) {
+  CliRun r = run_cli(kData + "/v1.1-basic.shot");
+  EXPECT_EQ(r.status, 2) << "a file is not a subcommand";
+  r = run_cli("info " + kData + "/v1.1-basic.shot");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_NE(r.out.find("(format 1.1, 26678 bytes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("4 online (0-3) of 4 possible; packages 2, dies 2, cores 4, LLCs 2, NUMA nodes 2"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("70 in 74 frames over 69.000 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("index      present (2 keyframes)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("end        clean (END frame)"), std::string::npos) << r.out;
+  r = run_cli("info --json " + kData + "/v1.0-unclosed.shot");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "schedhot.info/1");
+  EXPECT_EQ(j["format"], "1.0");
+  EXPECT_EQ(j["integrity"]["samples"], 8);
+  EXPECT_EQ(j["integrity"]["complete"], false);
+  EXPECT_EQ(j["integrity"]["index"]["status"], "absent");
+  EXPECT_NE(j["integrity"]["damage"]["reason"].get<std::string>().find("truncated"), std::string::npos);
+}
+
+TEST(RecordingCli, InfoRefusesWhatIsNotARecording) {
+  expect_one_line_error(run_cli("info /nonexistent/x.shot"), 1, "cannot open /nonexistent/x.shot");
+  TempDir dir("cli_foreign");
+  spit(dir / "f.shot", "this is not a recording, it is a sentence of some length");
+  expect_one_line_error(run_cli("info " + dir / "f.shot"), 1, "is not a schedhot recording");
+  std::string d = slurp(kData + "/v1.1-raw.shot");
+  d[8] = 7;  // major 7, header CRC fixed so the version check speaks
+  uint32_t crc = crc32c(d.data(), 28);
+  std::memcpy(d.data() + 28, &crc, 4);
+  spit(dir / "future.shot", d);
+  expect_one_line_error(run_cli("info " + dir / "future.shot"), 1, "is format 7.1, newer than this schedhot reads (1.x)");
+}
+
+TEST(RecordingCli, ExportWritesCsvJsonAndPerfetto) {
+  TempDir dir("cli_export");
+  CliRun r = run_cli(fmt::format("export {}/v1.1-basic.shot -o {}", kData, dir / "a.csv"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(lines(slurp(dir / "a.csv")), 1u + 69 * 4) << "69 intervals x 4 CPUs + header";
+  auto entries = std::distance(std::filesystem::directory_iterator(dir.path), std::filesystem::directory_iterator{});
+  EXPECT_EQ(entries, 1) << "no temporary file left behind";
+  r = run_cli(fmt::format("export {}/v1.0-basic.shot --format json --from 10s --to 20s --cpus 1-2", kData));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema"], "schedhot.export/1");
+  EXPECT_EQ(j["cpus"], nlohmann::json({1, 2}));
+  EXPECT_EQ(j["samples"], 11);
+  EXPECT_EQ(j["intervals"].size(), 10u);
+  EXPECT_DOUBLE_EQ(j["intervals"][0]["time_s"].get<double>(), 11.0);
+  EXPECT_EQ(j["source"]["format"], "1.0");
+  r = run_cli(fmt::format("export {}/v1.1-basic.shot --format perfetto -o {}", kData, dir / "t.json"));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto t = nlohmann::json::parse(slurp(dir / "t.json"));
+  EXPECT_GT(t["traceEvents"].size(), 69u * 4);
+}
+
+TEST(RecordingCli, ExportErrorsAreOneLine) {
+  const std::string f = kData + "/v1.1-basic.shot";
+  expect_one_line_error(run_cli("export " + f + " --format xml"), 2, "--format");
+  expect_one_line_error(run_cli("export " + f + " --from 10s --to 5s"), 2, "--to must be later than --from");
+  expect_one_line_error(run_cli("export " + f + " --from soon"), 2, "--from 'soon' is not a non-negative number");
+  expect_one_line_error(run_cli("export " + f + " --cpus 9"), 2, "--cpus: CPU 9 is not in the recording (4 CPUs)");
+  expect_one_line_error(run_cli("export " + f + " --cpus 3-1"), 2, "reversed");
+  expect_one_line_error(run_cli("export " + f + " --from 1000s"), 1, "no samples at or after --from 1000s");
+  expect_one_line_error(run_cli("export " + f + " -o /nonexistent/dir/x.csv"), 1, "cannot create /nonexistent/dir/x.csv");
+  CliRun r = run_cli("export " + kData + "/v1.1-unclosed.shot");
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(lines(r.out), 1u + 7 * 4);
+  expect_one_line_error(r, 0, "is damaged at byte 10032");
+}
+
+TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
+  TempDir dir("cli_rotopt");
+  const std::string o = " -o " + dir / "r.shot";
+  expect_one_line_error(run_cli("record --max-size 1M" + o), 2, "--max-size needs --rotate N");
+  expect_one_line_error(run_cli("record --rotate 2" + o), 2, "--rotate needs --max-size SIZE");
+  expect_one_line_error(run_cli("record --max-size 1k --rotate 1" + o), 2, "at least 64K");
+  expect_one_line_error(run_cli("record --max-size 12Q --rotate 1" + o), 2, "unknown unit 'Q'");
+  expect_one_line_error(run_cli("record --max-size 1M --rotate 1 -o -"), 2, "rotation needs -o FILE, not stdout");
+  expect_one_line_error(run_cli("record --max-size 1M --rotate -1" + o), 2, "--rotate");
+}
+
+TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_rotate");
+  const std::string path = dir / "r.shot";
+  spit(path, slurp(kData + "/v1.1-raw.shot"));  // an earlier run's file: rotated, not overwritten
+  CliRun r = run_cli(fmt::format("record -d 8 -i 10ms --max-size 64K --rotate 2 -q -o {}", path));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ASSERT_TRUE(std::filesystem::exists(path + ".1"));
+  EXPECT_FALSE(std::filesystem::exists(path + ".3"));
+  for (const std::string& f : {path, path + ".1", path + ".2"}) {
+    if (!std::filesystem::exists(f)) continue;
+    EXPECT_LE(std::filesystem::file_size(f), 64u << 10) << f;
+    auto rd = RecordingReader::open(f);
+    EXPECT_GT(read_all(*rd).size(), 1u) << f;
+    EXPECT_TRUE(rd->saw_end()) << f;
+    EXPECT_TRUE(rd->index().has_value()) << f;
+    EXPECT_FALSE(rd->damage().has_value()) << f;
+  }
+}
+
+TEST(RecordingCli, RecordOnAFullDiskExitsWithOneLine) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_full");
+  ASSERT_EQ(::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=64k"), 0) << strerror(errno);
+  const std::string path = dir / "r.shot";
+  CliRun r = run_cli(fmt::format("record -d 60 -i 10ms --no-compress -q -o {}", path));
+  expect_one_line_error(r, 1, "disk full (ENOSPC); complete frames are kept");
+  {
+    auto rd = RecordingReader::open(path);
+    EXPECT_GT(read_all(*rd).size(), 10u);
+    EXPECT_FALSE(rd->damage().has_value()) << rd->damage()->reason;
+    EXPECT_FALSE(rd->saw_end());
+  }
+  EXPECT_EQ(::umount2(dir.path.c_str(), MNT_DETACH), 0);
+}

@@ -1,0 +1,107 @@
+// Compatibility: every recording tests/data/v<major>.<minor>-*.shot (made by
+// tests/data/make_fixtures.cpp with the format version in its name) must stay readable by this and every later version,
+// with exactly the values its .expect.json lists.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <regex>
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "../data/fixtures.h"
+#include "store/recording.h"
+#include "test_recording_util.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// tests/data/v<major>.<minor>-<name>.shot (other recordings there belong to other tests).
+std::vector<std::string> fixture_files() {
+  static const std::regex name(R"(v\d+\.\d+-[a-z0-9_]+\.shot)");
+  std::vector<std::string> out;
+  for (auto& e : fs::directory_iterator(SCHEDHOT_DATA))
+    if (std::regex_match(e.path().filename().string(), name)) out.push_back(e.path().string());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+TEST(RecordingCompat, EveryReleasedVersionHasFixtures) {
+  std::set<std::string> versions;
+  for (auto& f : fixture_files()) {
+    std::string name = fs::path(f).filename().string();
+    versions.insert(name.substr(1, name.find('-') - 1));  // "v1.0-basic.shot" -> "1.0"
+  }
+  for (uint16_t minor = 0; minor <= kFormatMinor; ++minor)
+    EXPECT_TRUE(versions.count(fmt::format("{}.{}", kFormatMajor, minor)))
+        << "no fixture of format " << kFormatMajor << "." << minor
+        << ": run schedhot_make_fixtures tests/data and commit what it writes";
+}
+
+TEST(RecordingCompat, FixturesReadBackExactly) {
+  auto files = fixture_files();
+  ASSERT_GE(files.size(), 6u);
+  for (const std::string& f : files) {
+    SCOPED_TRACE(f);
+    std::string expect_path = f.substr(0, f.size() - 5) + ".expect.json";
+    std::ifstream in(expect_path);
+    ASSERT_TRUE(in) << "missing " << expect_path;
+    nlohmann::json e = nlohmann::json::parse(in);
+    auto r = RecordingReader::open(f);
+    EXPECT_EQ(fmt::format("{}.{}", r->major(), r->minor()), e["format"].get<std::string>());
+    EXPECT_EQ(r->file_bytes(), e["bytes"].get<uint64_t>());
+    const Meta& m = r->meta();
+    EXPECT_EQ(m.ncpus, e["ncpus"].get<uint32_t>());
+    EXPECT_EQ(m.host.hostname, e["hostname"].get<std::string>());
+    EXPECT_EQ(m.host.kernel_release, e["kernel_release"].get<std::string>());
+    EXPECT_EQ(m.interval_ns, e["interval_ns"].get<uint64_t>());
+    EXPECT_EQ(m.start_wall_ns, e["start_wall_ns"].get<uint64_t>());
+    std::vector<std::string> unavailable;
+    for (auto& p : m.probes)
+      if (!p.status.attached) unavailable.push_back(p.name);
+    EXPECT_EQ(unavailable, e["unavailable"].get<std::vector<std::string>>());
+
+    // Seek first (index or scan), then read everything from the start.
+    const uint32_t n = e["samples"].get<uint32_t>();
+    EXPECT_EQ(r->sample_count(), n);
+    Sample s;
+    if (n > 2) {
+      ASSERT_TRUE(r->seek_sample(n - 2));
+      ASSERT_TRUE(r->next(s));
+    }
+    ASSERT_TRUE(r->seek_sample(0));
+    auto got = read_all(*r);
+    ASSERT_EQ(got.size(), n);
+    uint64_t h = fixtures::kFnvBasis;
+    for (auto& x : got) h = fixtures::hash_sample(h, x);
+    EXPECT_EQ(fmt::format("{:016x}", h), e["samples_fnv1a"].get<std::string>());
+    EXPECT_EQ(got.front().mono_ns, e["first_mono_ns"].get<uint64_t>());
+    EXPECT_EQ(got.back().mono_ns, e["last_mono_ns"].get<uint64_t>());
+    for (auto& c : e["checks"]) {
+      int p = m.probe_index(c["probe"].get<std::string>());
+      ASSERT_GE(p, 0);
+      const Field* fld = m.probes[p].layout.find(c["field"].get<std::string>());
+      ASSERT_NE(fld, nullptr);
+      size_t w = size_t(c["cpu"].get<uint32_t>()) * m.probes[p].layout.slot_words + fld->offset + c["idx"].get<uint32_t>();
+      EXPECT_EQ(got.at(c["sample"].get<uint32_t>()).probes[p].words.at(w), c["value"].get<uint64_t>()) << c.dump();
+    }
+    EXPECT_EQ(r->saw_end(), e["complete"].get<bool>());
+    if (e["damage_contains"].is_null()) {
+      EXPECT_FALSE(r->damage().has_value()) << r->damage()->reason;
+    } else {
+      ASSERT_TRUE(r->damage().has_value());
+      EXPECT_NE(r->damage()->reason.find(e["damage_contains"].get<std::string>()), std::string::npos)
+          << r->damage()->reason;
+    }
+    EXPECT_EQ(r->status_notes().size(), e["notes"].get<size_t>());
+    // Closed files of 1.1 and later carry an index; 1.0 files and unclosed ones are scanned.
+    EXPECT_EQ(r->index().has_value(), r->minor() >= 1 && e["complete"].get<bool>());
+  }
+}

@@ -1,0 +1,284 @@
+// Export (CSV, JSON, Chrome trace-event JSON for Perfetto) and info on recordings with
+// known values.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "store/recording.h"
+#include "test_recording_util.h"
+#include "view/export.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+/// Three samples of 4 CPUs (nohz_kick unavailable) at 10 s, 11 s and 13 s:
+///   interval 1 (1 s): cpupri_set calls on CPU 1 +100, latencies 10, 10, 10, 12 ns on CPU 1;
+///                     idle exits on CPU 0 +50
+///   interval 2 (2 s): cpupri_set calls on CPU 1 +300, no latencies; idle exits on CPU 0 +10
+struct Known {
+  Meta m = synthetic_meta(4, {"nohz_kick"});
+  std::vector<Sample> s;
+  Known() {
+    int cs = m.probe_index("cpupri_set"), id = m.probe_index("idle");
+    Sample a = make_sample(m);
+    a.mono_ns = 10'000'000'000;
+    a.wall_ns = 1'700'000'000'000'000'000ull;
+    s.push_back(a);
+    a.seq = 1;
+    a.mono_ns += 1'000'000'000;
+    a.wall_ns += 1'000'000'000;
+    a.probes[cs].words[word(m, cs, 1, "calls")] += 100;
+    for (uint64_t v : {10, 10, 10, 12}) add_hist(m, a, cs, 1, "lat", v);
+    a.probes[id].words[word(m, id, 0, "exits")] += 50;
+    s.push_back(a);
+    a.seq = 2;
+    a.mono_ns += 2'000'000'000;
+    a.wall_ns += 2'000'000'000;
+    a.probes[cs].words[word(m, cs, 1, "calls")] += 300;
+    a.probes[id].words[word(m, id, 0, "exits")] += 10;
+    s.push_back(a);
+  }
+  std::string write(const std::string& path) const {
+    WriterOptions wo;
+    wo.overwrite = true;
+    RecordingWriter w(path, m, wo);
+    for (auto& x : s) w.write_sample(x);
+    w.close();
+    return path;
+  }
+};
+
+std::string run_export(const std::string& path, ExportOptions o) {
+  auto r = RecordingReader::open(path);
+  std::ostringstream out;
+  export_samples(*r, out, o, [&] {
+    SourceInfo si;
+    si.file = path;
+    si.format = "1.1";
+    si.complete = r->saw_end();
+    return si;
+  });
+  return out.str();
+}
+
+std::vector<std::vector<std::string>> parse_csv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    std::vector<std::string> cells;
+    size_t pos = 0;
+    while (true) {
+      size_t c = line.find(',', pos);
+      cells.push_back(line.substr(pos, c == std::string::npos ? std::string::npos : c - pos));
+      if (c == std::string::npos) break;
+      pos = c + 1;
+    }
+    rows.push_back(cells);
+  }
+  return rows;
+}
+
+}  // namespace
+
+TEST(RecordingExport, MetricsFollowTheCatalog) {
+  Meta m = synthetic_meta(2);
+  auto metrics = export_metrics(m);
+  std::vector<std::string> names;
+  for (auto& x : metrics) names.push_back(x.name);
+  for (const char* want : {"nohz_exit.calls_per_s", "nohz_exit.worked_per_s", "nohz_exit.lat_p50_ns",
+                           "nohz_exit.lat_p99_ns", "bcast_lock.calls_per_s", "idle.exits_per_s", "idle.entries_per_s"})
+    EXPECT_NE(std::find(names.begin(), names.end(), want), names.end()) << want;
+  for (size_t i = 0; i < metrics.size(); ++i)
+    if (metrics[i].kind == ExportMetric::Kind::p50) {
+      ASSERT_LT(i + 1, metrics.size());
+      EXPECT_EQ(metrics[i + 1].kind, ExportMetric::Kind::p99);
+      EXPECT_EQ(metrics[i + 1].field, metrics[i].field);
+    }
+  EXPECT_STREQ(metrics[0].unit(), "1/s");
+}
+
+TEST(RecordingExport, CsvHasOneRowPerIntervalAndCpuWithBlanksForAbsentProbes) {
+  Known k;
+  TempDir dir("csv");
+  auto rows = parse_csv(run_export(k.write(dir / "k.shot"), ExportOptions{}));
+  ASSERT_EQ(rows.size(), 1u + 2 * 4);
+  const auto& head = rows[0];
+  auto col = [&](const std::string& n) {
+    auto it = std::find(head.begin(), head.end(), n);
+    EXPECT_NE(it, head.end()) << n;
+    return static_cast<size_t>(it - head.begin());
+  };
+  EXPECT_EQ(head[0], "time_s");
+  EXPECT_EQ(head[1], "cpu");
+  const size_t calls = col("cpupri_set.calls_per_s"), p50 = col("cpupri_set.lat_p50_ns"), p99 = col("cpupri_set.lat_p99_ns"),
+               kick = col("nohz_kick.calls_per_s"), exits = col("idle.exits_per_s");
+  for (auto& r : rows) ASSERT_EQ(r.size(), head.size());
+  // rows[1..4]: interval ending at +1 s, CPUs 0..3; rows[5..8]: ending at +3 s.
+  EXPECT_EQ(rows[1][0], "1.000000");
+  EXPECT_EQ(rows[2][1], "1");
+  EXPECT_EQ(rows[2][calls], "100.000");
+  EXPECT_EQ(rows[2][p50], "10.0");
+  EXPECT_EQ(rows[2][p99], "12.0");
+  EXPECT_EQ(rows[1][calls], "0.000") << "attached and idle is 0";
+  EXPECT_EQ(rows[1][p50], "") << "no latency without events";
+  EXPECT_EQ(rows[1][exits], "50.000");
+  EXPECT_EQ(rows[5][0], "3.000000");
+  EXPECT_EQ(rows[6][calls], "150.000");
+  EXPECT_EQ(rows[6][p99], "");
+  EXPECT_EQ(rows[5][exits], "5.000");
+  for (size_t i = 1; i < rows.size(); ++i) EXPECT_EQ(rows[i][kick], "") << "unavailable is blank, never 0";
+}
+
+TEST(RecordingExport, JsonFollowsItsSchema) {
+  Known k;
+  TempDir dir("json");
+  auto j = nlohmann::json::parse(run_export(k.write(dir / "k.shot"), ExportOptions{ExportFormat::json}));
+  EXPECT_EQ(j["schema"], "schedhot.export/1");
+  EXPECT_EQ(j["cpus"], nlohmann::json({0, 1, 2, 3}));
+  EXPECT_EQ(j["host"]["hostname"], "testhost");
+  EXPECT_EQ(j["samples"], 3);
+  EXPECT_EQ(j["time_zero_mono_ns"], 10'000'000'000ull);
+  EXPECT_EQ(j["source"]["complete"], true);
+  EXPECT_TRUE(j["source"]["damage"].is_null());
+  bool found = false;
+  for (auto& m : j["metrics"])
+    if (m["name"] == "cpupri_set.lat_p99_ns") {
+      found = true;
+      EXPECT_EQ(m["kind"], "p99");
+      EXPECT_EQ(m["unit"], "ns");
+      EXPECT_EQ(m["probe"], "cpupri_set");
+    }
+  EXPECT_TRUE(found);
+  for (auto& p : j["probes"])
+    EXPECT_EQ(p["status"], p["name"] == "nohz_kick" ? "unavailable" : "attached") << p.dump();
+  const auto& iv = j["intervals"];
+  ASSERT_EQ(iv.size(), 2u);
+  EXPECT_DOUBLE_EQ(iv[0]["time_s"].get<double>(), 1.0);
+  EXPECT_DOUBLE_EQ(iv[1]["seconds"].get<double>(), 2.0);
+  EXPECT_EQ(iv[1]["mono_ns"], 13'000'000'000ull);
+  EXPECT_DOUBLE_EQ(iv[0]["values"]["cpupri_set.calls_per_s"][1].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(iv[1]["values"]["cpupri_set.calls_per_s"][1].get<double>(), 150.0);
+  EXPECT_DOUBLE_EQ(iv[0]["total"]["cpupri_set.calls_per_s"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(iv[0]["values"]["cpupri_set.lat_p99_ns"][1].get<double>(), 12.0);
+  EXPECT_TRUE(iv[0]["values"]["cpupri_set.lat_p99_ns"][0].is_null());
+  EXPECT_TRUE(iv[1]["total"]["cpupri_set.lat_p50_ns"].is_null());
+  EXPECT_TRUE(iv[0]["values"]["nohz_kick.calls_per_s"].is_null());
+  EXPECT_TRUE(iv[0]["total"]["nohz_kick.calls_per_s"].is_null());
+}
+
+TEST(RecordingExport, PerfettoTraceHasCounterTracksPerCpuAndMetric) {
+  Known k;
+  TempDir dir("perfetto");
+  auto j = nlohmann::json::parse(run_export(k.write(dir / "k.shot"), ExportOptions{ExportFormat::perfetto}));
+  const auto& ev = j["traceEvents"];
+  int meta = 0;
+  std::vector<nlohmann::json> cs;
+  for (auto& e : ev) {
+    if (e["ph"] == "M") {
+      ++meta;
+      EXPECT_EQ(e["name"], "process_name");
+    }
+    EXPECT_NE(e.value("name", ""), "nohz_kick") << "no events for an unavailable probe";
+    if (e["ph"] == "C" && e["name"] == "cpupri_set" && e["pid"] == 1001) cs.push_back(e);
+  }
+  EXPECT_EQ(meta, 5) << "all CPUs + 4 CPUs";
+  ASSERT_EQ(cs.size(), 3u) << "two intervals and the closing event";
+  EXPECT_DOUBLE_EQ(cs[0]["ts"].get<double>(), 10'000'000.0) << "us, at the interval's start";
+  EXPECT_DOUBLE_EQ(cs[0]["args"]["calls_per_s"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(cs[0]["args"]["lat_p50_ns"].get<double>(), 10.0);
+  EXPECT_DOUBLE_EQ(cs[0]["args"]["lat_p99_ns"].get<double>(), 12.0);
+  EXPECT_DOUBLE_EQ(cs[1]["ts"].get<double>(), 11'000'000.0);
+  EXPECT_DOUBLE_EQ(cs[1]["args"]["calls_per_s"].get<double>(), 150.0);
+  EXPECT_FALSE(cs[1]["args"].contains("lat_p99_ns"));
+  EXPECT_DOUBLE_EQ(cs[2]["ts"].get<double>(), 13'000'000.0);
+  EXPECT_EQ(cs[2]["args"], cs[1]["args"]);
+  EXPECT_EQ(j["otherData"]["samples"], 3);
+}
+
+TEST(RecordingExport, WindowAndCpuSelection) {
+  Meta m = synthetic_meta(4);
+  TempDir dir("window");
+  auto written = write_recording(dir / "w.shot", m, 10, true);  // samples at +0 .. +9 s
+  ExportOptions o;
+  o.from_s = 2;
+  o.to_s = 5;
+  o.cpus = {1, 3};
+  std::string plain = run_export(dir / "w.shot", o);
+  auto rows = parse_csv(plain);
+  ASSERT_EQ(rows.size(), 1u + 3 * 2) << "samples at +2..+5 s: three intervals, two CPUs";
+  EXPECT_EQ(rows[1][0], "3.000000");
+  EXPECT_EQ(rows[1][1], "1");
+  EXPECT_EQ(rows[2][1], "3");
+  EXPECT_EQ(rows[6][0], "5.000000");
+  // Seeking to the window first (as the export command does) changes nothing.
+  auto r = RecordingReader::open(dir / "w.shot");
+  Sample first;
+  ASSERT_TRUE(r->next(first));
+  o.t0_mono_ns = first.mono_ns;
+  ASSERT_TRUE(r->seek_time(first.mono_ns + 2'000'000'000));
+  std::ostringstream out;
+  auto res = export_samples(*r, out, o, [] { return SourceInfo{}; });
+  EXPECT_EQ(out.str(), plain);
+  EXPECT_EQ(res.samples, 4u);
+  EXPECT_EQ(res.intervals, 3u);
+}
+
+TEST(RecordingExport, UnknownFormatIsAnError) {
+  EXPECT_EQ(parse_export_format("perfetto"), ExportFormat::perfetto);
+  EXPECT_THROW(parse_export_format("xml"), std::invalid_argument);
+}
+
+TEST(RecordingInfo, SummarizesACleanFile) {
+  Known k;
+  TempDir dir("info");
+  std::string path = k.write(dir / "k.shot");
+  auto r = RecordingReader::open(path);
+  auto j = recording_info(*r, path);
+  EXPECT_EQ(j["schema"], "schedhot.info/1");
+  EXPECT_EQ(j["format"], fmt::format("{}.{}", kFormatMajor, kFormatMinor));
+  EXPECT_EQ(j["host"]["online"], "0-3");
+  EXPECT_EQ(j["host"]["possible_cpus"], 4);
+  EXPECT_TRUE(j["topology"].is_null());
+  EXPECT_EQ(j["probes_attached"], 8);
+  EXPECT_EQ(j["probes"].size(), 9u);
+  const auto& in = j["integrity"];
+  EXPECT_EQ(in["samples"], 3);
+  EXPECT_EQ(in["frames"], 6) << "META, 3 samples, INDEX, END";
+  EXPECT_EQ(in["keyframes"], 1);
+  EXPECT_DOUBLE_EQ(in["span_s"].get<double>(), 3.0);
+  EXPECT_EQ(in["index"]["status"], "present");
+  EXPECT_EQ(in["complete"], true);
+  EXPECT_TRUE(in["damage"].is_null());
+  EXPECT_GT(in["bytes_per_sample"].get<double>(), 30.0);
+  std::string text = render_info_text(j);
+  EXPECT_NE(text.find("clean (END frame)"), std::string::npos) << text;
+  EXPECT_NE(text.find("8 of 9 attached"), std::string::npos) << text;
+  EXPECT_NE(text.find("nohz_kick    unavailable  fentry refused: EPERM (test)"), std::string::npos) << text;
+}
+
+TEST(RecordingInfo, NamesADamagedTail) {
+  Meta m = synthetic_meta(2);
+  m.host.topology = {{0, 0, 0, 0, 0, 0}, {1, 0, 0, 0, 0, 0}};
+  TempDir dir("infodmg");
+  write_recording(dir / "a.shot", m, 10, false);
+  const uint64_t cut = copy_cut_inside(dir / "a.shot", dir / "b.shot", 7, 100) + 100;
+  auto r = RecordingReader::open(dir / "b.shot");
+  auto j = recording_info(*r, dir / "b.shot");
+  const auto& in = j["integrity"];
+  EXPECT_EQ(in["samples"], 7);
+  EXPECT_EQ(in["complete"], false);
+  EXPECT_EQ(in["index"]["status"], "absent");
+  ASSERT_FALSE(in["damage"].is_null());
+  EXPECT_EQ(in["damage"]["offset"], cut - 100);
+  EXPECT_NE(in["damage"]["reason"].get<std::string>().find("truncated"), std::string::npos);
+  EXPECT_EQ(j["topology"]["cores"], 1);
+  EXPECT_EQ(j["topology"]["packages"], 1);
+  std::string text = render_info_text(j);
+  EXPECT_NE(text.find(fmt::format("DAMAGED at byte {}", cut - 100)), std::string::npos) << text;
+  EXPECT_NE(text.find("the 7 samples before it are intact"), std::string::npos) << text;
+}

@@ -1,0 +1,629 @@
+// Recording store: the END/INDEX trailer and seeking with and without it, a writer killed
+// with SIGKILL, the writer's size limit, following a file being written, rotation, and a
+// disk that fills up.
+#include <gtest/gtest.h>
+
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <chrono>
+#include <thread>
+
+#include "store/recording.h"
+#include "store/rotate.h"
+#include "test_recording_util.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+/// The samples of path, written with a NOTE frame after sample 30 (a status change).
+std::vector<Sample> write_with_note(const std::string& path, const Meta& m, int n) {
+  auto samples = make_samples(m, n);
+  WriterOptions wo;
+  wo.overwrite = true;
+  RecordingWriter w(path, m, wo);
+  for (int i = 0; i < n; ++i) {
+    EXPECT_TRUE(w.write_sample(samples[i]));
+    if (i == 30) {
+      ProbeStatus st = m.probes[m.probe_index("idle")].status;
+      st.notes.push_back("changed");
+      EXPECT_TRUE(w.write_status(st));
+    }
+  }
+  w.close();
+  return samples;
+}
+
+/// A copy of path without its INDEX and END frames: a reader has to scan it.
+std::string without_trailer(const std::string& path, const std::string& copy) {
+  auto r = RecordingReader::open(path);
+  EXPECT_TRUE(r->index().has_value());
+  std::string d = slurp(path);
+  spit(copy, d.substr(0, r->index()->index_offset));
+  return copy;
+}
+
+uint64_t file_size(const std::string& p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0 ? static_cast<uint64_t>(st.st_size) : 0;
+}
+
+bool exists(const std::string& p) { return file_size(p) > 0; }
+
+}  // namespace
+
+// ---- index -------------------------------------------------------------------------
+
+TEST(RecordingIndex, ClosedFileHasAnIndexThatMatchesAScan) {
+  Meta m = synthetic_meta(4, {"nohz_kick"});
+  TempDir dir("index");
+  auto written = write_with_note(dir / "a.shot", m, 200);
+  auto r = RecordingReader::open(dir / "a.shot");
+  EXPECT_EQ(r->minor(), kFormatMinor);
+  ASSERT_TRUE(r->index().has_value()) << r->index_problem();
+  EXPECT_EQ(r->index()->samples, 200u);
+  EXPECT_EQ(r->index()->entries, 4u);  // keyframes at 0, 64, 128, 192
+  EXPECT_EQ(r->index()->first_mono_ns, written.front().mono_ns);
+  EXPECT_EQ(r->index()->last_mono_ns, written.back().mono_ns);
+  EXPECT_EQ(r->index()->end_offset + kEndFrameBytes, r->file_bytes());
+  EXPECT_EQ(r->sample_count(), 200u);
+
+  auto s = RecordingReader::open(without_trailer(dir / "a.shot", dir / "cut.shot"));
+  EXPECT_FALSE(s->index().has_value());
+  EXPECT_EQ(s->index_problem(), "") << "no trailer is not a problem, just absent";
+  const auto& pi = r->sample_positions();
+  const auto& ps = s->sample_positions();
+  ASSERT_EQ(pi.size(), 200u);
+  ASSERT_EQ(ps.size(), 200u);
+  EXPECT_TRUE(r->index().has_value()) << "the frame walk agreed with the index";
+  for (size_t i = 0; i < pi.size(); ++i) {
+    EXPECT_EQ(pi[i].seq, i);
+    EXPECT_EQ(pi[i].seq, ps[i].seq);
+    EXPECT_EQ(pi[i].mono_ns, written[i].mono_ns);
+    EXPECT_EQ(pi[i].mono_ns, ps[i].mono_ns);
+    EXPECT_EQ(pi[i].offset, ps[i].offset);
+    EXPECT_EQ(pi[i].keyframe, i % kKeyframeEvery == 0) << i;
+    EXPECT_EQ(pi[i].keyframe, ps[i].keyframe);
+  }
+}
+
+TEST(RecordingIndex, SeeksGiveTheSameSamplesWithAndWithoutIndex) {
+  Meta m = synthetic_meta(4);
+  TempDir dir("seek");
+  auto written = write_with_note(dir / "a.shot", m, 150);
+  auto with = RecordingReader::open(dir / "a.shot");
+  auto scan = RecordingReader::open(without_trailer(dir / "a.shot", dir / "cut.shot"));
+  ASSERT_TRUE(with->index().has_value());
+  ASSERT_FALSE(scan->index().has_value());
+  Sample a, b;
+  for (size_t i : {149, 0, 63, 64, 65, 127, 128, 129, 31, 32, 100, 1}) {
+    ASSERT_TRUE(with->seek_sample(i)) << i;
+    ASSERT_TRUE(with->next(a)) << i;
+    expect_same(a, written[i]);
+    ASSERT_TRUE(scan->seek_sample(i)) << i;
+    ASSERT_TRUE(scan->next(b)) << i;
+    expect_same(b, written[i]);
+  }
+  EXPECT_FALSE(with->seek_sample(150));
+  EXPECT_FALSE(scan->seek_sample(150));
+  for (size_t i : {0, 1, 63, 64, 65, 77, 149}) {
+    for (uint64_t t : {written[i].mono_ns, written[i].mono_ns - 1, written[i].mono_ns - 500'000'000}) {
+      ASSERT_TRUE(with->seek_time(t)) << i;
+      ASSERT_TRUE(with->next(a));
+      expect_same(a, written[i]);
+      ASSERT_TRUE(scan->seek_time(t)) << i;
+      ASSERT_TRUE(scan->next(b));
+      expect_same(b, written[i]);
+    }
+  }
+  ASSERT_TRUE(with->seek_time(0));
+  ASSERT_TRUE(with->next(a));
+  expect_same(a, written[0]);
+  EXPECT_FALSE(with->seek_time(written.back().mono_ns + 1));
+  EXPECT_FALSE(scan->seek_time(written.back().mono_ns + 1));
+  // After a seek, reading runs on to the end.
+  ASSERT_TRUE(with->seek_sample(140));
+  auto rest = read_all(*with);
+  ASSERT_EQ(rest.size(), 10u);
+  expect_same(rest.back(), written.back());
+  EXPECT_TRUE(with->saw_end());
+}
+
+TEST(RecordingIndex, DamagedIndexIsNotUsedAndNamed) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("badindex");
+  auto written = write_recording(dir / "a.shot", m, 70, true);
+  uint64_t index_at;
+  {
+    auto r = RecordingReader::open(dir / "a.shot");
+    ASSERT_TRUE(r->index().has_value());
+    index_at = r->index()->index_offset;
+  }
+  std::string good = slurp(dir / "a.shot");
+
+  // A flipped bit in the INDEX payload: its CRC fails.
+  std::string d = good;
+  d[index_at + kFrameHeaderBytes + 6] ^= 0x04;
+  spit(dir / "flip.shot", d);
+  auto r = RecordingReader::open(dir / "flip.shot");
+  EXPECT_FALSE(r->index().has_value());
+  EXPECT_NE(r->index_problem().find("INDEX"), std::string::npos) << r->index_problem();
+  EXPECT_NE(r->index_problem().find("CRC32C"), std::string::npos) << r->index_problem();
+  Sample s;
+  ASSERT_TRUE(r->seek_sample(66));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[66]);
+  ASSERT_TRUE(r->seek_sample(0));
+  EXPECT_EQ(read_all(*r).size(), 70u) << "every sample is before the damaged INDEX";
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, index_at);
+
+  // An END (with a valid CRC) that points outside the file's frames.
+  d = good;
+  const size_t end_at = d.size() - kEndFrameBytes;
+  uint64_t bogus = d.size() + 1000;
+  std::memcpy(d.data() + end_at + kFrameHeaderBytes + 8, &bogus, 8);
+  fix_frame_crc(d, end_at);
+  spit(dir / "bogus.shot", d);
+  r = RecordingReader::open(dir / "bogus.shot");
+  EXPECT_FALSE(r->index().has_value());
+  EXPECT_NE(r->index_problem().find("outside the frames"), std::string::npos) << r->index_problem();
+  EXPECT_EQ(r->sample_count(), 70u);
+  EXPECT_EQ(read_all(*r).size(), 70u);
+  EXPECT_FALSE(r->damage().has_value());
+
+  // An index whose entries disagree with the frames: the positions walk notices.
+  d = good;
+  uint64_t off;
+  std::memcpy(&off, d.data() + index_at + kFrameHeaderBytes + 4 + kIndexEntryBytes + 16, 8);  // entry 1's offset
+  off += 1;
+  std::memcpy(d.data() + index_at + kFrameHeaderBytes + 4 + kIndexEntryBytes + 16, &off, 8);
+  fix_frame_crc(d, index_at);
+  spit(dir / "lies.shot", d);
+  r = RecordingReader::open(dir / "lies.shot");
+  ASSERT_TRUE(r->index().has_value()) << "bounds and order are fine";
+  EXPECT_EQ(r->sample_positions().size(), 70u);
+  EXPECT_FALSE(r->index().has_value()) << "dropped once the frames disagree";
+  EXPECT_NE(r->index_problem().find("does not match"), std::string::npos) << r->index_problem();
+  ASSERT_TRUE(r->seek_sample(65));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[65]);
+}
+
+TEST(RecordingIndex, SeekingBeforeADamagedTailStillWorks) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("tail");
+  auto written = write_recording(dir / "a.shot", m, 20, true);
+  const uint64_t last = copy_cut_inside(dir / "a.shot", dir / "cut.shot", 19, 30);  // killed inside sample 19
+  auto r = RecordingReader::open(dir / "cut.shot");
+  EXPECT_FALSE(r->index().has_value());
+  EXPECT_EQ(r->sample_positions().size(), 19u);
+  ASSERT_TRUE(r->damage().has_value()) << "the scan found the cut";
+  EXPECT_EQ(r->damage()->offset, last);
+  Sample s;
+  ASSERT_TRUE(r->seek_sample(3));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[3]);
+  ASSERT_TRUE(r->seek_sample(18));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, written[18]);
+  EXPECT_FALSE(r->next(s));
+  EXPECT_FALSE(r->seek_sample(19));
+}
+
+TEST(RecordingIndex, UnknownFrameTypesOfLaterMinorsAreSkipped) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("unknown");
+  auto written = write_recording(dir / "a.shot", m, 5, false);
+  std::string d = slurp(dir / "a.shot");
+  d.insert(sample_offset(dir / "a.shot", 3), make_frame(static_cast<FrameType>(42), 0, 0, "a frame type from the future"));
+  spit(dir / "b.shot", d);
+  auto r = RecordingReader::open(dir / "b.shot");
+  auto got = read_all(*r);
+  ASSERT_EQ(got.size(), 5u);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], written[i]);
+  EXPECT_FALSE(r->damage().has_value());
+  EXPECT_EQ(r->stats().unknown_frames, 1u);
+}
+
+TEST(RecordingIndex, MetadataWithAHugeCpuListIsRefused) {
+  TempDir dir("cpulist");
+  Meta m = synthetic_meta(2);
+  nlohmann::json j = m;
+  std::string online;
+  for (int i = 0; i < 64; ++i) online += (i ? "," : "") + std::string("0-1000000");
+  j["host"]["online"] = online;  // 64 ranges of a million CPUs
+  write_recording(dir / "a.shot", m, 1, false);
+  std::string file = slurp(dir / "a.shot").substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, j.dump());
+  spit(dir / "b.shot", file);
+  try {
+    RecordingReader::open(dir / "b.shot");
+    FAIL() << "opened";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad metadata"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RecordingKill, SigkilledWriterLeavesEveryCompleteFrame) {
+  Meta m = synthetic_meta(4);
+  TempDir dir("kill");
+  const std::string path = dir / "k.shot";
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {  // the recorder: make_samples(m, n, 9, 0.5) one by one until it is killed
+    RecordingWriter w(path, m, WriterOptions{});
+    std::mt19937_64 rng(9);
+    Sample s = make_samples(m, 1)[0];
+    for (int i = 0; i < 100'000; ++i) {
+      if (i) advance(m, s, rng, 0.5);
+      w.write_sample(s);
+      usleep(1000);
+    }
+    _exit(3);
+  }
+  usleep(300'000);
+  ASSERT_EQ(kill(child, SIGKILL), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the writer finished before it was killed";
+  auto r = RecordingReader::open(path);
+  auto got = read_all(*r);
+  ASSERT_GT(got.size(), 10u);
+  auto samples = make_samples(m, static_cast<int>(got.size()), 9, 0.5);
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], samples[i]);
+  EXPECT_FALSE(r->saw_end());
+  EXPECT_FALSE(r->index().has_value());
+  if (r->damage()) EXPECT_NE(r->damage()->reason.find("truncated"), std::string::npos) << r->damage()->reason;
+  EXPECT_EQ(r->sample_count(), got.size());
+}
+
+// ---- writer size limit ---------------------------------------------------------------
+
+TEST(RecordingWriterLimit, FileNeverGrowsPastMaxBytes) {
+  Meta m = synthetic_meta(4);
+  TempDir dir("limit");
+  auto samples = make_samples(m, 500);
+  WriterOptions wo;
+  wo.max_bytes = 40'000;
+  size_t n = 0;
+  {
+    RecordingWriter w(dir / "a.shot", m, wo);
+    while (n < samples.size() && w.write_sample(samples[n])) ++n;
+    EXPECT_LT(n, samples.size()) << "the limit was reached";
+    EXPECT_GT(n, 10u);
+    EXPECT_FALSE(w.write_sample(samples[n])) << "still full";
+    w.close();
+    EXPECT_EQ(w.bytes(), file_size(dir / "a.shot"));
+  }
+  EXPECT_LE(file_size(dir / "a.shot"), 40'000u);
+  auto r = RecordingReader::open(dir / "a.shot");
+  auto got = read_all(*r);
+  ASSERT_EQ(got.size(), n);
+  for (size_t i = 0; i < n; ++i) expect_same(got[i], samples[i]);
+  EXPECT_TRUE(r->saw_end());
+  EXPECT_TRUE(r->index().has_value());
+}
+
+// ---- following ----------------------------------------------------------------------
+
+TEST(RecordingFollow, FollowsAWriterThreadToItsEnd) {
+  Meta m = synthetic_meta(4);
+  TempDir dir("follow");
+  const std::string path = dir / "live.shot";
+  auto samples = make_samples(m, 100);
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(30));  // the reader starts first
+    RecordingWriter w(path, m, WriterOptions{});
+    for (auto& s : samples) {
+      w.write_sample(s);
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    w.close();
+  });
+  FollowOptions f;
+  f.enabled = true;
+  f.poll_ns = 5'000'000;
+  f.idle_timeout_ns = 10'000'000'000;  // a safety net for a broken test
+  auto r = RecordingReader::open(path, f);  // waits for the file, its header and META
+  auto got = read_all(*r);
+  writer.join();
+  ASSERT_EQ(got.size(), samples.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], samples[i]);
+  EXPECT_TRUE(r->saw_end());
+  EXPECT_FALSE(r->damage().has_value());
+}
+
+TEST(RecordingFollow, WaitsThroughIncompleteFrames) {
+  // The bytes of a recording arrive 97 at a time, so the reader keeps meeting half a
+  // frame header, half a payload, half the META.
+  Meta m = synthetic_meta(4);
+  TempDir dir("dribble");
+  auto written = write_recording(dir / "src.shot", m, 80, true);
+  const std::string data = slurp(dir / "src.shot");
+  const std::string path = dir / "dst.shot";
+  spit(path, data.substr(0, 5));  // not even the magic yet
+  std::thread feeder([&] {
+    std::ofstream out(path, std::ios::binary | std::ios::app);
+    for (size_t at = 5; at < data.size(); at += 97) {
+      out << data.substr(at, 97);
+      out.flush();
+      std::this_thread::sleep_for(std::chrono::microseconds(300));
+    }
+  });
+  FollowOptions f;
+  f.enabled = true;
+  f.poll_ns = 1'000'000;
+  f.idle_timeout_ns = 10'000'000'000;
+  auto r = RecordingReader::open(path, f);
+  auto got = read_all(*r);
+  feeder.join();
+  ASSERT_EQ(got.size(), written.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], written[i]);
+  EXPECT_FALSE(r->damage().has_value());
+  EXPECT_TRUE(r->saw_end());
+}
+
+TEST(RecordingFollow, StopFlagEndsFollowingWithoutDamage) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("stop");
+  write_recording(dir / "src.shot", m, 6, false);
+  copy_cut_inside(dir / "src.shot", dir / "a.shot", 5, 40);  // the writer is inside sample 5's frame
+  std::atomic<bool> stop{false};
+  FollowOptions f;
+  f.enabled = true;
+  f.poll_ns = 5'000'000;
+  f.stop = &stop;
+  auto r = RecordingReader::open(dir / "a.shot", f);
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    stop = true;
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  auto got = read_all(*r);
+  auto waited = std::chrono::steady_clock::now() - t0;
+  stopper.join();
+  EXPECT_EQ(got.size(), 5u);
+  EXPECT_GE(waited, std::chrono::milliseconds(140)) << "it waited for the writer";
+  EXPECT_LT(waited, std::chrono::seconds(5));
+  EXPECT_FALSE(r->damage().has_value()) << "stopping is not damage";
+  EXPECT_FALSE(r->saw_end());
+}
+
+TEST(RecordingFollow, IdleTimeoutReportsTheIncompleteFrame) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("idle");
+  write_recording(dir / "src.shot", m, 6, false);
+  const uint64_t cut = copy_cut_inside(dir / "src.shot", dir / "a.shot", 5, 40) + 40;
+  FollowOptions f;
+  f.enabled = true;
+  f.poll_ns = 5'000'000;
+  f.idle_timeout_ns = 60'000'000;
+  auto r = RecordingReader::open(dir / "a.shot", f);
+  EXPECT_EQ(read_all(*r).size(), 5u);
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, cut - 40);
+  EXPECT_NE(r->damage()->reason.find("truncated"), std::string::npos) << r->damage()->reason;
+}
+
+TEST(RecordingFollow, PositionsGrowWithTheFile) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("grow");
+  auto samples = make_samples(m, 30);
+  RecordingWriter w(dir / "a.shot", m, WriterOptions{});
+  for (int i = 0; i < 10; ++i) w.write_sample(samples[i]);
+  FollowOptions f;
+  f.enabled = true;
+  auto r = RecordingReader::open(dir / "a.shot", f);
+  EXPECT_FALSE(r->index().has_value());
+  EXPECT_EQ(r->sample_positions().size(), 10u);
+  for (int i = 10; i < 30; ++i) w.write_sample(samples[i]);
+  EXPECT_EQ(r->sample_positions().size(), 30u);
+  EXPECT_FALSE(r->damage().has_value());
+  Sample s;
+  ASSERT_TRUE(r->seek_time(samples[25].mono_ns));
+  ASSERT_TRUE(r->next(s));
+  expect_same(s, samples[25]);
+  w.close();
+  r->set_follow(false);
+  EXPECT_EQ(read_all(*r).size(), 4u);
+  EXPECT_TRUE(r->saw_end());
+}
+
+// ---- rotation ------------------------------------------------------------------------
+
+TEST(RecordingRotation, RotatesKeepsNAndEveryFileStandsAlone) {
+  Meta m = synthetic_meta(4, {"nohz_kick"});
+  TempDir dir("rotate");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 400);
+  RotateOptions ro{40'000, 2};
+  {
+    RotatingWriter w(path, m, WriterOptions{}, ro);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      w.write_sample(samples[i]);
+      if (i == 150) {
+        ProbeStatus st = m.probes[m.probe_index("idle")].status;
+        st.notes.push_back("rotation test note");
+        w.write_status(st);
+      }
+    }
+    w.close();
+    EXPECT_GE(w.rotations(), 3u) << "four files made, the oldest dropped";
+    EXPECT_EQ(w.samples(), 400u);
+  }
+  EXPECT_TRUE(exists(path));
+  EXPECT_TRUE(exists(RotatingWriter::rotated_name(path, 1)));
+  EXPECT_TRUE(exists(RotatingWriter::rotated_name(path, 2)));
+  EXPECT_FALSE(exists(RotatingWriter::rotated_name(path, 3))) << "the oldest are dropped";
+  EXPECT_EQ(RotatingWriter::rotated_name(path, 2), path + ".2");
+  // Oldest to newest, the files hold a contiguous run of samples ending with the last.
+  std::vector<Sample> got;
+  for (const std::string& f : {path + ".2", path + ".1", path}) {
+    EXPECT_LE(file_size(f), ro.max_bytes) << f;
+    auto r = RecordingReader::open(f);
+    ASSERT_TRUE(r->index().has_value()) << f << ": " << r->index_problem();
+    ASSERT_FALSE(r->sample_positions().empty());
+    EXPECT_TRUE(r->sample_positions().front().keyframe) << f;
+    auto part = read_all(*r);
+    ASSERT_FALSE(part.empty());
+    EXPECT_EQ(r->meta().start_mono_ns, part.front().mono_ns) << "each file starts at its own first sample";
+    EXPECT_EQ(r->meta().start_wall_ns, part.front().wall_ns);
+    EXPECT_TRUE(r->saw_end());
+    EXPECT_FALSE(r->damage().has_value());
+    // The note was written before these files began: their META carries it.
+    const auto& notes = r->meta().probes[m.probe_index("idle")].status.notes;
+    EXPECT_NE(std::find(notes.begin(), notes.end(), "rotation test note"), notes.end()) << f;
+    got.insert(got.end(), part.begin(), part.end());
+  }
+  ASSERT_LT(got.size(), samples.size());
+  const size_t first = samples.size() - got.size();
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], samples[first + i]);
+}
+
+TEST(RecordingRotation, ExistingFileIsRotatedNotOverwritten) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("existing");
+  const std::string path = dir / "r.shot";
+  auto old = write_recording(path, m, 3, true, 99);
+  auto samples = make_samples(m, 5);
+  {
+    RotatingWriter w(path, m, WriterOptions{}, RotateOptions{1 << 20, 3});
+    for (auto& s : samples) w.write_sample(s);
+  }
+  auto r1 = RecordingReader::open(path + ".1");
+  auto got1 = read_all(*r1);
+  ASSERT_EQ(got1.size(), 3u);
+  expect_same(got1[2], old[2]);
+  auto r0 = RecordingReader::open(path);
+  EXPECT_EQ(read_all(*r0).size(), 5u);
+  EXPECT_TRUE(r0->saw_end()) << "the destructor closes";
+}
+
+TEST(RecordingRotation, KeepZeroKeepsOnlyTheCurrentFile) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("keep0");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 300);
+  RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 0});
+  for (auto& s : samples) w.write_sample(s);
+  w.close();
+  EXPECT_GE(w.rotations(), 1u);
+  EXPECT_FALSE(exists(path + ".1"));
+  auto r = RecordingReader::open(path);
+  auto got = read_all(*r);
+  ASSERT_FALSE(got.empty());
+  expect_same(got.back(), samples.back());
+}
+
+TEST(RecordingRotation, LimitsTooSmallForOneSampleAreErrors) {
+  Meta m = synthetic_meta(8);
+  TempDir dir("small");
+  try {
+    RotatingWriter w(dir / "a.shot", m, WriterOptions{}, RotateOptions{1000, 1});
+    FAIL() << "a limit below the metadata was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("cannot hold the header and metadata"), std::string::npos) << e.what();
+  }
+  // Room for the META but not for one keyframe of 8 busy CPUs.
+  uint64_t meta_bytes;
+  {
+    RecordingWriter w(dir / "m.shot", m, WriterOptions{});
+    meta_bytes = w.bytes();
+  }
+  RotatingWriter w(dir / "b.shot", m, WriterOptions{}, RotateOptions{meta_bytes + 200, 1});
+  auto samples = make_samples(m, 2, 7, 1.0);
+  EXPECT_THROW(w.write_sample(samples[1]), std::runtime_error);
+  EXPECT_THROW(RotatingWriter(std::string("-"), m, WriterOptions{}, RotateOptions{1 << 20, 1}), std::runtime_error);
+}
+
+// ---- disk full ----------------------------------------------------------------------
+
+namespace {
+
+/// A 64 KiB tmpfs mounted for the test's lifetime (needs CAP_SYS_ADMIN).
+struct SmallTmpfs {
+  TempDir dir;
+  bool mounted = false;
+  SmallTmpfs() : dir("tmpfs") { mounted = ::mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=64k") == 0; }
+  ~SmallTmpfs() {
+    if (mounted) ::umount2(dir.path.c_str(), MNT_DETACH);
+  }
+};
+
+}  // namespace
+
+TEST(RecordingDiskFull, EveryCompleteFrameStaysReadable) {
+  SmallTmpfs fs;
+  if (!fs.mounted) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << strerror(errno);
+  Meta m = synthetic_meta(16);
+  auto samples = make_samples(m, 400, 3, 0.5);
+  const std::string path = fs.dir / "full.shot";
+  WriterOptions wo;
+  wo.compress = false;
+  RecordingWriter w(path, m, wo);
+  std::string error;
+  size_t n = 0;
+  try {
+    for (; n < samples.size(); ++n) w.write_sample(samples[n]);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  ASSERT_NE(error, "") << "64 KiB filled up";
+  EXPECT_NE(error.find("disk full (ENOSPC)"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
+  EXPECT_EQ(w.samples(), n);
+  EXPECT_GT(n, 2u);
+  EXPECT_NO_THROW(w.close()) << "closing a failed writer is a no-op";
+  auto r = RecordingReader::open(path);
+  auto got = read_all(*r);
+  ASSERT_EQ(got.size(), n);
+  for (size_t i = 0; i < n; ++i) expect_same(got[i], samples[i]);
+  EXPECT_FALSE(r->damage().has_value()) << "the partial frame was cut off: " << r->damage()->reason;
+  EXPECT_FALSE(r->saw_end());
+
+  // Not even room for a header and META: the writer throws and leaves no file behind.
+  {
+    std::ofstream filler(fs.dir / "filler", std::ios::binary);
+    std::string block(4096, '\0');
+    while (filler.write(block.data(), block.size()) && filler.flush()) {
+    }
+  }
+  try {
+    RecordingWriter w2(fs.dir / "second.shot", m, wo);
+    FAIL() << "wrote a header and META on a full disk";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("ENOSPC"), std::string::npos) << e.what();
+  }
+  EXPECT_FALSE(std::filesystem::exists(fs.dir / "second.shot"));
+}
+
+TEST(RecordingDiskFull, RotatingWriterStopsWithEveryFileReadable) {
+  SmallTmpfs fs;
+  if (!fs.mounted) GTEST_SKIP() << "cannot mount a tmpfs here (needs root): " << strerror(errno);
+  Meta m = synthetic_meta(4);
+  auto samples = make_samples(m, 2000, 5, 0.8);
+  const std::string path = fs.dir / "rot.shot";
+  RotatingWriter w(path, m, WriterOptions{}, RotateOptions{24 << 10, 8});
+  std::string error;
+  try {
+    for (auto& s : samples) w.write_sample(s);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find("ENOSPC"), std::string::npos) << error;
+  size_t total = 0;
+  for (unsigned k = 0; k <= 8; ++k) {
+    std::string f = k ? RotatingWriter::rotated_name(path, k) : path;
+    if (!exists(f)) continue;
+    auto r = RecordingReader::open(f);
+    total += read_all(*r).size();
+    EXPECT_FALSE(r->damage().has_value()) << f;
+  }
+  EXPECT_EQ(total, w.samples()) << "every sample the writer accepted is in a file";
+}

@@ -1,0 +1,399 @@
+// The top/replay UI's key handling (src/view/tui_app.h) over the replay feed
+// (tui_replay.h) on the committed recording tests/data/tui16.shot, and over a small
+// live-like feed for the keys that only make sense live.
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "data/tui_fixture.h"
+#include "store/recording.h"
+#include "view/tui_app.h"
+#include "view/tui_replay.h"
+
+using namespace schedhot;
+using namespace schedhot::tui;
+namespace fx = schedhot::tui_fixture;
+
+namespace {
+
+std::string text(const Screen& s) {
+  std::string out;
+  for (auto& l : s) out += l.text + "\n";
+  return out;
+}
+
+/// Line i of the screen (empty when past the end).
+std::string line(const Screen& s, size_t i) { return i < s.size() ? s[i].text : ""; }
+
+/// Index of the first line starting with prefix, or -1.
+int find_line(const Screen& s, const std::string& prefix) {
+  for (size_t i = 0; i < s.size(); ++i)
+    if (s[i].text.rfind(prefix, 0) == 0) return int(i);
+  return -1;
+}
+
+/// The CPU of the first table row (the line after the " CPU" header).
+int first_cpu(const Screen& s) {
+  int h = find_line(s, "  CPU ");
+  if (h < 0 || size_t(h + 1) >= s.size()) return -1;
+  return std::stoi(s[size_t(h + 1)].text.substr(0, 5));
+}
+
+uint64_t parse_seconds(const std::string& t) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(t, &used);
+  } catch (...) {
+    throw std::invalid_argument("time '" + t + "' is not a non-negative number");
+  }
+  std::string unit = t.substr(used);
+  if (!unit.empty() && unit != "s") throw std::invalid_argument("time '" + t + "': unknown unit");
+  return uint64_t(v * 1e9);
+}
+
+class Replay : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    feed = std::make_unique<ReplayFeed>(RecordingReader::open(std::string(SCHEDHOT_TEST_DATA) + "/tui16.shot"));
+    TuiOptions o;
+    o.parse_time = parse_seconds;
+    o.utf8 = false;
+    app = std::make_unique<TuiApp>(*feed, o);
+  }
+  void keys(const std::string& ks) {
+    for (char k : ks) ASSERT_TRUE(app->on_key(k == '\n' ? kKeyEnter : k));
+  }
+  Screen screen(int w = 160, int h = 50) { return app->render(w, h); }
+  std::unique_ptr<ReplayFeed> feed;
+  std::unique_ptr<TuiApp> app;
+};
+
+/// A live-like feed with two fixed samples: for the keys that differ live.
+class TwoSamples : public TuiFeed {
+ public:
+  TwoSamples() : m_(fx::fixture_meta()), s_(fx::fixture_samples(m_)) {}
+  const Meta& meta() const override { return m_; }
+  bool live() const override { return true; }
+  const Sample* first() const override { return &s_[1]; }
+  const Sample* last() const override { return &s_[2]; }
+  std::string when() const override { return "live 12:00:00"; }
+  uint64_t lost() const override { return 0; }
+  std::string cost() const override { return "BPF 0.100 ms/s"; }
+  std::string state() const override { return paused_ ? "paused" : ""; }
+  uint64_t interval_ns() const override { return fx::kSecond; }
+  int wait_ms() const override { return -1; }
+  bool update() override { return false; }
+  void toggle_pause() override { paused_ = !paused_; }
+  std::string adjust(int dir) override { return dir > 0 ? "longer" : "shorter"; }
+
+ private:
+  Meta m_;
+  std::vector<Sample> s_;
+  bool paused_ = false;
+};
+
+}  // namespace
+
+TEST_F(Replay, StartsAtTheFirstInterval) {
+  EXPECT_EQ(feed->position(), 1u);
+  EXPECT_EQ(feed->samples(), 11u);
+  EXPECT_EQ(feed->lost(), 0u);
+  Screen s = screen();
+  ASSERT_EQ(s.size(), 50u);
+  EXPECT_NE(line(s, 0).find("sample 2/11  +1.00 s  2023-11-14 22:13:21 UTC"), std::string::npos) << line(s, 0);
+  EXPECT_NE(text(s).find("Per CPU: 16 of 16 CPUs  sorted by idle/s (highest first)  rows 1-16 of 16"), std::string::npos);
+  EXPECT_EQ(first_cpu(s), 15);
+  EXPECT_NE(text(s).find("paused (space plays)"), std::string::npos);
+}
+
+TEST_F(Replay, StepAndBounds) {
+  keys("t");
+  EXPECT_EQ(app->message(), "t: at the first sample");
+  keys("TTTTTT");
+  EXPECT_EQ(feed->position(), 7u);
+  Screen s = screen();
+  EXPECT_EQ(first_cpu(s), 3);  // the idle spike
+  EXPECT_NE(line(s, size_t(find_line(s, "  CPU ") + 1)).find("5000"), std::string::npos);
+  keys("t");
+  EXPECT_EQ(feed->position(), 6u);
+  keys("TTTTT");
+  EXPECT_EQ(feed->position(), 10u);
+  EXPECT_EQ(app->message(), "T: at the last sample");
+}
+
+TEST_F(Replay, WorstSampleForTheSortColumn) {
+  keys("w");
+  EXPECT_EQ(feed->position(), 7u);
+  EXPECT_EQ(app->message(), "w: worst is sample 8/11 (+7.00 s)");
+  // bcast_wait/s is 3 everywhere: the first interval with it wins.
+  while (app->sort_col() != find_column("bcast_wait/s")) keys(">");
+  keys("w");
+  EXPECT_EQ(feed->position(), 1u);
+  // A probe that is unavailable has nothing to compare.
+  keys("<");
+  keys("w");
+  EXPECT_EQ(app->message(), "w: the sort column has no values in this recording");
+  while (app->sort_col() != 0) keys("<");
+  keys("w");
+  EXPECT_EQ(app->message(), "w: sort by a value column first (< >)");
+}
+
+TEST_F(Replay, JumpToATime) {
+  keys("j5\n");
+  EXPECT_EQ(feed->position(), 5u);
+  EXPECT_EQ(app->message(), "");
+  keys("j0\n");
+  EXPECT_EQ(feed->position(), 1u);
+  keys("jabc\n");
+  EXPECT_EQ(app->message(), "j: time 'abc' is not a non-negative number");
+  EXPECT_EQ(feed->position(), 1u);
+  keys("j99\n");
+  EXPECT_EQ(app->message(), "j: +99.00 s is after the last sample (+10.00 s)");
+  // The prompt shows what is typed; Esc cancels it.
+  keys("j7");
+  EXPECT_NE(line(screen(), 49).find("jump to time since the start"), std::string::npos);
+  EXPECT_NE(line(screen(), 49).find("7_"), std::string::npos);
+  ASSERT_TRUE(app->on_key(kKeyEsc));
+  EXPECT_EQ(feed->position(), 1u);
+}
+
+TEST_F(Replay, SortKeys) {
+  keys(">");
+  EXPECT_EQ(app->sort_col(), 2);
+  Screen s = screen();
+  EXPECT_NE(text(s).find("sorted by nohz_exit/s (highest first)"), std::string::npos);
+  EXPECT_EQ(first_cpu(s), 0);
+  keys("r");
+  EXPECT_EQ(first_cpu(screen()), 15);
+  EXPECT_NE(text(screen()).find("sorted by nohz_exit/s (lowest first)"), std::string::npos);
+  keys("r<<");
+  EXPECT_EQ(app->sort_col(), 0);
+  EXPECT_EQ(first_cpu(screen()), 0);
+  keys("<");  // wraps to the last column
+  EXPECT_EQ(app->sort_col(), table_columns() - 1);
+  ASSERT_TRUE(app->on_key(kKeyF6));
+  EXPECT_EQ(app->sort_col(), 0);
+}
+
+TEST_F(Replay, FilterCpus) {
+  keys("/0-3,12\n");
+  EXPECT_EQ(app->filter(), (std::vector<int>{0, 1, 2, 3, 12}));
+  Screen s = screen();
+  EXPECT_NE(text(s).find("Per CPU: 5 of 16 CPUs  filter 0-3,12"), std::string::npos);
+  EXPECT_EQ(first_cpu(s), 12);
+  keys("/");
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(app->on_key(kKeyBackspace));
+  keys("abc\n");
+  EXPECT_EQ(app->message(), "filter: bad CPU list 'abc': 'abc' is not a CPU number");
+  EXPECT_EQ(app->filter().size(), 5u);  // unchanged
+  keys("/");
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(app->on_key(kKeyBackspace));
+  keys("99\n");
+  EXPECT_NE(app->message().find("filter: bad CPU list '99'"), std::string::npos);
+  keys("/");
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(app->on_key(kKeyBackspace));
+  keys("\n");
+  EXPECT_TRUE(app->filter().empty());
+}
+
+TEST_F(Replay, Paging) {
+  // 20 lines: 5 header lines, title, table header, footer: 16 rows do not fit.
+  Screen s = screen(160, 20);
+  int head = find_line(s, "  CPU ");
+  ASSERT_GT(head, 0);
+  const int page = 20 - 1 - (head + 1);
+  ASSERT_LT(page, 16);
+  EXPECT_NE(text(s).find(fmt::format("rows 1-{} of 16", page)), std::string::npos);
+  EXPECT_EQ(first_cpu(s), 15);
+  ASSERT_TRUE(app->on_key(kKeyPgDn));
+  s = screen(160, 20);
+  EXPECT_NE(text(s).find(fmt::format("rows {}-16 of 16", 16 - page + 1)), std::string::npos);
+  EXPECT_EQ(first_cpu(s), page - 1);  // the last row shown is CPU 0
+  ASSERT_TRUE(app->on_key(kKeyUp));
+  EXPECT_EQ(first_cpu(screen(160, 20)), page);
+  ASSERT_TRUE(app->on_key(kKeyHome));
+  EXPECT_EQ(first_cpu(screen(160, 20)), 15);
+  ASSERT_TRUE(app->on_key(kKeyEnd));
+  EXPECT_EQ(first_cpu(screen(160, 20)), page - 1);
+}
+
+TEST_F(Replay, HistogramView) {
+  // From idle/s, h opens idle's histogram; h again moves on.
+  keys("h");
+  EXPECT_EQ(app->view(), View::hist);
+  EXPECT_EQ(feed->meta().probes[size_t(app->hist_probe())].name, "idle");
+  keys("c");
+  while (app->sort_col() != find_column("cpupri_set/s")) keys(">");
+  keys("h");
+  EXPECT_EQ(feed->meta().probes[size_t(app->hist_probe())].name, "cpupri_set");
+  std::string t = text(screen());
+  EXPECT_NE(t.find("cpupri_set entry-to-exit time, ns over all CPUs: 3100 events"), std::string::npos) << t;
+  EXPECT_NE(t.find("p10 1008  p50 1008  p90 1008  p98 4992  p99 35.8us  max 100.0us"), std::string::npos);
+  keys("/0\n");
+  t = text(screen());
+  EXPECT_NE(t.find("over CPUs 0: 100 events"), std::string::npos);
+  EXPECT_NE(t.find("p98 4992  p99 20.0us  max 100.0us"), std::string::npos);
+  keys("h");
+  EXPECT_EQ(feed->meta().probes[size_t(app->hist_probe())].name, "cpupri_find");
+  keys("H");
+  EXPECT_EQ(feed->meta().probes[size_t(app->hist_probe())].name, "cpupri_set");
+  ASSERT_TRUE(app->on_key(kKeyRight));
+  EXPECT_EQ(feed->meta().probes[size_t(app->hist_probe())].name, "cpupri_find");
+}
+
+TEST_F(Replay, TopologyView) {
+  keys("o");
+  EXPECT_EQ(app->view(), View::topo);
+  EXPECT_EQ(app->level(), TopoLevel::llc);
+  Screen s = screen();
+  std::string t = text(s);
+  EXPECT_NE(t.find("Topology by LLC: 4 groups of 16 CPUs"), std::string::npos) << t;
+  int head = find_line(s, " LLC  ");
+  ASSERT_GT(head, 0);
+  // Highest idle/s first: LLC 3 (CPUs 6,7,14,15: 160+170+240+250 = 820).
+  EXPECT_EQ(line(s, size_t(head + 1)).substr(0, 6), " LLC 3");
+  EXPECT_NE(line(s, size_t(head + 1)).find(" 820 "), std::string::npos);
+  keys("o");
+  EXPECT_EQ(app->level(), TopoLevel::node);
+  s = screen();
+  head = find_line(s, " node  ");
+  EXPECT_EQ(line(s, size_t(head + 1)).substr(0, 7), " node 1");
+  keys("oo");
+  EXPECT_EQ(app->level(), TopoLevel::core);
+  EXPECT_NE(text(screen()).find("Topology by core: 8 groups of 16 CPUs"), std::string::npos);
+  keys("w");  // worst over groups: the spike's core (CPU 3 + CPU 11)
+  EXPECT_EQ(feed->position(), 7u);
+  keys("c");
+  EXPECT_EQ(app->view(), View::cpus);
+}
+
+TEST_F(Replay, SummaryHelpSmallQuit) {
+  keys("s");
+  std::string t = text(screen());
+  EXPECT_NE(t.find("Summary per probe over all CPUs"), std::string::npos);
+  EXPECT_NE(t.find("bcast_lock   unavailable: fentry refused"), std::string::npos);
+  keys("?");
+  t = text(screen());
+  EXPECT_NE(t.find("schedhot replay: keys"), std::string::npos);
+  keys("x");  // any key closes the help
+  EXPECT_EQ(text(screen()).find("schedhot replay: keys"), std::string::npos);
+  keys("x");
+  EXPECT_EQ(app->message(), "unknown key 'x' (? for help)");
+  Screen small = screen(50, 10);
+  ASSERT_EQ(small.size(), 10u);
+  EXPECT_EQ(small[0].text, "terminal too small");
+  EXPECT_EQ(small[1].text, "50x10, need 60x12");
+  EXPECT_FALSE(app->on_key('q'));
+}
+
+TEST_F(Replay, Plays) {
+  EXPECT_EQ(feed->wait_ms(), -1);
+  keys("++++");
+  EXPECT_EQ(feed->speed(), 16);
+  EXPECT_EQ(app->message(), "speed 16x");
+  keys("+");
+  EXPECT_EQ(feed->speed(), 16);
+  keys(" ");
+  EXPECT_TRUE(feed->playing());
+  EXPECT_LE(feed->wait_ms(), 63);
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (feed->position() < 3 && std::chrono::steady_clock::now() < until) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::max(feed->wait_ms(), 1)));
+    feed->update();
+  }
+  EXPECT_GE(feed->position(), 3u);
+  keys(" ");
+  EXPECT_FALSE(feed->playing());
+  EXPECT_NE(text(screen()).find("paused (space plays)"), std::string::npos);
+}
+
+TEST(TuiLive, LiveOnlyAndReplayOnlyKeys) {
+  TwoSamples feed;
+  TuiOptions o;
+  TuiApp app(feed, o);
+  for (char k : std::string("tTw")) {
+    ASSERT_TRUE(app.on_key(k));
+    EXPECT_EQ(app.message(), fmt::format("{}: only in replay", k));
+  }
+  ASSERT_TRUE(app.on_key('j'));
+  EXPECT_EQ(app.message(), "j: only in replay");
+  ASSERT_TRUE(app.on_key('+'));
+  EXPECT_EQ(app.message(), "longer");
+  ASSERT_TRUE(app.on_key(' '));
+  Screen s = app.render(160, 40);
+  EXPECT_NE(text(s).find("schedhot top  host fixture16"), std::string::npos);
+  EXPECT_NE(text(s).find("lost 0  cost BPF 0.100 ms/s  paused"), std::string::npos);
+  EXPECT_NE(line(s, 39).find("+/- interval"), std::string::npos);
+  // Batch text: header and every row, no padding.
+  std::string b = app.render_text();
+  EXPECT_NE(b.find("  CPU  idle/s"), std::string::npos);
+  EXPECT_NE(b.find("\n   15     250        50.0"), std::string::npos);
+  EXPECT_EQ(b.find(" \n"), std::string::npos);
+}
+
+TEST(TuiReplayFeed, MissedSamples) {
+  EXPECT_EQ(missed_samples(1'000'000'000, 1'000'000'000), 0u);
+  EXPECT_EQ(missed_samples(1'400'000'000, 1'000'000'000), 0u);
+  EXPECT_EQ(missed_samples(1'500'000'000, 1'000'000'000), 1u);
+  EXPECT_EQ(missed_samples(3'000'000'000, 1'000'000'000), 2u);
+  EXPECT_EQ(missed_samples(5, 0), 0u);
+}
+
+TEST(TuiReplayFeed, NeedsTwoSamples) {
+  Meta m = fx::fixture_meta();
+  auto s = fx::fixture_samples(m);
+  std::string path = ::testing::TempDir() + "/tui_one_sample.shot";
+  std::remove(path.c_str());
+  {
+    RecordingWriter w(path, m);
+    w.write_sample(s[0]);
+    w.close();
+  }
+  try {
+    ReplayFeed f(RecordingReader::open(path));
+    ADD_FAILURE() << "a one-sample recording was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(), "the recording has 1 readable sample: replay needs two for rates");
+  }
+  std::remove(path.c_str());
+}
+
+TEST(TuiReplayFeed, SaysWhenTheRecordingIsNotClosedOrDamaged) {
+  const std::string src = std::string(SCHEDHOT_TEST_DATA) + "/tui16.shot";
+  std::string bytes;
+  {
+    std::ifstream in(src, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  auto r = RecordingReader::open(src);
+  const auto last = r->sample_positions().back();
+  uint32_t payload = 0;
+  std::memcpy(&payload, bytes.data() + last.offset + 4, 4);
+  const size_t after_last = size_t(last.offset) + 24 + payload;  // where INDEX and END begin
+  const std::string path = ::testing::TempDir() + "/tui_cut.shot";
+  auto feed_of = [&](size_t cut) {
+    std::ofstream(path, std::ios::binary | std::ios::trunc).write(bytes.data(), std::streamsize(cut));
+    return std::make_unique<ReplayFeed>(RecordingReader::open(path));
+  };
+  EXPECT_EQ(ReplayFeed(RecordingReader::open(src)).source_note(), "");
+  auto unclosed = feed_of(after_last);
+  EXPECT_EQ(unclosed->source_note(), "recording not closed by its writer");
+  EXPECT_EQ(unclosed->samples(), 11u);
+  auto cut = feed_of(after_last - 5);
+  EXPECT_EQ(cut->samples(), 10u);
+  EXPECT_NE(cut->source_note().find(fmt::format("recording damaged at byte {}", last.offset)), std::string::npos)
+      << cut->source_note();
+  // Plain output (not interactive) keeps the note, drops "paused".
+  TuiApp app(*unclosed, TuiOptions{});
+  std::string text = app.render_text();
+  EXPECT_NE(text.find("lost 0  cost not recorded  recording not closed by its writer"), std::string::npos) << text;
+  EXPECT_EQ(text.find("paused"), std::string::npos);
+  std::remove(path.c_str());
+}

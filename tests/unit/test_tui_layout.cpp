@@ -1,0 +1,375 @@
+// top/replay layouts (src/view/layout.h) on the fixed recording's samples
+// (tests/data/tui_fixture.h): table values, sorting, paging, topology folding, histogram
+// bars and percentile marks, header, summary, the small-terminal screen, and that the
+// committed tests/data/tui16.shot holds exactly what the generator makes.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "data/tui_fixture.h"
+#include "model/interval.h"
+#include "store/recording.h"
+#include "view/layout.h"
+
+using namespace schedhot;
+using namespace schedhot::tui;
+namespace fx = schedhot::tui_fixture;
+
+namespace {
+
+/// Column index (into cpu_columns() / TableRow::v) of a header.
+size_t col(const char* header) {
+  const auto& cols = cpu_columns();
+  for (size_t i = 0; i < cols.size(); ++i)
+    if (std::string(cols[i].header) == header) return i;
+  ADD_FAILURE() << "no column " << header;
+  return 0;
+}
+
+/// Midpoint of the bucket holding v, lower + (width - 1) / 2: what a percentile reports.
+double mid(uint64_t v) {
+  uint32_t i = sh_hist_index(v);
+  return double(sh_hist_lower(i)) + double(sh_hist_width(i) - 1) / 2.0;
+}
+
+std::string screen_text(const std::vector<Line>& lines) {
+  std::string s;
+  for (auto& l : lines) s += l.text + "\n";
+  return s;
+}
+
+class Fixture : public ::testing::Test {
+ protected:
+  Meta m = fx::fixture_meta();
+  std::vector<Sample> s = fx::fixture_samples(m);
+  std::vector<int> all() const {
+    std::vector<int> v;
+    for (int c = 0; c < int(fx::kCpus); ++c) v.push_back(c);
+    return v;
+  }
+};
+
+}  // namespace
+
+TEST(TuiText, CellsFitClip) {
+  EXPECT_EQ(cells("ab\u2588c"), 4);
+  EXPECT_EQ(fit("abcdef", 3), "abc");
+  EXPECT_EQ(fit("ab", 4), "ab  ");
+  EXPECT_EQ(fit("\u2588\u2588x", 2), "\u2588\u2588");
+  Line l;
+  l.add("abc").add("defgh", Role::bad).add("ij", Role::mark);
+  clip(l, 5);
+  EXPECT_EQ(l.text, "abcde");
+  ASSERT_EQ(l.spans.size(), 1u);
+  EXPECT_EQ(l.spans[0].col, 3);
+  EXPECT_EQ(l.spans[0].len, 2);
+}
+
+TEST(TuiColumns, ExtendReportColumns) {
+  // top's columns are report's list: the p99 and the placeholder model column included.
+  const auto& cols = cpu_columns();
+  EXPECT_EQ(table_columns(), int(cols.size()) + 1);
+  EXPECT_EQ(cols[col("set_p99")].kind, CpuColumnKind::p99);
+  EXPECT_STREQ(cols[col("set_p99")].json_key(), "cpupri_set_p99_ns");
+  EXPECT_EQ(cols[col("xfer/s")].kind, CpuColumnKind::model);
+  EXPECT_EQ(find_column("cpu"), 0);
+  EXPECT_EQ(find_column("idle"), 1);
+  EXPECT_EQ(find_column("cpupri_set"), int(col("cpupri_set/s")) + 1);
+  EXPECT_EQ(find_column("set_p99"), int(col("set_p99")) + 1);
+  EXPECT_EQ(find_column("nope"), -1);
+  EXPECT_EQ(find_column(""), -1);
+}
+
+TEST_F(Fixture, CpuRowValues) {
+  Interval iv(m, s[1], s[2]);
+  auto cpus = all();
+  auto rows = cpu_rows(iv, cpus);
+  ASSERT_EQ(rows.size(), 16u);
+  for (int c = 0; c < 16; ++c) {
+    const TableRow& r = rows[size_t(c)];
+    EXPECT_EQ(r.label, std::to_string(c));
+    EXPECT_DOUBLE_EQ(r.v[col("idle/s")], 100 + 10 * c);
+    EXPECT_DOUBLE_EQ(r.v[col("nohz_exit/s")], 200 - 10 * c);
+    EXPECT_DOUBLE_EQ(r.v[col("exit_work/s")], (200 - 10 * c) / 2);
+    EXPECT_DOUBLE_EQ(r.v[col("nohz_kick/s")], 1000);
+    EXPECT_DOUBLE_EQ(r.v[col("ilb_sent/s")], c % 4 == 0 ? 20 : 0);
+    EXPECT_DOUBLE_EQ(r.v[col("cpupri_set/s")], double(fx::cpupri_set_calls(c)));
+    EXPECT_DOUBLE_EQ(r.v[col("set_p99")], mid(fx::cpupri_set_tail(c)));
+    EXPECT_DOUBLE_EQ(r.v[col("cpupri_find/s")], 40);
+    EXPECT_EQ(r.v[col("bcast_lock/s")], kUnavailable);
+    EXPECT_DOUBLE_EQ(r.v[col("bcast_wait/s")], c == 2 ? 3 : 0);
+    EXPECT_EQ(r.v[col("xfer/s")], kBlank);
+  }
+  EXPECT_DOUBLE_EQ(rows[0].v[col("set_p99")], 19967.5);  // 20000 ns: bucket [19456, 20480)
+  // The spike: CPU 3 in interval 7.
+  Interval spike(m, s[6], s[7]);
+  EXPECT_DOUBLE_EQ(cpu_rows(spike, cpus)[3].v[col("idle/s")], 5000);
+}
+
+TEST_F(Fixture, CellText) {
+  const auto& cols = cpu_columns();
+  EXPECT_EQ(cell_text(cols[col("bcast_lock/s")], kUnavailable), "-");
+  EXPECT_EQ(cell_text(cols[col("xfer/s")], kBlank), "");
+  EXPECT_EQ(cell_text(cols[col("idle/s")], 250), "250");
+  EXPECT_EQ(cell_text(cols[col("idle/s")], 50), "50.0");
+  EXPECT_EQ(cell_text(cols[col("idle/s")], 0), "0");
+  EXPECT_EQ(cell_text(cols[col("set_p99")], 35840), "35.8us");
+  EXPECT_EQ(cell_text(cols[col("set_p99")], 1008), "1008");
+}
+
+TEST_F(Fixture, SortRows) {
+  Interval iv(m, s[1], s[2]);
+  auto cpus = all();
+  auto rows = cpu_rows(iv, cpus);
+  auto order = [&] {
+    std::vector<int> v;
+    for (auto& r : rows) v.push_back(r.key);
+    return v;
+  };
+  sort_rows(rows, 1, false);  // idle/s, highest first
+  EXPECT_EQ(order().front(), 15);
+  EXPECT_EQ(order().back(), 0);
+  sort_rows(rows, 1, true);
+  EXPECT_EQ(order().front(), 0);
+  sort_rows(rows, 0, false);  // CPU ascending
+  EXPECT_EQ(order(), cpus);
+  sort_rows(rows, 0, true);
+  EXPECT_EQ(order().front(), 15);
+  sort_rows(rows, int(col("nohz_exit/s")) + 1, false);
+  EXPECT_EQ(order().front(), 0);
+  // Ties keep CPU order: cpupri_set/s is 300 on CPUs 2, 5, 8, 11, 14.
+  sort_rows(rows, int(col("cpupri_set/s")) + 1, false);
+  std::vector<int> o = order();
+  EXPECT_EQ(std::vector<int>(o.begin(), o.begin() + 5), (std::vector<int>{2, 5, 8, 11, 14}));
+  // Unavailable sorts after every number whatever the direction of numbers.
+  sort_rows(rows, int(col("bcast_wait/s")) + 1, false);
+  EXPECT_EQ(order().front(), 2);
+  EXPECT_DOUBLE_EQ(column_peak(rows, int(col("bcast_wait/s")) + 1), 3);
+  EXPECT_EQ(column_peak(rows, int(col("bcast_lock/s")) + 1), kBlank);
+  EXPECT_EQ(column_peak(rows, int(col("xfer/s")) + 1), kBlank);
+}
+
+TEST_F(Fixture, TableLayout) {
+  Interval iv(m, s[1], s[2]);
+  auto cpus = all();
+  auto rows = cpu_rows(iv, cpus);
+  sort_rows(rows, 1, false);
+  TableStyle st;
+  st.width = 160;
+  auto lines = render_table(rows, st);
+  ASSERT_EQ(lines.size(), 17u);
+  EXPECT_EQ(lines[0].text.substr(0, 12), "  CPU  idle/");
+  EXPECT_NE(lines[0].text.find("xfer/s"), std::string::npos);
+  EXPECT_EQ(lines[0].width(), 160);
+  // CPU 15 first: 250 idle exits/s, 50.0 nohz exits/s, "-" for the unavailable probe.
+  EXPECT_EQ(lines[1].text.substr(0, 13), "   15     250");
+  EXPECT_NE(lines[1].text.find("  35.8us"), std::string::npos);
+  EXPECT_NE(lines[1].text.find("            -"), std::string::npos);
+  for (auto& l : lines) EXPECT_LE(l.width(), 160);
+  // The sort column's header is marked.
+  bool marked = false;
+  for (auto& sp : lines[0].spans) marked |= sp.role == Role::sort_head && lines[0].text.substr(size_t(sp.col), size_t(sp.len)).find("idle/s") != std::string::npos;
+  EXPECT_TRUE(marked);
+
+  // Narrow: columns that do not fit are left out, never cut.
+  st.width = 60;
+  lines = render_table(rows, st);
+  EXPECT_EQ(lines[0].text.find("xfer/s"), std::string::npos);
+  for (auto& l : lines) EXPECT_LE(l.width(), 60);
+  // Scrolled right by 2 columns: nohz_exit/s and exit_work/s are gone... from the left.
+  st.first_col = 2;
+  lines = render_table(rows, st);
+  EXPECT_EQ(lines[0].text.find("idle/s"), std::string::npos);
+  EXPECT_NE(lines[0].text.find("nohz_enter/s"), std::string::npos);
+
+  // Paging: rows 5..9 of the sorted table.
+  st = TableStyle();
+  st.width = 160;
+  st.first_row = 5;
+  st.height = 6;
+  lines = render_table(rows, st);
+  ASSERT_EQ(lines.size(), 6u);
+  EXPECT_EQ(lines[1].text.substr(0, 5), "   10");
+  EXPECT_EQ(lines[5].text.substr(0, 5), "    6");
+}
+
+TEST_F(Fixture, TopologyFolding) {
+  auto cpus = all();
+  auto core = fold_topology(m.host, cpus, TopoLevel::core);
+  ASSERT_EQ(core.size(), 8u);
+  EXPECT_EQ(core[0].label, "pkg0 core0");
+  EXPECT_EQ(core[0].cpus, (std::vector<int>{0, 8}));
+  EXPECT_EQ(core[4].label, "pkg1 core0");
+  EXPECT_EQ(core[4].cpus, (std::vector<int>{4, 12}));
+  auto llc = fold_topology(m.host, cpus, TopoLevel::llc);
+  ASSERT_EQ(llc.size(), 4u);
+  EXPECT_EQ(llc[0].label, "LLC 0");
+  EXPECT_EQ(llc[0].cpus, (std::vector<int>{0, 1, 8, 9}));
+  EXPECT_EQ(llc[3].cpus, (std::vector<int>{6, 7, 14, 15}));
+  auto node = fold_topology(m.host, cpus, TopoLevel::node);
+  ASSERT_EQ(node.size(), 2u);
+  EXPECT_EQ(node[1].label, "node 1");
+  EXPECT_EQ(node[1].cpus, (std::vector<int>{4, 5, 6, 7, 12, 13, 14, 15}));
+  auto pkg = fold_topology(m.host, cpus, TopoLevel::package);
+  ASSERT_EQ(pkg.size(), 2u);
+  EXPECT_EQ(pkg[0].label, "pkg 0");
+  EXPECT_EQ(pkg[0].cpus, (std::vector<int>{0, 1, 2, 3, 8, 9, 10, 11}));
+  // A filter folds only its CPUs; CPUs without topology form "unknown", last.
+  std::vector<int> some = {2, 3, 10};
+  auto f = fold_topology(m.host, some, TopoLevel::llc);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].label, "LLC 1");
+  HostInfo h = m.host;
+  h.topology.erase(h.topology.begin());  // CPU 0 unknown
+  auto u = fold_topology(h, cpus, TopoLevel::package);
+  ASSERT_EQ(u.size(), 3u);
+  EXPECT_EQ(u[2].label, "unknown");
+  EXPECT_EQ(u[2].cpus, (std::vector<int>{0}));
+}
+
+TEST_F(Fixture, GroupRows) {
+  Interval iv(m, s[1], s[2]);
+  auto cpus = all();
+  auto rows = group_rows(iv, fold_topology(m.host, cpus, TopoLevel::llc));
+  ASSERT_EQ(rows.size(), 4u);
+  // LLC 0 = CPUs 0, 1, 8, 9: rates add up.
+  EXPECT_DOUBLE_EQ(rows[0].v[col("idle/s")], 100 + 110 + 180 + 190);
+  EXPECT_DOUBLE_EQ(rows[0].v[col("cpupri_set/s")], 100 + 200 + 300 + 100);
+  // p99 of the merged histogram: 700 calls, ranks 687..693 are the tails 20000, 21000 x2,
+  // 28000 x3, 29000: rank 693 is 29000, bucket [28672, 29696).
+  EXPECT_DOUBLE_EQ(rows[0].v[col("set_p99")], 29183.5);
+  EXPECT_EQ(rows[0].v[col("bcast_lock/s")], kUnavailable);
+  TableStyle st;
+  st.label_header = "LLC";
+  st.cpu_list = true;
+  st.width = 200;
+  auto lines = render_table(rows, st);
+  EXPECT_EQ(lines[0].text.substr(0, 28), " LLC   CPUs CPU list   idle/");
+  EXPECT_EQ(lines[1].text.substr(0, 28), " LLC 0    4 0-1,8-9       58");
+  EXPECT_NE(lines[1].text.find(" 580 "), std::string::npos);
+}
+
+TEST_F(Fixture, HistogramRowsAndMarks) {
+  Interval iv(m, s[1], s[2]);
+  const int p = m.probe_index("cpupri_set");
+  auto b = iv.buckets(p, "lat");
+  HistSummary h = iv.hist(p, "lat");
+  EXPECT_EQ(h.count, 3100u);
+  EXPECT_DOUBLE_EQ(h.p10, 1007.5);  // 1000 ns: bucket [992, 1024)
+  EXPECT_DOUBLE_EQ(h.p90, 1007.5);
+  EXPECT_DOUBLE_EQ(h.p98, 4991.5);  // 5000 ns: bucket [4864, 5120)
+  EXPECT_DOUBLE_EQ(h.p99, mid(35000));  // every tail value is below rank 0.99 N: CPU 15's 35000
+  EXPECT_EQ(h.max_ns, 100000u);
+
+  // One row per bucket when there is room: from 1000's bucket to 100000's.
+  auto rows = hist_rows(b, h, 1000);
+  ASSERT_EQ(rows.size(), size_t(sh_hist_index(100000) - sh_hist_index(1000) + 1));
+  EXPECT_EQ(rows.front().lo, 992u);
+  EXPECT_EQ(rows.front().hi, 1024u);
+  EXPECT_EQ(rows.front().count, 2790u);  // 90 % of 3100
+  EXPECT_EQ(rows.front().marks, "p10 p50 p90");
+  EXPECT_EQ(rows.back().marks, "max");
+  uint64_t total = 0;
+  int marked = 0;
+  for (auto& r : rows) {
+    total += r.count;
+    if (r.marks == "p98") EXPECT_EQ(r.lo, 4864u);
+    if (r.marks == "p99") EXPECT_TRUE(r.lo <= 35000 && 35000 < r.hi);
+    marked += !r.marks.empty();
+  }
+  EXPECT_EQ(total, 3100u);
+  EXPECT_EQ(marked, 4);
+  // Squeezed into 8 rows: counts add up, every mark appears exactly once.
+  rows = hist_rows(b, h, 8);
+  EXPECT_LE(rows.size(), 8u);
+  total = 0;
+  std::string marks;
+  for (auto& r : rows) total += r.count, marks += r.marks + " ";
+  EXPECT_EQ(total, 3100u);
+  for (const char* k : {"p10", "p50", "p90", "p98", "p99", "max"})
+    EXPECT_EQ(std::count_if(rows.begin(), rows.end(), [&](const HistRow& r) { return r.marks.find(k) != std::string::npos; }), 1)
+        << k;
+
+  auto lines = render_histogram("cpupri_set", b, h, 120, 30, false);
+  std::string text = screen_text(lines);
+  EXPECT_NE(text.find("cpupri_set: 3100 events"), std::string::npos);
+  EXPECT_NE(text.find("p10 1008  p50 1008  p90 1008  p98 4992  p99 35.8us  max 100.0us"), std::string::npos);
+  EXPECT_LE(lines.size(), 30u);
+  for (auto& l : lines) EXPECT_LE(l.width(), 120);
+  // 27 rows for 106 buckets: 4 buckets a row. The longest bar is the 1000 ns row's; '#'
+  // without UTF-8.
+  EXPECT_EQ(lines[3].text.substr(0, 33), "     992     1216       2790  ###") << lines[3].text;
+  EXPECT_NE(lines[3].text.find("p10 p50 p90"), std::string::npos);
+  auto utf = render_histogram("cpupri_set", b, h, 120, 30, true);
+  EXPECT_NE(utf[3].text.find("\u2588\u2588"), std::string::npos);
+  // One CPU: CPU 0's tail is 20000.
+  HistSummary h0 = iv.hist(p, "lat", 0);
+  EXPECT_DOUBLE_EQ(h0.p99, 19967.5);
+  // Empty.
+  std::vector<uint64_t> none(SH_HIST_BUCKETS, 0);
+  EXPECT_TRUE(hist_rows(none, HistSummary{}, 10).empty());
+  EXPECT_NE(screen_text(render_histogram("x", none, HistSummary{}, 80, 10, false)).find("no events"), std::string::npos);
+}
+
+TEST_F(Fixture, HeaderSummaryHelpSmall) {
+  HeaderInfo hi;
+  hi.mode = "replay";
+  hi.when = "sample 2/11";
+  hi.interval_ns = fx::kSecond;
+  hi.cost = "not recorded";
+  auto lines = render_header(m, hi, 160);
+  std::string text = screen_text(lines);
+  EXPECT_NE(text.find("schedhot replay  host fixture16  kernel 6.18.0-fixture  CPUs 16 online of 16  interval 1 s"),
+            std::string::npos);
+  EXPECT_NE(text.find("nohz_kick kprobe"), std::string::npos);
+  EXPECT_NE(text.find("bcast_lock unavailable: fentry refused: EPERM"), std::string::npos);
+  EXPECT_NE(text.find("lost 0  cost not recorded"), std::string::npos);
+  EXPECT_EQ(lines[0].text.substr(size_t(160 - 11)), "sample 2/11");
+  for (int w : {60, 80, 160})
+    for (auto& l : render_header(m, hi, w)) EXPECT_LE(l.width(), w);
+
+  Interval iv(m, s[1], s[2]);
+  auto cpus = all();
+  std::string sum = screen_text(render_summary(iv, cpus, 160));
+  EXPECT_NE(sum.find("cpupri_set   fentry                             3100      3100    1008    1008  35.8us 100.0us"),
+            std::string::npos)
+      << sum;
+  EXPECT_NE(sum.find("bcast_lock   unavailable: fentry refused"), std::string::npos);
+  std::vector<int> zero = {0};
+  EXPECT_NE(screen_text(render_summary(iv, zero, 160)).find("cpupri_set   fentry                              100"),
+            std::string::npos);
+
+  std::string live = screen_text(render_help(true, 120)), replay = screen_text(render_help(false, 120));
+  EXPECT_NE(live.find("sampling interval"), std::string::npos);
+  EXPECT_EQ(live.find("worst sample"), std::string::npos);
+  EXPECT_NE(replay.find("worst sample"), std::string::npos);
+  EXPECT_EQ(replay.find("sampling interval"), std::string::npos);
+
+  auto small = render_too_small(40, 8);
+  EXPECT_EQ(small[0].text, "terminal too small");
+  EXPECT_EQ(small[1].text, "40x8, need 60x12");
+}
+
+TEST_F(Fixture, CommittedRecordingMatchesGenerator) {
+  auto r = RecordingReader::open(std::string(SCHEDHOT_TEST_DATA) + "/tui16.shot");
+  EXPECT_EQ(r->meta().ncpus, fx::kCpus);
+  EXPECT_EQ(r->meta().host.topology.size(), size_t(fx::kCpus));
+  EXPECT_EQ(r->meta().host.topology[13].llc, 2);
+  EXPECT_FALSE(r->meta().probes[size_t(r->meta().probe_index("bcast_lock"))].status.attached);
+  Sample got;
+  size_t n = 0;
+  while (r->next(got)) {
+    ASSERT_LT(n, s.size());
+    EXPECT_EQ(got.mono_ns, s[n].mono_ns);
+    EXPECT_EQ(got.wall_ns, s[n].wall_ns);
+    ASSERT_EQ(got.probes.size(), s[n].probes.size());
+    for (size_t p = 0; p < got.probes.size(); ++p) {
+      EXPECT_EQ(got.probes[p].present, s[n].probes[p].present) << p;
+      EXPECT_TRUE(got.probes[p].words == s[n].probes[p].words) << "sample " << n << " probe " << p;
+    }
+    ++n;
+  }
+  EXPECT_EQ(n, size_t(fx::kSamples));
+  EXPECT_TRUE(r->saw_end());
+  EXPECT_FALSE(r->damage());
+}
