@@ -1,0 +1,177 @@
+#!/usr/bin/env bash
+# boot.sh --kernel VER --initrd FILE [--smp N] [--maxcpus M] [--mem MB] [--no-arat]
+#         [--no-hypervisor] [--cst] [--timeout S] [--log FILE] [--append ARGS]
+#         [--quiet] [--retries N] [--qemu-arg ARG]...
+#
+# Boots a cached Debian kernel (see fetch-kernels.sh) with an initramfs under
+# QEMU TCG (KVM is not usable here):
+#   qemu-system-x86_64 -accel tcg,thread=multi -cpu max[,-arat,-monitor][,-hypervisor]
+#     -smp N -m M -nographic -no-reboot -nic none -kernel vmlinuz -initrd FILE
+#     -append "console=ttyS0 quiet panic=-1 schedhot.watchdog=W ARGS" [-acpitable file=cst.aml]
+# VER is 6.1, 6.12, 7.3 (under $CACHE/kernels), or a directory holding vmlinuz
+# (+ version), or a vmlinuz file.
+#   --no-arat        -cpu max,-arat,-monitor: LAPIC timer keeps C3STOP, no mwait idle
+#   --no-hypervisor  also clear CPUID.hypervisor: native qspinlock instead of virt_spin_lock
+#   --cst            load cst.asl (compiled with iasl into $CACHE/acpi) as an SSDT: _CST
+#                    with C1 (hlt) and C2 (I/O port 0x814), so acpi_idle gets a deep state
+#   --timeout S      host-side limit (default 300); the guest watchdog fires at S-15
+#   --log FILE       serial log (default: $CACHE/logs/boot-<ver>-<time>.log)
+#   --quiet          do not stream the serial console to stdout
+#   --tcg-thread single|multi  TCG threading (default multi, or $SCHEDHOT_TCG_THREAD)
+#   --retries N      boot up to N times while the kernel panics before /init (rc 6, the
+#                    sporadic 7.3 TCG oops) or with "Oops: int3" after it (rc 7: runtime
+#                    text patching, e.g. BPF attach, raced under multi-threaded TCG); each
+#                    panicked log is kept as LOG.panic-K
+#   --summary FILE   also write key=value lines (release, init_s, guest_uptime_s, total_s, result, rc)
+# Prints the kernel release used and the boot time. Exit status: 0 guest init
+# finished with rc 0; 1 guest rc != 0; 3 kernel panic (6 if before /init, e.g. the
+# sporadic early-boot "Oops: int3" of 7.3 under multi-threaded TCG; 7 if after /init with
+# "Oops: int3", the same race hit by runtime text patching); 4 guest ended without the
+# DONE marker; 5 guest watchdog fired; 124 host timeout; 2 usage/setup error.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "$0")" && pwd)
+CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
+die() { echo "boot: error: $*" >&2; exit 2; }
+
+RETRIES=1 ARGS=("$@")
+KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 TIMEOUT=300 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
+QARGS=()
+while [ $# -gt 0 ]; do
+    case "$1" in
+        --kernel) KVER=${2:?}; shift ;;
+        --initrd) INITRD=${2:?}; shift ;;
+        --smp) SMP=${2:?}; shift ;;
+        --maxcpus) MAXCPUS=${2:?}; shift ;;
+        --mem) MEM=${2:?}; shift ;;
+        --no-arat) NOARAT=1 ;;
+        --no-hypervisor) NOHYP=1 ;;
+        --cst) CST=1 ;;
+        --timeout) TIMEOUT=${2:?}; shift ;;
+        --log) LOG=${2:?}; shift ;;
+        --append) APPEND=${2:?}; shift ;;
+        --quiet) QUIET=1 ;;
+        --summary) SUMMARY=${2:?}; shift ;;
+        --tcg-thread) TCGTHREAD=${2:?}; shift ;;
+        --retries) RETRIES=${2:?}; shift ;;
+        --qemu-arg) QARGS+=("${2:?}"); shift ;;
+        -h|--help) awk 'NR>1 && /^#/{sub(/^# ?/,"");print;next} NR>1{exit}' "$0"; exit 0 ;;
+        *) die "unknown option '$1' (see --help)" ;;
+    esac
+    shift
+done
+[ -n "$KVER" ] || die "--kernel VER is required"
+[ -n "$INITRD" ] || die "--initrd FILE is required"
+[ -f "$INITRD" ] || die "initrd '$INITRD' not found"
+[[ "$SMP" =~ ^[0-9]+$ ]] && [ "$SMP" -ge 1 ] || die "--smp wants a number"
+[[ "$MEM" =~ ^[0-9]+$ ]] || die "--mem wants megabytes"
+[[ "$TIMEOUT" =~ ^[0-9]+$ ]] && [ "$TIMEOUT" -ge 20 ] || die "--timeout wants seconds (>= 20)"
+case "$TCGTHREAD" in single|multi) ;; *) die "--tcg-thread wants single or multi" ;; esac
+[[ "$RETRIES" =~ ^[0-9]+$ ]] && [ "$RETRIES" -ge 1 ] || die "--retries wants a number >= 1"
+QEMU=${QEMU:-qemu-system-x86_64}
+command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
+
+# ---- kernel
+if [ -f "$KVER" ]; then
+    VMLINUZ=$KVER; KDIR=$(dirname "$KVER")
+elif [ -d "$KVER" ]; then
+    KDIR=$KVER; VMLINUZ=$KDIR/vmlinuz
+else
+    KDIR=$CACHE/kernels/$KVER; VMLINUZ=$KDIR/vmlinuz
+fi
+[ -f "$VMLINUZ" ] || die "no kernel at $VMLINUZ (run tests/vm/fetch-kernels.sh $KVER)"
+RELEASE=$(cat "$KDIR/version" 2>/dev/null || echo unknown)
+
+# ---- CPU model
+CPU=max
+[ "$NOARAT" = 1 ] && CPU="$CPU,-arat,-monitor"
+[ "$NOHYP" = 1 ] && CPU="$CPU,-hypervisor"
+SMPARG=$SMP
+[ -n "$MAXCPUS" ] && SMPARG="$SMP,maxcpus=$MAXCPUS"
+
+# ---- optional _CST SSDT
+ACPI=()
+if [ "$CST" = 1 ]; then
+    command -v iasl >/dev/null || die "iasl not found (apt-get install acpica-tools)"
+    [ "${MAXCPUS:-$SMP}" -le 64 ] || die "cst.asl covers 64 CPUs at most"
+    sum=$(sha256sum "$HERE/cst.asl" | cut -c1-12)
+    AML=$CACHE/acpi/cst-$sum.aml
+    if [ ! -s "$AML" ]; then
+        mkdir -p "$CACHE/acpi"
+        iasl -p "$CACHE/acpi/cst-$sum" "$HERE/cst.asl" > "$CACHE/acpi/cst-$sum.iasl.log" 2>&1 ||
+            { cat "$CACHE/acpi/cst-$sum.iasl.log" >&2; die "iasl failed on cst.asl"; }
+    fi
+    ACPI=(-acpitable "file=$AML")
+fi
+
+# ---- log
+if [ -z "$LOG" ]; then
+    mkdir -p "$CACHE/logs"
+    LOG=$CACHE/logs/boot-$(basename "$KVER")-$(date +%Y%m%d-%H%M%S)-$$.log
+fi
+mkdir -p "$(dirname "$LOG")"
+if [ "$RETRIES" -gt 1 ]; then
+    # the same command, once per attempt, without --retries and with this log
+    one=()
+    for ((i = 0; i < ${#ARGS[@]}; i++)); do
+        case "${ARGS[i]}" in --retries|--log) i=$((i + 1)) ;; *) one+=("${ARGS[i]}") ;; esac
+    done
+    for ((k = 1; ; k++)); do
+        set +e; "$0" "${one[@]}" --log "$LOG"; rc=$?; set -e
+        { [ "$rc" = 6 ] || [ "$rc" = 7 ]; } && [ "$k" -lt "$RETRIES" ] || exit "$rc"
+        cp "$LOG" "$LOG.panic-$k"
+        echo "boot: attempt $k of $RETRIES hit the TCG text-patching race (rc $rc, log kept as $LOG.panic-$k); booting again" >&2
+    done
+fi
+: > "$LOG"
+
+WD=$((TIMEOUT - 15))
+CMDLINE="console=ttyS0 quiet panic=-1 schedhot.watchdog=$WD${APPEND:+ $APPEND}"
+echo "boot: kernel $RELEASE ($KVER) tcg=$TCGTHREAD smp=$SMPARG mem=${MEM}M cpu=$CPU${ACPI[1]:+ acpitable=${ACPI[1]#file=}} log=$LOG" >&2
+
+T0=$EPOCHREALTIME
+timeout -k 10 "$TIMEOUT" "$QEMU" -accel "tcg,thread=$TCGTHREAD" -cpu "$CPU" -smp "$SMPARG" -m "$MEM" \
+    -nographic -no-reboot -nic none -kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
+    ${ACPI[@]+"${ACPI[@]}"} ${QARGS[@]+"${QARGS[@]}"} </dev/null >"$LOG" 2>"$LOG.qemu-stderr" &
+QPID=$!
+TAILPID=
+if [ "$QUIET" = 0 ]; then tail -n +1 -f --pid="$QPID" "$LOG" & TAILPID=$!; fi
+cleanup() { kill "$QPID" 2>/dev/null || true; [ -n "$TAILPID" ] && kill "$TAILPID" 2>/dev/null || true; }
+trap cleanup INT TERM
+
+TINIT=
+while kill -0 "$QPID" 2>/dev/null; do
+    if [ -z "$TINIT" ] && grep -aq '=====SCHEDHOT-INIT ' "$LOG"; then TINIT=$EPOCHREALTIME; fi
+    sleep 0.1
+done
+set +e; wait "$QPID"; QRC=$?; set -e
+T1=$EPOCHREALTIME
+[ -n "$TAILPID" ] && { wait "$TAILPID" 2>/dev/null || true; }
+if [ -z "$TINIT" ] && grep -aq '=====SCHEDHOT-INIT ' "$LOG"; then TINIT=$T1; fi
+
+GUEST_UP=$(sed -n 's/.*=====SCHEDHOT-INIT uptime=\([0-9.]*\) .*/\1/p' "$LOG" | head -n1)
+total=$(awk -v a="$T0" -v b="$T1" 'BEGIN{printf "%.1f", b-a}')
+toinit=$( [ -n "$TINIT" ] && awk -v a="$T0" -v b="$TINIT" 'BEGIN{printf "%.1f", b-a}' || echo "n/a")
+DONE=$(sed -n 's/.*=====SCHEDHOT-DONE rc=\([0-9]*\)=====.*/\1/p' "$LOG" | tail -n1 | tr -d '\r')
+
+if [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then res="host timeout after ${TIMEOUT}s"; rc=124
+elif grep -aq 'Kernel panic' "$LOG"; then
+    res="kernel panic$( [ -z "$TINIT" ] && echo " before /init" || true)"; rc=3
+    [ -z "$TINIT" ] && rc=6
+    if grep -aq 'Oops: int3' "$LOG"; then
+        res="$res (Oops: int3: text patching raced with another vCPU under multi-threaded TCG; retry, or use --tcg-thread single)"
+        [ "$rc" = 3 ] && rc=7
+    fi
+elif grep -aq '=====SCHEDHOT-WATCHDOG' "$LOG"; then res="guest watchdog fired"; rc=5
+elif [ -z "$DONE" ]; then res="guest ended without DONE marker (qemu rc=$QRC)"; rc=4
+elif [ "$DONE" != 0 ]; then res="guest init failed rc=$DONE"; rc=1
+else res="ok"; rc=0; fi
+if [ "$QRC" != 0 ] && [ "$rc" != 124 ] && [ -s "$LOG.qemu-stderr" ]; then
+    grep -v 'TCG doesn.t support requested feature' "$LOG.qemu-stderr" >&2 || true
+fi
+if [ -n "$SUMMARY" ]; then
+    printf 'release=%s\nkernel=%s\ncpu=%s\nsmp=%s\ninit_s=%s\nguest_uptime_s=%s\ntotal_s=%s\nresult=%s\nrc=%s\nlog=%s\n' \
+        "$RELEASE" "$KVER" "$CPU" "$SMPARG" "$toinit" "${GUEST_UP:-n/a}" "$total" "$res" "$rc" "$LOG" > "$SUMMARY"
+fi
+echo "boot: kernel $RELEASE: /init after ${toinit}s (guest uptime ${GUEST_UP:-n/a}s), total ${total}s: $res" >&2
+exit "$rc"

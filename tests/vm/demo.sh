@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# demo.sh [6.1|6.12|7.3]: schedhot on a real Debian kernel in one command. Installs what is
+# missing (packaging/install-deps.sh), builds schedhot if $SCHEDHOT_BIN (default
+# build/schedhot) does not exist, fetches the kernel (default 6.12; cached in
+# ${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}), boots it under QEMU (TCG, 4 vCPUs, about
+# a minute), records with schedhot in the guest while idle churn, hackbench, SCHED_FIFO
+# sleepers and CPU hotplug run, brings the recording back over the serial console and
+# prints `schedhot report` of it on this machine.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(dirname "$(dirname "$HERE")")
+CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
+die() { echo "demo: error: $*" >&2; exit 1; }
+KVER=${1:-6.12}
+case "$KVER" in 6.1|6.12|7.3) ;; -h|--help) awk 'NR>1 && /^#/{sub(/^# ?/,"");print;next} NR>1{exit}' "$0"; exit 0 ;;
+    *) die "unknown kernel '$KVER' (6.1, 6.12 or 7.3)" ;; esac
+[ $# -le 1 ] || die "usage: demo.sh [6.1|6.12|7.3]"
+
+"$ROOT/packaging/install-deps.sh" >&2
+mkdir -p "$CACHE"
+exec 9> "$CACHE/vm.lock"   # one VM run at a time (e2e.py takes the same lock)
+flock -n 9 || { echo "demo: waiting for another VM run to finish" >&2; flock 9; }
+BIN=${SCHEDHOT_BIN:-$ROOT/build/schedhot}
+[ -x "$BIN" ] || "$ROOT/packaging/build.sh" >&2
+[ -x "$BIN" ] || die "no schedhot at $BIN after building"
+"$HERE/fetch-kernels.sh" "$KVER" >&2
+OUT=$CACHE/demo/$KVER
+rm -rf "$OUT"; mkdir -p "$OUT"
+"$HERE/mkimage.sh" "$BIN" "$OUT/demo.cpio.gz" 2>/dev/null
+echo "demo: booting Debian's $(cat "$CACHE/kernels/$KVER/version") under QEMU (TCG), recording in the guest..." >&2
+"$HERE/boot.sh" --kernel "$KVER" --initrd "$OUT/demo.cpio.gz" --timeout 600 --quiet --retries 3 \
+    --log "$OUT/serial.log" --append "schedhot.e2e_mode=demo schedhot.e2e_backends=auto" ||
+    die "the guest run failed (serial log: $OUT/serial.log)"
+"$HERE/extract.sh" --require rec-auto.shot "$OUT/serial.log" "$OUT" >/dev/null ||
+    die "the recording did not come back intact (serial log: $OUT/serial.log)"
+echo "demo: recording $OUT/rec-auto.shot; its report:" >&2
+echo >&2
+"$BIN" report "$OUT/rec-auto.shot"

@@ -1,0 +1,147 @@
+#!/bin/sh
+# e2e-init.sh: /init of the end-to-end initramfs (see e2e.py). In one boot, for each
+# backend of schedhot.e2e_backends (comma-separated: auto,kprobe,proxy), it records with
+# /bin/schedhot while workloads drive every target, with the ftrace function tracer
+# counting the same functions on trace_clock mono; then it counts only the trace events
+# inside the recording's window (first sample's mono time, last sample's] and emits:
+#   sysinfo                guest facts, addresses, traced functions
+#   rec-B.shot             the recording (gzip on the wire)
+#   report-B.json          `schedhot report --json` of it, made in the guest
+#   counts-B               ftrace_count_window over the report's start/end_mono_ns
+#   record-B.log           record's stderr and the workloads' JSON lines
+#   graph                  (schedhot.e2e_graph=1) function_graph durations, "FUNC US" lines
+# Kernel command line knobs (boot.sh --append):
+#   schedhot.e2e_mode=plain|noarat|noarat-nohv|demo   which workloads (default plain)
+#   schedhot.e2e_backends=auto,kprobe                 (default auto)
+#   schedhot.e2e_phase=S                              seconds per workload phase (default 2)
+#   schedhot.e2e_graph=0|1                            function_graph sample (default 0)
+# demo mode runs the plain workloads without the ftrace oracle (tests/vm/demo.sh).
+set -u
+. /lib/schedhot/guest-lib.sh
+# Deep C-states (no-ARAT guests with --cst only) stay off while BPF attaches, while the
+# tracer is set up and while the traces are read; on only while the workloads run.
+cpuidle_deep off
+
+MODE=$(_gl_cmdline schedhot.e2e_mode || echo plain)
+BACKENDS=$(_gl_cmdline schedhot.e2e_backends || echo auto)
+PHASE=$(_gl_cmdline schedhot.e2e_phase || echo 2)
+GRAPH=$(_gl_cmdline schedhot.e2e_graph || echo 0)
+ORACLE=1; [ "$MODE" = demo ] && ORACLE=0
+
+# Oracle: the functions schedhot probes (and their compiler clones) that this kernel can
+# trace. nohz_balancer_kick is inlined everywhere; its callers stand in for it.
+WANT="nohz_balance_exit_idle nohz_balance_enter_idle trigger_load_balance sched_balance_trigger cpupri_set cpupri_find_fitness __tick_broadcast_oneshot_control tick_handle_oneshot_broadcast tick_handle_periodic_broadcast tick_broadcast_offline hotplug_cpu__broadcast_tick_pull tick_broadcast_control tick_device_uses_broadcast tick_broadcast_switch_to_oneshot"
+FUNCS=$(awk -v want=" $WANT " '
+    BEGIN { n = split(want, w, " "); for (i = 1; i <= n; i++) W[w[i]] = 1 }
+    { b = $1; sub(/(\.(isra|constprop|part|llvm)\.[0-9]+)+$/, "", b) }
+    (b in W) && !seen[$1]++ { print $1 }' /sys/kernel/tracing/available_filter_functions | tr '\n' ' ')
+
+LOCK=$(kallsyms_addr tick_broadcast_lock || true)
+CSDF=$(kallsyms_addr nohz_csd_func || true)
+{
+    guest_info
+    echo "cmdline: $(cat /proc/cmdline)"
+    echo "mode $MODE backends $BACKENDS phase $PHASE graph $GRAPH"
+    grep -E '^(Broadcast device|tick_broadcast_(mask|oneshot_mask))' /proc/timer_list
+    echo "tick_broadcast_lock ${LOCK:-absent}"
+    echo "nohz_csd_func ${CSDF:-absent}"
+    echo "oracle_functions $FUNCS"
+    echo "lsm $(cat /sys/kernel/security/lsm 2>/dev/null || echo '?') lockdown $(cat /sys/kernel/security/lockdown 2>/dev/null || echo '?')"
+} > /tmp/sysinfo
+cat /tmp/sysinfo
+
+# Independent counts of the two tracepoint-fed probes, filtered like schedhot filters:
+# contention events on tick_broadcast_lock, and ILB kicks (csd_queue_cpu of nohz_csd_func).
+if [ "$ORACLE" = 1 ]; then
+    [ -n "$LOCK" ] && ftrace_event_add lock:contention_begin "lock_addr == $LOCK"
+    if [ -n "$CSDF" ] && [ -d /sys/kernel/tracing/events/csd/csd_queue_cpu ]; then
+        ftrace_event_add csd:csd_queue_cpu "func == $CSDF" || glog "no csd_queue_cpu oracle"
+    fi
+fi
+# shellcheck disable=SC2034  # read by guest-lib.sh's ftrace_count_start
+SCHEDHOT_FTRACE_CLOCK=mono   # trace_clock mono: CLOCK_MONOTONIC, the clock of schedhot's samples
+
+W=/bin/workload
+workloads() {   # one recording's workload phases; JSON lines to stdout
+    case "$MODE" in
+    plain|demo)
+        sleep 1
+        $W idle-churn -d "$PHASE" -t 4 -u 50 -s 5
+        $W hackbench -d "$PHASE" -g 2 -f 4
+        $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        $W hotplug -n 2
+        ;;
+    noarat-nohv)
+        sleep "$PHASE"
+        $W idle-churn -d "$PHASE" -t 4 -u 200 -s 5
+        $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        cpuidle_deep off; $W hotplug -n 1; cpuidle_deep on   # re-arm C2 on the new cpuidle devices
+        ;;
+    noarat)
+        sleep "$PHASE"
+        $W idle-churn -d "$PHASE" -t 4 -u 200 -s 5
+        $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        ;;
+    *) glog "unknown schedhot.e2e_mode=$MODE"; return 2 ;;
+    esac
+}
+
+run_backend() {   # run_backend BACKEND
+    _b=$1; _rec=/tmp/rec-$_b.shot; _log=/tmp/record-$_b.log
+    glog "e2e: backend $_b: attach"
+    cpuidle_deep off
+    if [ "$ORACLE" = 1 ]; then ftrace_count_start $FUNCS || return 1; fi
+    : > "$_log"   # record and the workloads both append: neither overwrites the other
+    /bin/schedhot record --backend "$_b" -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
+    _pid=$!
+    _n=0   # the first sample is taken right after attach; record then says "recording"
+    until grep -q '^schedhot: recording' "$_log"; do
+        kill -0 $_pid 2>/dev/null || { cat "$_log"; glog "e2e: record --backend $_b exited before recording"; return 1; }
+        _n=$((_n + 1)); [ $_n -gt 1200 ] && { glog "e2e: record --backend $_b did not start in 120 s"; return 1; }
+        sleep 0.1
+    done
+    glog "e2e: backend $_b: recording"
+    cpuidle_deep on
+    workloads >> "$_log"
+    _wrc=$?
+    cpuidle_deep off
+    sleep 1
+    kill -INT $_pid; wait $_pid; _rrc=$?
+    [ "$ORACLE" = 1 ] && echo 0 > /sys/kernel/tracing/tracing_on
+    echo "workloads rc=$_wrc record rc=$_rrc" >> "$_log"
+    glog "e2e: backend $_b: record rc=$_rrc workloads rc=$_wrc"
+    /bin/schedhot report --json --all-cpus "$_rec" > /tmp/report-$_b.json 2>> "$_log"
+    _a=$(sed -n 's/.*"start_mono_ns": *\([0-9]*\).*/\1/p' /tmp/report-$_b.json)
+    _z=$(sed -n 's/.*"end_mono_ns": *\([0-9]*\).*/\1/p' /tmp/report-$_b.json)
+    if [ "$ORACLE" = 0 ]; then :
+    elif [ -n "$_a" ] && [ -n "$_z" ]; then
+        ftrace_count_window "$_a" "$_z" 10000000 > /tmp/counts-$_b   # edges: 10 ms
+    else
+        glog "e2e: report-$_b.json has no start/end_mono_ns"
+    fi
+    [ "$ORACLE" = 0 ] || /bin/schedhot report --all-cpus "$_rec" 2>&1 | head -n 60
+    emit_file -z "rec-$_b.shot" "$_rec"
+    emit_file -z "report-$_b.json" /tmp/report-$_b.json
+    [ -f /tmp/counts-$_b ] && emit_file "counts-$_b" /tmp/counts-$_b
+    emit_file "record-$_b.log" "$_log"
+    [ "$_wrc" = 0 ] && [ "$_rrc" = 0 ]
+}
+
+emit_file sysinfo /tmp/sysinfo
+rc=0
+for b in $(echo "$BACKENDS" | tr ',' ' '); do
+    run_backend "$b" || rc=1
+done
+
+if [ "$GRAPH" = 1 ]; then
+    # Durations from the graph tracer on a short busy window (schedhot detached).
+    if ftrace_graph_start cpupri_set nohz_balance_exit_idle; then
+        $W mix -d 1 > /dev/null
+        ftrace_graph_stop > /tmp/graph
+        emit_file -z graph /tmp/graph
+    else
+        rc=1
+    fi
+fi
+[ "$ORACLE" = 1 ] && ftrace_reset
+exit $rc

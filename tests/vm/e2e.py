@@ -1,0 +1,551 @@
+#!/usr/bin/env python3
+"""e2e.py SCHEDHOT_BIN: schedhot on Debian's own kernels under QEMU, checked against ftrace.
+
+For each kernel of ${SCHEDHOT_VM_KERNELS:-6.1 6.12 7.3} it boots one guest (tests/vm/boot.sh,
+TCG, 4 vCPUs; a boot that hits the TCG text-patching race, boot.sh rc 6 or 7, boots again, up
+to 3 times in all) whose /init (e2e-init.sh)
+records with schedhot, once per backend (default and --backend kprobe; also --backend proxy
+on ${SCHEDHOT_VM_PROXY:-6.12}), while workloads drive every target (idle churn, hackbench,
+SCHED_FIFO sleepers, CPU hotplug) and the ftrace function tracer counts the same functions
+on trace_clock mono. Only trace events whose timestamp lies in (first sample's mono time,
+last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then, on the host:
+
+  * every function probe attached with the expected backend and symbol, non-zero on every
+    CPU, all of its calls timed (none nested, no orphan exits);
+  * schedhot's totals and per-CPU counts agree with ftrace's within 2 % (at least 1 call);
+    ILB kicks against csd:csd_queue_cpu filtered on nohz_csd_func; tick-broadcast sites
+    one by one; tick_broadcast_offline against the hotplug workload's offline operations;
+  * ftrace lost nothing (no overrun, no lost events, every line parsed);
+  * the recording replays on the host (this SCHEDHOT_BIN) into the same report;
+  * ARAT guests: bcast_lock says "attached, path not in use on this machine: ARAT
+    present" and __tick_broadcast_oneshot_control ran 0 times (schedhot and ftrace);
+  * a hypervisor-bit guest (virt_spin_lock): bcast_wait is "blind", no numbers;
+  * function_graph p50 of cpupri_set and nohz_balance_exit_idle within a factor of 10
+    of schedhot's p50 (default backend);
+  * proxies: their counts against the real calls (printed and saved; checked only for
+    the direction their documented error states);
+  * no-ARAT guests on ${SCHEDHOT_VM_NOARAT:-6.1 6.12} (boot.sh --no-arat --no-hypervisor --cst
+    and --no-arat --cst, single-threaded TCG): __tick_broadcast_oneshot_control and tick_broadcast_lock
+    contention (against lock:contention_begin filtered on the lock's address) above the
+    thresholds below, and the blind spot with the hypervisor bit.
+
+Results: ${SCHEDHOT_VM_OUT:-<SCHEDHOT_BIN's directory>/vm-e2e}/<kernel>-<variant>/ (serial log
+and every emitted file), summary.txt and summary.json there. One VM run at a time per machine
+(a lock on $CACHE/vm.lock; a second run waits): parallel guests on a small host would
+distort every rate. Exit status 0 when every check passed, 1 otherwise
+(one line per failed check), 2 on a usage error. Missing VM packages fail (exit 1).
+"""
+import fcntl
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+CACHE = os.environ.get("SCHEDHOT_VM_CACHE", "/var/cache/schedhot-vm")
+KNOWN = ("6.1", "6.12", "7.3")
+OUT = ""  # set in main
+
+TOL = 0.02            # schedhot vs ftrace: 2 % of the ftrace count, at least 1 call, at least
+                      # the events ftrace saw within 10 ms after either boundary (see agree())
+GRAPH_FACTOR = 10.0   # function_graph p50 / schedhot p50 must lie in [1/10, 10]
+GRAPH_MIN = 20        # function_graph durations needed per function
+MIN_CALLS = 10        # a compared function must have run at least this often
+# No-ARAT thresholds (all CPUs together, per second of the recording window), set from the
+# runs in tests/vm/README.md (4 vCPUs, single-threaded TCG) with a margin of 3x or more:
+NOHV_BCAST_MIN_RATE = 10000   # --no-hypervisor: 37,500-63,220 (6.1), 49,276-59,274/s (6.12) measured
+NOHV_MIN_CONTENTIONS = 100    # --no-hypervisor: 841-34,765 (6.12), 1,834-55,875 (6.1) per run
+HV_BCAST_MIN_RATE = 15000     # hypervisor bit: 49,473-67,494 (6.1), 54,256-64,664/s (6.12) measured
+
+# Functions each probe attaches to, and the ftrace name counted for it.
+FUNC_PROBES = {
+    "nohz_exit": "nohz_balance_exit_idle",
+    "nohz_enter": "nohz_balance_enter_idle",
+    "nohz_kick": None,  # the caller nohz_balancer_kick is inlined into, per kernel
+    "cpupri_set": "cpupri_set",
+    "cpupri_find": "cpupri_find_fitness",
+}
+KICK_HOST = {"6.1": "trigger_load_balance", "6.12": "sched_balance_trigger", "7.3": "sched_balance_trigger"}
+TIMED = ("nohz_exit", "nohz_kick", "cpupri_set", "cpupri_find")
+BACKEND_LABEL = {"auto": "fentry", "kprobe": "kprobe"}
+# proxy probe -> (real function, the direction its documented error allows)
+PROXIES = {
+    "nohz_exit": ("nohz_balance_exit_idle", "le"),   # counts ticks, misses calls: <= calls
+    "nohz_enter": ("nohz_balance_enter_idle", "ge"), # also counts the function's early returns
+    "cpupri_set": ("cpupri_set", "le"),              # lower bound
+}
+ARAT_NOTE = "attached, path not in use on this machine: ARAT present"
+BLIND = "virt_spin_lock() is a test-and-set loop that emits no contention events"
+
+# variant -> boot.sh flags, guest mode, backends, function_graph sample, host timeout (s).
+# The no-ARAT guests run single-threaded TCG: under multi-threaded TCG, text patching
+# (BPF attach, the function tracer) raced with vCPUs running the patched idle path in 4
+# of 6 6.12 boots (Oops: int3 in cpuidle_enter_state) and hung a 6.1 boot for 10 min
+# (soft lockups); single-threaded, none did, and the broadcast path runs faster.
+VARIANTS = {
+    "plain": ([], "plain", ["auto", "kprobe"], True, 420),
+    "noarat-nohv": (["--no-arat", "--no-hypervisor", "--cst", "--tcg-thread", "single"], "noarat-nohv",
+                    ["auto"], False, 600),
+    "noarat": (["--no-arat", "--cst", "--tcg-thread", "single"], "noarat", ["auto"], False, 600),
+}
+
+
+def die(msg, rc=1):
+    print(f"e2e: error: {msg}", file=sys.stderr)
+    sys.exit(rc)
+
+
+def pct(s, f):
+    return (s - f) * 100.0 / f if f else (0.0 if s == f else float("inf"))
+
+
+def agree(s, f, edges=0):
+    """A sample's mono time is read just before its maps: an event between the two is in
+    that sample for schedhot but after the boundary for ftrace. edges = the events ftrace
+    saw within 10 ms after the window's start and end, a bound on that (a vCPU of a loaded
+    TCG host can stall for milliseconds between the clock read and the map read)."""
+    return abs(s - f) <= max(TOL * f, 1, edges)
+
+
+def check_deps():
+    """Every package of tests/vm/DEPS must be installed: a missing one fails, loudly."""
+    missing = []
+    with open(os.path.join(HERE, "DEPS")) as fh:
+        for line in fh:
+            p = line.split("#")[0].strip()
+            if not p:
+                continue
+            r = subprocess.run(["dpkg-query", "-W", "-f=${Status}", p], capture_output=True, text=True)
+            if "install ok installed" not in r.stdout:
+                missing.append(p)
+    if missing:
+        die(f"missing VM packages: {' '.join(missing)} (install them: sudo packaging/install-deps.sh)")
+
+
+def parse_counts(path):
+    """ftrace_count_window output -> dict."""
+    c = {"count": {}, "trace": {}, "edge": {}, "overrun": {}}
+    with open(path) as fh:
+        for line in fh:
+            f = line.split()
+            if not f:
+                continue
+            if f[0] in ("count", "trace", "edge") and len(f) == 4:
+                c[f[0]][(f[1], f[2])] = int(f[3])
+            elif f[0] == "overrun" and len(f) == 3:
+                c["overrun"][f[1]] = int(f[2])
+            elif f[0] == "window" and len(f) == 3:
+                c["window"] = (int(f[1]), int(f[2]))
+            elif f[0] in ("traced", "missing", "events"):
+                c[f[0]] = f[1:]
+            elif len(f) == 2:
+                c[f[0]] = f[1]
+    return c
+
+
+def parse_record_log(path):
+    jobs, rc = [], {}
+    with open(path, errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if line.startswith("{"):
+                try:
+                    jobs.append(json.loads(line))
+                except json.JSONDecodeError:
+                    pass
+            m = re.match(r"workloads rc=(\d+) record rc=(\d+)", line)
+            if m:
+                rc = {"workloads": int(m.group(1)), "record": int(m.group(2))}
+    return jobs, rc
+
+
+def first_difference(a, b, path=""):
+    if type(a) is not type(b):
+        return f"{path or '/'}: {a!r} vs {b!r}"
+    if isinstance(a, dict):
+        for k in sorted(set(a) | set(b)):
+            if k not in a or k not in b:
+                return f"{path}/{k}: only in {'host' if k in a else 'guest'}"
+            d = first_difference(a[k], b[k], f"{path}/{k}")
+            if d:
+                return d
+        return None
+    if isinstance(a, list):
+        if len(a) != len(b):
+            return f"{path}: {len(a)} vs {len(b)} elements"
+        for i, (x, y) in enumerate(zip(a, b)):
+            d = first_difference(x, y, f"{path}[{i}]")
+            if d:
+                return d
+        return None
+    return None if a == b else f"{path}: {a!r} vs {b!r}"
+
+
+def median(v):
+    s = sorted(v)
+    return s[len(s) // 2] if s else None
+
+
+class Checker:
+    def __init__(self):
+        self.failures = []
+        self.rows = []      # agreement rows for the summary
+        self.proxies = []
+        self.graph = []
+        self.noarat = []
+        self.lines = []
+
+    def say(self, msg=""):
+        print(msg, flush=True)
+        self.lines.append(msg)
+
+    def fail(self, tag, msg):
+        self.failures.append(f"{tag}: {msg}")
+        self.say(f"   FAIL {tag}: {msg}")
+
+    def expect(self, ok, tag, msg):
+        if not ok:
+            self.fail(tag, msg)
+        return ok
+
+
+def probes_by_name(report):
+    return {p["name"]: p for p in report["probes"]}
+
+
+def total(p, field=None):
+    if not p or p.get("counters") is None:
+        return None
+    return p["counters"][field or p["primary"]]["total"]
+
+
+def compare(ck, tag, kver, variant, backend, probe, fname, s, counts, per_cpu=None, cpus=()):
+    """schedhot count s (and per-CPU totals) against ftrace's count of fname in the window."""
+    f = counts["count"].get((fname, "all"))
+    if not ck.expect(f is not None, tag, f"{fname} not counted by ftrace (traced: {' '.join(counts.get('traced', []))})"):
+        return
+    row = {"kernel": kver, "variant": variant, "backend": backend, "probe": probe, "function": fname,
+           "schedhot": s, "ftrace": f, "diff_pct": round(pct(s, f), 3),
+           "edge_start": counts["edge"].get((fname, "start"), 0), "edge_end": counts["edge"].get((fname, "end"), 0)}
+    edges = row["edge_start"] + row["edge_end"]
+    worst = 0
+    if per_cpu is not None:
+        for pc in per_cpu:
+            fc = counts["count"].get((fname, f"cpu{pc['cpu']}"), 0)
+            worst = max(worst, abs(pc["total"] - fc))
+            ck.expect(agree(pc["total"], fc, edges), tag,
+                      f"{probe} on CPU {pc['cpu']}: schedhot {pc['total']} vs ftrace {fc} ({pct(pc['total'], fc):+.2f} %)")
+        row["per_cpu_max_abs_diff"] = worst
+    ck.rows.append(row)
+    ok = agree(s, f, edges)
+    ck.say(f"   {backend:<6} {probe:<11} {fname:<34} schedhot {s:>7}  ftrace {f:>7}  {pct(s, f):+6.2f} %"
+           + (f"  per-CPU max |d| {worst}" if per_cpu is not None else "")
+           + (f"  (edge events {edges})" if edges else "") + ("" if ok else "  <-- beyond 2 %"))
+    ck.expect(ok, tag, f"{probe} ({fname}): schedhot {s} vs ftrace {f} ({pct(s, f):+.2f} %, allowed "
+                       f"max(2 %, 1, {edges} edge events))")
+
+
+def check_backend(ck, kver, variant, backend, d, binary):
+    tag = f"{kver}/{variant}/{backend}"
+    rep_path = os.path.join(d, f"report-{backend}.json")
+    cnt_path = os.path.join(d, f"counts-{backend}")
+    log_path = os.path.join(d, f"record-{backend}.log")
+    rec_path = os.path.join(d, f"rec-{backend}.shot")
+    for p in (rep_path, cnt_path, log_path, rec_path):
+        if not os.path.exists(p):
+            ck.fail(tag, f"the guest emitted no {os.path.basename(p)} (serial log: {os.path.join(d, 'serial.log')})")
+            return
+    with open(rep_path) as fh:
+        report = json.load(fh)
+    counts = parse_counts(cnt_path)
+    jobs, rcs = parse_record_log(log_path)
+    probes = probes_by_name(report)
+    w = report.get("window", {})
+
+    # the run itself
+    ck.expect(rcs.get("record") == 0 and rcs.get("workloads") == 0, tag,
+              f"record rc={rcs.get('record')} workloads rc={rcs.get('workloads')} (see {log_path})")
+    ck.expect(w.get("samples", 0) >= 8, tag, f"only {w.get('samples')} samples in the recording")
+    ck.expect("start_mono_ns" in w and counts.get("window") == (w.get("start_mono_ns"), w.get("end_mono_ns")), tag,
+              f"ftrace window {counts.get('window')} is not the report's ({w.get('start_mono_ns')}, {w.get('end_mono_ns')}]")
+    ck.expect(counts.get("clock") == "mono", tag, f"trace_clock is {counts.get('clock')}, not mono")
+    ck.expect(counts.get("status") == "ok" and counts.get("overrun_total") == "0", tag,
+              f"ftrace overran: {counts.get('overrun_total')} events overwritten")
+    ck.expect(counts.get("lost_events") == "0" and counts.get("unparsed_lines") == "0", tag,
+              f"ftrace lost {counts.get('lost_events')} events, {counts.get('unparsed_lines')} lines unparsed")
+
+    # replay on the host
+    r = subprocess.run([binary, "report", "--json", "--all-cpus", rec_path], capture_output=True, text=True)
+    if ck.expect(r.returncode == 0, tag, f"host replay: schedhot report exited {r.returncode}: {r.stderr.strip()}"):
+        host = json.loads(r.stdout)
+        host.pop("source", None)
+        guest = dict(report)
+        guest.pop("source", None)
+        diff = first_difference(host, guest)
+        ck.expect(diff is None, tag, f"host replay differs from the guest's report at {diff}")
+
+    if backend == "proxy":
+        check_proxy(ck, tag, kver, probes, counts, w)
+        return
+
+    want = BACKEND_LABEL[backend]
+    for probe, fname in FUNC_PROBES.items():
+        fname = fname or KICK_HOST[kver]
+        p = probes.get(probe)
+        if not ck.expect(p and p["status"] == "attached", tag, f"{probe} not attached: {p and p['reason']}"):
+            continue
+        ck.expect(p["backend"] == want and p["symbol"] == fname, tag,
+                  f"{probe} attached as {p['backend']} {p['symbol']}, expected {want} {fname}")
+        if probe == "nohz_kick":
+            ck.expect("nohz_balancer_kick inlined" in p["via"], tag, f"nohz_kick via '{p['via']}', expected the inlined note")
+        s = total(p)
+        compare(ck, tag, kver, variant, backend, probe, fname, s, counts, p["per_cpu"])
+        ck.expect(s >= MIN_CALLS, tag, f"{probe}: only {s} calls: the workload did not drive it")
+        if variant == "plain":
+            idle = [pc["cpu"] for pc in p["per_cpu"] if pc["total"] == 0]
+            ck.expect(not idle, tag, f"{probe}: no calls on CPU(s) {idle} although the workload ran there")
+        if probe in TIMED:
+            c = p["counters"]
+            lat = p["latency_ns"] or {}
+            ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] == 0 and lat.get("count") == s, tag,
+                      f"{probe}: {s} calls but {lat.get('count')} timed ({c['nested']['total']} nested, "
+                      f"{c['orphan_exits']['total']} orphan exits): entries and exits do not pair up")
+
+    # ILB kicks: csd_queue_cpu of nohz_csd_func (6.5+)
+    ik = probes.get("ilb_kick")
+    if kver == "6.1":
+        ck.expect(ik and ik["status"] == "unavailable" and "6.5" in ik["reason"], tag,
+                  f"ilb_kick on 6.1 should be unavailable (csd tracepoints since 6.5), got {ik and ik['status']}")
+    elif ck.expect(ik and ik["status"] == "attached" and ik["backend"] == "tracepoint", tag,
+                   f"ilb_kick not attached as a tracepoint: {ik and (ik['reason'] or ik['backend'])}"):
+        if "csd_queue_cpu" in counts.get("events", []):
+            compare(ck, tag, kver, variant, backend, "ilb_kick", "event:csd_queue_cpu", total(ik, "sent"), counts)
+        ck.expect(total(ik, "sent") > 0, tag, "ilb_kick: no kick seen")
+
+    check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w)
+
+    idle = probes.get("idle")
+    ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
+
+
+def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w):
+    host = report["host"]
+    bl = probes.get("bcast_lock")
+    if not ck.expect(bl and bl["status"] == "attached" and bl["backend"] == want, tag,
+                     f"bcast_lock not attached via {want}: {bl and (bl['reason'] or bl['backend'])}"):
+        return
+    m = re.match(r"(\d+) of (\d+) functions", bl["symbol"])
+    traced_sites = [s for s in bl["arrays"]["calls"] if s in counts.get("traced", [])]
+    ck.expect(m and int(m.group(1)) == len(traced_sites), tag,
+              f"bcast_lock attached '{bl['symbol']}' but ftrace traces {len(traced_sites)} of its sites")
+    for site in traced_sites:
+        compare(ck, tag, kver, variant, backend, "bcast_lock", site, bl["arrays"]["calls"][site], counts)
+    offl = sum(j.get("offline_ops", 0) for j in jobs if j.get("mode") == "hotplug")
+    if offl:
+        ck.expect(bl["arrays"]["calls"].get("tick_broadcast_offline") == offl, tag,
+                  f"tick_broadcast_offline: schedhot {bl['arrays']['calls'].get('tick_broadcast_offline')} "
+                  f"vs {offl} CPU offline operations")
+    hot = bl["arrays"]["calls"]["__tick_broadcast_oneshot_control"]
+    rate = hot / w["seconds"] if w.get("seconds") else 0
+    bw = probes.get("bcast_wait")
+    ck.expect(bw and bw["status"] == "attached", tag, f"bcast_wait not attached: {bw and bw['reason']}")
+    lockev = counts["count"].get(("event:contention_begin", "all"))
+    if host["arat"]:
+        ck.expect(any(n.startswith(ARAT_NOTE) for n in bl["notes"]), tag,
+                  f"bcast_lock lacks the note '{ARAT_NOTE} ...' (notes: {bl['notes']})")
+        ck.expect(hot == 0 and counts["count"].get(("__tick_broadcast_oneshot_control", "all")) == 0, tag,
+                  f"ARAT guest ran __tick_broadcast_oneshot_control: schedhot {hot}, ftrace "
+                  f"{counts['count'].get(('__tick_broadcast_oneshot_control', 'all'))}")
+    else:
+        ck.expect(not any("path not in use" in n for n in bl["notes"]), tag,
+                  f"no-ARAT guest still says the path is not in use: {bl['notes']}")
+    if host["spinlock"] == "virt_spin_lock":
+        ck.expect(bw and BLIND in bw.get("blind", "") and bw["counters"] is None and bw["per_cpu"] is None, tag,
+                  f"bcast_wait under virt_spin_lock is not reported blind: blind={bw and bw.get('blind')!r}")
+        ck.expect(all(row["bcast_wait/s"] is None for row in report["cpus"]), tag,
+                  "bcast_wait/s per CPU is not null under virt_spin_lock")
+        ck.expect(lockev == 0, tag, f"ftrace saw {lockev} contention events on tick_broadcast_lock under virt_spin_lock")
+    else:
+        ck.expect(bw and "blind" not in bw, tag, f"bcast_wait is blind with spinlock {host['spinlock']}")
+    if variant == "noarat-nohv":
+        cont = total(bw, "contentions") if bw else None
+        if cont is not None:
+            compare(ck, tag, kver, variant, backend, "bcast_wait", "event:contention_begin", cont, counts, bw["per_cpu"])
+        lat = (bw or {}).get("latency_ns") or {}
+        ck.expect(rate >= NOHV_BCAST_MIN_RATE, tag,
+                  f"__tick_broadcast_oneshot_control {rate:.0f}/s, expected >= {NOHV_BCAST_MIN_RATE}/s without ARAT")
+        ck.expect((cont or 0) >= NOHV_MIN_CONTENTIONS and lat.get("count") == total(bw, "ends"), tag,
+                  f"bcast_wait: {cont} contentions (expected >= {NOHV_MIN_CONTENTIONS}), {lat.get('count')} timed "
+                  f"of {total(bw, 'ends')} ends")
+        ck.noarat.append({"kernel": kver, "variant": variant, "calls": hot, "seconds": w["seconds"],
+                          "calls_per_s": round(rate), "contentions": cont, "oracle": lockev,
+                          "wait_p50_ns": lat.get("p50"), "wait_p99_ns": lat.get("p99"),
+                          "wait_max_ns": lat.get("max")})
+        ck.say(f"   no-ARAT: __tick_broadcast_oneshot_control {hot} in {w['seconds']:.1f} s = {rate:.0f}/s; "
+               f"contentions {cont} (ftrace {lockev}), wait p50 {lat.get('p50', 0) / 1e6:.2f} ms "
+               f"p99 {lat.get('p99', 0) / 1e6:.2f} ms")
+    elif variant == "noarat":
+        ck.expect(rate >= HV_BCAST_MIN_RATE, tag,
+                  f"__tick_broadcast_oneshot_control {rate:.0f}/s, expected >= {HV_BCAST_MIN_RATE}/s")
+        ck.noarat.append({"kernel": kver, "variant": variant, "calls": hot, "seconds": w["seconds"],
+                          "calls_per_s": round(rate), "contentions": None, "oracle": lockev})
+        ck.say(f"   no-ARAT (hypervisor bit): __tick_broadcast_oneshot_control {rate:.0f}/s; bcast_wait blind; "
+               f"ftrace contention events on the lock: {lockev}")
+
+
+def check_proxy(ck, tag, kver, probes, counts, w):
+    for probe, (fname, direction) in PROXIES.items():
+        p = probes.get(probe)
+        if not ck.expect(p and p["status"] == "attached" and p["proxy"], tag,
+                         f"{probe}: no proxy attached ({p and p['reason']})"):
+            continue
+        s = total(p)
+        f = counts["count"].get((fname, "all"), 0)
+        e = pct(s, f)
+        ck.proxies.append({"kernel": kver, "probe": probe, "function": fname, "proxy": s, "calls": f,
+                           "error_pct": round(e, 1), "seconds": w.get("seconds")})
+        ck.say(f"   proxy  {probe:<11} {p['symbol']:<34} proxy {s:>7}  calls {f:>7}  error {e:+.1f} %")
+        ok = s <= f if direction == "le" else s >= f
+        ck.expect(f >= MIN_CALLS and ok, tag,
+                  f"{probe} proxy {s} vs {f} calls: its documented error says it is a "
+                  f"{'lower' if direction == 'le' else 'upper'} bound")
+
+
+def check_graph(ck, kver, d):
+    tag = f"{kver}/plain/graph"
+    path = os.path.join(d, "graph")
+    rep = os.path.join(d, "report-auto.json")
+    if not ck.expect(os.path.exists(path) and os.path.exists(rep), tag, "no function_graph durations emitted"):
+        return
+    durs = {}
+    with open(path) as fh:
+        for line in fh:
+            f = line.split()
+            if len(f) == 2:
+                durs.setdefault(f[0], []).append(float(f[1]) * 1000.0)
+    with open(rep) as fh:
+        probes = probes_by_name(json.load(fh))
+    for probe, fname in (("cpupri_set", "cpupri_set"), ("nohz_exit", "nohz_balance_exit_idle")):
+        g = durs.get(fname, [])
+        lat = probes[probe].get("latency_ns") or {}
+        if not ck.expect(len(g) >= GRAPH_MIN and lat.get("p50"), tag,
+                         f"{fname}: {len(g)} function_graph durations, schedhot p50 {lat.get('p50')}"):
+            continue
+        gm, sm = median(g), lat["p50"]
+        ratio = gm / sm
+        ck.graph.append({"kernel": kver, "function": fname, "schedhot_p50_ns": sm, "graph_p50_ns": round(gm),
+                         "graph_n": len(g), "ratio": round(ratio, 2)})
+        ck.say(f"   graph  {fname:<34} p50 schedhot {sm:.0f} ns, function_graph {gm:.0f} ns "
+               f"({len(g)} calls): x{ratio:.2f} (allowed 1/{GRAPH_FACTOR:.0f}..{GRAPH_FACTOR:.0f})")
+        ck.expect(1 / GRAPH_FACTOR <= ratio <= GRAPH_FACTOR, tag,
+                  f"{fname}: function_graph p50 {gm:.0f} ns vs schedhot p50 {sm:.0f} ns: not the same order of magnitude")
+
+
+def run_one(ck, binary, image, kver, variant, backends):
+    flags, mode, _, graph, timeout = VARIANTS[variant]
+    d = os.path.join(OUT, f"{kver}-{variant}")
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    log = os.path.join(d, "serial.log")
+    append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)}"
+    t0 = time.time()
+    b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
+                        "--quiet", "--retries", "3", "--log", log, "--summary", os.path.join(d, "boot.txt"),
+                        "--append", append] + flags, capture_output=True, text=True)
+    dt = time.time() - t0
+    boot = {}
+    if os.path.exists(os.path.join(d, "boot.txt")):
+        with open(os.path.join(d, "boot.txt")) as fh:
+            boot = dict(line.rstrip("\n").split("=", 1) for line in fh if "=" in line)
+    ck.say(f"== {kver} {variant}: kernel {boot.get('release', '?')} (cpu {boot.get('cpu', '?')}"
+           f"{' ' + ' '.join(flags) if flags else ''}): /init after {boot.get('init_s', '?')} s, "
+           f"run {dt:.0f} s, {boot.get('result', b.stderr.strip()[-200:])}")
+    tag = f"{kver}/{variant}"
+    panics = [f for f in os.listdir(d) if f.startswith("serial.log.panic-")]
+    if panics:
+        ck.say(f"   ({len(panics)} boot(s) hit the TCG text-patching race (Oops: int3) and were retried)")
+    ck.expect(b.returncode == 0, tag, f"boot.sh rc {b.returncode}: {boot.get('result', b.stderr.strip())} (log {log})")
+    x = subprocess.run([os.path.join(HERE, "extract.sh"), log, d], capture_output=True, text=True)
+    ck.expect(x.returncode == 0, tag, f"extracting the guest's files failed: {x.stderr.strip()}")
+    if os.path.exists(os.path.join(d, "sysinfo")):
+        with open(os.path.join(d, "sysinfo")) as fh:
+            info = fh.readline().strip()
+        ck.say(f"   {info.replace('schedhot-guest: ', 'guest: ')}")
+    for be in backends:
+        check_backend(ck, kver, variant, be, d, binary)
+    if graph:
+        check_graph(ck, kver, d)
+    return dt, boot.get("release", "?")
+
+
+def main(argv):
+    if len(argv) != 2 or argv[1] in ("-h", "--help"):
+        print(__doc__)
+        return 0 if len(argv) == 2 else 2
+    binary = os.path.abspath(argv[1])
+    if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
+        die(f"{argv[1]} is not an executable schedhot", 2)
+    kernels = os.environ.get("SCHEDHOT_VM_KERNELS", "6.1 6.12 7.3").split()
+    noarat = os.environ.get("SCHEDHOT_VM_NOARAT", "6.1 6.12").split()
+    proxy = os.environ.get("SCHEDHOT_VM_PROXY", "6.12")
+    for k in kernels + noarat:
+        if k not in KNOWN:
+            die(f"unknown kernel '{k}' (known: {' '.join(KNOWN)})", 2)
+    check_deps()
+    global OUT
+    OUT = os.environ.get("SCHEDHOT_VM_OUT", os.path.join(os.path.dirname(binary), "vm-e2e"))
+    os.makedirs(OUT, exist_ok=True)
+    os.makedirs(CACHE, exist_ok=True)
+    lock = open(os.path.join(CACHE, "vm.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"e2e: another VM run holds {CACHE}/vm.lock; waiting for it", file=sys.stderr, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    t_start = time.time()
+    if subprocess.run([os.path.join(HERE, "fetch-kernels.sh")] + kernels, stdout=sys.stderr).returncode != 0:
+        die(f"fetch-kernels.sh {' '.join(kernels)} failed")
+    image = os.path.join(OUT, "e2e.cpio.gz")
+    if subprocess.run([os.path.join(HERE, "mkimage.sh"), binary, image]).returncode != 0:
+        die("building the initramfs failed")
+
+    runs = []
+    for k in kernels:
+        backends = list(VARIANTS["plain"][2]) + (["proxy"] if k == proxy else [])
+        runs.append((k, "plain", backends))
+    for k in kernels:
+        if k in noarat:
+            runs += [(k, "noarat-nohv", VARIANTS["noarat-nohv"][2]), (k, "noarat", VARIANTS["noarat"][2])]
+
+    ck = Checker()
+    times = []
+    for k, variant, backends in runs:
+        dt, rel = run_one(ck, binary, image, k, variant, backends)
+        times.append({"kernel": k, "variant": variant, "release": rel, "seconds": round(dt)})
+    wall = time.time() - t_start
+    ck.say()
+    ck.say(f"e2e: {len(runs)} boots, wall time {wall:.0f} s ({wall / 60:.1f} min) for kernels {' '.join(kernels)}")
+    for t in times:
+        ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
+    summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
+               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "failures": ck.failures}
+    with open(os.path.join(OUT, "summary.json"), "w") as fh:
+        json.dump(summary, fh, indent=1)
+    if ck.failures:
+        ck.say(f"e2e: FAIL: {len(ck.failures)} check(s) failed:")
+        for f in ck.failures:
+            ck.say(f"   {f}")
+    else:
+        worst = max((abs(r["diff_pct"]) for r in ck.rows), default=0)
+        ck.say(f"e2e: PASS: {len(ck.rows)} counts agree with ftrace (worst {worst:.2f} %)")
+    with open(os.path.join(OUT, "summary.txt"), "w") as fh:
+        fh.write("\n".join(ck.lines) + "\n")
+    return 1 if ck.failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

@@ -1,0 +1,189 @@
+#!/usr/bin/env bash
+# fetch-kernels.sh [--refresh] [6.1|6.12|7.3|all]...
+#
+# Downloads Debian cloud kernels with `apt-get download` into a cache outside
+# git and leaves, per version, $CACHE/kernels/<ver>/ with:
+#   vmlinuz, config-<release>, System.map-<release> (Debian ships only a stub;
+#   the real map is in the -dbg package), modules.builtin, version (the exact
+#   kernel release, e.g. 6.1.0-57-cloud-amd64) and package (name=version).
+#
+#   6.1  newest linux-image-6.1.0-N-cloud-amd64 that the system's apt knows
+#   6.12 the dependency of the linux-image-6.12-cloud-amd64 meta package
+#   7.3  newest linux-binary-7.3.*-cloud-amd64 (+ its linux-base-* for the
+#        config) from trixie-backports, through a PRIVATE apt configuration
+#        under $CACHE/apt-trixie-backports (the system's /etc/apt is untouched)
+#
+# Cache: ${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}. Idempotent: a version
+# whose directory is complete is skipped unless --refresh is given.
+# Mirror: the Debian mirror named in /etc/apt/sources.list{,.d} (override with
+# SCHEDHOT_DEBIAN_MIRROR=http://host/debian).
+set -euo pipefail
+
+CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
+REFRESH=0
+die() { echo "fetch-kernels: error: $*" >&2; exit 1; }
+log() { echo "fetch-kernels: $*" >&2; }
+
+usage() { awk 'NR>1 && /^#/{sub(/^# ?/,"");print;next} NR>1{exit}' "$0"; exit "${1:-0}"; }
+
+VERS=()
+for a in "$@"; do
+    case "$a" in
+        -h|--help) usage 0 ;;
+        --refresh) REFRESH=1 ;;
+        all) VERS+=(6.1 6.12 7.3) ;;
+        6.1|6.12|7.3) VERS+=("$a") ;;
+        *) die "unknown argument '$a' (want 6.1, 6.12, 7.3 or all)" ;;
+    esac
+done
+[ ${#VERS[@]} -gt 0 ] || VERS=(6.1 6.12 7.3)
+
+for t in apt-get apt-cache dpkg-deb; do
+    command -v "$t" >/dev/null || die "$t not found (this needs a Debian host)"
+done
+mkdir -p "$CACHE/kernels" "$CACHE/debs" || die "cannot create cache dir $CACHE"
+
+# ---------------------------------------------------------------- mirror
+debian_mirror() {
+    if [ -n "${SCHEDHOT_DEBIAN_MIRROR:-}" ]; then echo "$SCHEDHOT_DEBIAN_MIRROR"; return; fi
+    local m
+    m=$( { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources 2>/dev/null | awk '{for(i=2;i<=NF;i++)print $i}';
+           grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list 2>/dev/null |
+             sed 's/\[[^]]*\]//' | awk '{print $2}'; } |
+         grep -E '^https?://[^ ]+/debian/?$' | head -n1 || true)
+    echo "${m:-http://deb.debian.org/debian}" | sed 's:/*$::'
+}
+
+# ---------------------------------------------------------------- system apt
+SYS_UPDATED=0
+sys_apt_cache() { apt-cache "$@" 2>/dev/null; }
+ensure_sys_lists() {   # run apt-get update once if a lookup found nothing
+    if [ "$SYS_UPDATED" = 0 ] && [ "$(id -u)" = 0 ]; then
+        log "apt lists look stale; running apt-get update"
+        apt-get update -qq >/dev/null 2>&1 || die "apt-get update failed"
+        SYS_UPDATED=1; return 0
+    fi
+    return 1
+}
+
+resolve_61() {
+    local p
+    p=$(sys_apt_cache pkgnames linux-image-6.1.0- | grep -E '^linux-image-6\.1\.0-[0-9]+-cloud-amd64$' | sort -V | tail -n1 || true)
+    if [ -z "$p" ] && ensure_sys_lists; then resolve_61; return; fi
+    [ -n "$p" ] || die "no linux-image-6.1.0-*-cloud-amd64 known to apt (apt-get update?)"
+    echo "$p"
+}
+
+resolve_612() {
+    local p
+    p=$(sys_apt_cache depends linux-image-6.12-cloud-amd64 |
+        sed -n 's/^ *|\?Depends: *\(linux-image-6\.12\.[^ ]*-cloud-amd64\(-unsigned\)\?\)$/\1/p' | head -n1 || true)
+    if [ -z "$p" ] && ensure_sys_lists; then resolve_612; return; fi
+    [ -n "$p" ] || die "cannot resolve the dependency of linux-image-6.12-cloud-amd64 (apt-get update?)"
+    echo "$p"
+}
+
+# ---------------------------------------------------------------- private apt (trixie-backports)
+TB="$CACHE/apt-trixie-backports"
+KEYRING=/usr/share/keyrings/debian-archive-keyring.gpg
+tb_opts() {
+    printf '%s\n' -o "Dir::Etc::SourceList=$TB/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+        -o "Dir::State::Lists=$TB/lists" -o "Dir::Cache=$TB/cache" -o Dir::State::status=/dev/null \
+        -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
+}
+TB_READY=0
+tb_setup() {
+    [ "$TB_READY" = 1 ] && return 0
+    mkdir -p "$TB/lists/partial" "$TB/cache/archives/partial"
+    [ -r "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
+    echo "deb [signed-by=$KEYRING] $(debian_mirror) trixie-backports main" > "$TB/sources.list"
+    local -a o; mapfile -t o < <(tb_opts)
+    # refresh the private lists when older than a day (or missing)
+    if [ "$REFRESH" = 1 ] || [ -z "$(find "$TB/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
+        log "apt-get update (private trixie-backports config in $TB)"
+        if ! apt-get "${o[@]}" update >"$TB/update.log" 2>&1; then
+            cat "$TB/update.log" >&2; die "private apt-get update for trixie-backports failed"
+        fi
+        if grep -qE 'NO_PUBKEY|not signed|EXPKEYSIG' "$TB/update.log"; then
+            cat "$TB/update.log" >&2; die "trixie-backports signature not verifiable with $KEYRING"
+        fi
+    fi
+    TB_READY=1
+}
+
+resolve_73() {
+    tb_setup
+    local -a o; mapfile -t o < <(tb_opts)
+    local p
+    p=$(apt-cache "${o[@]}" search --names-only '^linux-binary-7\.3\..*-cloud-amd64$' 2>/dev/null |
+        awk '{print $1}' | grep -E '^linux-binary-7\.3\.[0-9]+\+deb[0-9]+-cloud-amd64$' | sort -V | tail -n1 || true)
+    [ -n "$p" ] || die "no linux-binary-7.3.*-cloud-amd64 in trixie-backports"
+    echo "$p"
+}
+
+# ---------------------------------------------------------------- download + unpack
+download() {   # download DIR [apt options...] -- PKG...
+    local dir=$1; shift
+    local -a o=()
+    while [ "$1" != -- ]; do o+=("$1"); shift; done; shift
+    mkdir -p "$dir"
+    # apt's _apt sandbox user cannot write root-owned dirs; it falls back with a warning
+    if ! (cd "$dir" && apt-get "${o[@]}" download "$@") >"$dir/download.log" 2>&1; then
+        cat "$dir/download.log" >&2; die "apt-get download $* failed"
+    fi
+}
+
+install_version() {
+    local ver=$1 dst="$CACHE/kernels/$1"
+    if [ "$REFRESH" = 0 ] && [ -s "$dst/version" ] && [ -s "$dst/vmlinuz" ] && ls "$dst"/config-* >/dev/null 2>&1; then
+        log "$ver: cached ($(cat "$dst/version")) in $dst"
+        return 0
+    fi
+    local pkgs=() aptopt=() main
+    case "$ver" in
+        6.1)  main=$(resolve_61);  pkgs=("$main") ;;
+        6.12) main=$(resolve_612); pkgs=("$main") ;;
+        7.3)  main=$(resolve_73)
+              local -a o; mapfile -t o < <(tb_opts); aptopt=("${o[@]}")
+              pkgs=("$main" "${main/linux-binary-/linux-base-}") ;;
+    esac
+    log "$ver: downloading ${pkgs[*]}"
+    local dl="$CACHE/debs/$ver"
+    rm -rf "$dl"; download "$dl" "${aptopt[@]}" -- "${pkgs[@]}"
+    local tmp="$CACHE/tmp-unpack-$ver"
+    rm -rf "$tmp"; mkdir -p "$tmp"
+    local d
+    for d in "$dl"/*.deb; do dpkg-deb -x "$d" "$tmp" || die "dpkg-deb -x $d failed"; done
+
+    # find vmlinuz: /boot/vmlinuz-REL (6.1, 6.12) or usr/lib/modules/REL/vmlinuz (7.x)
+    local vmlinuz rel
+    vmlinuz=$(find "$tmp/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1 || true)
+    if [ -n "$vmlinuz" ]; then
+        rel=${vmlinuz##*/vmlinuz-}
+    else
+        vmlinuz=$(find "$tmp/usr/lib/modules" "$tmp/lib/modules" -mindepth 2 -maxdepth 2 -name vmlinuz 2>/dev/null | head -n1 || true)
+        [ -n "$vmlinuz" ] || die "$ver: no vmlinuz in ${pkgs[*]}"
+        rel=$(basename "$(dirname "$vmlinuz")")
+    fi
+    local new="$dst.new"
+    rm -rf "$new"; mkdir -p "$new"
+    cp "$vmlinuz" "$new/vmlinuz"
+    local f
+    for f in "$tmp/boot/config-$rel" "$tmp/usr/lib/modules/$rel/config" "$tmp/lib/modules/$rel/config"; do
+        [ -f "$f" ] && { cp "$f" "$new/config-$rel"; break; }
+    done
+    [ -f "$new/config-$rel" ] || die "$ver: no kernel config in ${pkgs[*]}"
+    for f in "$tmp/boot/System.map-$rel" "$tmp/usr/lib/modules/$rel/System.map" "$tmp/lib/modules/$rel/System.map"; do
+        [ -f "$f" ] && { cp "$f" "$new/System.map-$rel"; break; }
+    done
+    for f in "$tmp/lib/modules/$rel/modules.builtin" "$tmp/usr/lib/modules/$rel/modules.builtin"; do
+        [ -f "$f" ] && { cp "$f" "$new/modules.builtin"; break; }
+    done
+    echo "$rel" > "$new/version"
+    for d in "$dl"/*.deb; do dpkg-deb -W --showformat='${Package}=${Version}\n' "$d"; done > "$new/package"
+    rm -rf "$dst" "$tmp"; mv "$new" "$dst"
+    log "$ver: $rel -> $dst"
+}
+
+for v in "${VERS[@]}"; do install_version "$v"; done
+for v in "${VERS[@]}"; do printf '%s\t%s\t%s\n' "$v" "$(cat "$CACHE/kernels/$v/version")" "$CACHE/kernels/$v"; done
