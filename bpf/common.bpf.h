@@ -56,16 +56,20 @@ static __always_inline void sh_hist_add(struct sh_hist *h, __u64 v)
 		h->max_ns = v;
 }
 
-/* Function entry at time now (ns). */
+/* Function entry at time now (ns). Interrupts nest calls at most two or three
+ * deep on one CPU; a full stack means exits were lost (a kretprobe out of
+ * instances, an entry seen before the exit program attached), so it is reset
+ * rather than left full forever: counted in 'nested', timing resumes. */
 static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
 {
 	__u64 d = f->t.depth;
 
 	SH_INC(&f->calls);
-	if (d < SH_MAX_DEPTH)
-		f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)] = now;
-	else
+	if (d >= SH_MAX_DEPTH) {
 		SH_INC(&f->nested);
+		d = 0;
+	}
+	f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)] = now;
 	f->t.depth = d + 1;
 }
 

@@ -75,11 +75,13 @@ int BPF_KRETPROBE(nohz_exit__kretprobe)
 }
 
 /*
- * Proxy: the busy tick. sched_tick() -> sched_balance_trigger() ->
- * nohz_balancer_kick() calls nohz_balance_exit_idle() on every tick that does
- * not land on an idle CPU, so a tick hrtimer expiring while a task other than
- * the idle task runs stands for one call, and rq->nohz_tick_stopped read just
- * before it tells whether that call will do work. Counts only, no duration.
+ * Proxy: the tick. sched_tick() sets rq->idle_balance = idle_cpu(cpu) and
+ * sched_balance_trigger() -> nohz_balancer_kick() calls
+ * nohz_balance_exit_idle() on every tick of an active CPU where it is clear,
+ * so a tick hrtimer expiring where idle_cpu() would be false stands for one
+ * call. idle_cpu() (kernel/sched/core.c): the idle task runs, nr_running == 0
+ * and no wakeup is pending. rq->nohz_tick_stopped read just before tells
+ * whether that call will do work. Counts only, no duration.
  */
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
@@ -89,10 +91,13 @@ int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
 
 	if (!fn || ((__u64)fn != sh_tick_fn[0] && (__u64)fn != sh_tick_fn[1]))
 		return 0;
-	if (sh_current_pid() == 0)
-		return 0;
 	rq = sh_current_rq();
-	nohz_exit_enter(0, rq ? BPF_CORE_READ(rq, nohz_tick_stopped) : 0, false);
+	if (!rq)
+		return 0;
+	if (sh_current_pid() == 0 && BPF_CORE_READ(rq, nr_running) == 0 &&
+	    !(bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending)))
+		return 0; /* idle_cpu(): the kick path returns before the call */
+	nohz_exit_enter(0, BPF_CORE_READ(rq, nohz_tick_stopped), false);
 	return 0;
 }
 

@@ -55,6 +55,8 @@ struct cfs_rq {
 };
 
 struct rq {
+	unsigned int nr_running;
+	unsigned int ttwu_pending;
 	unsigned int nohz_tick_stopped;
 	atomic_t nohz_flags;
 	struct cfs_rq cfs;

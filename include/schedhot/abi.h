@@ -124,7 +124,8 @@ struct sh_timing {
 /* A traced function on one CPU: counts and its duration histogram. */
 struct sh_func {
 	__u64 calls;         /* entries seen */
-	__u64 nested;        /* entries deeper than SH_MAX_DEPTH (counted, not timed) */
+	__u64 nested;        /* entries that found SH_MAX_DEPTH open entries (exits lost):
+			      * the timing stack was reset */
 	__u64 orphan_exits;  /* exits seen without an entry (attach raced a call) */
 	struct sh_timing t;  /* private */
 	struct sh_hist lat;  /* entry-to-exit time, ns */

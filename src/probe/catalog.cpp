@@ -59,7 +59,7 @@ Field priv(uint32_t off, uint32_t n) { return {"_private", off, n, FieldKind::pr
 // The fields of an embedded struct sh_func at word offset base.
 void func_fields(std::vector<Field>& v, uint32_t base) {
   v.push_back(counter("calls", base + WORDS(sh_func, calls), "function entries"));
-  v.push_back(counter("nested", base + WORDS(sh_func, nested), "entries nested deeper than 4 (not timed)"));
+  v.push_back(counter("nested", base + WORDS(sh_func, nested), "entries that found 4 open entries (exits lost); the timing stack was reset"));
   v.push_back(counter("orphan_exits", base + WORDS(sh_func, orphan_exits), "exits without a seen entry"));
   v.push_back(priv(base + WORDS(sh_func, t), sizeof(sh_timing) / W));
   v.push_back(hist("lat", base + WORDS(sh_func, lat), "entry-to-exit time, ns"));
@@ -77,10 +77,10 @@ std::vector<ProbeSpec> build() {
     p.symbols = {"nohz_balance_exit_idle"};
     p.timed = true;
     p.proxy = ProxySpec{{{"nohz_exit__tp_tick", "hrtimer_expire_entry", false}},
-                        "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer on a non-idle task)",
-                        "counts ticks, not calls: misses calls from CPU hotplug and ticks on inactive or "
-                        "isolated CPUs; needs high-resolution timers; no duration; measured -44 to -62 % "
-                        "(6.12 QEMU guest, mixed load, tests/vm)"};
+                        "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer where idle_cpu() is false)",
+                        "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
+                        "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
+                        "timers; no duration; measured +0.1 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)"};
     p.map = "nohz_exit_slots";
     p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_nohz_exit_slot, f));
@@ -159,7 +159,7 @@ std::vector<ProbeSpec> build() {
     p.proxy = ProxySpec{{{"cpupri_set__tp_switch", "sched_switch", false}},
                         "proxy: cpu_to_pri[cpu] changes seen at tp_btf/sched_switch",
                         "lower bound: a change undone before the next context switch is missed; no duration; "
-                        "measured -1.4 to -5.8 % (6.12 QEMU guest, mixed load, tests/vm)"};
+                        "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)"};
     p.map = "cpupri_set_slots";
     p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_cpupri_set_slot, f));

@@ -121,15 +121,23 @@ TEST_F(Handlers, NestedCallsAndOrphanExits) {
   EXPECT_EQ(bucket(s.f.lat, 60), 1u);
   EXPECT_EQ(bucket(s.f.lat, 1000), 1u);
   EXPECT_EQ(s.f.lat.sum_ns, 1060u);
-  // Five deep: the fifth is counted, not timed; its exit times nothing.
+  // Four entries whose exits were lost, then a fifth: the full stack is reset, the
+  // fifth is timed by the next exit, and the stale exits that follow are orphans.
   for (int i = 0; i < 5; ++i) run(p, {0, 2000u + i, 0});
-  for (int i = 0; i < 5; ++i) run(p, {1, 3000u + i, 0});
-  run(p, {1, 4000, 0});
+  run(p, {1, 2504, 0});  // the fifth call: 500 ns
+  for (int i = 0; i < 4; ++i) run(p, {1, 3000u + i, 0});
   s = slot<sh_nohz_kick_slot>(skel_->maps.nohz_kick_slots, 0);
   EXPECT_EQ(s.f.calls, 7u);
   EXPECT_EQ(s.f.nested, 1u);
-  EXPECT_EQ(total(s.f.lat), 2u + 4u);
-  EXPECT_EQ(s.f.orphan_exits, 1u);
+  EXPECT_EQ(total(s.f.lat), 2u + 1u);
+  EXPECT_EQ(bucket(s.f.lat, 500), 1u);
+  EXPECT_EQ(s.f.orphan_exits, 4u);
+  // Timing works again afterwards.
+  run(p, {0, 5000, 0});
+  run(p, {1, 5060, 0});
+  s = slot<sh_nohz_kick_slot>(skel_->maps.nohz_kick_slots, 0);
+  EXPECT_EQ(total(s.f.lat), 4u);
+  EXPECT_EQ(bucket(s.f.lat, 60), 2u);
 }
 
 TEST_F(Handlers, NohzExitWorkedAndProxyCounts) {

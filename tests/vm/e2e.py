@@ -72,11 +72,15 @@ FUNC_PROBES = {
 KICK_HOST = {"6.1": "trigger_load_balance", "6.12": "sched_balance_trigger", "7.3": "sched_balance_trigger"}
 TIMED = ("nohz_exit", "nohz_kick", "cpupri_set", "cpupri_find")
 BACKEND_LABEL = {"auto": "fentry", "kprobe": "kprobe"}
-# proxy probe -> (real function, the direction its documented error allows)
+# proxy probe -> (real function, the band in % of its calls that its documented error
+# allows): nohz_exit counts ticks where idle_cpu() is false, so it misses hotplug calls and
+# also counts ticks whose sched_balance_trigger() returns early (measured +0.1..+0.7 %);
+# nohz_enter also counts the function's early returns (an upper bound); cpupri_set misses
+# changes undone before the next switch (a lower bound, measured -1.4..-6.1 %).
 PROXIES = {
-    "nohz_exit": ("nohz_balance_exit_idle", "le"),   # counts ticks, misses calls: <= calls
-    "nohz_enter": ("nohz_balance_enter_idle", "ge"), # also counts the function's early returns
-    "cpupri_set": ("cpupri_set", "le"),              # lower bound
+    "nohz_exit": ("nohz_balance_exit_idle", -3.0, 3.0),
+    "nohz_enter": ("nohz_balance_enter_idle", 0.0, 10.0),
+    "cpupri_set": ("cpupri_set", -10.0, 0.0),
 }
 ARAT_NOTE = "attached, path not in use on this machine: ARAT present"
 BLIND = "virt_spin_lock() is a test-and-set loop that emits no contention events"
@@ -398,21 +402,25 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
 
 
 def check_proxy(ck, tag, kver, probes, counts, w):
-    for probe, (fname, direction) in PROXIES.items():
+    """Each proxy's count against ftrace's count of the real function, within the band its
+    documented error allows, widened by the window's edge events (see agree())."""
+    for probe, (fname, lo, hi) in PROXIES.items():
         p = probes.get(probe)
         if not ck.expect(p and p["status"] == "attached" and p["proxy"], tag,
                          f"{probe}: no proxy attached ({p and p['reason']})"):
             continue
         s = total(p)
         f = counts["count"].get((fname, "all"), 0)
+        edges = counts["edge"].get((fname, "start"), 0) + counts["edge"].get((fname, "end"), 0)
         e = pct(s, f)
         ck.proxies.append({"kernel": kver, "probe": probe, "function": fname, "proxy": s, "calls": f,
                            "error_pct": round(e, 1), "seconds": w.get("seconds")})
-        ck.say(f"   proxy  {probe:<11} {p['symbol']:<34} proxy {s:>7}  calls {f:>7}  error {e:+.1f} %")
-        ok = s <= f if direction == "le" else s >= f
+        ck.say(f"   proxy  {probe:<11} {p['symbol']:<34} proxy {s:>7}  calls {f:>7}  error {e:+.1f} %"
+               + (f"  (edge events {edges})" if edges else ""))
+        ok = f * (1 + lo / 100) - edges <= s <= f * (1 + hi / 100) + edges
         ck.expect(f >= MIN_CALLS and ok, tag,
-                  f"{probe} proxy {s} vs {f} calls: its documented error says it is a "
-                  f"{'lower' if direction == 'le' else 'upper'} bound")
+                  f"{probe} proxy {s} vs {f} calls ({e:+.1f} %): its documented error allows "
+                  f"{lo:+.0f}..{hi:+.0f} % (+/- {edges} edge events)")
 
 
 def check_graph(ck, kver, d):
