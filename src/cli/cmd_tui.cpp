@@ -6,7 +6,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <memory>
 #include <stdexcept>
 
@@ -217,8 +219,10 @@ void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
     fflush(stdout);
     return max_tables && ++printed >= max_tables;
   };
-  if (!feed.live()) {  // every interval from the start position to the end
-    while (!g_stop.load() && !print() && feed.step(1).empty()) {
+  if (!feed.live()) {  // every interval from the start position to the end (following: on)
+    while (!g_stop.load() && !print()) {
+      while (!feed.step(1).empty())
+        if (g_stop.load() || !feed.await_more()) return;
     }
     return;
   }
@@ -304,13 +308,24 @@ int run_replay(const ReplayCmd& o) {
   std::unique_ptr<RecordingReader> reader;
   std::unique_ptr<tui::ReplayFeed> feed;
   try {
-    reader = RecordingReader::open(o.file);
+    if (o.follow) {
+      struct stat st {};
+      if (stat(o.file.c_str(), &st) != 0) throw std::runtime_error(fmt::format("{}: {}", o.file, strerror(errno)));
+      FollowOptions f;
+      f.enabled = true;
+      f.poll_ns = uint64_t(tui::ReplayFeed::kFollowPollMs) * 1'000'000;
+      f.stop = &g_stop;
+      reader = RecordingReader::open(o.file, f);  // waits for a header still being written
+      if (g_stop.load()) return 130;
+    } else {
+      reader = RecordingReader::open(o.file);
+    }
   } catch (const std::exception& e) {
     err(e.what());
     return 1;
   }
   try {
-    feed = std::make_unique<tui::ReplayFeed>(std::move(reader));
+    feed = std::make_unique<tui::ReplayFeed>(std::move(reader), o.follow);
   } catch (const std::exception& e) {
     err(fmt::format("{}: {}", o.file, e.what()));
     return 1;

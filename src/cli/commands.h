@@ -102,6 +102,7 @@ struct ReplayCmd {
   std::string at;            ///< start time since the first sample ("" = first interval)
   std::string sort = "idle";
   std::string cpus;
+  bool follow = false;       ///< keep up with a recording being written (tail -f)
 };
 int run_replay(const ReplayCmd& o);
 

@@ -104,6 +104,8 @@ int main(int argc, char** argv) {
   auto* cy = app.add_subcommand("replay", "a recording in top's UI: step, jump, play, worst sample");
   cy->add_option("file", replay.file, "recording file")->required();
   cy->add_option("--at", replay.at, "start at this time since the first sample, e.g. 30s (default: the first interval)");
+  cy->add_flag("--follow", replay.follow,
+               "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
   add_view_options(cy, replay.sort, replay.cpus);
 
   try {

@@ -408,6 +408,13 @@ uint64_t RecordingReader::refresh_size() {
   return file_bytes_;
 }
 
+bool RecordingReader::path_replaced() const {
+  struct stat open_st {}, path_st {};
+  if (fd_ < 0 || fstat(fd_, &open_st) != 0) return false;
+  if (stat(path_.c_str(), &path_st) != 0) return true;
+  return path_st.st_dev != open_st.st_dev || path_st.st_ino != open_st.st_ino;
+}
+
 // ---- reader: frames --------------------------------------------------------------
 
 RecordingReader::ReadStatus RecordingReader::read_frame_at(uint64_t at, Frame& f, std::string& why, bool want_payload) {
@@ -774,6 +781,7 @@ void RecordingReader::scan_positions() {
         if (key || !positions_.empty())
           positions_.push_back({static_cast<uint32_t>(positions_.size()), f.mono_ns, scan_pos_, key});
       }
+      if (f.type == FrameType::end) saw_end_ = true;
       scan_pos_ += f.bytes;
       continue;
     }

@@ -200,7 +200,12 @@ class RecordingReader : public SampleSource {
 
   /// Set when reading stopped at a bad frame.
   const std::optional<Damage>& damage() const { return damage_; }
+  /// An END frame was read (by next() or sample_positions()): the writer closed the file.
   bool saw_end() const { return saw_end_; }
+  const std::string& path() const { return path_; }
+  /// The path now names another file than the one open, or none (the writer rotated
+  /// it: FILE became FILE.1 and a new FILE is being written).
+  bool path_replaced() const;
   uint16_t major() const { return major_; }
   uint16_t minor() const { return minor_; }
   /// Frames read and CRC-checked so far (META included).

@@ -75,6 +75,10 @@ class TuiFeed {
   virtual std::string jump(uint64_t t_ns);
   /// w: the interval with the highest score (score < 0: nothing to compare).
   virtual std::string jump_worst(const std::function<double(const Interval&)>& score);
+  /// Plain output of a recording being followed, at its last sample: waits up to one
+  /// poll for samples written since. false when no more will come (not following, the
+  /// writer closed the file without rotating it, or a stop was requested).
+  virtual bool await_more() { return false; }
 };
 
 /// The four views.

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <stdexcept>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -14,12 +15,20 @@ uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns) {
   return static_cast<uint64_t>(std::llround(double(gap_ns) / double(interval_ns))) - 1;
 }
 
-ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader) : r_(std::move(reader)) {
-  pos_ = r_->sample_positions();
+ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r_(std::move(reader)), follow_(follow) {
+  if (follow_) {
+    take_positions();
+    closed_ = r_->saw_end() || r_->index().has_value();
+    if (closed_) closed_seen_ = Clock::now();
+    next_poll_ = Clock::now() + std::chrono::milliseconds(kFollowPollMs);
+    if (pos_.size() >= 2 && !seek(pos_.size() - 1))
+      throw std::runtime_error("cannot read the recording's newest two samples");
+    return;
+  }
+  take_positions();
   if (pos_.size() < 2)
     throw std::runtime_error(fmt::format("the recording has {} readable sample{}: replay needs two for rates", pos_.size(),
                                          pos_.size() == 1 ? "" : "s"));
-  for (size_t i = 1; i < pos_.size(); ++i) lost_ += missed_samples(pos_[i].mono_ns - pos_[i - 1].mono_ns, meta().interval_ns);
   // Read past the last sample once: the reader then knows whether the file was closed
   // (END frame) or where it is damaged.
   Sample last;
@@ -28,6 +37,62 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader) : r_(std::move(r
     }
   closed_ = r_->saw_end();
   if (!seek(1)) throw std::runtime_error("cannot read the recording's first two samples");
+}
+
+void ReplayFeed::take_positions() {
+  const auto& v = r_->sample_positions();
+  for (size_t i = pos_.size(); i < v.size(); ++i) {
+    if (i > 0) lost_ += missed_samples(v[i].mono_ns - v[i - 1].mono_ns, meta().interval_ns);
+    pos_.push_back(v[i]);
+  }
+}
+
+bool ReplayFeed::poll_growth() {
+  if (!follow_ || Clock::now() < next_poll_) return false;
+  next_poll_ = Clock::now() + std::chrono::milliseconds(kFollowPollMs);
+  if (closed_ && r_->path_replaced()) {
+    // Rotated: FILE is a new recording. Opened without waiting: a file that has no
+    // complete header yet is tried again at the next poll.
+    std::unique_ptr<RecordingReader> next;
+    try {
+      next = RecordingReader::open(r_->path());
+    } catch (const std::exception&) {
+      return false;
+    }
+    next->set_follow(r_->follow());
+    r_ = std::move(next);
+    pos_.clear();
+    k_ = 0;
+    reader_after_k_ = false;
+    closed_ = false;
+    ++files_;
+    take_positions();
+    return true;
+  }
+  const size_t before = pos_.size();
+  take_positions();
+  bool changed = pos_.size() != before;
+  if (!closed_ && (r_->saw_end() || r_->damage())) {
+    closed_ = true;
+    closed_seen_ = Clock::now();
+    changed = true;
+  }
+  return changed;
+}
+
+bool ReplayFeed::follow_ended() const {
+  return !follow_ || (closed_ && Clock::now() - closed_seen_ >= std::chrono::milliseconds(kRotateGraceMs));
+}
+
+bool ReplayFeed::await_more() {
+  if (follow_ended()) return false;
+  const auto* stop = r_->follow().stop;
+  while (Clock::now() < next_poll_) {
+    if (stop && stop->load()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  poll_growth();
+  return !(stop && stop->load());
 }
 
 double ReplayFeed::seconds_at(size_t k) const {
@@ -57,12 +122,21 @@ bool ReplayFeed::seek(size_t k) {
 }
 
 std::string ReplayFeed::when() const {
+  if (!k_) return fmt::format("following {}: {} sample{} so far", r_->path(), pos_.size(), pos_.size() == 1 ? "" : "s");
   return fmt::format("sample {}/{}  +{:.2f} s  {}", k_ + 1, pos_.size(), seconds_at(k_), format_utc_time(b_.wall_ns));
 }
 
-std::string ReplayFeed::state() const { return playing_ ? fmt::format("playing {}x", speed_) : "paused (space plays)"; }
+std::string ReplayFeed::state() const {
+  if (playing_) return fmt::format("playing {}x", speed_);
+  if (!follow_) return "paused (space plays)";
+  std::string file = files_ > 1 ? fmt::format(" (file {} after rotation)", files_) : "";
+  if (follow_ended()) return "followed to the writer's close" + file;
+  if (k_ && k_ + 1 < pos_.size()) return "following; showing an older sample (T to the last resumes)" + file;
+  return "following the writer" + file;
+}
 
 std::string ReplayFeed::source_note() const {
+  if (follow_ && !closed_) return "";  // being written: not closed yet is expected
   if (const auto& d = r_->damage()) return fmt::format("recording damaged at byte {}: {}; shown up to there", d->offset, d->reason);
   if (!closed_) return "recording not closed by its writer";
   return "";
@@ -75,14 +149,28 @@ ReplayFeed::Clock::duration ReplayFeed::step_gap() const {
 }
 
 int ReplayFeed::wait_ms() const {
-  if (!playing_) return -1;
-  auto left = stepped_at_ + step_gap() - Clock::now();
-  return static_cast<int>(std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count(), 0));
+  int wait = -1;
+  if (playing_) {
+    auto left = stepped_at_ + step_gap() - Clock::now();
+    wait = static_cast<int>(std::max<int64_t>(std::chrono::duration_cast<std::chrono::milliseconds>(left).count(), 0));
+  }
+  if (follow_ && !follow_ended()) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(next_poll_ - Clock::now()).count();
+    int poll = static_cast<int>(std::max<int64_t>(left, 0));
+    wait = wait < 0 ? poll : std::min(wait, poll);
+  }
+  return wait;
 }
 
 bool ReplayFeed::update() {
-  if (!playing_ || Clock::now() < stepped_at_ + step_gap()) return false;
+  // Following: the newest interval stays shown as samples arrive (unless the user moved
+  // to an older one, or is playing).
+  const bool at_newest = k_ == 0 || k_ + 1 == pos_.size();
+  const bool grew = poll_growth();
+  if (grew && at_newest && !playing_ && pos_.size() >= 2 && k_ + 1 < pos_.size()) seek(pos_.size() - 1);
+  if (!playing_ || Clock::now() < stepped_at_ + step_gap()) return grew;
   if (k_ + 1 >= pos_.size() || !seek(k_ + 1)) {
+    if (follow_ && !follow_ended()) return grew;  // at the newest: wait for the writer
     playing_ = false;
     return true;  // the state line changes to paused
   }
@@ -112,6 +200,7 @@ std::string ReplayFeed::step(int delta) {
 }
 
 std::string ReplayFeed::jump(uint64_t t_ns) {
+  if (pos_.size() < 2) return "no interval yet: the recording has fewer than two samples";
   const uint64_t want = pos_[0].mono_ns + t_ns;
   size_t i = 0;
   while (i < pos_.size() && pos_[i].mono_ns < want) ++i;

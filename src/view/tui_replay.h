@@ -16,11 +16,23 @@ uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns);
 
 /// Plays a recording. Positions are sample numbers: position k shows the interval from
 /// sample k - 1 to sample k (1 <= k < samples()).
+///
+/// Following (replay --follow, like tail -f) a recording that is still being written:
+/// the feed looks for new samples every kFollowPollMs and, while the newest interval is
+/// shown, moves on to the next newest; stepping back stops that until the last sample is
+/// shown again. When the writer closes the file and a new one appears at the same path
+/// (record --rotate), it goes on in the new file. The reader should be opened with
+/// following enabled (FollowOptions) so that its scan waits at a half-written frame.
 class ReplayFeed : public TuiFeed {
  public:
-  /// Takes an open reader and shows its first interval. Throws std::runtime_error with a
-  /// one-line message when the recording has fewer than two readable samples.
-  explicit ReplayFeed(std::unique_ptr<RecordingReader> reader);
+  static constexpr int kFollowPollMs = 100;
+  /// How long a followed recording closed by its writer is watched for a rotation, ms.
+  static constexpr int kRotateGraceMs = 2000;
+
+  /// Takes an open reader and shows its first interval (following: its newest, or none
+  /// until there are two samples). Throws std::runtime_error with a one-line message when
+  /// a recording not followed has fewer than two readable samples.
+  explicit ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow = false);
 
   /// Shows the interval ending at sample k. false (nothing changes) when k is out of
   /// range or the recording cannot be read there.
@@ -34,10 +46,14 @@ class ReplayFeed : public TuiFeed {
   bool playing() const { return playing_; }
   int speed() const { return speed_; }
 
+  bool following() const { return follow_; }
+  /// Files followed so far (1 + rotations seen).
+  int files() const { return files_; }
+
   const Meta& meta() const override { return r_->meta(); }
   bool live() const override { return false; }
-  const Sample* first() const override { return &a_; }
-  const Sample* last() const override { return &b_; }
+  const Sample* first() const override { return k_ ? &a_ : nullptr; }
+  const Sample* last() const override { return k_ ? &b_ : nullptr; }
   std::string when() const override;
   uint64_t lost() const override { return lost_; }
   std::string cost() const override { return "not recorded"; }
@@ -51,11 +67,19 @@ class ReplayFeed : public TuiFeed {
   std::string step(int delta) override;
   std::string jump(uint64_t t_ns) override;
   std::string jump_worst(const std::function<double(const Interval&)>& score) override;
+  bool await_more() override;
 
  private:
   using Clock = std::chrono::steady_clock;
   /// Wall time until the next playing step at the current speed.
   Clock::duration step_gap() const;
+  /// Following: when a poll is due, takes the samples written since (or the rotated
+  /// file's). True when the recording grew, was closed or was replaced.
+  bool poll_growth();
+  /// Adds the reader's sample positions from pos_.size() on, counting missed samples.
+  void take_positions();
+  /// Following has ended: the writer closed the file and no new one came within the grace.
+  bool follow_ended() const;
 
   std::unique_ptr<RecordingReader> r_;
   std::vector<RecordingReader::SamplePos> pos_;
@@ -67,6 +91,10 @@ class ReplayFeed : public TuiFeed {
   Clock::time_point stepped_at_{};
   uint64_t lost_ = 0;
   bool closed_ = false;  ///< the recording ends with an END frame
+  bool follow_ = false;
+  int files_ = 1;
+  Clock::time_point next_poll_{};
+  Clock::time_point closed_seen_{};  ///< following: when END was first seen
 };
 
 }  // namespace schedhot::tui

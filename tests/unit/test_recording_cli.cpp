@@ -172,6 +172,51 @@ TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
   }
 }
 
+TEST(RecordingCli, ReplayFollowsARotatingRecording) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  expect_one_line_error(run_cli("replay --follow /nonexistent/x.shot"), 1, "No such file or directory");
+  TempDir dir("cli_follow");
+  const std::string path = dir / "r.shot";
+  // The writer starts first; the follower prints a plain table per interval (stdout is a
+  // file) from the newest one on, goes on in the new file at each rotation, and exits
+  // once the writer has closed the last file.
+  std::string rec_err = dir / "rec.err";
+  ASSERT_EQ(std::system(fmt::format("({} record -d 12 -i 10ms --no-compress --max-size 64K --rotate 3 -q -o {} 2> {} &)", SCHEDHOT_BIN,
+                                    path, rec_err)
+                            .c_str()),
+            0);
+  for (int i = 0; i < 300 && !std::filesystem::exists(path); ++i) usleep(10'000);
+  CliRun r = run_cli("replay --follow " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(slurp(rec_err), "");
+  ASSERT_TRUE(std::filesystem::exists(path + ".1")) << "the recording did not rotate";
+  // "sample k/N" of every table printed, in order.
+  std::vector<std::pair<int, int>> shown;
+  for (size_t at = r.out.find("  sample "); at != std::string::npos; at = r.out.find("  sample ", at + 1)) {
+    int k = 0, n = 0;
+    if (std::sscanf(r.out.c_str() + at, "  sample %d/%d", &k, &n) == 2) shown.emplace_back(k, n);
+  }
+  ASSERT_GT(shown.size(), 20u);
+  int restarts = 0;
+  for (size_t i = 1; i < shown.size(); ++i) {
+    if (shown[i].first < shown[i - 1].first) {
+      ++restarts;
+      EXPECT_EQ(shown[i].first, 2) << "a new file starts at its first interval";
+    } else {
+      EXPECT_EQ(shown[i].first, shown[i - 1].first + 1) << "every interval is printed once, in order";
+    }
+  }
+  size_t files = 0;
+  while (std::filesystem::exists(files ? fmt::format("{}.{}", path, files) : path)) ++files;
+  EXPECT_EQ(restarts, int(files) - 1) << "one restart per rotation seen";
+  // The last table is the last interval of the file being written at the end.
+  auto rd = RecordingReader::open(path);
+  const int last_n = int(read_all(*rd).size());
+  EXPECT_EQ(shown.back().first, last_n);
+  EXPECT_EQ(shown.back().second, last_n);
+}
+
 TEST(RecordingCli, RecordOnAFullDiskExitsWithOneLine) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_full");

@@ -397,3 +397,81 @@ TEST(TuiReplayFeed, SaysWhenTheRecordingIsNotClosedOrDamaged) {
   EXPECT_EQ(text.find("paused"), std::string::npos);
   std::remove(path.c_str());
 }
+
+TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
+  Meta m = fx::fixture_meta();
+  auto s = fx::fixture_samples(m);
+  const std::string path = ::testing::TempDir() + "/tui_follow.shot";
+  std::remove(path.c_str());
+  std::remove((path + ".1").c_str());
+  auto poll = [](ReplayFeed& f) {  // one poll period later, as the UI loop calls it
+    std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kFollowPollMs + 20));
+    return f.update();
+  };
+  auto w = std::make_unique<RecordingWriter>(path, m);
+  w->write_sample(s[0]);
+  FollowOptions fo;
+  fo.enabled = true;
+  ReplayFeed f(RecordingReader::open(path, fo), true);
+  EXPECT_EQ(f.first(), nullptr);
+  EXPECT_EQ(f.when(), "following " + path + ": 1 sample so far");
+  EXPECT_EQ(f.source_note(), "");  // not closed yet is expected while following
+
+  // Samples arrive: the newest interval is shown.
+  w->write_sample(s[1]);
+  w->write_sample(s[2]);
+  EXPECT_TRUE(poll(f));
+  EXPECT_EQ(f.samples(), 3u);
+  EXPECT_EQ(f.position(), 2u);
+  ASSERT_NE(f.last(), nullptr);
+  EXPECT_EQ(f.last()->seq, 2u);
+  EXPECT_EQ(f.state(), "following the writer");
+
+  // Stepped back, the view stays where it is while samples arrive...
+  EXPECT_EQ(f.step(-1), "");
+  w->write_sample(s[3]);
+  EXPECT_TRUE(poll(f));
+  EXPECT_EQ(f.samples(), 4u);
+  EXPECT_EQ(f.position(), 1u);
+  EXPECT_EQ(f.state(), "following; showing an older sample (T to the last resumes)");
+  // ...and follows again once back at the last sample.
+  EXPECT_EQ(f.step(2), "");
+  w->write_sample(s[4]);
+  EXPECT_TRUE(poll(f));
+  EXPECT_EQ(f.position(), 4u);
+  EXPECT_EQ(f.last()->seq, 4u);
+  EXPECT_FALSE(poll(f));  // nothing new
+
+  // Plain output at the last sample: await_more() finds the next one.
+  w->write_sample(s[5]);
+  EXPECT_TRUE(f.await_more());
+  EXPECT_EQ(f.step(1), "");
+  EXPECT_EQ(f.last()->seq, 5u);
+
+  // The writer closes and rotates: FILE -> FILE.1, a new FILE.
+  w->close();
+  w.reset();
+  EXPECT_TRUE(poll(f));
+  EXPECT_EQ(f.source_note(), "");
+  ASSERT_EQ(std::rename(path.c_str(), (path + ".1").c_str()), 0);
+  w = std::make_unique<RecordingWriter>(path, m);
+  w->write_sample(s[6]);
+  w->write_sample(s[7]);
+  EXPECT_TRUE(poll(f));
+  EXPECT_EQ(f.files(), 2);
+  EXPECT_EQ(f.samples(), 2u);
+  EXPECT_EQ(f.position(), 1u);
+  EXPECT_EQ(f.last()->seq, 7u);
+  EXPECT_EQ(f.state(), "following the writer (file 2 after rotation)");
+
+  // Closed for good: following ends after the rotation grace.
+  w->close();
+  w.reset();
+  EXPECT_TRUE(poll(f));
+  EXPECT_TRUE(f.await_more());  // within the grace a rotation may still come
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kRotateGraceMs));
+  EXPECT_FALSE(f.await_more());
+  EXPECT_EQ(f.state(), "followed to the writer's close (file 2 after rotation)");
+  std::remove(path.c_str());
+  std::remove((path + ".1").c_str());
+}
