@@ -183,7 +183,7 @@ int run_probes(const ProbesCmd& o) {
   for (const ProbeStatus& s : st) {
     if (s.attached) {
       fmt::print("{:<12} attached     {}\n", s.probe, s.proxy ? s.proxy_label : std::string(to_string(s.backend)));
-      fmt::print("{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", s.symbol + (s.via.empty() ? "" : " " + s.via));
+      fmt::print("{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", symbol_with_via(s.symbol, s.via));
       if (s.proxy) fmt::print("{:<12}   known error: {}\n", "", s.proxy_error);
     } else {
       fmt::print("{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);

@@ -285,11 +285,8 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
       for (size_t i = 0; i < spec.symbols.size(); ++i) {
         SiteStatus ss;
         ss.site = spec.symbols[i];
-        std::string sym;
-        if (fc && i < fc->sites.size() && !fc->sites[i].empty()) sym = fc->sites[i];
-        if (kc && i < kc->sites.size() && !kc->sites[i].empty()) sym = sym.empty() ? kc->sites[i] : sym;
-        ss.symbol = sym;
-        if (sym.empty()) {
+        ss.symbol = i < plan.sites.size() ? plan.sites[i] : "";
+        if (ss.symbol.empty()) {
           ss.error = fmt::format("{} not in this kernel", ss.site);
           st.sites.push_back(ss);
           continue;
@@ -429,9 +426,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     }
     // Keep the attempts that failed before the one that worked (or all of them).
     st.tried = failures;
-    if (!st.attached && st.via.empty())
-      for (auto& c : plan.candidates)
-        if (!c.via.empty()) st.via = c.via;
+    if (!st.attached && st.via.empty()) st.via = plan.via;
 
     if (st.attached && kept->skel) {
       struct bpf_map* map = bpf_object__find_map_by_name(kept->skel->obj, spec.map.c_str());

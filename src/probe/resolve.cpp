@@ -76,6 +76,7 @@ void resolve_function(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Back
     if (exact) add_function_candidates(p, f, pref, sym, "");
     for (auto* c : clones)
       add_function_candidates(p, f, pref, c->name, fmt::format("(compiler clone {} of {})", c->name, sym));
+    if (!exact && !clones.empty()) p.via = fmt::format("(compiler clone {} of {})", clones.front()->name, sym);
     break;
   }
   if (!found) {
@@ -84,7 +85,8 @@ void resolve_function(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Back
       found = true;
       // "not in kallsyms" is explained by the via label now.
       std::erase_if(p.skipped, [](const AttachTry& t) { return t.backend == Backend::none; });
-      add_function_candidates(p, f, pref, host, fmt::format("via {} ({} inlined)", host, spec.target));
+      p.via = fmt::format("via {} ({} inlined)", host, spec.target);
+      add_function_candidates(p, f, pref, host, p.via);
       break;
     }
   }
@@ -105,11 +107,7 @@ void resolve_function(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Back
 }
 
 void resolve_sites(Plan& p, const ProbeSpec& spec, const KernelFacts& f, BackendPref pref) {
-  if (pref == BackendPref::proxy) {
-    p.skipped.push_back({Backend::tracepoint, "", "no tracepoint proxy for the lock-taking functions"});
-    return;
-  }
-  std::vector<std::string> sites;
+  std::vector<std::string>& sites = p.sites;
   for (auto& s : spec.symbols) {
     std::string sym;
     if (has_function(f, s)) {
@@ -122,6 +120,10 @@ void resolve_sites(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Backend
   bool any = std::any_of(sites.begin(), sites.end(), [](auto& s) { return !s.empty(); });
   if (!any) {
     p.skipped.push_back({Backend::none, "", "none of the functions that take the lock are in kallsyms"});
+    return;
+  }
+  if (pref == BackendPref::proxy) {
+    p.skipped.push_back({Backend::tracepoint, "", "no tracepoint proxy for the lock-taking functions"});
     return;
   }
   if (pref != BackendPref::kprobe) {

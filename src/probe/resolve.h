@@ -38,6 +38,11 @@ struct Plan {
   std::vector<Candidate> candidates;
   std::vector<AttachTry> skipped;   ///< options ruled out without trying, with the reason
   std::vector<std::string> notes;   ///< facts worth printing (".cold part", kallsyms hidden)
+  /// How the target was found whatever the backends allowed: "via HOST (TARGET inlined)",
+  /// "(compiler clone X of Y)" or "" (function probes).
+  std::string via;
+  /// Per kBcastSites entry, the resolved symbol or "" when the kernel has none (sites probes).
+  std::vector<std::string> sites;
 };
 
 /// Resolves one probe against a kernel. Never fails: a probe with no candidate has its

@@ -123,4 +123,11 @@ void from_json(const nlohmann::json& j, ProbeStatus& s) {
     for (auto& n : j["notes"]) s.notes.push_back(n.get<std::string>());
 }
 
+std::string symbol_with_via(const std::string& symbol, const std::string& via) {
+  if (via.empty()) return symbol;
+  const std::string self = "via " + symbol + " ";
+  if (via.rfind(self, 0) == 0) return symbol + " " + via.substr(self.size());
+  return symbol + " " + via;
+}
+
 }  // namespace schedhot

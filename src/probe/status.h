@@ -54,6 +54,10 @@ struct ProbeStatus {
 std::string describe_attach_error(Backend b, int err, const std::string& what);
 /// "EPERM" for 1, ... ; "errno N" when unknown.
 std::string errno_name(int err);
+/// A resolved symbol with its resolution label, for humans: "sched_balance_trigger
+/// (nohz_balancer_kick inlined)" from ("sched_balance_trigger", "via sched_balance_trigger
+/// (nohz_balancer_kick inlined)"); the label as is when it names another symbol.
+std::string symbol_with_via(const std::string& symbol, const std::string& via);
 
 void to_json(nlohmann::json& j, const ProbeStatus& s);
 void from_json(const nlohmann::json& j, ProbeStatus& s);

@@ -343,7 +343,7 @@ std::string render_report_text(const nlohmann::json& r) {
     // Details: other counters and labelled arrays.
     std::vector<std::string> parts;
     if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
-      parts.push_back(p["symbol"].get<std::string>() + (via.empty() ? "" : " " + via));
+      parts.push_back(symbol_with_via(p["symbol"].get<std::string>(), via));
     for (auto& [k, v] : p["counters"].items())
       if (k != prim)
         parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));

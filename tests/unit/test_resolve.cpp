@@ -3,6 +3,7 @@
 
 #include "probe/catalog.h"
 #include "probe/resolve.h"
+#include "probe/status.h"
 
 using namespace schedhot;
 
@@ -142,6 +143,32 @@ TEST(Resolve, NoKprobesIsAReasonNotACandidate) {
   bool said = false;
   for (auto& s : p.skipped) said |= s.backend == Backend::kprobe && s.error == "kprobes not built into this kernel";
   EXPECT_TRUE(said);
+}
+
+TEST(Resolve, ResolutionIsKeptWhenNoBackendIsLeft) {
+  // --backend kprobe on a kernel without kprobes: nothing to try, but the target was still
+  // found (through its caller; the sites in kallsyms), so the reason is the backend.
+  KernelFacts f = make_facts(k612, {"sched_balance_trigger"}, {}, /*kprobes=*/false);
+  Plan kick = resolve_probe(spec("nohz_kick"), f, BackendPref::kprobe);
+  EXPECT_TRUE(kick.candidates.empty());
+  EXPECT_EQ(kick.via, "via sched_balance_trigger (nohz_balancer_kick inlined)");
+  ASSERT_EQ(kick.skipped.size(), 1u);
+  EXPECT_EQ(kick.skipped[0].error, "kprobes not built into this kernel");
+  Plan sites = resolve_probe(spec("bcast_lock"), f, BackendPref::kprobe);
+  EXPECT_TRUE(sites.candidates.empty());
+  ASSERT_EQ(sites.sites.size(), static_cast<size_t>(SH_BCAST_SITES));
+  EXPECT_EQ(sites.sites[0], "__tick_broadcast_oneshot_control");
+  EXPECT_EQ(sites.sites[1], "");
+  EXPECT_EQ(sites.sites[3], "tick_broadcast_offline");
+  EXPECT_EQ(resolve_probe(spec("nohz_exit"), f, BackendPref::kprobe).via, "");
+}
+
+TEST(Resolve, SymbolWithVia) {
+  EXPECT_EQ(symbol_with_via("sched_balance_trigger", "via sched_balance_trigger (nohz_balancer_kick inlined)"),
+            "sched_balance_trigger (nohz_balancer_kick inlined)");
+  EXPECT_EQ(symbol_with_via("cpupri_set.isra.0", "(compiler clone cpupri_set.isra.0 of cpupri_set)"),
+            "cpupri_set.isra.0 (compiler clone cpupri_set.isra.0 of cpupri_set)");
+  EXPECT_EQ(symbol_with_via("cpupri_set", ""), "cpupri_set");
 }
 
 TEST(Resolve, TracepointProbeNeedsItsTracepoints) {
