@@ -298,6 +298,12 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
   ReportBuilder b(src.meta(), ro);
   Sample s;
   while (src.next(s)) b.add(s);
+  if (b.samples() < 2 && (ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2) {
+    err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s",
+                    o.file.empty() ? "live" : o.file, b.samples(), b.samples() == 1 ? "" : "s",
+                    o.from.empty() ? "" : " --from " + o.from, o.to.empty() ? "" : " --to " + o.to, b.seen_span_s()));
+    return 1;
+  }
   SourceInfo info = info_in;
   if (reader) {
     info.complete = reader->saw_end();
@@ -318,6 +324,13 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
 }  // namespace
 
 int run_report(const ReportCmd& o) {
+  if (report_sort_key(o.sort).empty()) {
+    std::string names;
+    for (auto& c : cpu_columns())
+      if (c.kind != CpuColumnKind::model) names += fmt::format("{}{}", names.empty() ? "" : ", ", c.header);
+    err(fmt::format("--sort: no column '{}' (a probe name or one of: {})", o.sort, names));
+    return 2;
+  }
   if (o.live) {
     if (!o.file.empty()) {
       err("report: give a FILE or --live, not both");

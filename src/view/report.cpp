@@ -43,6 +43,8 @@ void ReportBuilder::add(const Sample& s) {
     t0_ = s.mono_ns;
     have_t0_ = true;
   }
+  ++seen_;
+  seen_last_ = s.mono_ns;
   double t = static_cast<double>(s.mono_ns - t0_) / 1e9;
   if (opts_.from_s >= 0 && t + 1e-9 < opts_.from_s) return;
   if (opts_.to_s >= 0 && t > opts_.to_s + 1e-9) return;
@@ -61,6 +63,12 @@ void ReportBuilder::add(const Sample& s) {
   last_ = s;
   prev_ = s;
   ++n_;
+}
+
+std::string report_sort_key(const std::string& name) {
+  for (auto& col : cpu_columns())
+    if (col.kind != CpuColumnKind::model && (name == col.probe || name == col.header)) return col.json_key();
+  return "";
 }
 
 std::string format_rate(double r) {
@@ -272,12 +280,8 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     rows.push_back(row);
   }
   // Sort by the chosen probe's first column, highest first.
-  std::string key = "idle/s";
-  for (auto& col : cpu_columns())
-    if (col.kind != CpuColumnKind::model && (opts_.sort == col.probe || opts_.sort == col.header)) {
-      key = col.json_key();
-      break;
-    }
+  std::string key = report_sort_key(opts_.sort);
+  if (key.empty()) key = report_sort_key("idle");
   std::vector<nlohmann::json> v(rows.begin(), rows.end());
   std::stable_sort(v.begin(), v.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
     double a = x[key].is_null() ? -1 : x[key].get<double>();

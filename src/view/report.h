@@ -20,8 +20,12 @@ struct ReportOptions {
   double to_s = -1;         ///< window end, seconds since the first sample (<0: end)
   bool all_cpus = false;    ///< per-CPU table for every CPU, not the top 10
   int top = 10;             ///< rows of the per-CPU table without all_cpus
-  std::string sort = "idle";  ///< per-CPU sort column (a probe name)
+  std::string sort = "idle";  ///< per-CPU sort column (a probe name or a column header)
 };
+
+/// The per-CPU table's column (its JSON key, e.g. "cpupri_set/s") that --sort NAME
+/// picks: a probe's first column, or the column with that header; "" when none matches.
+std::string report_sort_key(const std::string& name);
 
 /// Extra facts about where the samples came from, shown in the report.
 struct SourceInfo {
@@ -40,6 +44,9 @@ class ReportBuilder {
   void add(const Sample& s);
   /// Number of samples inside the window.
   uint32_t samples() const { return n_; }
+  /// Samples fed, inside the window or not, and the seconds from the first to the last.
+  uint64_t seen() const { return seen_; }
+  double seen_span_s() const { return static_cast<double>(seen_last_ - t0_) / 1e9; }
   /// The report document. meta may differ from the constructor's by status changes.
   nlohmann::json build(const Meta& meta, const SourceInfo& src) const;
 
@@ -50,6 +57,8 @@ class ReportBuilder {
   uint32_t n_ = 0;
   uint64_t t0_ = 0;
   bool have_t0_ = false;
+  uint64_t seen_ = 0;
+  uint64_t seen_last_ = 0;
   struct Peak {
     double rate = -1;
     double at_s = 0;

@@ -140,6 +140,19 @@ TEST(RecordingCli, ExportErrorsAreOneLine) {
   expect_one_line_error(r, 0, "is damaged at byte 10032");
 }
 
+TEST(RecordingCli, ReportErrorsAreOneLine) {
+  const std::string f = kData + "/tui16.shot";  // 11 samples, +0..+10 s
+  expect_one_line_error(run_cli("report --sort bogus " + f), 2, "--sort: no column 'bogus' (a probe name or one of: idle/s");
+  expect_one_line_error(run_cli("report --live --sort bogus"), 2, "--sort: no column 'bogus'");
+  CliRun r = run_cli("report --from 10s --to 40s " + f);
+  expect_one_line_error(r, 1, "1 sample in the window --from 10s --to 40s, need two for an interval; the samples span +0..+10.00 s");
+  EXPECT_EQ(r.out, "") << "no table of dashes";
+  CliRun ok = run_cli("report --from 3s --to 5s --sort cpupri_set " + f);
+  EXPECT_EQ(ok.status, 0) << ok.err;
+  EXPECT_NE(ok.out.find("3 samples"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("sorted by cpupri_set/s"), std::string::npos) << ok.out;
+}
+
 TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
   TempDir dir("cli_rotopt");
   const std::string o = " -o " + dir / "r.shot";
