@@ -6,23 +6,18 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 secs="${1:-10}"
 "$root/packaging/install-deps.sh"
-"$root/packaging/build.sh"
+"$root/packaging/build.sh" -DSCHEDHOT_TESTS=OFF   # tests/run-all.sh builds the tests
 bin="$root/build/schedhot"
 out="${SCHEDHOT_OUT:-$root/build/quickstart.shot}"
 echo
 echo "== schedhot probes"
 "$bin" probes
 echo
-echo "== schedhot record -d $secs -i 1 -o $out  (with a small idle-churn load)"
-# Two short-sleep loops: idle enter/exit churn, the rate that drives the nohz paths.
-load_pids=()
-for _ in 1 2; do
-  ( end=$((SECONDS + secs + 1)); while [ $SECONDS -lt $end ]; do sleep 0.002; done ) &
-  load_pids+=($!)
-done
+echo "== schedhot record -d $secs -i 1 -o $out  (under packaging/load.sh: naps, busy bursts, an RT sleeper)"
+"$root/packaging/load.sh" $((secs + 1)) &
+load_pid=$!
 "$bin" record -d "$secs" -i 1 -o "$out" --force
-kill "${load_pids[@]}" 2>/dev/null || true
-wait 2>/dev/null || true
+wait "$load_pid" 2>/dev/null || true
 echo
 echo "== schedhot report $out"
 "$bin" report "$out"

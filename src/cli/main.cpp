@@ -37,7 +37,7 @@ std::string join_args(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"schedhot: per-CPU rates, coherence-miss estimates and latency percentiles for the scheduler's "
+  CLI::App app{"schedhot: per-CPU rates and latency percentiles for the scheduler's "
                "nohz, cpupri and tick-broadcast hot paths"};
   app.set_version_flag("--version", SCHEDHOT_VERSION);
   app.require_subcommand(1);

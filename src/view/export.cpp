@@ -493,8 +493,8 @@ std::string render_info_text(const nlohmann::json& j) {
   add("probes", fmt::format("{} of {} attached", j["probes_attached"].get<int>(), j["probes"].size()));
   for (const auto& p : j["probes"]) {
     if (p["status"] == "attached")
-      out += fmt::format("  {:<12} attached     {:<12} {} {}\n", p["name"].get<std::string>(), p["backend"].get<std::string>(),
-                         p["symbol"].get<std::string>(), p["via"].get<std::string>());
+      out += fmt::format("  {:<12} attached     {:<12} {}\n", p["name"].get<std::string>(), p["backend"].get<std::string>(),
+                         symbol_with_via(p["symbol"].get<std::string>(), p["via"].get<std::string>()));
     else
       out += fmt::format("  {:<12} unavailable  {}\n", p["name"].get<std::string>(), p["reason"].get<std::string>());
   }
@@ -503,18 +503,19 @@ std::string render_info_text(const nlohmann::json& j) {
   const auto& in = j["integrity"];
   const uint64_t ns = in["samples"].get<uint64_t>();
   if (ns)
-    add("samples", fmt::format("{} in {} frames over {:.3f} s; {:.0f} B per sample ({:.1f} B per CPU); keyframes {}, "
-                               "zstd-compressed {}; {:.0f} B per sample uncompressed",
+    add("samples", fmt::format("{} in {} frames over {:.3f} s; {:.0f} B per sample as stored, frame header included "
+                               "({:.1f} B per CPU); payload {:.0f} B per sample before compression; keyframes {}, "
+                               "zstd-compressed {}",
                                ns, in["frames"].get<uint64_t>(), in["span_s"].get<double>(),
                                in["bytes_per_sample"].get<double>(), in["bytes_per_cpu_sample"].get<double>(),
-                               in["keyframes"].get<uint64_t>(), in["compressed_samples"].get<uint64_t>(),
-                               in["raw_bytes_per_sample"].get<double>()));
+                               in["raw_bytes_per_sample"].get<double>(), in["keyframes"].get<uint64_t>(),
+                               in["compressed_samples"].get<uint64_t>()));
   else
     add("samples", fmt::format("none ({} frames)", in["frames"].get<uint64_t>()));
   const auto& ix = in["index"];
   std::string ixs = ix["status"].get<std::string>();
   if (ixs == "present")
-    ixs += fmt::format(" ({} keyframes)", ix["keyframes"].get<size_t>());
+    ixs += fmt::format(" ({} keyframe{})", ix["keyframes"].get<size_t>(), ix["keyframes"].get<size_t>() == 1 ? "" : "s");
   else
     ixs += ": " + ix["reason"].get<std::string>() + (ixs == "unusable" ? "; seeks scan the frames" : "");
   add("index", ixs);
