@@ -1,7 +1,11 @@
 // Subcommands that work on recording files: info and export, and record's rotation
 // options. Exit status as in commands.h: 0 success, 1 runtime failure, 2 bad usage; every
 // failure is one line on stderr.
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <climits>
+#include <cstdlib>
 
 #include <algorithm>
 #include <cerrno>
@@ -19,6 +23,7 @@
 #include "store/recording.h"
 #include "sys/cpulist.h"
 #include "view/export.h"
+#include "sys/json_text.h"
 
 namespace schedhot::cli {
 
@@ -97,17 +102,31 @@ int parse_rotation(const RecordCmd& o, uint64_t& max_bytes, unsigned& keep) {
 }
 
 int run_info(const InfoCmd& o) {
+  if (o.file.empty()) {
+    err("info needs a recording FILE");
+    return 2;
+  }
   auto r = open_recording(o.file, "info");
   if (!r) return 1;
-  nlohmann::json j = recording_info(*r, o.file);
+  nlohmann::json j;
+  try {
+    j = recording_info(*r, o.file, &g_stop);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return g_stop.load() ? 130 : 1;
+  }
   if (o.json)
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
   else
     fmt::print("{}", render_info_text(j));
   return 0;
 }
 
 int run_export(const ExportCmd& o) {
+  if (o.file.empty()) {
+    err("export needs a recording FILE");
+    return 2;
+  }
   ExportOptions opts;
   std::vector<int> cpus;
   try {
@@ -126,6 +145,7 @@ int run_export(const ExportCmd& o) {
       return 2;
     }
   opts.cpus = cpus;
+  opts.stop = &g_stop;
   // Time zero is the first sample; with --from, start decoding at the window (the index
   // makes that a short seek), 1 us early: export_samples() applies the window exactly.
   Sample first;
@@ -139,13 +159,38 @@ int run_export(const ExportCmd& o) {
     err(fmt::format("{}: no samples at or after --from {}", o.file, o.from));
     return 1;
   }
+  // Where the bytes go: stdout; a device or FIFO named by -o, written in place (/dev/null
+  // stays a device); else a temporary file renamed over the destination at the end, so a
+  // failed export leaves nothing half-written (through a symlink: next to its target, so
+  // the link stays; over an existing file only with --force, keeping its mode and owner).
   const bool to_stdout = o.output == "-";
-  const std::string tmp = to_stdout ? "" : fmt::format("{}.tmp{}", o.output, getpid());
+  std::string dest = o.output;
+  bool in_place = false;
+  struct stat old_st {};
+  const bool existed = !to_stdout && ::stat(o.output.c_str(), &old_st) == 0;
+  if (existed) {
+    if (S_ISDIR(old_st.st_mode)) {
+      err(fmt::format("-o {}: is a directory", o.output));
+      return 2;
+    }
+    in_place = !S_ISREG(old_st.st_mode);
+    if (!in_place && !o.force) {
+      err(fmt::format("{} exists; choose another name or pass --force", o.output));
+      return 1;
+    }
+    if (!in_place)
+      if (char* rp = ::realpath(o.output.c_str(), nullptr)) {
+        dest = rp;
+        ::free(rp);
+      }
+  }
+  const bool via_tmp = !to_stdout && !in_place;
+  const std::string tmp = via_tmp ? fmt::format("{}.tmp{}", dest, getpid()) : "";
   std::ofstream file;
   if (!to_stdout) {
-    file.open(tmp, std::ios::binary | std::ios::trunc);
+    file.open(via_tmp ? tmp : o.output, std::ios::binary | std::ios::trunc);
     if (!file) {
-      err(fmt::format("cannot create {}: {}", tmp, strerror(errno)));
+      err(fmt::format("cannot create {}: {}", via_tmp ? tmp : o.output, strerror(errno)));
       return 1;
     }
   }
@@ -162,22 +207,30 @@ int run_export(const ExportCmd& o) {
     });
     if (!to_stdout) {
       file.close();
-      if (!file) throw std::runtime_error("write failed");
+      if (!file) throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
+    } else if (!std::cout.flush()) {
+      throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
     }
   } catch (const std::exception& e) {
-    if (!to_stdout) ::unlink(tmp.c_str());
+    if (via_tmp) ::unlink(tmp.c_str());
     err(fmt::format("export to {}: {}", to_stdout ? "stdout" : o.output, e.what()));
     return 1;
   }
   if (res.intervals == 0) {
-    if (!to_stdout) ::unlink(tmp.c_str());
+    if (via_tmp) ::unlink(tmp.c_str());
     err(fmt::format("{}: {} samples in the window, need two for an interval", o.file, res.samples));
     return 1;
   }
-  if (!to_stdout && ::rename(tmp.c_str(), o.output.c_str()) != 0) {
-    err(fmt::format("cannot rename {} to {}: {}", tmp, o.output, strerror(errno)));
-    ::unlink(tmp.c_str());
-    return 1;
+  if (via_tmp) {
+    if (existed) {  // best effort: the replaced file's permissions and owner
+      (void)::chmod(tmp.c_str(), old_st.st_mode & 07777);
+      (void)!::chown(tmp.c_str(), old_st.st_uid, old_st.st_gid);
+    }
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+      err(fmt::format("cannot rename {} to {}: {}", tmp, dest, strerror(errno)));
+      ::unlink(tmp.c_str());
+      return 1;
+    }
   }
   if (r->damage())
     err(fmt::format("{} is damaged {}; exported the {} samples before it", o.file, damage_text(*r), res.samples));

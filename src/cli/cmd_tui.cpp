@@ -287,7 +287,7 @@ int run_top(const TopCmd& o) {
     err(e.what());
     return 1;
   }
-  if (!wrote.empty()) fmt::print(stderr, "schedhot: {}\n", wrote);
+  if (!wrote.empty()) err(wrote);
   return 0;
 }
 

@@ -19,6 +19,7 @@
 #include "store/rotate.h"
 #include "sys/privileges.h"
 #include "view/report.h"
+#include "sys/json_text.h"
 
 #ifndef SCHEDHOT_VERSION
 #define SCHEDHOT_VERSION "dev"
@@ -57,7 +58,13 @@ std::vector<std::string> split_commas(const std::string& s) {
 
 }  // namespace
 
-void err(const std::string& msg) { fmt::print(stderr, "schedhot: {}\n", msg); }
+void err(const std::string& msg) {
+  // write(2), not stdio: never throws, and a failing stderr (2>/dev/full, a closed pipe)
+  // must not stop a recording.
+  const std::string line = "schedhot: " + msg + "\n";
+  ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
+  (void)n;
+}
 
 std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   status = 1;
@@ -158,6 +165,8 @@ uint64_t parse_size_bytes(const std::string& s, const char* what) {
   else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
   else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
   else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use K, M or G)", what, s, unit));
+  if (v * mult >= 0x1p62)  // far beyond any disk, and a uint64_t cast would overflow
+    throw std::invalid_argument(fmt::format("{} '{}': too large (at most 4E bytes)", what, s));
   return static_cast<uint64_t>(v * mult);
 }
 
@@ -175,7 +184,7 @@ int run_probes(const ProbesCmd& o) {
                         {"kprobes", a->facts.kprobes},
                         {"kallsyms", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error},
                         {"probes", st}};
-    fmt::print("{}\n", j.dump(2));
+    fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
   fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release, a->facts.btf ? "yes" : "no",
@@ -219,6 +228,10 @@ int run_record(const RecordCmd& o) {
     err(e.what());
     return 2;
   }
+  if (dur && dur < iv) {
+    err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", o.duration, o.interval));
+    return 2;
+  }
   if (o.output.empty()) {
     err("record needs -o FILE (or -o - for stdout)");
     return 2;
@@ -260,13 +273,12 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet) {
-    fmt::print(stderr, "schedhot: recording {} of {} probes to {} for {:.1f} s every {:.3f} s (Ctrl-C stops early)\n", n,
-               statuses.size(), o.output, dur / 1e9, iv / 1e9);
+    err(fmt::format("recording {} of {} probes to {} for {:.1f} s every {:.3f} s (Ctrl-C stops early)", n,
+               statuses.size(), o.output, dur / 1e9, iv / 1e9));
     for (auto& s2 : statuses)
-      if (!s2.attached) fmt::print(stderr, "schedhot:   {} unavailable: {}\n", s2.probe, s2.reason);
+      if (!s2.attached) err(fmt::format("  {} unavailable: {}", s2.probe, s2.reason));
     if (max_bytes)
-      fmt::print(stderr, "schedhot:   files of at most {} bytes; closed ones kept as {}.1 .. {}.{}\n", max_bytes, o.output,
-                 o.output, keep);
+      err(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", max_bytes, o.output, o.output, keep));
   }
   try {
     while (src.next(s)) {
@@ -279,9 +291,9 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet)
-    fmt::print(stderr, "schedhot: wrote {} samples, {} bytes to {}{}{}\n", w->samples(), w->bytes(), o.output,
-               w->rotations() ? fmt::format(" ({} rotation{})", w->rotations(), w->rotations() == 1 ? "" : "s") : "",
-               g_stop.load() ? " (stopped by signal)" : "");
+    err(fmt::format("wrote {} samples, {} bytes to {}{}{}", w->samples(), w->bytes(), o.output,
+                    w->rotations() ? fmt::format(" ({} rotation{})", w->rotations(), w->rotations() == 1 ? "" : "s") : "",
+                    g_stop.load() ? " (stopped by signal)" : ""));
   return 0;
 }
 
@@ -297,11 +309,24 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
   ro.sort = o.sort;
   ReportBuilder b(src.meta(), ro);
   Sample s;
-  while (src.next(s)) b.add(s);
-  if (b.samples() < 2 && (ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2) {
-    err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s",
-                    o.file.empty() ? "live" : o.file, b.samples(), b.samples() == 1 ? "" : "s",
-                    o.from.empty() ? "" : " --from " + o.from, o.to.empty() ? "" : " --to " + o.to, b.seen_span_s()));
+  while (src.next(s)) {
+    if (reader && g_stop.load()) {  // a file: Ctrl-C ends it (live sampling stops by itself)
+      err("interrupted");
+      return 130;
+    }
+    b.add(s);
+  }
+  if (b.samples() < 2) {
+    const std::string what = o.file.empty() ? "live" : o.file;
+    const std::string damage = reader && reader->damage() ? fmt::format(" (damaged at byte {}: {})", reader->damage()->offset,
+                                                                         reader->damage()->reason)
+                                                          : "";
+    if ((ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2)
+      err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s", what,
+                      b.samples(), b.samples() == 1 ? "" : "s", o.from.empty() ? "" : " --from " + o.from,
+                      o.to.empty() ? "" : " --to " + o.to, b.seen_span_s()));
+    else
+      err(fmt::format("{}: {} sample{}{}, need two for an interval", what, b.seen(), b.seen() == 1 ? "" : "s", damage));
     return 1;
   }
   SourceInfo info = info_in;
@@ -312,13 +337,13 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
   }
   nlohmann::json r = b.build(src.meta(), info);
   if (o.json)
-    fmt::print("{}\n", r.dump(2));
+    fmt::print("{}\n", json_text(r, 2));
   else
     fmt::print("{}", render_report_text(r));
   if (reader && reader->damage())
-    fmt::print(stderr, "schedhot: {} is damaged at byte {} ({}); reported the {} samples before it\n", o.file,
-               reader->damage()->offset, reader->damage()->reason, b.samples());
-  return b.samples() >= 2 ? 0 : 1;
+    err(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", o.file,
+                    reader->damage()->offset, reader->damage()->reason, b.samples()));
+  return 0;
 }
 
 }  // namespace
@@ -344,6 +369,10 @@ int run_report(const ReportCmd& o) {
       err(e.what());
       return 2;
     }
+    if (dur && dur < iv) {
+      err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", o.duration, o.interval));
+      return 2;
+    }
     int status = 0;
     auto a = attach(o.common, status);
     if (!a) return status;
@@ -353,6 +382,10 @@ int run_report(const ReportCmd& o) {
   }
   if (o.file.empty()) {
     err("report needs a recording FILE (or --live)");
+    return 2;
+  }
+  if (o.duration_given || o.interval_given) {
+    err("report FILE: -d/-i apply to --live only (a recording has its own; --from/--to pick a window)");
     return 2;
   }
   std::unique_ptr<RecordingReader> r;

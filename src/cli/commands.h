@@ -78,6 +78,7 @@ struct ReportCmd {
   int top = 10;
   std::string sort = "idle";
   std::string from, to;
+  bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
 };
 int run_report(const ReportCmd& o);
 
@@ -122,6 +123,7 @@ struct ExportCmd {
   std::string output = "-";   ///< "-" = stdout
   std::string from, to;       ///< window, time since the recording's first sample
   std::string cpus;           ///< CPU list ("0-3,8"), "" = the recording's online CPUs
+  bool force = false;         ///< replace an existing regular file
 };
 int run_export(const ExportCmd& o);
 

@@ -1,5 +1,9 @@
 // schedhot: eBPF observability for the kernel's nohz, cpupri and tick-broadcast hot paths.
 // Command-line front end only: every subcommand lives in commands.cpp.
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -28,6 +32,21 @@ void add_view_options(CLI::App* c, std::string& sort, std::string& cpus) {
   c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");
 }
 
+/// A whole number from 0 to 1,000,000 (rows, files kept), with a short message.
+const CLI::Validator kCount(
+    [](std::string& s) -> std::string {
+      long long v = -1;
+      size_t used = 0;
+      try {
+        v = std::stoll(s, &used);
+      } catch (...) {
+        used = 0;
+      }
+      if (used != s.size() || v < 0 || v > 1'000'000) return "must be a whole number from 0 to 1000000, not '" + s + "'";
+      return "";
+    },
+    "N");
+
 std::string join_args(int argc, char** argv) {
   std::string s;
   for (int i = 0; i < argc; ++i) s += (i ? " " : "") + std::string(argv[i]);
@@ -53,39 +72,42 @@ int main(int argc, char** argv) {
   add_probe_options(cr, rec.common);
   cr->add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s)");
   cr->add_option("-i,--interval", rec.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
-  cr->add_option("-o,--output", rec.output, "recording file, - for stdout")->required();
+  // FILE arguments are checked by the commands, not marked required: CLI11 reports a
+  // missing required argument before an unknown flag, which hid the real mistake.
+  cr->add_option("-o,--output", rec.output, "recording file, - for stdout (required)");
   cr->add_flag("-f,--force", rec.force, "overwrite FILE if it exists");
   cr->add_flag("--no-compress", rec.no_compress, "store samples without zstd");
   cr->add_flag("-q,--quiet", rec.quiet, "no progress messages");
   cr->add_option("--max-size", rec.max_size, "rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
   cr->add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kCount);
 
   ReportCmd rep;
   auto* cq = app.add_subcommand("report", "totals, rates, percentiles and a per-CPU table from a recording");
   cq->add_option("file", rep.file, "recording file");
   cq->add_flag("--live", rep.live, "sample the running kernel instead of reading a file");
-  cq->add_option("-d,--duration", rep.duration, "with --live: how long (default 5 s)");
-  cq->add_option("-i,--interval", rep.interval, "with --live: sample interval (default 1 s)");
+  auto* rep_d = cq->add_option("-d,--duration", rep.duration, "with --live: how long (default 5 s)");
+  auto* rep_i = cq->add_option("-i,--interval", rep.interval, "with --live: sample interval (default 1 s)");
   add_probe_options(cq, rep.common);
   cq->add_flag("--json", rep.json, "JSON output (schema schedhot.report/1)");
   cq->add_flag("--all-cpus", rep.all_cpus, "per-CPU table for every CPU, not the top 10");
-  cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10)")->check(CLI::NonNegativeNumber);
+  cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10)")->check(kCount);
   cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
 
   InfoCmd info;
   auto* ci = app.add_subcommand("info", "a recording's metadata and integrity: frames, samples, time span, damage");
-  ci->add_option("file", info.file, "recording file")->required();
+  ci->add_option("file", info.file, "recording file");
   ci->add_flag("--json", info.json, "JSON output (schema schedhot.info/1)");
 
   ExportCmd exp;
   auto* ce = app.add_subcommand("export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace");
-  ce->add_option("file", exp.file, "recording file")->required();
+  ce->add_option("file", exp.file, "recording file");
   ce->add_option("--format", exp.format, "csv (default), json (schema schedhot.export/1) or perfetto")
       ->check(CLI::IsMember({"csv", "json", "perfetto"}));
-  ce->add_option("-o,--output", exp.output, "output file (default - for stdout)");
+  ce->add_option("-o,--output", exp.output, "output file (default - for stdout); a device or FIFO is written in place");
+  ce->add_flag("-f,--force", exp.force, "replace FILE if it exists");
   ce->add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
   ce->add_option("--to", exp.to, "window end, time since the recording's start");
   ce->add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
@@ -102,12 +124,24 @@ int main(int argc, char** argv) {
 
   ReplayCmd replay;
   auto* cy = app.add_subcommand("replay", "a recording in top's UI: step, jump, play, worst sample");
-  cy->add_option("file", replay.file, "recording file")->required();
+  cy->add_option("file", replay.file, "recording file");
   cy->add_option("--at", replay.at, "start at this time since the first sample, e.g. 30s (default: the first interval)");
   cy->add_flag("--follow", replay.follow,
                "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
   add_view_options(cy, replay.sort, replay.cpus);
 
+  if (argc > 1 && argv[1][0] != '-') {
+    bool known = false;
+    std::string names;
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      known |= sub->get_name() == argv[1];
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    if (!known) {
+      err(fmt::format("unknown command '{}' (one of: {}; see schedhot --help)", argv[1], names));
+      return 2;
+    }
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -121,18 +155,36 @@ int main(int argc, char** argv) {
     return 2;
   }
   install_signal_handlers();
-  if (cp->parsed()) return run_probes(probes);
-  if (cr->parsed()) {
-    rec.command_line = join_args(argc, argv);
-    return run_record(rec);
+  int rc = 2;
+  try {
+    if (cp->parsed()) {
+      rc = run_probes(probes);
+    } else if (cr->parsed()) {
+      rec.command_line = join_args(argc, argv);
+      rc = run_record(rec);
+    } else if (cq->parsed()) {
+      rep.duration_given = rep_d->count() > 0;
+      rep.interval_given = rep_i->count() > 0;
+      rc = run_report(rep);
+    } else if (ct->parsed()) {
+      top.command_line = join_args(argc, argv);
+      rc = run_top(top);
+    } else if (cy->parsed()) {
+      rc = run_replay(replay);
+    } else if (ci->parsed()) {
+      rc = run_info(info);
+    } else if (ce->parsed()) {
+      rc = run_export(exp);
+    }
+  } catch (const std::exception& e) {
+    if (!std::ferror(stdout)) err(e.what());  // stdout failing mid-output (fmt throws) is said below
+    rc = 1;
   }
-  if (cq->parsed()) return run_report(rep);
-  if (ct->parsed()) {
-    top.command_line = join_args(argc, argv);
-    return run_top(top);
+  // Output that could not be written is an error, not a silent exit 0 (a closed pipe,
+  // the reader gone, stays quiet as with SIGPIPE).
+  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
+    if (errno != EPIPE) err(fmt::format("cannot write to stdout: {}", std::strerror(errno)));
+    return rc ? rc : 1;
   }
-  if (cy->parsed()) return run_replay(replay);
-  if (ci->parsed()) return run_info(info);
-  if (ce->parsed()) return run_export(exp);
-  return 2;
+  return rc;
 }

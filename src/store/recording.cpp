@@ -14,6 +14,7 @@
 #include <zstd.h>
 
 #include "store/crc32c.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -109,7 +110,7 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, WriterOptions opts)
     : path_(path), opts_(opts), meta_(meta) {
   nlohmann::json j = meta;
-  const std::string meta_json = j.dump();
+  const std::string meta_json = json_text(j);
   if (opts.max_bytes) {
     const uint64_t least = kFileHeaderBytes + kFrameHeaderBytes + meta_json.size() + kFrameHeaderBytes + 4 + kEndFrameBytes;
     if (least > opts.max_bytes)
@@ -274,7 +275,7 @@ bool RecordingWriter::write_sample(const Sample& s) {
 bool RecordingWriter::write_status(const ProbeStatus& status) {
   if (fd_ < 0) throw std::runtime_error(fmt::format("{}: recording already closed", path_));
   nlohmann::json j = {{"probe", status.probe}, {"status", status}};
-  std::string payload = j.dump();
+  std::string payload = json_text(j);
   if (!fits(payload.size(), false)) return false;
   write_frame(FrameType::note, 0, 0, payload);
   return true;
@@ -334,11 +335,20 @@ std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path, 
 bool RecordingReader::try_open(std::string& why) {
   const std::string& path = path_;
   if (fd_ < 0) {
-    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // O_NONBLOCK: a FIFO without a writer must not hang the open; it is refused below.
+    fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd_ < 0) {
       why = fmt::format("cannot open {}: {}", path, strerror(errno));
       if (errno == ENOENT && follow_.enabled) return false;
       throw std::runtime_error(why);
+    }
+    struct stat st {};
+    if (fstat(fd_, &st) != 0 || !S_ISREG(st.st_mode)) {
+      const char* kind = S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO" : S_ISCHR(st.st_mode) ? "a character device"
+                       : S_ISSOCK(st.st_mode) ? "a socket" : "not a regular file";
+      ::close(fd_);
+      fd_ = -1;
+      throw std::runtime_error(fmt::format("{} is {}: a recording is a regular file (reads seek)", path, kind));
     }
   }
   refresh_size();
@@ -384,10 +394,13 @@ bool RecordingReader::try_open(std::string& why) {
   pos_ = data_start_;
   try {
     nlohmann::json j = nlohmann::json::parse(f.payload);
+    scrub_controls(j);  // a crafted file's strings never reach a terminal as escapes
     meta_ = j.get<Meta>();
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: bad metadata: {}", path, e.what()));
   }
+  if (meta_.ncpus == 0 || meta_.ncpus > kMaxCpus)
+    throw std::runtime_error(fmt::format("{}: bad metadata: {} CPUs (a kernel has 1 to {})", path, meta_.ncpus, kMaxCpus));
   if (state_words(meta_) > kMaxStateWords)
     throw std::runtime_error(fmt::format("{}: metadata describes {} words per sample, more than this reader allows",
                                          path, state_words(meta_)));
@@ -399,7 +412,7 @@ RecordingReader::~RecordingReader() {
 }
 
 void RecordingReader::set_damage(uint64_t at, std::string why) {
-  if (!damage_) damage_ = Damage{at, std::move(why)};
+  if (!damage_) damage_ = Damage{at, scrub_controls(why)};
 }
 
 uint64_t RecordingReader::refresh_size() {
@@ -651,6 +664,7 @@ bool RecordingReader::next_state() {
       case FrameType::note: {
         try {
           auto j = nlohmann::json::parse(f.payload);
+          scrub_controls(j);
           ProbeStatus s = j.at("status").get<ProbeStatus>();
           int i = meta_.probe_index(s.probe);
           if (i >= 0) meta_.probes[i].status = s;

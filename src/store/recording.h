@@ -70,6 +70,8 @@ inline constexpr uint32_t kIndexEntryBytes = 24;                               /
 /// Largest sample state (CPUs x slot words of every probe) a reader accepts: 64 Mi words
 /// (512 MiB), over twice the state of an 8192-CPU machine with every probe.
 inline constexpr uint64_t kMaxStateWords = 64ull << 20;
+/// Largest CPU count a reader accepts: the kernel's largest NR_CPUS (x86 MAXSMP, ppc64).
+inline constexpr uint32_t kMaxCpus = 8192;
 
 enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5 };
 

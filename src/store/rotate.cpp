@@ -29,6 +29,28 @@ void rename_if_there(const std::string& from, const std::string& to) {
     throw std::runtime_error(fmt::format("cannot rename {} to {} while rotating: {}", from, to, strerror(errno)));
 }
 
+/// Refuses to rotate away what is at path unless it is a regular file holding a
+/// recording (the SCHEDHOT magic): a device, a directory or someone's notes are not ours
+/// to move. With keep == 0 the old file would be deleted: only with --force.
+void check_rotatable(const std::string& path, unsigned keep, bool force) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) return;
+  bool ours = false;
+  if (S_ISREG(st.st_mode)) {
+    char magic[8] = {};
+    if (FILE* f = std::fopen(path.c_str(), "rb")) {
+      ours = std::fread(magic, 1, sizeof magic, f) == sizeof magic && std::memcmp(magic, "SCHEDHOT", 8) == 0;
+      std::fclose(f);
+    }
+  }
+  if (!ours)
+    throw std::runtime_error(fmt::format("{} exists and is not a schedhot recording; rotation would move it away: "
+                                         "choose another name",
+                                         path));
+  if (keep == 0 && !force)
+    throw std::runtime_error(fmt::format("{} exists and --rotate 0 would delete it; pass --force or choose another name", path));
+}
+
 }  // namespace
 
 std::string RotatingWriter::rotated_name(const std::string& path, unsigned k) { return fmt::format("{}.{}", path, k); }
@@ -38,6 +60,7 @@ RotatingWriter::RotatingWriter(const std::string& path, const Meta& meta, Writer
   if (rot_.max_bytes) {
     if (path == "-") throw std::runtime_error("a size limit with rotation needs a file, not stdout");
     wo_.max_bytes = rot_.max_bytes;
+    check_rotatable(path_, rot_.keep, wo_.overwrite);
     wo_.overwrite = false;
     if (exists(path_)) shift();
   }

@@ -14,6 +14,7 @@
 #include "probe/catalog.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -113,7 +114,7 @@ std::string csv_field(const std::string& s) {
   return q + "\"";
 }
 
-std::string json_str(const std::string& s) { return nlohmann::json(s).dump(); }
+std::string json_str(const std::string& s) { return json_text(nlohmann::json(s)); }
 
 void append_value(fmt::memory_buffer& b, const ExportMetric& m, double v) {
   if (m.kind == ExportMetric::Kind::rate)
@@ -201,7 +202,7 @@ class JsonSink : public Sink {
         {"cpus", cpus_},
         {"probes", probes},
         {"metrics", metrics}};
-    std::string s = head.dump();
+    std::string s = json_text(head);
     s.pop_back();  // reopen the object: intervals follow
     out_ << s << ",\"intervals\":[";
   }
@@ -221,11 +222,11 @@ class JsonSink : public Sink {
     }
     nlohmann::json j = {{"time_s", v.time_s},           {"seconds", v.seconds}, {"mono_ns", v.end_mono_ns},
                         {"wall_ns", v.end_wall_ns},     {"values", values},     {"total", total}};
-    out_ << (first_ ? "\n" : ",\n") << j.dump();
+    out_ << (first_ ? "\n" : ",\n") << json_text(j);
     first_ = false;
   }
   void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) override {
-    out_ << "\n],\"time_zero_mono_ns\":" << t0 << ",\"samples\":" << r.samples << ",\"source\":" << source_json(src).dump()
+    out_ << "\n],\"time_zero_mono_ns\":" << t0 << ",\"samples\":" << r.samples << ",\"source\":" << json_text(source_json(src))
          << "}\n";
   }
 
@@ -264,7 +265,7 @@ class PerfettoSink : public Sink {
     if (have_last_) emit(last_, last_.end_mono_ns);
     nlohmann::json other = {{"schema", "schedhot.perfetto/1"}, {"source", source_json(src)}, {"samples", r.samples},
                             {"time_zero_mono_ns", t0}, {"ts", "CLOCK_MONOTONIC us"}};
-    out_ << "\n],\"otherData\":" << other.dump() << "}\n";
+    out_ << "\n],\"otherData\":" << json_text(other) << "}\n";
   }
 
  private:
@@ -337,6 +338,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   bool have_t0 = o.t0_mono_ns.has_value();
   IntervalValues v;
   while (src.next(cur)) {
+    if (o.stop && o.stop->load()) throw std::runtime_error("interrupted");
     if (!have_t0) {
       t0 = cur.mono_ns;
       have_t0 = true;
@@ -370,10 +372,10 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
 
 // ---- info ------------------------------------------------------------------------
 
-nlohmann::json recording_info(RecordingReader& r, const std::string& file) {
+nlohmann::json recording_info(RecordingReader& r, const std::string& file, const std::atomic<bool>* stop) {
   Sample s;
-  while (r.next(s)) {
-  }
+  while (r.next(s))
+    if (stop && stop->load()) throw std::runtime_error("interrupted");
   const Meta& m = r.meta();
   const HostInfo& h = m.host;
   nlohmann::json j;

@@ -8,6 +8,7 @@
 // not attached yet) is an empty CSV cell, a JSON null, or no trace event: never 0.
 // Schemas: README "Export formats" and "Info JSON".
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -53,6 +54,8 @@ struct ExportOptions {
   /// read (set it when the source was sought into the window).
   std::optional<uint64_t> t0_mono_ns;
   std::vector<int> cpus;     ///< CPUs to export; empty: the online CPUs of the metadata
+  /// When it becomes true (Ctrl-C), export_samples() throws std::runtime_error("interrupted").
+  const std::atomic<bool>* stop = nullptr;
 };
 
 /// What an export wrote.
@@ -69,8 +72,9 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
 
 /// The `schedhot info` document (schema "schedhot.info/1", README): metadata, probes and
 /// integrity (frames, samples, time span, bytes per sample, index, clean end or damaged
-/// tail). Reads every remaining frame of r to check it.
-nlohmann::json recording_info(RecordingReader& r, const std::string& file);
+/// tail). Reads every remaining frame of r to check it; throws std::runtime_error
+/// ("interrupted") when *stop becomes true on the way.
+nlohmann::json recording_info(RecordingReader& r, const std::string& file, const std::atomic<bool>* stop = nullptr);
 /// Renders an info document as text for a terminal.
 std::string render_info_text(const nlohmann::json& info);
 

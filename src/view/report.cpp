@@ -202,7 +202,9 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     j["notes"] = st.notes;
     const bool present = have && st.attached && iv.present(p);
     if (st.attached && blind_probe(meta, pm.name)) j["blind"] = spinlock_blind_spot(h);
-    if (!present || !spec || j.contains("blind")) {
+    j["primary"] = spec ? spec->primary : "";
+    // A layout without the primary field (a crafted or foreign file) has nothing to show.
+    if (!present || !spec || j.contains("blind") || !pm.layout.find(spec->primary)) {
       j["counters"] = nullptr;
       j["latency_ns"] = nullptr;
       j["per_cpu"] = nullptr;
@@ -226,7 +228,6 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
       counters[n] = c;
     }
     j["counters"] = counters;
-    j["primary"] = spec->primary;
     nlohmann::json arrays = nlohmann::json::object();
     for (auto& f : pm.layout.fields)
       if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);

@@ -6,6 +6,7 @@
 
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,12 +32,13 @@ struct CliRun {
   size_t err_lines() const { return static_cast<size_t>(std::count(err.begin(), err.end(), '\n')); }
 };
 
-/// Runs schedhot with args (shell words, already quoted where needed).
-CliRun run_cli(const std::string& args) {
+/// Runs schedhot with args (shell words, already quoted where needed); stdout goes to
+/// stdout_to when given (e.g. /dev/full), else is captured.
+CliRun run_cli(const std::string& args, const std::string& stdout_to = "") {
   static int n = 0;
   std::string o = tmp_path(fmt::format("cli_out_{}", n)), e = tmp_path(fmt::format("cli_err_{}", n));
   ++n;
-  int rc = std::system(fmt::format("{} {} > {} 2> {}", SCHEDHOT_BIN, args, o, e).c_str());
+  int rc = std::system(fmt::format("{} {} > {} 2> {}", SCHEDHOT_BIN, args, stdout_to.empty() ? o : stdout_to, e).c_str());
   CliRun r;
   r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
   r.out = slurp(o);
@@ -153,6 +155,68 @@ TEST(RecordingCli, ReportErrorsAreOneLine) {
   EXPECT_NE(ok.out.find("sorted by cpupri_set/s"), std::string::npos) << ok.out;
 }
 
+TEST(RecordingCli, ExportNeverReplacesWhatIsNotItsOwn) {
+  const std::string f = kData + "/tui16.shot";
+  TempDir dir("cli_export_dest");
+  // An existing file: refused without --force; with it, replaced keeping its mode.
+  const std::string csv = dir / "old.csv";
+  spit(csv, "keep me\n");
+  ASSERT_EQ(::chmod(csv.c_str(), 0600), 0);
+  expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, csv)), 1, "exists; choose another name or pass --force");
+  EXPECT_EQ(slurp(csv), "keep me\n");
+  CliRun r = run_cli(fmt::format("export {} -o {} --force", f, csv));
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(csv).rfind("time_s,cpu,", 0), 0u);
+  struct stat st {};
+  ASSERT_EQ(::stat(csv.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  // Through a symlink: the link stays, its target gets the export.
+  const std::string target = dir / "target.csv", link = dir / "link.csv";
+  spit(target, "");
+  ASSERT_EQ(::symlink(target.c_str(), link.c_str()), 0);
+  ASSERT_EQ(run_cli(fmt::format("export {} -o {} -f", f, link)).status, 0);
+  ASSERT_EQ(::lstat(link.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(slurp(target).rfind("time_s,cpu,", 0), 0u);
+  // A device is written in place, never renamed over (root: mknod).
+  if (geteuid() == 0) {
+    const std::string dev = dir / "null";
+    ASSERT_EQ(::mknod(dev.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << strerror(errno);
+    r = run_cli(fmt::format("export {} -o {}", f, dev));
+    EXPECT_EQ(r.status, 0) << r.err;
+    ASSERT_EQ(::stat(dev.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
+  }
+  expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, dir.path)), 2, "is a directory");
+}
+
+TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
+  const std::string f = kData + "/tui16.shot";
+  TempDir dir("cli_hostile");
+  const std::string fifo = dir / "f.shot";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const char* cmd : {"info", "report", "export"})
+    expect_one_line_error(run_cli(fmt::format("{} {}", cmd, fifo)), 1, "is a FIFO: a recording is a regular file");
+  // A path that is not UTF-8 still gives valid JSON (U+FFFD in its place).
+  const std::string latin1 = dir / "caf\xe9.shot";
+  spit(latin1, slurp(f));
+  CliRun j = run_cli(fmt::format("info --json '{}'", latin1));
+  ASSERT_EQ(j.status, 0) << j.err;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["file"], dir / "caf\xef\xbf\xbd.shot");
+  // stdout that cannot be written: exit 1 and one line, not an abort or a silent 0.
+  for (const char* cmd : {"info --json", "info", "report", "report --json"}) {
+    CliRun r = run_cli(fmt::format("{} {}", cmd, f), "/dev/full");
+    expect_one_line_error(r, 1, "cannot write to stdout: No space left on device");
+  }
+  // Usage mistakes name themselves.
+  expect_one_line_error(run_cli("bogus"), 2, "unknown command 'bogus' (one of: probes, record, report");
+  expect_one_line_error(run_cli("record --bogus"), 2, "--bogus");
+  expect_one_line_error(run_cli("report --top -1 " + f), 2, "--top: must be a whole number from 0 to 1000000, not '-1'");
+  expect_one_line_error(run_cli("report -d 5 " + f), 2, "-d/-i apply to --live only");
+  expect_one_line_error(run_cli("record -d 0.001 -i 0.5 -o x.shot"), 2, "-d 0.001 is shorter than one interval (-i 0.5)");
+  expect_one_line_error(run_cli("record --max-size 99999999999999999999G --rotate 1 -o x.shot"), 2, "too large");
+}
+
 TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
   TempDir dir("cli_rotopt");
   const std::string o = " -o " + dir / "r.shot";
@@ -228,6 +292,22 @@ TEST(RecordingCli, ReplayFollowsARotatingRecording) {
   const int last_n = int(read_all(*rd).size());
   EXPECT_EQ(shown.back().first, last_n);
   EXPECT_EQ(shown.back().second, last_n);
+}
+
+TEST(RecordingCli, RotationNeverMovesOrDeletesWhatIsNotARecording) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_rotate_foreign");
+  const std::string notes = dir / "notes.txt";
+  spit(notes, "important\n");
+  expect_one_line_error(run_cli(fmt::format("record -d 1 --max-size 64K --rotate 0 -q -o {}", notes)), 1,
+                        "exists and is not a schedhot recording; rotation would move it away");
+  EXPECT_EQ(slurp(notes), "important\n");
+  EXPECT_FALSE(std::filesystem::exists(notes + ".1"));
+  const std::string old = dir / "old.shot";
+  spit(old, slurp(kData + "/v1.1-raw.shot"));
+  expect_one_line_error(run_cli(fmt::format("record -d 1 --max-size 64K --rotate 0 -q -o {}", old)), 1,
+                        "--rotate 0 would delete it; pass --force");
+  EXPECT_EQ(slurp(old), slurp(kData + "/v1.1-raw.shot"));
 }
 
 TEST(RecordingCli, RecordOnAFullDiskExitsWithOneLine) {

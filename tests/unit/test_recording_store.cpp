@@ -15,6 +15,7 @@
 
 #include "store/recording.h"
 #include "store/rotate.h"
+#include "sys/json_text.h"
 #include "test_recording_util.h"
 
 using namespace schedhot;
@@ -626,4 +627,53 @@ TEST(RecordingDiskFull, RotatingWriterStopsWithEveryFileReadable) {
     EXPECT_FALSE(r->damage().has_value()) << f;
   }
   EXPECT_EQ(total, w.samples()) << "every sample the writer accepted is in a file";
+}
+
+// ---- hostile files ------------------------------------------------------------------
+
+TEST(RecordingHostile, TerminalControlsInMetadataAreScrubbed) {
+  Meta m = synthetic_meta(2);
+  m.host.hostname = "evil\x1b]0;pwned\x07\x1b[2J\nsecond\xc2\x9b" "1m";
+  m.command = "schedhot record \x1b[31m";
+  TempDir dir("hostile_meta");
+  const std::string path = dir / "esc.shot";
+  {
+    RecordingWriter w(path, m, WriterOptions{});
+    for (auto& s : make_samples(m, 3)) w.write_sample(s);
+    w.close();
+  }
+  auto r = RecordingReader::open(path);
+  EXPECT_EQ(r->meta().host.hostname, "evil?]0;pwned??[2J?second?1m");
+  EXPECT_EQ(r->meta().command, "schedhot record ?[31m");
+  EXPECT_EQ(read_all(*r).size(), 3u);
+  EXPECT_EQ(scrub_controls(std::string("tab\there\x7f")), "tab?here?");
+  EXPECT_EQ(scrub_controls(std::string("caf\xc3\xa9 \xe2\x82\xac")), "caf\xc3\xa9 \xe2\x82\xac") << "UTF-8 text stays";
+}
+
+TEST(RecordingHostile, CpuCountBeyondAnyKernelIsRefused) {
+  Meta m = synthetic_meta(2);
+  m.ncpus = kMaxCpus + 1;
+  TempDir dir("hostile_ncpus");
+  const std::string path = dir / "n.shot";
+  { RecordingWriter w(path, m, WriterOptions{}); }
+  try {
+    RecordingReader::open(path);
+    ADD_FAILURE() << "a META with " << m.ncpus << " CPUs was accepted";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("bad metadata: 8193 CPUs (a kernel has 1 to 8192)"), std::string::npos) << e.what();
+  }
+}
+
+TEST(RecordingHostile, NonRegularFilesAreRefusedWithoutBlocking) {
+  TempDir dir("hostile_fifo");
+  const std::string fifo = dir / "f.shot";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  for (const std::string& p : {fifo, dir.path}) {
+    try {
+      RecordingReader::open(p);  // a FIFO without a writer would block a plain open()
+      ADD_FAILURE() << p << " was accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find(p == fifo ? "is a FIFO" : "is a directory"), std::string::npos) << e.what();
+    }
+  }
 }
