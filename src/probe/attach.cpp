@@ -479,7 +479,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
         learner_.reset();
       }
     }
-    bw.notes.push_back("blind spot: " + spinlock_blind_spot(host));
+    bw.notes.push_back("contention_begin visibility: " + spinlock_blind_spot(host));
   }
 }
 

@@ -130,4 +130,27 @@ std::string symbol_with_via(const std::string& symbol, const std::string& via) {
   return symbol + " " + via;
 }
 
+std::string brief_reason(const std::string& reason) {
+  std::string out;
+  int depth = 0;
+  for (char c : reason) {
+    if (c == '(') {
+      ++depth;
+      continue;
+    }
+    if (c == ')' && depth > 0) {
+      --depth;
+      continue;
+    }
+    if (depth == 0) out += c;
+  }
+  // "EPERM ; kprobes" -> "EPERM; kprobes", and no trailing blanks.
+  std::string tidy;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (out[i] == ' ' && (i + 1 == out.size() || out[i + 1] == ' ' || out[i + 1] == ';' || out[i + 1] == ',')) continue;
+    tidy += out[i];
+  }
+  return tidy.empty() ? reason : tidy;
+}
+
 }  // namespace schedhot

@@ -58,6 +58,10 @@ std::string errno_name(int err);
 /// (nohz_balancer_kick inlined)" from ("sched_balance_trigger", "via sched_balance_trigger
 /// (nohz_balancer_kick inlined)"); the label as is when it names another symbol.
 std::string symbol_with_via(const std::string& symbol, const std::string& via);
+/// An unavailable probe's reason for a table row: the parenthesised explanations dropped,
+/// "fentry refused: EPERM; kprobes not built into this kernel" from the full reason
+/// (which `probes`, `info` and the JSON outputs keep).
+std::string brief_reason(const std::string& reason);
 
 void to_json(nlohmann::json& j, const ProbeStatus& s);
 void from_json(const nlohmann::json& j, ProbeStatus& s);

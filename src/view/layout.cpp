@@ -385,7 +385,7 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
   l.add("probes", Role::label);
   for (const ProbeMeta& pm : meta.probes) {
     const ProbeStatus& st = pm.status;
-    std::string text = st.attached ? fmt::format("{} {}", pm.name, st.backend_label()) : pm.name + " unavailable: " + st.reason;
+    std::string text = st.attached ? fmt::format("{} {}", pm.name, st.backend_label()) : pm.name + " unavailable: " + brief_reason(st.reason);
     if (l.width() + 2 + cells(text) > width && l.width() > 0) {
       out.push_back(std::move(l));
       l = Line();
@@ -422,7 +422,7 @@ std::vector<Line> render_summary(const Interval& iv, std::span<const int> cpus, 
     Line l;
     if (!pm.status.attached || !iv.present(p) || !spec) {
       l.add(fmt::format("{:<12} ", pm.name));
-      l.add(pm.status.attached ? "no data" : "unavailable: " + pm.status.reason, Role::bad);
+      l.add(pm.status.attached ? "no data" : "unavailable: " + brief_reason(pm.status.reason), Role::bad);
     } else {
       std::string backend = pm.status.backend_label();
       std::string p50 = "", p90 = "", p99 = "", mx = "";

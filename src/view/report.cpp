@@ -322,7 +322,7 @@ std::string render_report_text(const nlohmann::json& r) {
   for (const auto& p : r["probes"]) {
     std::string name = p["name"].get<std::string>();
     if (p["status"] == "unavailable") {
-      out += fmt::format("{:<12} unavailable: {}\n", name, p["reason"].get<std::string>());
+      out += fmt::format("{:<12} unavailable: {}\n", name, brief_reason(p["reason"].get<std::string>()));
       continue;
     }
     std::string backend = p["backend"].get<std::string>();

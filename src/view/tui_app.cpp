@@ -314,7 +314,10 @@ std::vector<Line> TuiApp::body(int width, int height) {
       std::string title = fmt::format("{} {} over {}", pm.name, f ? f->doc : "", over);
       if (!pm.status.attached || !iv.present(hist_probe_) || !f) {
         out.push_back(Line().add(title, Role::title));
-        out.push_back(Line().add(pm.status.attached ? "no data" : "unavailable: " + pm.status.reason, Role::bad));
+        out.push_back(Line().add(pm.status.attached ? "no data" : "unavailable: " + brief_reason(pm.status.reason), Role::bad));
+      } else if (pm.status.proxy) {  // a tracepoint stand-in counts calls; it cannot time them
+        out.push_back(Line().add(title, Role::title));
+        out.push_back(Line().add(fmt::format("{}: counts only, no duration", pm.status.proxy_label), Role::dim));
       } else {
         std::vector<uint64_t> b = iv.buckets(hist_probe_, spec->hist, cpus);
         HistSummary s = iv.hist(hist_probe_, spec->hist, cpus);

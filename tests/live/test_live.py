@@ -99,7 +99,7 @@ if idle["counters"]:
 if os.path.exists("/sys/kernel/tracing/events/csd/csd_queue_cpu") or "csd_queue_cpu" in open("/proc/kallsyms").read():
     check(probes_rep["ilb_kick"]["status"] == "attached", f"ilb_kick attached ({probes_rep['ilb_kick']['reason']})")
 bw = probes_rep["bcast_wait"]
-check(any(n.startswith("blind spot:") for n in bw["notes"]), "bcast_wait states its tracepoint blind spot")
+check(any(n.startswith("contention_begin visibility:") for n in bw["notes"]), "bcast_wait states what lock:contention_begin shows here")
 check(bw["counters"] is None or bw["counters"]["all_locks"]["total"] >= 0, "bcast_wait counts contentions on all locks")
 
 # The development machine: fentry refused (EPERM) and no kprobes.

@@ -171,6 +171,16 @@ TEST(Resolve, SymbolWithVia) {
   EXPECT_EQ(symbol_with_via("cpupri_set", ""), "cpupri_set");
 }
 
+TEST(Resolve, BriefReasonDropsTheExplanations) {
+  EXPECT_EQ(brief_reason("fentry refused: EPERM (kernel lockdown or an LSM denies BPF tracing programs); kprobes not "
+                         "built into this kernel (CONFIG_KPROBES=n: no kprobe PMU in /sys/bus/event_source/devices, "
+                         "no kprobe_events in tracefs)"),
+            "fentry refused: EPERM; kprobes not built into this kernel");
+  EXPECT_EQ(brief_reason("not selected (--probes)"), "not selected");
+  EXPECT_EQ(brief_reason("tracepoint csd_queue_cpu not in this kernel"), "tracepoint csd_queue_cpu not in this kernel");
+  EXPECT_EQ(brief_reason("(all in parentheses)"), "(all in parentheses)") << "nothing left: the full reason";
+}
+
 TEST(Resolve, TracepointProbeNeedsItsTracepoints) {
   KernelFacts f = make_facts(k612, {}, {"contention_begin", "contention_end"});
   Plan ilb = resolve_probe(spec("ilb_kick"), f, BackendPref::automatic);
