@@ -183,6 +183,27 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
                    {"interval_ns", meta.interval_ns}};
   const bool have = n_ >= 2;
 
+  // The CPUs of the per-CPU rows: the online ones at the start, and any other that counted
+  // something in the window (brought online mid-run), so the rows add up to the totals.
+  std::vector<int> cpus = meta.host.online;
+  if (cpus.empty()) {
+    for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
+  } else if (have) {
+    std::vector<bool> listed(meta.ncpus, false);
+    for (int c : cpus)
+      if (c >= 0 && c < static_cast<int>(meta.ncpus)) listed[size_t(c)] = true;
+    for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+      const ProbeSpec* spec = find_probe(meta.probes[pi].name);
+      const int p = static_cast<int>(pi);
+      if (!spec || !meta.probes[pi].status.attached || !iv.present(p) || !meta.probes[pi].layout.find(spec->primary)) continue;
+      for (uint32_t c = 0; c < meta.ncpus; ++c)
+        if (!listed[c] && iv.count(p, spec->primary, static_cast<int>(c))) listed[c] = true;
+    }
+    cpus.clear();
+    for (uint32_t c = 0; c < meta.ncpus; ++c)
+      if (listed[c]) cpus.push_back(static_cast<int>(c));
+  }
+
   nlohmann::json probes = nlohmann::json::array();
   for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
     const int p = static_cast<int>(pi);
@@ -245,7 +266,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
       j["vectors"] = vecs;
     }
     nlohmann::json per_cpu = nlohmann::json::array();
-    for (int c : meta.host.online.empty() ? std::vector<int>{} : meta.host.online) {
+    for (int c : cpus) {
       if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
       nlohmann::json row = {{"cpu", c}, {"total", iv.count(p, spec->primary, c)}, {"rate_per_s", iv.rate(p, spec->primary, c)}};
       if (!spec->hist.empty()) {
@@ -260,9 +281,6 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   r["probes"] = probes;
 
   // The per-CPU table.
-  std::vector<int> cpus = meta.host.online;
-  if (cpus.empty())
-    for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
   nlohmann::json rows = nlohmann::json::array();
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;

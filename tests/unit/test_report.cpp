@@ -90,3 +90,33 @@ TEST(Report, VirtSpinLockMakesBcastWaitBlindNotZero) {
   std::string line = r.text.substr(at + 1, r.text.find('\n', at + 1) - at - 1);
   EXPECT_NE(line.find("blind: hypervisor without paravirt spinlocks"), std::string::npos) << line;
 }
+
+TEST(Report, CpusOnlineMidRunAreRowsSoRowsAddUpToTotals) {
+  // Online at the start: 0 and 2; CPU 3 comes online during the window and counts.
+  Meta m = synthetic_meta(4);
+  m.host.online = {0, 2};
+  const int idle = m.probe_index("idle");
+  Sample a = make_sample(m), b = make_sample(m);
+  a.mono_ns = 1'000'000'000;
+  b.mono_ns = 2'000'000'000;
+  b.probes[idle].words[word(m, idle, 0, "exits")] = 10;
+  b.probes[idle].words[word(m, idle, 3, "exits")] = 30;
+  ReportOptions o;
+  o.all_cpus = true;
+  ReportBuilder rb(m, o);
+  rb.add(a);
+  rb.add(b);
+  nlohmann::json r = rb.build(m, SourceInfo{});
+  const auto& p = probe(r, "idle");
+  EXPECT_EQ(p["counters"]["exits"]["total"].get<uint64_t>(), 40u);
+  uint64_t sum = 0;
+  std::vector<int> cpus;
+  for (auto& row : p["per_cpu"]) {
+    sum += row["total"].get<uint64_t>();
+    cpus.push_back(row["cpu"].get<int>());
+  }
+  EXPECT_EQ(sum, 40u);
+  EXPECT_EQ(cpus, (std::vector<int>{0, 2, 3})) << "CPU 1 stayed offline and silent";
+  EXPECT_EQ(r["cpus_total"].get<size_t>(), 3u);
+  EXPECT_DOUBLE_EQ(cpu_row(r, 3)["idle/s"].get<double>(), 30.0);
+}
