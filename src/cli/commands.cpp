@@ -56,6 +56,13 @@ std::vector<std::string> split_commas(const std::string& s) {
   return v;
 }
 
+/// -d must allow a second sample (0 = until stopped); else one line and false.
+bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i) {
+  if (!dur_ns || dur_ns >= iv_ns) return true;
+  err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", d, i));
+  return false;
+}
+
 }  // namespace
 
 void err(const std::string& msg) {
@@ -228,10 +235,7 @@ int run_record(const RecordCmd& o) {
     err(e.what());
     return 2;
   }
-  if (dur && dur < iv) {
-    err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", o.duration, o.interval));
-    return 2;
-  }
+  if (!covers_an_interval(dur, iv, o.duration, o.interval)) return 2;
   if (o.output.empty()) {
     err("record needs -o FILE (or -o - for stdout)");
     return 2;
@@ -369,10 +373,7 @@ int run_report(const ReportCmd& o) {
       err(e.what());
       return 2;
     }
-    if (dur && dur < iv) {
-      err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", o.duration, o.interval));
-      return 2;
-    }
+    if (!covers_an_interval(dur, iv, o.duration, o.interval)) return 2;
     int status = 0;
     auto a = attach(o.common, status);
     if (!a) return status;
