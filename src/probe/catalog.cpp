@@ -80,7 +80,7 @@ std::vector<ProbeSpec> build() {
                         "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer where idle_cpu() is false)",
                         "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
-                        "timers; no duration; measured +0.1 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)"};
+                        "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)"};
     p.map = "nohz_exit_slots";
     p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_nohz_exit_slot, f));

@@ -74,7 +74,7 @@ TIMED = ("nohz_exit", "nohz_kick", "cpupri_set", "cpupri_find")
 BACKEND_LABEL = {"auto": "fentry", "kprobe": "kprobe"}
 # proxy probe -> (real function, the band in % of its calls that its documented error
 # allows): nohz_exit counts ticks where idle_cpu() is false, so it misses hotplug calls and
-# also counts ticks whose sched_balance_trigger() returns early (measured +0.1..+0.7 %);
+# also counts ticks whose sched_balance_trigger() returns early (measured -0.3..+0.7 %);
 # nohz_enter also counts the function's early returns (an upper bound); cpupri_set misses
 # changes undone before the next switch (a lower bound, measured -1.4..-6.1 %).
 PROXIES = {
