@@ -72,12 +72,19 @@ class Tmux:
         self.run("resize-window", "-t", "t", "-x", str(width), "-y", str(height))
 
     def wait(self, pred, what, timeout=TIMEOUT):
+        """Polls until pred(screen) holds on a settled screen: two captures 50 ms apart that are
+        identical. tmux can be captured while it is still applying one ncurses refresh (seen in
+        CI: the new header with half of the old rows), so a single matching capture is not enough."""
         end = time.time() + timeout
         screen = ""
         while time.time() < end:
             screen = self.screen()
             if pred(screen):
-                return screen
+                time.sleep(0.05)
+                again = self.screen()
+                if again == screen:
+                    return screen
+                continue
             time.sleep(0.05)
         raise Failed(f"timed out waiting for {what}; the screen:\n{screen}")
 
