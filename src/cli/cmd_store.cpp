@@ -212,6 +212,7 @@ int run_export(const ExportCmd& o) {
       throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
     }
   } catch (const std::exception& e) {
+    if (to_stdout && errno == EPIPE) return 1;  // the reader left (| head): quiet, as with SIGPIPE
     if (via_tmp) ::unlink(tmp.c_str());
     err(fmt::format("export to {}: {}", to_stdout ? "stdout" : o.output, e.what()));
     return 1;

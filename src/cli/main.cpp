@@ -178,13 +178,15 @@ int main(int argc, char** argv) {
     }
   } catch (const std::exception& e) {
     if (!std::ferror(stdout)) err(e.what());  // stdout failing mid-output (fmt throws) is said below
-    rc = 1;
+    rc = -1;
   }
   // Output that could not be written is an error, not a silent exit 0 (a closed pipe,
-  // the reader gone, stays quiet as with SIGPIPE).
+  // the reader gone, stays quiet as with SIGPIPE). A command that returned non-zero has
+  // already said what failed: one line, not two.
   if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    if (errno != EPIPE) err(fmt::format("cannot write to stdout: {}", std::strerror(errno)));
-    return rc ? rc : 1;
+    if (errno != EPIPE && rc <= 0) err(fmt::format("cannot write to stdout: {}", std::strerror(errno)));
+    return rc > 0 ? rc : 1;
   }
+  if (rc < 0) rc = 1;
   return rc;
 }

@@ -208,6 +208,16 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
     CliRun r = run_cli(fmt::format("{} {}", cmd, f), "/dev/full");
     expect_one_line_error(r, 1, "cannot write to stdout: No space left on device");
   }
+  expect_one_line_error(run_cli("export " + f, "/dev/full"), 1, "export to stdout: write failed: No space left on device");
+  // A reader that left (| head) is not an error worth a message, as with SIGPIPE: the reader
+  // closes the pipe at once and schedhot starts 0.3 s later, so its first write fails.
+  for (const char* cmd : {"info", "report --all-cpus", "export", "export --format json", "export --format perfetto"}) {
+    std::string e = dir / "pipe_err", st = dir / "pipe_status";
+    std::system(fmt::format("{{ sleep 0.3; {} {} {} 2> {}; echo $? > {}; }} | (exec 0<&-; sleep 1)", SCHEDHOT_BIN,
+                            cmd, f, e, st).c_str());
+    EXPECT_EQ(slurp(st), "1\n") << cmd;
+    EXPECT_EQ(slurp(e), "") << cmd;
+  }
   // Usage mistakes name themselves.
   expect_one_line_error(run_cli("bogus"), 2, "unknown command 'bogus' (one of: probes, record, report");
   expect_one_line_error(run_cli("record --bogus"), 2, "--bogus");
