@@ -820,6 +820,14 @@ const std::vector<RecordingReader::SamplePos>& RecordingReader::sample_positions
   return positions_;
 }
 
+void RecordingReader::check_all_frames() {
+  if (scan_done_ && scan_pos_ != 0) return;  // already scanned frame by frame
+  positions_.clear();                          // (rebuilt by the scan, as without an index)
+  scan_pos_ = 0;
+  scan_done_ = false;
+  scan_positions();
+}
+
 size_t RecordingReader::sample_count() { return index_ ? index_->samples : sample_positions().size(); }
 
 bool RecordingReader::seek_sample(size_t i) {

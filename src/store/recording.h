@@ -238,6 +238,10 @@ class RecordingReader : public SampleSource {
   /// the first damaged one like next(). When following, each call extends the list with
   /// the frames written since.
   const std::vector<SamplePos>& sample_positions();
+  /// Reads and CRC-checks every frame to the end of the file, index or not (payloads are
+  /// not decoded): afterwards damage() and saw_end() say what next() would find by reading
+  /// everything. Leaves next()'s position alone. Not for a followed file.
+  void check_all_frames();
   /// Number of samples: the index's count when present, else sample_positions().size().
   size_t sample_count();
   /// Makes the next next() return sample number i (0-based): decodes forward from the

@@ -120,6 +120,38 @@ TEST(Recording, BitFlipIsCaughtAndNamed) {
   unlink(bad.c_str());
 }
 
+TEST(Recording, CheckAllFramesFindsDamageTheIndexWouldSkip) {
+  Meta m = synthetic_meta(4);
+  std::string path = tmp_path("checkall_src");
+  auto written = write_recording(path, m, 140, true);
+  std::string d = slurp(path);
+  std::string bad = tmp_path("checkall");
+  auto clean = RecordingReader::open(path);
+  ASSERT_TRUE(clean->index().has_value());
+  const size_t at = clean->sample_positions()[70].offset + 30;  // inside sample 70's frame
+  d[at] ^= 0x10;
+  spit(bad, d);
+  auto r = RecordingReader::open(bad);
+  ASSERT_TRUE(r->index().has_value()) << "the trailer is intact";
+  Sample s;
+  ASSERT_TRUE(r->seek_time(written[130].mono_ns));  // the index jumps over the damage (keyframe 128)
+  EXPECT_FALSE(r->damage().has_value());
+  ASSERT_TRUE(r->seek_sample(0));
+  r->check_all_frames();
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, clean->sample_positions()[70].offset);
+  EXPECT_FALSE(r->saw_end()) << "the scan stops at the damage";
+  ASSERT_TRUE(r->next(s)) << "next() still starts where it was";
+  expect_same(s, written[0]);
+  // An undamaged closed file: the scan reads to END.
+  clean->check_all_frames();
+  EXPECT_FALSE(clean->damage().has_value());
+  EXPECT_TRUE(clean->saw_end());
+  EXPECT_EQ(clean->sample_positions().size(), written.size());
+  unlink(path.c_str());
+  unlink(bad.c_str());
+}
+
 TEST(Recording, RejectsForeignAndFutureFiles) {
   std::string p = tmp_path("foreign");
   spit(p, "hello, this is not a recording at all, no no no");

@@ -153,6 +153,28 @@ TEST(RecordingCli, ReportErrorsAreOneLine) {
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_NE(ok.out.find("3 samples"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("sorted by cpupri_set/s"), std::string::npos) << ok.out;
+  expect_one_line_error(run_cli("report --from 30s " + f), 1, "no samples at or after --from 30s; the samples span +0..+10.00 s");
+}
+
+TEST(RecordingCli, ReportWindowOfADamagedClosedFileStopsAtTheDamage) {
+  // A window reads only its samples through the index, but a bad frame before or after it
+  // is still found: the file is read as always, up to the damage, and the damage is said.
+  TempDir dir("cli_window_damage");
+  std::string d = slurp(kData + "/tui16.shot");
+  d[d.size() * 8 / 10] ^= 0x10;  // inside the sample frame of +5 s (the index after it intact)
+  const std::string bad = dir / "bad.shot";
+  spit(bad, d);
+  expect_one_line_error(run_cli("report --from 8 " + bad), 1,
+                        "0 samples in the window --from 8, need two for an interval; the samples span +0..+5.00 s");
+  CliRun r = run_cli("report --json --to 3 " + bad);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("is damaged at byte"), std::string::npos) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["source"]["complete"], false) << j["source"].dump();
+  EXPECT_EQ(j["window"]["samples"], 4);
+  CliRun clean = run_cli("report --json --to 3 " + kData + "/tui16.shot");
+  ASSERT_EQ(clean.status, 0) << clean.err;
+  EXPECT_EQ(nlohmann::json::parse(clean.out)["source"]["complete"], true) << "stopping after --to still knows the file is closed";
 }
 
 TEST(RecordingCli, ExportNeverReplacesWhatIsNotItsOwn) {
