@@ -154,7 +154,11 @@ int run_export(const ExportCmd& o) {
     return 1;
   }
   opts.t0_mono_ns = first.mono_ns;
-  const uint64_t from_ns = opts.from_s > 0 ? static_cast<uint64_t>(opts.from_s * 1e9) : 0;
+  uint64_t from_ns = opts.from_s > 0 ? static_cast<uint64_t>(opts.from_s * 1e9) : 0;
+  if (from_ns) {  // the seek must not jump over a bad frame: one before --from means read from the start
+    r->check_all_frames();
+    if (r->damage()) from_ns = 0;
+  }
   if (!(from_ns ? r->seek_time(first.mono_ns + from_ns - std::min<uint64_t>(from_ns, 1000)) : r->seek_sample(0))) {
     err(fmt::format("{}: no samples at or after --from {}", o.file, o.from));
     return 1;
@@ -219,7 +223,8 @@ int run_export(const ExportCmd& o) {
   }
   if (res.intervals == 0) {
     if (via_tmp) ::unlink(tmp.c_str());
-    err(fmt::format("{}: {} samples in the window, need two for an interval", o.file, res.samples));
+    err(fmt::format("{}: {} samples in the window, need two for an interval{}", o.file, res.samples,
+                    r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
     return 1;
   }
   if (via_tmp) {

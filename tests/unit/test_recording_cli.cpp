@@ -166,6 +166,8 @@ TEST(RecordingCli, ReportWindowOfADamagedClosedFileStopsAtTheDamage) {
   spit(bad, d);
   expect_one_line_error(run_cli("report --from 8 " + bad), 1,
                         "0 samples in the window --from 8, need two for an interval; the samples span +0..+5.00 s");
+  expect_one_line_error(run_cli("export --from 8 " + bad), 1,
+                        "0 samples in the window, need two for an interval (reading stopped: damaged at byte");
   CliRun r = run_cli("report --json --to 3 " + bad);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("is damaged at byte"), std::string::npos) << r.err;
