@@ -2,8 +2,10 @@
 """Live test on the running kernel (needs root).
 
 Records 3 s under a small load, reports it as JSON and checks: the tracepoint probes
-attach with non-zero idle rates; every probe is attached or unavailable with a reason,
-and unavailable ones carry no numbers; on a kernel that refuses fentry and has no
+attach with non-zero idle rates; idle exits equal an independent ftrace count of
+power:cpu_idle exits in the same CLOCK_MONOTONIC window (up to the window's edge
+events); every probe is attached or unavailable with a reason, and unavailable ones
+carry no numbers; on a kernel that refuses fentry and has no
 kprobes (the development machine) the fentry-only probes say exactly that. Then checks
 that SIGINT stops a recording cleanly and that no BPF link is left behind.
 
@@ -11,6 +13,7 @@ usage: test_live.py PATH/TO/schedhot
 """
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,9 +61,62 @@ check(probes.returncode == 0, f"probes --json exits 0 (got {probes.returncode}: 
 pj = json.loads(probes.stdout)
 by_name = {p["probe"]: p for p in pj["probes"]}
 
+def tracefs():
+    """The tracefs mount point, mounting it when needed; None when there is none."""
+    for path in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
+        if os.path.exists(os.path.join(path, "instances")):
+            return path
+    subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], capture_output=True)
+    return "/sys/kernel/tracing" if os.path.exists("/sys/kernel/tracing/instances") else None
+
+
+class IdleOracle:
+    """An independent count of idle exits: a private tracefs instance records
+    power:cpu_idle exits (state == PWR_EVENT_EXIT) on the CLOCK_MONOTONIC clock, so the
+    events can be cut to the recording's window [first sample, last sample]."""
+
+    def __init__(self):
+        self.dir = None
+        root = tracefs()
+        if not root or not os.path.exists(os.path.join(root, "events/power/cpu_idle")):
+            return
+        self.dir = os.path.join(root, "instances", f"schedhot-live-{os.getpid()}")
+        os.mkdir(self.dir)
+        self.write("trace_clock", "mono")
+        self.write("buffer_size_kb", "4096")
+        self.write("events/power/cpu_idle/filter", "state == 4294967295")
+        self.write("events/power/cpu_idle/enable", "1")
+        self.write("tracing_on", "1")
+
+    def write(self, name, value):
+        with open(os.path.join(self.dir, name), "w") as f:
+            f.write(value)
+
+    def stop(self):
+        """Stops tracing; returns ({cpu: [event mono ns]}, events lost), or None without tracefs."""
+        if not self.dir:
+            return None
+        self.write("tracing_on", "0")
+        times = {}
+        with open(os.path.join(self.dir, "trace")) as f:
+            for line in f:
+                m = re.match(r"^\s*.+?\s+\[(\d+)\]\s+\S+\s+(\d+)\.(\d+):\s+cpu_idle:", line)
+                if m:
+                    times.setdefault(int(m.group(1)), []).append(int(m.group(2)) * 10**9 + int(m.group(3).ljust(9, "0")[:9]))
+        lost = 0  # events the ring buffer dropped (overrun) on any CPU
+        for cpu in os.listdir(os.path.join(self.dir, "per_cpu")):
+            with open(os.path.join(self.dir, "per_cpu", cpu, "stats")) as f:
+                lost += sum(int(l.split(":")[1]) for l in f if l.startswith("overrun:"))
+        self.write("events/power/cpu_idle/enable", "0")
+        os.rmdir(self.dir)
+        return times, lost
+
+
 procs = load()
 time.sleep(0.5)
+oracle = IdleOracle()
 r = run("record", "-d", "3", "-i", "1", "-o", rec)
+oracle_result = oracle.stop()
 for p in procs:
     p.wait()
 check(r.returncode == 0, f"record exits 0 (got {r.returncode}: {r.stderr.strip()})")
@@ -96,6 +152,21 @@ if idle["counters"]:
     lat = idle["latency_ns"]
     check(lat is not None and lat["p10"] <= lat["p50"] <= lat["p90"] <= lat["p98"] <= lat["p99"] <= lat["max"],
           f"idle residency percentiles are ordered ({lat})")
+    # The independent count: ftrace's power:cpu_idle exits between the first and last
+    # sample. Each event is counted by both within microseconds, so only events at the
+    # window's two edges (per CPU) can fall on different sides of it.
+    if oracle_result is None:
+        print("no tracefs here: the idle count is not checked against ftrace")
+    else:
+        times, lost = oracle_result
+        check(lost == 0, f"the ftrace instance lost no events ({lost} overruns)")
+        t0, t1 = j["window"]["start_mono_ns"], j["window"]["end_mono_ns"]
+        ftrace = sum(1 for ts in times.values() for t in ts if t0 < t <= t1)
+        edge = sum(1 for ts in times.values() for t in ts if abs(t - t0) < 2_000_000 or abs(t - t1) < 2_000_000)
+        ours = idle["counters"]["exits"]["total"]
+        print(f"idle exits in the window: schedhot {ours}, ftrace {ftrace} (events within 2 ms of an edge: {edge})")
+        check(ftrace > 0 and abs(ours - ftrace) <= edge,
+              f"idle exits agree with ftrace's power:cpu_idle count: {ours} vs {ftrace} (edge events {edge})")
 if os.path.exists("/sys/kernel/tracing/events/csd/csd_queue_cpu") or "csd_queue_cpu" in open("/proc/kallsyms").read():
     check(probes_rep["ilb_kick"]["status"] == "attached", f"ilb_kick attached ({probes_rep['ilb_kick']['reason']})")
 bw = probes_rep["bcast_wait"]
