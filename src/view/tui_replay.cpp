@@ -25,16 +25,14 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
       throw std::runtime_error("cannot read the recording's newest two samples");
     return;
   }
+  // Every frame CRC-checked once (not decoded), index or not: the samples are those before
+  // the first bad frame, as a reading from the start gives (the index would jump over a bad
+  // frame in the middle), and the reader knows whether the file was closed (END frame).
+  r_->check_all_frames();
   take_positions();
   if (pos_.size() < 2)
     throw std::runtime_error(fmt::format("the recording has {} readable sample{}: replay needs two for rates", pos_.size(),
                                          pos_.size() == 1 ? "" : "s"));
-  // Read past the last sample once: the reader then knows whether the file was closed
-  // (END frame) or where it is damaged.
-  Sample last;
-  if (r_->seek_sample(pos_.size() - 1))
-    while (r_->next(last)) {
-    }
   closed_ = r_->saw_end();
   if (!seek(1)) throw std::runtime_error("cannot read the recording's first two samples");
 }

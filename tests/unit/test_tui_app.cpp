@@ -390,6 +390,16 @@ TEST(TuiReplayFeed, SaysWhenTheRecordingIsNotClosedOrDamaged) {
   EXPECT_EQ(cut->samples(), 10u);
   EXPECT_NE(cut->source_note().find(fmt::format("recording damaged at byte {}", last.offset)), std::string::npos)
       << cut->source_note();
+  // A bad frame in the middle of a closed file (its index intact, so the index alone would
+  // list all 11 samples): the replay ends before it and says so.
+  const auto sixth = r->sample_positions()[5];
+  std::string flipped = bytes;
+  flipped[size_t(sixth.offset) + 30] ^= 0x10;
+  std::ofstream(path, std::ios::binary | std::ios::trunc).write(flipped.data(), std::streamsize(flipped.size()));
+  ReplayFeed mid(RecordingReader::open(path));
+  EXPECT_EQ(mid.samples(), 5u);
+  EXPECT_NE(mid.source_note().find(fmt::format("recording damaged at byte {}", sixth.offset)), std::string::npos)
+      << mid.source_note();
   // Plain output (not interactive) keeps the note, drops "paused".
   TuiApp app(*unclosed, TuiOptions{});
   std::string text = app.render_text();
