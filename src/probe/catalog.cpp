@@ -1,5 +1,6 @@
 #include "probe/catalog.h"
 
+#include <algorithm>
 #include <cstddef>
 
 namespace schedhot {
@@ -80,7 +81,8 @@ std::vector<ProbeSpec> build() {
                         "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer where idle_cpu() is false)",
                         "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
-                        "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)"};
+                        "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)",
+                        {"nested", "orphan_exits"}};
     p.map = "nohz_exit_slots";
     p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_nohz_exit_slot, f));
@@ -159,7 +161,8 @@ std::vector<ProbeSpec> build() {
     p.proxy = ProxySpec{{{"cpupri_set__tp_switch", "sched_switch", false}},
                         "proxy: cpu_to_pri[cpu] changes seen at tp_btf/sched_switch",
                         "lower bound: a change undone before the next context switch is missed; no duration; "
-                        "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)"};
+                        "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)",
+                        {"noop", "nested", "orphan_exits"}};
     p.map = "cpupri_set_slots";
     p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
     func_fields(p.layout.fields, WORDS(sh_cpupri_set_slot, f));
@@ -260,6 +263,13 @@ const ProbeSpec* find_probe(std::string_view name) {
   for (auto& p : probe_catalog())
     if (p.name == name) return &p;
   return nullptr;
+}
+
+bool counter_observed(std::string_view name, bool proxy, std::string_view field) {
+  const ProbeSpec* spec = proxy ? find_probe(name) : nullptr;
+  if (!spec || !spec->proxy) return true;
+  const auto& u = spec->proxy->unseen;
+  return std::find(u.begin(), u.end(), field) == u.end();
 }
 
 }  // namespace schedhot

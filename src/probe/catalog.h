@@ -56,6 +56,7 @@ struct ProxySpec {
   std::vector<TpProgram> programs;
   std::string label;  ///< what it counts, shown as the probe's backend
   std::string error;  ///< its known error against the real function
+  std::vector<std::string> unseen;  ///< counters it cannot observe: reported null/"-", never 0
 };
 
 enum class ProbeKind {
@@ -92,5 +93,9 @@ extern const std::array<const char*, SH_BCAST_SITES> kBcastSites;
 const std::vector<ProbeSpec>& probe_catalog();
 /// A probe by name, or nullptr.
 const ProbeSpec* find_probe(std::string_view name);
+/// Whether a counter of probe `name` is observed by the backend in use: false for the
+/// counters a proxy cannot see (ProxySpec::unseen, e.g. cpupri_set's noop, or the timing
+/// stack's nested/orphan_exits) when `proxy` is true; true otherwise.
+bool counter_observed(std::string_view name, bool proxy, std::string_view field);
 
 }  // namespace schedhot

@@ -37,6 +37,7 @@ std::vector<ExportMetric> export_metrics(const Meta& meta) {
       m.kind = k;
       m.column = field + suffix;
       m.name = pm.name + "." + m.column;
+      m.unseen = k == ExportMetric::Kind::rate && !counter_observed(pm.name, pm.status.proxy, field);
       out.push_back(std::move(m));
     };
     auto add_hist = [&](const std::string& field) {
@@ -89,6 +90,7 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
     const ExportMetric& em = metrics[m];
     if (!iv.present(em.probe)) continue;
     v.present[m] = 1;
+    if (em.unseen) continue;
     if (em.kind == ExportMetric::Kind::rate) {
       for (size_t i = 0; i < nc; ++i) v.cells[m * nc + i] = iv.rate(em.probe, em.field, cpus[i]);
       v.total[m] = iv.rate(em.probe, em.field);

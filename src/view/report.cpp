@@ -241,6 +241,10 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     for (auto& n : names) {
       const Field* f = pm.layout.find(n);
       if (!f) continue;
+      if (!counter_observed(pm.name, st.proxy, n)) {  // a proxy cannot see it: null, not 0
+        counters[n] = nullptr;
+        continue;
+      }
       nlohmann::json c = {{"total", iv.count(p, n)}, {"rate_per_s", iv.rate(p, n)}};
       if (n == spec->primary && peak_[pi].rate >= 0) {
         c["peak_rate_per_s"] = peak_[pi].rate;
@@ -368,7 +372,9 @@ std::string render_report_text(const nlohmann::json& r) {
     if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
       parts.push_back(symbol_with_via(p["symbol"].get<std::string>(), via));
     for (auto& [k, v] : p["counters"].items())
-      if (k != prim)
+      if (k != prim && v.is_null())
+        parts.push_back(fmt::format("{} - (not seen by the proxy)", k));
+      else if (k != prim)
         parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));
     for (auto& [k, arr] : p["arrays"].items()) {
       std::string items;

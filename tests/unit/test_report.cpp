@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "view/export.h"
 #include "view/report.h"
 
 using namespace schedhot;
@@ -119,4 +120,39 @@ TEST(Report, CpusOnlineMidRunAreRowsSoRowsAddUpToTotals) {
   EXPECT_EQ(cpus, (std::vector<int>{0, 2, 3})) << "CPU 1 stayed offline and silent";
   EXPECT_EQ(r["cpus_total"].get<size_t>(), 3u);
   EXPECT_DOUBLE_EQ(cpu_row(r, 3)["idle/s"].get<double>(), 30.0);
+}
+
+TEST(Report, ProxyCountersItCannotSeeAreNullNotZero) {
+  // cpupri_set through its sched_switch proxy: calls are counted; no-op calls and the
+  // timing stack's pairing counters cannot be seen, so they are null in JSON, "-" in the
+  // text, and empty cells in the export; with fentry the same fields are numbers.
+  for (bool proxy : {true, false}) {
+    Meta m = synthetic_meta(4);
+    const int cs = m.probe_index("cpupri_set");
+    m.probes[cs].status.proxy = proxy;
+    Sample a = make_sample(m), b = make_sample(m);
+    a.mono_ns = 1'000'000'000;
+    b.mono_ns = 2'000'000'000;
+    b.probes[cs].words[word(m, cs, 0, "calls")] = 12;
+    ReportBuilder rb(m, ReportOptions{});
+    rb.add(a);
+    rb.add(b);
+    nlohmann::json r = rb.build(m, SourceInfo{});
+    const auto& c = probe(r, "cpupri_set")["counters"];
+    EXPECT_EQ(c["calls"]["total"].get<uint64_t>(), 12u) << proxy;
+    for (const char* f : {"noop", "nested", "orphan_exits"}) {
+      ASSERT_TRUE(c.contains(f)) << f;
+      if (proxy)
+        EXPECT_TRUE(c[f].is_null()) << f;
+      else
+        EXPECT_EQ(c[f]["total"].get<uint64_t>(), 0u) << f;
+    }
+    std::string text = render_report_text(r);
+    EXPECT_EQ(text.find("noop - (not seen by the proxy)") != std::string::npos, proxy) << text;
+    // Export: the noop column is empty for the proxy, 0 with fentry.
+    auto metrics = export_metrics(m);
+    auto it = std::find_if(metrics.begin(), metrics.end(), [](const ExportMetric& e) { return e.name == "cpupri_set.noop_per_s"; });
+    ASSERT_NE(it, metrics.end());
+    EXPECT_EQ(it->unseen, proxy);
+  }
 }

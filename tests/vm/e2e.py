@@ -401,6 +401,9 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
                f"ftrace contention events on the lock: {lockev}")
 
 
+PROXY_UNSEEN = {"nohz_exit": ("nested", "orphan_exits"), "cpupri_set": ("noop", "nested", "orphan_exits")}
+
+
 def check_proxy(ck, tag, kver, probes, counts, w):
     """Each proxy's count against ftrace's count of the real function, within the band its
     documented error allows, widened by the window's edge events (see agree())."""
@@ -421,6 +424,11 @@ def check_proxy(ck, tag, kver, probes, counts, w):
         ck.expect(f >= MIN_CALLS and ok, tag,
                   f"{probe} proxy {s} vs {f} calls ({e:+.1f} %): its documented error allows "
                   f"{lo:+.0f}..{hi:+.0f} % (+/- {edges} edge events)")
+        # What a proxy cannot see is null, never 0 (a timed function's pairing counters; the
+        # no-op calls of cpupri_set, which no cpu_to_pri change shows).
+        for field in PROXY_UNSEEN.get(probe, ()):
+            ck.expect(field in p["counters"] and p["counters"][field] is None, tag,
+                      f"{probe} proxy: {field} is {p['counters'].get(field)!r}, expected null (not seen)")
 
 
 def check_graph(ck, kver, d):
