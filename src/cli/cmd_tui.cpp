@@ -263,16 +263,10 @@ int run_top(const TopCmd& o) {
     return 2;
   }
   int status = 0;
-  auto a = attach(o.common, status);
+  auto a = attach_some(o.common, status);
   if (!a) return status;
   Meta meta = live_meta(*a, iv, o.command_line);
   if (!check_filter(opts.filter, meta, o.cpus)) return 2;
-  bool any = false;
-  for (auto& s : a->probes->statuses()) any |= s.attached;
-  if (!any) {
-    err("no probe could attach; `schedhot probes` says why");
-    return 1;
-  }
   tui::BpfRunStats stats;  // on while top runs; off again when it goes out of scope
   WriterOptions wo;
   wo.compress = !o.no_compress;

@@ -135,6 +135,17 @@ int count_attached(const std::vector<ProbeStatus>& st) {
 
 }  // namespace
 
+std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status) {
+  auto a = attach(o, status);
+  if (a && count_attached(a->probes->statuses()) == 0) {
+    err("no probe could attach; `schedhot probes` says why");
+    status = 1;
+    return nullptr;
+  }
+  return a;
+}
+
+
 void install_signal_handlers() {
   struct sigaction sa {};
   sa.sa_handler = on_signal;
@@ -253,14 +264,10 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   int status = 0;
-  auto a = attach(o.common, status);
+  auto a = attach_some(o.common, status);
   if (!a) return status;
   const auto& statuses = a->probes->statuses();
   int n = count_attached(statuses);
-  if (n == 0) {
-    err("no probe could attach; `schedhot probes` says why");
-    return 1;
-  }
   Meta meta = live_meta(*a, iv, o.command_line);
   LiveSource src(*a->probes, meta, iv, dur, &g_stop);
   Sample s;
@@ -399,7 +406,7 @@ int run_report(const ReportCmd& o) {
     }
     if (!covers_an_interval(dur, iv, o.duration, o.interval)) return 2;
     int status = 0;
-    auto a = attach(o.common, status);
+    auto a = attach_some(o.common, status);
     if (!a) return status;
     Meta meta = live_meta(*a, iv, "");
     LiveSource src(*a->probes, meta, iv, dur, &g_stop);

@@ -40,6 +40,9 @@ struct Attached {
 /// Checks privileges, reads kernel and host facts and attaches. On failure prints one
 /// line and returns nullptr with status set to the exit status (1 runtime, 2 usage).
 std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status);
+/// attach(), and for commands that collect data (record, top, report --live): when no
+/// probe attached, "no probe could attach; `schedhot probes` says why" and status 1.
+std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status);
 /// The Meta of a live run: the catalog with a's statuses, this version, the command line
 /// and the interval (ns).
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line);

@@ -359,3 +359,13 @@ TEST(RecordingCli, RecordOnAFullDiskExitsWithOneLine) {
   }
   EXPECT_EQ(::umount2(dir.path.c_str(), MNT_DETACH), 0);
 }
+
+TEST(RecordingCli, NoProbeAttachedIsOneErrorForEveryCollectingCommand) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_none");
+  // cpupri_find has no tracepoint proxy: with --backend proxy it attaches on no kernel.
+  const std::string none = " --backend proxy --probes cpupri_find";
+  for (const std::string cmd : {"record -d 1 -o " + dir / "n.shot", std::string("report --live -d 1"), std::string("top -n 1")})
+    expect_one_line_error(run_cli(cmd + none + " < /dev/null"), 1, "no probe could attach; `schedhot probes` says why");
+  EXPECT_FALSE(std::ifstream(dir / "n.shot").good()) << "no empty recording left behind";
+}
