@@ -262,6 +262,9 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
       continue;
     }
     Plan plan = resolve_probe(spec, facts, opts.pref);
+    // When nothing could even be tried: the user's --backend choice, or the kernel.
+    const std::string nothing_to_try =
+        opts.pref == BackendPref::proxy ? "--backend proxy: this probe has no tracepoint proxy" : "";
     st.notes = plan.notes;
     std::vector<AttachTry> failures = plan.skipped;
 
@@ -316,7 +319,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
         if (!ss.attached) {
           for (auto& f : failures)
             if (f.backend == Backend::kprobe || f.backend == Backend::fentry) errs.push_back(f.error);
-          ss.error = errs.empty() ? "no backend available" : errs.front();
+          ss.error = errs.empty() ? (nothing_to_try.empty() ? "no backend available" : nothing_to_try) : errs.front();
           for (size_t k = 1; k < errs.size(); ++k)
             if (errs[k] != ss.error) ss.error += "; " + errs[k];
         }
@@ -382,7 +385,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
           }
         if (why.empty())
           for (auto& f : failures) why += (why.empty() ? "" : "; ") + f.error;
-        st.reason = why.empty() ? "no function that takes the lock could be probed" : why;
+        st.reason = why.empty() ? (nothing_to_try.empty() ? "no function that takes the lock could be probed" : nothing_to_try) : why;
       }
     } else {
       for (const Candidate& c : plan.candidates) {
@@ -421,7 +424,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
           std::string line = f.error;
           if (why.find(line) == std::string::npos) why += (why.empty() ? "" : "; ") + line;
         }
-        st.reason = why.empty() ? "no way to attach on this kernel" : why;
+        st.reason = why.empty() ? (nothing_to_try.empty() ? "no way to attach on this kernel" : nothing_to_try) : why;
       }
     }
     // Keep the attempts that failed before the one that worked (or all of them).

@@ -112,6 +112,12 @@ class IdleOracle:
         return times, lost
 
 
+# --backend proxy on a probe without a proxy blames the choice, not the kernel.
+px = run("probes", "--json", "--backend", "proxy", "--probes", "cpupri_find")
+pxj = {p["probe"]: p for p in json.loads(px.stdout)["probes"]} if px.returncode == 0 else {}
+check(pxj.get("cpupri_find", {}).get("reason") == "--backend proxy: this probe has no tracepoint proxy",
+      f"probes --backend proxy: cpupri_find's reason names the choice ({pxj.get('cpupri_find', {}).get('reason')!r})")
+
 procs = load()
 time.sleep(0.5)
 oracle = IdleOracle()
