@@ -252,7 +252,8 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) 
   if (view_ == View::topo) {
     std::vector<CpuGroup> groups = fold_topology(m.host, cpus, level_);
     rows = group_rows(iv, groups, sort_col_);
-    what = fmt::format("Topology by {}: {} groups of {} CPUs", to_string(level_), groups.size(), cpus.size());
+    what = fmt::format("Topology by {}: {} group{} over {} CPUs", to_string(level_), groups.size(),
+                       groups.size() == 1 ? "" : "s", cpus.size());
   } else {
     rows = cpu_rows(iv, cpus, sort_col_);
     what = fmt::format("Per CPU: {} of {} CPUs", cpus.size(), m.host.online.empty() ? m.ncpus : m.host.online.size());

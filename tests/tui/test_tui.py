@@ -298,19 +298,19 @@ def s_histogram(t):
 def s_topology(t):
     before, screen = start_replay(t)
     t.keys("o")
-    screen = t.wait_text("Topology by LLC: 4 groups of 16 CPUs")
+    screen = t.wait_text("Topology by LLC: 4 groups over 16 CPUs")
     check(row_of(screen, "LLC 3").startswith(" LLC 3    4 6-7,14-15     820"), "LLC 3 first: CPUs 6-7,14-15, 820 idle exits/s",
           screen)
     check(row_of(screen, "LLC 0").startswith(" LLC 0    4 0-1,8-9       580"), "LLC 0: 580/s", screen)
     t.keys("o")
-    screen = t.wait_text("Topology by node: 2 groups of 16 CPUs")
+    screen = t.wait_text("Topology by node: 2 groups over 16 CPUs")
     check(row_of(screen, "node 1").startswith(" node 1    8 4-7,12-15    1560"), "node 1: 8 CPUs, 1560/s", screen)
     check(row_of(screen, "node 0").startswith(" node 0    8 0-3,8-11     1240"), "node 0: 1240/s", screen)
     t.keys("o")
-    screen = t.wait_text("Topology by package: 2 groups of 16 CPUs")
+    screen = t.wait_text("Topology by package: 2 groups over 16 CPUs")
     check(row_of(screen, "pkg 1").startswith(" pkg 1      8 4-7,12-15    1560"), "package 1: 1560/s", screen)
     t.keys("o")
-    screen = t.wait_text("Topology by core: 8 groups of 16 CPUs")
+    screen = t.wait_text("Topology by core: 8 groups over 16 CPUs")
     check(row_of(screen, "pkg1 core3").startswith(" pkg1 core3    2 7,15         420"), "core 3 of package 1: CPUs 7,15",
           screen)
     quit_and_check(t, before)

@@ -254,7 +254,7 @@ TEST_F(Replay, TopologyView) {
   EXPECT_EQ(app->level(), TopoLevel::llc);
   Screen s = screen();
   std::string t = text(s);
-  EXPECT_NE(t.find("Topology by LLC: 4 groups of 16 CPUs"), std::string::npos) << t;
+  EXPECT_NE(t.find("Topology by LLC: 4 groups over 16 CPUs"), std::string::npos) << t;
   int head = find_line(s, " LLC  ");
   ASSERT_GT(head, 0);
   // Highest idle/s first: LLC 3 (CPUs 6,7,14,15: 160+170+240+250 = 820).
@@ -267,7 +267,7 @@ TEST_F(Replay, TopologyView) {
   EXPECT_EQ(line(s, size_t(head + 1)).substr(0, 7), " node 1");
   keys("oo");
   EXPECT_EQ(app->level(), TopoLevel::core);
-  EXPECT_NE(text(screen()).find("Topology by core: 8 groups of 16 CPUs"), std::string::npos);
+  EXPECT_NE(text(screen()).find("Topology by core: 8 groups over 16 CPUs"), std::string::npos);
   keys("w");  // worst over groups: the spike's core (CPU 3 + CPU 11)
   EXPECT_EQ(feed->position(), 7u);
   keys("c");
