@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "model/interval.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
 #include "view/export.h"
@@ -146,20 +147,20 @@ int run_export(const ExportCmd& o) {
     }
   opts.cpus = cpus;
   opts.stop = &g_stop;
-  // Time zero is the first sample; with --from, start decoding at the window (the index
-  // makes that a short seek), 1 us early: export_samples() applies the window exactly.
+  // Time zero is the first sample; with --from, start decoding at the window's start with
+  // its slack (the index makes that a short seek): export_samples() applies the window.
   Sample first;
   if (!r->next(first)) {
     err(fmt::format("{} has no readable samples{}", o.file, r->damage() ? " (damaged " + damage_text(*r) + ")" : ""));
     return 1;
   }
   opts.t0_mono_ns = first.mono_ns;
-  uint64_t from_ns = opts.from_s > 0 ? static_cast<uint64_t>(opts.from_s * 1e9) : 0;
+  uint64_t from_ns = SampleWindow{opts.from_s, opts.to_s, r->meta().interval_ns}.start_ns();
   if (from_ns) {  // the seek must not jump over a bad frame: one before --from means read from the start
     r->check_all_frames();
     if (r->damage()) from_ns = 0;
   }
-  if (!(from_ns ? r->seek_time(first.mono_ns + from_ns - std::min<uint64_t>(from_ns, 1000)) : r->seek_sample(0))) {
+  if (!(from_ns ? r->seek_time(first.mono_ns + from_ns) : r->seek_sample(0))) {
     err(fmt::format("{}: no samples at or after --from {}", o.file, o.from));
     return 1;
   }

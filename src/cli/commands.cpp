@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/interval.h"
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
 #include "sample/sampler.h"
@@ -323,17 +324,17 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
   bool more = true;
   // A file with a window: when every frame passes its CRC (checked first, without decoding),
   // decode only the window: time zero is the first sample, then the index seeks to --from
-  // (1 us early; the builder applies the window exactly) and reading stops after --to. A
+  // (with the window's slack; the builder applies the window) and reading stops after --to. A
   // damaged file is read from the start as always, stopping at the first bad frame.
   bool skip = reader && (ro.from_s > 0 || ro.to_s >= 0);
   if (skip) {
     reader->check_all_frames();
     skip = !reader->damage();
   }
-  if (skip && ro.from_s > 0 && reader->next(s)) {
+  const SampleWindow w{ro.from_s, ro.to_s, src.meta().interval_ns};
+  if (skip && w.start_ns() > 0 && reader->next(s)) {
     b.add(s);
-    const uint64_t from_ns = static_cast<uint64_t>(ro.from_s * 1e9);
-    more = reader->seek_time(s.mono_ns + from_ns - std::min<uint64_t>(from_ns, 1000));
+    more = reader->seek_time(s.mono_ns + w.start_ns());
     Sample last;
     if (!more && !g_stop.load() && reader->seek_sample(reader->sample_count() - 1) && reader->next(last)) {
       err(fmt::format("{}: no samples at or after --from {}; the samples span +0..+{:.2f} s", o.file, o.from,
@@ -349,7 +350,7 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
     b.add(s);
     // Past --to with an interval in hand: stop reading. With fewer than two samples in the
     // window, read on: the error below gives the recording's whole span.
-    if (skip && ro.to_s >= 0 && b.samples() >= 2 && b.seen_span_s() > ro.to_s + 1e-9) break;
+    if (skip && b.samples() >= 2 && w.after(b.seen_span_s())) break;
   }
   if (b.samples() < 2) {
     const std::string what = o.file.empty() ? "live" : o.file;

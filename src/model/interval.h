@@ -12,6 +12,24 @@
 
 namespace schedhot {
 
+/// A --from/--to window over a recording's samples, in seconds since its first sample
+/// (from_s/to_s < 0: that side is open). An edge takes samples up to a tenth of an interval
+/// (interval_ns) on its far side: a sample is taken a little after its nominal time
+/// (+5.0009 s for the sixth at -i 1), so `--to 5s` includes it and `--from 2s` the one
+/// at +1.9995 s. What report, export and their seeks all use.
+struct SampleWindow {
+  double from_s = -1, to_s = -1;
+  uint64_t interval_ns = 0;
+  double slack_s() const { return static_cast<double>(interval_ns) / 10e9 + 1e-9; }
+  bool before(double t) const { return from_s >= 0 && t < from_s - slack_s(); }
+  bool after(double t) const { return to_s >= 0 && t > to_s + slack_s(); }
+  /// Where a seek to the window's start lands (ns after the first sample).
+  uint64_t start_ns() const {
+    const double s = from_s - slack_s();
+    return s > 0 ? static_cast<uint64_t>(s * 1e9) : 0;
+  }
+};
+
 /// The span from sample a to a later sample b of the same Meta.
 class Interval {
  public:

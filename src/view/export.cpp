@@ -346,8 +346,9 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
       have_t0 = true;
     }
     const double t = static_cast<double>(static_cast<int64_t>(cur.mono_ns - t0)) / 1e9;
-    if (o.from_s >= 0 && t + 1e-9 < o.from_s) continue;
-    if (o.to_s >= 0 && t > o.to_s + 1e-9) break;
+    const SampleWindow w{o.from_s, o.to_s, src.meta().interval_ns};
+    if (w.before(t)) continue;
+    if (w.after(t)) break;
     ++res.samples;
     if (have_prev) {
       Interval iv(src.meta(), prev, cur);

@@ -46,8 +46,8 @@ void ReportBuilder::add(const Sample& s) {
   ++seen_;
   seen_last_ = s.mono_ns;
   double t = static_cast<double>(s.mono_ns - t0_) / 1e9;
-  if (opts_.from_s >= 0 && t + 1e-9 < opts_.from_s) return;
-  if (opts_.to_s >= 0 && t > opts_.to_s + 1e-9) return;
+  const SampleWindow w{opts_.from_s, opts_.to_s, meta_.interval_ns};
+  if (w.before(t) || w.after(t)) return;
   if (prev_) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {

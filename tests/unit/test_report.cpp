@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include "test_util.h"
+#include "model/interval.h"
 #include "view/export.h"
 #include "view/report.h"
 
@@ -155,4 +156,33 @@ TEST(Report, ProxyCountersItCannotSeeAreNullNotZero) {
     ASSERT_NE(it, metrics.end());
     EXPECT_EQ(it->unseen, proxy);
   }
+}
+
+TEST(Report, WindowEdgesTakeSamplesALittleLate) {
+  // Samples 0.9 ms after each whole second (as a recorder takes them): --from 2 --to 5
+  // means the samples of +2..+5 s, four of them; a sample half an interval late is out.
+  Meta m = synthetic_meta(2);
+  m.interval_ns = 1'000'000'000;
+  auto run = [&](double from, double to, uint64_t late_ns) {
+    ReportOptions o;
+    o.from_s = from;
+    o.to_s = to;
+    ReportBuilder rb(m, o);
+    for (uint64_t k = 0; k <= 8; ++k) {
+      Sample s = make_sample(m);
+      s.mono_ns = 10'000'000'000 + k * 1'000'000'000 + (k ? late_ns : 0);
+      rb.add(s);
+    }
+    return rb.samples();
+  };
+  EXPECT_EQ(run(2, 5, 900'000), 4u);
+  EXPECT_EQ(run(2, 5, 0), 4u);
+  EXPECT_EQ(run(2, 5, 99'000'000), 4u) << "up to a tenth of an interval late";
+  EXPECT_EQ(run(2, 5, 500'000'000), 3u) << "+2.5 +3.5 +4.5: half an interval late is not the +5 s sample";
+  SampleWindow w{2, 5, 1'000'000'000};
+  EXPECT_FALSE(w.before(1.95));
+  EXPECT_TRUE(w.before(1.85));
+  EXPECT_FALSE(w.after(5.05));
+  EXPECT_TRUE(w.after(5.15));
+  EXPECT_EQ(w.start_ns(), 1'899'999'999u);
 }
