@@ -6,6 +6,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <stdexcept>
 
@@ -58,8 +59,12 @@ std::vector<std::string> split_commas(const std::string& s) {
 }
 
 /// -d must allow a second sample (0 = until stopped); else one line and false.
-bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i) {
-  if (!dur_ns || dur_ns >= iv_ns) return true;
+/// -d covers at least one interval; or, where until_stopped (record), -d is written as 0.
+/// A positive -d that rounds to 0 ns (1e-10) is short, not "until stopped".
+bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i,
+                        bool until_stopped) {
+  if (dur_ns >= iv_ns) return true;
+  if (!dur_ns && until_stopped && std::strtod(d.c_str(), nullptr) == 0) return true;
   err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", d, i));
   return false;
 }
@@ -247,7 +252,7 @@ int run_record(const RecordCmd& o) {
     err(e.what());
     return 2;
   }
-  if (!covers_an_interval(dur, iv, o.duration, o.interval)) return 2;
+  if (!covers_an_interval(dur, iv, o.duration, o.interval, true)) return 2;
   if (o.output.empty()) {
     err("record needs -o FILE (or -o - for stdout)");
     return 2;
@@ -285,8 +290,9 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet) {
-    err(fmt::format("recording {} of {} probes to {} for {:.1f} s every {:.3f} s (Ctrl-C stops early)", n,
-               statuses.size(), o.output, dur / 1e9, iv / 1e9));
+    err(fmt::format("recording {} of {} probes to {} {} every {:.3f} s ({})", n, statuses.size(), o.output,
+                    dur ? fmt::format("for {:.1f} s", dur / 1e9) : std::string("until stopped"), iv / 1e9,
+                    dur ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
     for (auto& s2 : statuses)
       if (!s2.attached) err(fmt::format("  {} unavailable: {}", s2.probe, s2.reason));
     if (max_bytes)
@@ -405,7 +411,7 @@ int run_report(const ReportCmd& o) {
       err(e.what());
       return 2;
     }
-    if (!covers_an_interval(dur, iv, o.duration, o.interval)) return 2;
+    if (!covers_an_interval(dur, iv, o.duration, o.interval, false)) return 2;
     int status = 0;
     auto a = attach_some(o.common, status);
     if (!a) return status;

@@ -70,7 +70,7 @@ int main(int argc, char** argv) {
   RecordCmd rec;
   auto* cr = app.add_subcommand("record", "record per-CPU samples to a file");
   add_probe_options(cr, rec.common);
-  cr->add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s)");
+  cr->add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s); 0 = until stopped");
   cr->add_option("-i,--interval", rec.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
   // FILE arguments are checked by the commands, not marked required: CLI11 reports a
   // missing required argument before an unknown flag, which hid the real mistake.

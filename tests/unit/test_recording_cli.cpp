@@ -248,6 +248,9 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
   expect_one_line_error(run_cli("report --top -1 " + f), 2, "--top: must be a whole number from 0 to 1000000, not '-1'");
   expect_one_line_error(run_cli("report -d 5 " + f), 2, "-d/-i apply to --live only");
   expect_one_line_error(run_cli("record -d 0.001 -i 0.5 -o x.shot"), 2, "-d 0.001 is shorter than one interval (-i 0.5)");
+  // Only a written 0 means "until stopped" (record); one that rounds to 0 ns is just short.
+  expect_one_line_error(run_cli("record -d 1e-10 -o x.shot"), 2, "-d 1e-10 is shorter than one interval (-i 1)");
+  expect_one_line_error(run_cli("report --live -d 0"), 2, "-d 0 is shorter than one interval (-i 1)");
   expect_one_line_error(run_cli("record --max-size 99999999999999999999G --rotate 1 -o x.shot"), 2, "too large");
 }
 
