@@ -212,11 +212,15 @@ void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
     return;
   }
   int printed = 0;
+  // true: stop (enough tables, or stdout gone: main says why, quietly for a closed pipe)
   auto print = [&] {
     std::string text = app.render_text();
     if (text.empty()) return false;
-    fmt::print("{}\n", text);
-    fflush(stdout);
+    try {
+      fmt::print("{}\n", text);
+    } catch (const std::exception&) {  // fmt throws on a failed write; stdout_ok() says which
+    }
+    if (!stdout_ok()) return true;
     return max_tables && ++printed >= max_tables;
   };
   if (!feed.live()) {  // every interval from the start position to the end (following: on)

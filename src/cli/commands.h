@@ -31,6 +31,13 @@ struct CommonProbeOptions {
 /// Prints "schedhot: MSG" on stderr.
 void err(const std::string& msg);
 
+/// errno of the first failed write to stdout, 0 while every write worked.
+extern int g_stdout_errno;
+/// Flushes stdout; false (and g_stdout_errno set) when stdout cannot be written (a closed
+/// pipe: EPIPE, a full device: ENOSPC, a closed descriptor: EBADF). Loops that print
+/// while sampling (top, replay --follow) stop on false instead of printing into nothing.
+bool stdout_ok();
+
 /// Kernel facts, host facts and the attached probes of one run.
 struct Attached {
   KernelFacts facts;

@@ -1,5 +1,7 @@
 // schedhot: eBPF observability for the kernel's nohz, cpupri and tick-broadcast hot paths.
 // Command-line front end only: every subcommand lives in commands.cpp.
+#include <fcntl.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -56,6 +58,17 @@ std::string join_args(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A closed stdin, stdout or stderr (`>&-`) is held by a read-only /dev/null: otherwise the
+  // next open() (a recording, a BPF map) would take its number and get the tables or the
+  // error lines written into it. Writes then fail with EBADF and are said as such.
+  for (int fd = 0; fd <= 2; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && errno == EBADF) {
+      int n = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (n >= 0 && n != fd) {
+        ::dup2(n, fd);
+        ::close(n);
+      }
+    }
   CLI::App app{"schedhot: per-CPU rates and latency percentiles for the scheduler's "
                "nohz, cpupri and tick-broadcast hot paths"};
   app.set_version_flag("--version", SCHEDHOT_VERSION);
@@ -183,8 +196,8 @@ int main(int argc, char** argv) {
   // Output that could not be written is an error, not a silent exit 0 (a closed pipe,
   // the reader gone, stays quiet as with SIGPIPE). A command that returned non-zero has
   // already said what failed: one line, not two.
-  if (std::fflush(stdout) != 0 || std::ferror(stdout)) {
-    if (errno != EPIPE && rc <= 0) err(fmt::format("cannot write to stdout: {}", std::strerror(errno)));
+  if (!stdout_ok()) {
+    if (g_stdout_errno != EPIPE && rc <= 0) err(fmt::format("cannot write to stdout: {}", std::strerror(g_stdout_errno)));
     return rc > 0 ? rc : 1;
   }
   if (rc < 0) rc = 1;

@@ -372,3 +372,27 @@ TEST(RecordingCli, NoProbeAttachedIsOneErrorForEveryCollectingCommand) {
     expect_one_line_error(run_cli(cmd + none + " < /dev/null"), 1, "no probe could attach; `schedhot probes` says why");
   EXPECT_FALSE(std::ifstream(dir / "n.shot").good()) << "no empty recording left behind";
 }
+
+TEST(RecordingCli, TopAndFollowStopWhenTheirOutputGoes) {
+  // A closed pipe ends `top` (plain mode) and `replay --follow` at their next table,
+  // quietly; they do not sample into nothing until killed. A closed stdout is EBADF.
+  TempDir dir("cli_gone");
+  const std::string st = dir / "status", e = dir / "err";
+  auto gone_reader = [&](const std::string& cmd) {
+    std::system(fmt::format("{{ sleep 0.3; timeout 20 {} {} 2> {}; echo $? > {}; }} | (exec 0<&-; sleep 1)", SCHEDHOT_BIN, cmd,
+                            e, st).c_str());
+    return std::make_pair(slurp(st), slurp(e));
+  };
+  // Following a closed recording that is not being written: ends at once anyway; with a
+  // reader gone it must end the same, exit 1, no message.
+  auto [rs, re] = gone_reader("replay --follow " + kData + "/tui16.shot");
+  EXPECT_EQ(rs, "1\n");
+  EXPECT_EQ(re, "");
+  if (!can_record()) GTEST_SKIP() << "the rest needs root and a kernel where probes attach";
+  auto [ts, te] = gone_reader("top -i 100ms");
+  EXPECT_EQ(ts, "1\n") << "124 is timeout's: top kept running";
+  EXPECT_EQ(te, "");
+  std::system(fmt::format("{} top -n 1 >&- 2> {}; echo $? > {}", SCHEDHOT_BIN, e, st).c_str());
+  EXPECT_EQ(slurp(st), "1\n");
+  EXPECT_EQ(slurp(e), "schedhot: cannot write to stdout: Bad file descriptor\n");
+}
