@@ -87,7 +87,8 @@ SymbolTable SymbolTable::parse(std::string_view text) {
 std::optional<SymbolTable> SymbolTable::load(const std::string& path, std::string* err) {
   std::string text;
   if (!read_file(path, text)) {
-    if (err) *err = fmt::format("cannot read {}", path);
+    if (err) *err = fmt::format("cannot read {} (missing, unreadable, not a regular file, or over {} MiB)", path,
+                                kMaxReadBytes >> 20);
     return std::nullopt;
   }
   SymbolTable t = parse(text);

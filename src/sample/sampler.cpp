@@ -20,18 +20,20 @@ uint64_t wall_now_ns() {
 
 LiveSource::LiveSource(ProbeSet& probes, Meta meta, uint64_t interval_ns, uint64_t duration_ns,
                        const std::atomic<bool>* stop)
-    : probes_(probes), meta_(std::move(meta)), interval_ns_(interval_ns), duration_ns_(duration_ns), stop_(stop) {}
+    : probes_(probes), meta_(std::move(meta)), stop_(stop), sched_(interval_ns, duration_ns) {}
+
+void LiveSource::set_interval(uint64_t ns) { sched_.set_interval(ns, mono_now_ns()); }
 
 bool LiveSource::next(Sample& out) {
   if (seq_ > 0) {
-    if (duration_ns_ && next_due_ > start_ + duration_ns_) return false;
+    if (!sched_.more()) return false;
     // Sleep to the deadline in short slices: stays responsive to stop and services the
     // lock-address learner.
     while (true) {
       if (stop_ && stop_->load()) return false;
       uint64_t now = mono_now_ns();
-      if (now >= next_due_) break;
-      uint64_t left_ms = (next_due_ - now) / 1000000;
+      if (now >= sched_.due()) break;
+      uint64_t left_ms = (sched_.due() - now) / 1000000;
       int slice = static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(left_ms, 1), 100));
       for (int i : probes_.poll(slice)) {
         meta_.probes[i].status = probes_.statuses()[i];
@@ -45,15 +47,10 @@ bool LiveSource::next(Sample& out) {
   out.wall_ns = wall_now_ns();
   probes_.read(out);
   if (seq_ == 0) {
-    start_ = out.mono_ns;
-    next_due_ = start_;
     meta_.start_mono_ns = out.mono_ns;
     meta_.start_wall_ns = out.wall_ns;
   }
-  next_due_ += interval_ns_;
-  // A duration that is not a multiple of the interval still ends with a sample at its end.
-  const uint64_t end = start_ + duration_ns_;
-  if (duration_ns_ && next_due_ > end && out.mono_ns + 1000000 < end) next_due_ = end;
+  sched_.taken(out.mono_ns);
   ++seq_;
   return true;
 }

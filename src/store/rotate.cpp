@@ -1,8 +1,10 @@
 #include "store/rotate.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -24,15 +26,26 @@ void remove_if_there(const std::string& p) {
     throw std::runtime_error(fmt::format("cannot remove {} while rotating: {}", p, strerror(errno)));
 }
 
+/// Renames from to to if from is there, never replacing a file at to: the shift runs from
+/// the oldest down, so to has just been vacated, and one that appeared since is left alone.
 void rename_if_there(const std::string& from, const std::string& to) {
-  if (::rename(from.c_str(), to.c_str()) != 0 && errno != ENOENT)
+  int rc = ::renameat2(AT_FDCWD, from.c_str(), AT_FDCWD, to.c_str(), RENAME_NOREPLACE);
+  if (rc != 0 && (errno == EINVAL || errno == ENOSYS)) {
+    // A file system (or kernel) without RENAME_NOREPLACE: check, then rename.
+    if (exists(to)) {
+      errno = EEXIST;
+    } else {
+      rc = ::rename(from.c_str(), to.c_str());
+    }
+  }
+  if (rc != 0 && errno != ENOENT)
     throw std::runtime_error(fmt::format("cannot rename {} to {} while rotating: {}", from, to, strerror(errno)));
 }
 
-/// Refuses to rotate away what is at path unless it is a regular file holding a
-/// recording (the SCHEDHOT magic): a device, a directory or someone's notes are not ours
-/// to move. With keep == 0 the old file would be deleted: only with --force.
-void check_rotatable(const std::string& path, unsigned keep, bool force) {
+/// Throws (one line naming path, ending with why) when something is at path that is not a
+/// regular file holding a recording (the SCHEDHOT magic): a device, a directory, a symlink
+/// or someone's notes are not ours to move or delete. Nothing at path is fine.
+void refuse_foreign(const std::string& path, const std::string& why) {
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
   bool ours = false;
@@ -43,11 +56,14 @@ void check_rotatable(const std::string& path, unsigned keep, bool force) {
       std::fclose(f);
     }
   }
-  if (!ours)
-    throw std::runtime_error(fmt::format("{} exists and is not a schedhot recording; rotation would move it away: "
-                                         "choose another name",
-                                         path));
-  if (keep == 0 && !force)
+  if (!ours) throw std::runtime_error(fmt::format("{} exists and is not a schedhot recording; {}", path, why));
+}
+
+/// Refuses to rotate away what is at path unless it is a recording (refuse_foreign). With
+/// keep == 0 the old file would be deleted: only with --force.
+void check_rotatable(const std::string& path, unsigned keep, bool force) {
+  refuse_foreign(path, "rotation would move it away: choose another name");
+  if (keep == 0 && !force && exists(path))
     throw std::runtime_error(fmt::format("{} exists and --rotate 0 would delete it; pass --force or choose another name", path));
 }
 
@@ -61,6 +77,7 @@ RotatingWriter::RotatingWriter(const std::string& path, const Meta& meta, Writer
     if (path == "-") throw std::runtime_error("a size limit with rotation needs a file, not stdout");
     wo_.max_bytes = rot_.max_bytes;
     check_rotatable(path_, rot_.keep, wo_.overwrite);
+    check_rotated("rotation would move or delete it: choose another name");
     wo_.overwrite = false;
     if (exists(path_)) shift();
   }
@@ -72,6 +89,10 @@ RotatingWriter::~RotatingWriter() {
     close();
   } catch (...) {
   }
+}
+
+void RotatingWriter::check_rotated(const std::string& why) const {
+  for (unsigned k = 1; k <= rot_.keep; ++k) refuse_foreign(rotated_name(path_, k), why);
 }
 
 void RotatingWriter::shift() {
@@ -88,25 +109,50 @@ void RotatingWriter::open_new(uint64_t start_wall_ns, uint64_t start_mono_ns) {
   Meta m = meta_;
   m.start_wall_ns = start_wall_ns;
   m.start_mono_ns = start_mono_ns;
+  repeated_ = 0;
   w_ = std::make_unique<RecordingWriter>(path_, m, wo_);
 }
 
 void RotatingWriter::write_sample(const Sample& s) {
-  if (!rotate_next_ && w_->write_sample(s)) return;
-  if (!rotate_next_ && w_->samples() == 0)
-    throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
-                                         path_, rot_.max_bytes));
-  rotate_next_ = false;
-  w_->close();
-  done_bytes_ += w_->bytes();
-  done_samples_ += w_->samples();
-  w_.reset();
-  shift();
-  ++rotations_;
-  open_new(s.wall_ns, s.mono_ns);
-  if (!w_->write_sample(s))
-    throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
-                                         path_, rot_.max_bytes));
+  if (rotate_next_ || !w_->write_sample(s)) {
+    if (!rotate_next_ && w_->samples() == 0)
+      throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
+                                           path_, rot_.max_bytes));
+    // Before anything is closed or moved: a non-recording that appeared at FILE.k since
+    // the start stops the recording here, FILE closed complete, every file left in place.
+    try {
+      check_rotated(fmt::format("it appeared after recording began: rotation stopped, {} closed complete, nothing "
+                                "moved or deleted",
+                                path_));
+    } catch (...) {
+      w_->close();
+      throw;
+    }
+    rotate_next_ = false;
+    w_->close();
+    done_bytes_ += w_->bytes();
+    done_samples_ += w_->samples() - std::min(w_->samples(), repeated_);
+    w_.reset();
+    shift();
+    ++rotations_;
+    // The new file starts where the closed one ended (that sample again, its keyframe),
+    // so the interval up to s is in this file.
+    const Sample* first = have_last_ ? &last_ : &s;
+    open_new(first->wall_ns, first->mono_ns);
+    if (!w_->write_sample(*first))
+      throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
+                                           path_, rot_.max_bytes));
+    if (have_last_) {
+      repeated_ = 1;
+      if (!w_->write_sample(s))
+        throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and two samples",
+                                             path_, rot_.max_bytes));
+    }
+  }
+  if (rot_.max_bytes) {
+    last_ = s;
+    have_last_ = true;
+  }
 }
 
 void RotatingWriter::write_status(const ProbeStatus& status) {
@@ -122,6 +168,8 @@ void RotatingWriter::close() {
 
 uint64_t RotatingWriter::bytes() const { return done_bytes_ + (w_ ? w_->bytes() : 0); }
 
-uint32_t RotatingWriter::samples() const { return done_samples_ + (w_ ? w_->samples() : 0); }
+uint32_t RotatingWriter::samples() const {
+  return done_samples_ + (w_ ? w_->samples() - std::min(w_->samples(), repeated_) : 0);
+}
 
 }  // namespace schedhot

@@ -18,12 +18,17 @@ namespace schedhot {
 namespace fs = std::filesystem;
 
 bool read_file(const std::string& path, std::string& out) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) return false;
   std::ifstream in(path, std::ios::binary);
   if (!in) return false;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  out = ss.str();
-  return true;
+  out.clear();
+  char buf[65536];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    if (out.size() + size_t(in.gcount()) > kMaxReadBytes) return false;
+    out.append(buf, size_t(in.gcount()));
+  }
+  return !in.bad();
 }
 
 namespace {

@@ -59,7 +59,11 @@ std::string spinlock_blind_spot(const HostInfo& h);
 const char* to_string(SpinlockMode m);
 SpinlockMode spinlock_mode_from_string(const std::string& s);
 
-/// Reads a whole small file; returns false when it cannot be opened.
+/// Files read whole (sysfs/procfs entries, kallsyms, a System.map) are at most this big.
+inline constexpr size_t kMaxReadBytes = size_t(256) << 20;
+/// Reads a whole regular file of at most kMaxReadBytes (/proc files included); false when
+/// it cannot be opened, is not a regular file (a device, a FIFO: /dev/zero never ends), or
+/// is larger.
 bool read_file(const std::string& path, std::string& out);
 
 void to_json(nlohmann::json& j, const HostInfo& h);

@@ -1,6 +1,7 @@
 #include <gtest/gtest.h>
 
 #include "probe/kallsyms.h"
+#include "sys/host.h"
 
 using namespace schedhot;
 
@@ -71,4 +72,16 @@ TEST(Kallsyms, HiddenAddresses) {
   SymbolTable t = SymbolTable::parse("0000000000000000 T schedule\n0000000000000000 t cpupri_set\n");
   EXPECT_TRUE(t.addresses_hidden());
   EXPECT_NE(t.find("cpupri_set"), nullptr);
+}
+
+TEST(Kallsyms, LoadRefusesWhatIsNotASmallRegularFile) {
+  // --system-map /dev/zero used to read until the OOM killer came.
+  std::string e;
+  EXPECT_FALSE(SymbolTable::load("/dev/zero", &e).has_value());
+  EXPECT_NE(e.find("cannot read /dev/zero (missing, unreadable, not a regular file, or over 256 MiB)"), std::string::npos) << e;
+  EXPECT_FALSE(SymbolTable::load("/nonexistent/System.map", &e).has_value());
+  std::string text;
+  EXPECT_FALSE(read_file("/dev/urandom", text));
+  ASSERT_TRUE(read_file("/proc/self/stat", text)) << "procfs files (size 0 in stat) are read";
+  EXPECT_FALSE(text.empty());
 }
