@@ -128,6 +128,10 @@ int run_export(const ExportCmd& o) {
     err("export needs a recording FILE");
     return 2;
   }
+  if (o.output.empty()) {
+    err("-o: an empty path (- is stdout)");
+    return 2;
+  }
   ExportOptions opts;
   std::vector<int> cpus;
   try {
@@ -178,6 +182,11 @@ int run_export(const ExportCmd& o) {
       err(fmt::format("-o {}: is a directory", o.output));
       return 2;
     }
+    struct stat in_st {};
+    if (::stat(o.file.c_str(), &in_st) == 0 && in_st.st_dev == old_st.st_dev && in_st.st_ino == old_st.st_ino) {
+      err(fmt::format("-o {}: is the recording being exported", o.output));
+      return 2;
+    }
     in_place = !S_ISREG(old_st.st_mode);
     if (!in_place && !o.force) {
       err(fmt::format("{} exists; choose another name or pass --force", o.output));
@@ -189,13 +198,26 @@ int run_export(const ExportCmd& o) {
         ::free(rp);
       }
   }
+  struct stat link_st {};
+  if (!to_stdout && !existed && ::lstat(o.output.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode)) {
+    // A dangling symlink: the export creates its target, and the link stays.
+    std::string target(size_t(PATH_MAX), '\0');
+    ssize_t n = ::readlink(o.output.c_str(), target.data(), target.size());
+    if (n <= 0) {
+      err(fmt::format("-o {}: cannot read the symlink: {}", o.output, strerror(errno)));
+      return 1;
+    }
+    target.resize(size_t(n));
+    const auto slash = o.output.rfind('/');
+    dest = target[0] == '/' || slash == std::string::npos ? target : o.output.substr(0, slash + 1) + target;
+  }
   const bool via_tmp = !to_stdout && !in_place;
   const std::string tmp = via_tmp ? fmt::format("{}.tmp{}", dest, getpid()) : "";
   std::ofstream file;
   if (!to_stdout) {
     file.open(via_tmp ? tmp : o.output, std::ios::binary | std::ios::trunc);
     if (!file) {
-      err(fmt::format("cannot create {}: {}", via_tmp ? tmp : o.output, strerror(errno)));
+      err(fmt::format("cannot write {}: {}", o.output, strerror(errno)));
       return 1;
     }
   }
@@ -219,6 +241,10 @@ int run_export(const ExportCmd& o) {
   } catch (const std::exception& e) {
     if (to_stdout && errno == EPIPE) return 1;  // the reader left (| head): quiet, as with SIGPIPE
     if (via_tmp) ::unlink(tmp.c_str());
+    if (g_stop.load()) {
+      err("interrupted");
+      return 130;
+    }
     err(fmt::format("export to {}: {}", to_stdout ? "stdout" : o.output, e.what()));
     return 1;
   }

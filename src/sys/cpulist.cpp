@@ -12,7 +12,10 @@ namespace {
 int parse_id(std::string_view s, std::string_view whole) {
   int v = -1;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
-  if (ec != std::errc() || p != s.data() + s.size() || s.empty() || v < 0)
+  if (s.empty())
+    throw std::invalid_argument(
+        fmt::format("bad CPU list '{}': a range needs a CPU on each side of '-' (CPUs are 0, 1, ...; e.g. 0-3,8)", whole));
+  if (ec != std::errc() || p != s.data() + s.size() || v < 0)
     throw std::invalid_argument(fmt::format("bad CPU list '{}': '{}' is not a CPU number", whole, s));
   return v;
 }

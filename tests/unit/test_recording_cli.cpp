@@ -135,7 +135,7 @@ TEST(RecordingCli, ExportErrorsAreOneLine) {
   expect_one_line_error(run_cli("export " + f + " --cpus 9"), 2, "--cpus: CPU 9 is not in the recording (4 CPUs)");
   expect_one_line_error(run_cli("export " + f + " --cpus 3-1"), 2, "reversed");
   expect_one_line_error(run_cli("export " + f + " --from 1000s"), 1, "no samples at or after --from 1000s");
-  expect_one_line_error(run_cli("export " + f + " -o /nonexistent/dir/x.csv"), 1, "cannot create /nonexistent/dir/x.csv");
+  expect_one_line_error(run_cli("export " + f + " -o /nonexistent/dir/x.csv"), 1, "cannot write /nonexistent/dir/x.csv");
   CliRun r = run_cli("export " + kData + "/v1.1-unclosed.shot");
   EXPECT_EQ(r.status, 0);
   EXPECT_EQ(lines(r.out), 1u + 7 * 4);
@@ -212,6 +212,25 @@ TEST(RecordingCli, ExportNeverReplacesWhatIsNotItsOwn) {
     EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
   }
   expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, dir.path)), 2, "is a directory");
+}
+
+TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
+  TempDir dir("cli_export_guard");
+  const std::string in = dir / "in.shot";
+  spit(in, slurp(kData + "/tui16.shot"));
+  // Its own input, even with --force: refused before anything is written.
+  expect_one_line_error(run_cli("export " + in + " -f -o " + in), 2, "is the recording being exported");
+  EXPECT_EQ(slurp(in), slurp(kData + "/tui16.shot"));
+  expect_one_line_error(run_cli("export " + in + " -o ''"), 2, "-o: an empty path");
+  expect_one_line_error(run_cli("export " + in + " --cpus -1"), 2, "a range needs a CPU on each side of '-'");
+  // A dangling symlink: its target is created, the link stays a link.
+  ASSERT_EQ(::symlink("target.csv", (dir / "link.csv").c_str()), 0);
+  CliRun r = run_cli("export " + in + " -o " + dir / "link.csv");
+  ASSERT_EQ(r.status, 0) << r.err;
+  struct stat st {};
+  ASSERT_EQ(::lstat((dir / "link.csv").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(slurp(dir / "target.csv").rfind("time_s,cpu,", 0), 0u);
 }
 
 TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
