@@ -101,6 +101,8 @@ class TuiApp {
   TuiApp(TuiFeed& feed, TuiOptions opts);
   /// Handles one key; false when the UI should quit.
   bool on_key(int key);
+  /// A prompt (filter, jump) is taking text: keys are characters, not commands.
+  bool in_prompt() const { return prompt_ != Prompt::none; }
   /// The screen for a terminal of width x height cells (exactly height lines).
   Screen render(int width, int height);
   /// Plain text of the header and the whole table (every row and column; the per-CPU

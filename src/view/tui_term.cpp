@@ -203,6 +203,15 @@ void Terminal::draw(const Screen& s) {
 int Terminal::width() const { return getmaxx(stdscr); }
 int Terminal::height() const { return getmaxy(stdscr); }
 
+bool quits_ahead(const TuiApp& app, const std::vector<int>& keys) {
+  if (app.in_prompt()) return false;
+  for (int k : keys) {
+    if (k == 'q') return true;
+    if (k == '/' || k == 'j') return false;  // a prompt opens: what follows is its text
+  }
+  return false;
+}
+
 void run_tui(TuiApp& app, TuiFeed& feed, Terminal& term, const std::atomic<bool>& stop) {
   bool dirty = true;
   while (!stop.load()) {
@@ -215,7 +224,13 @@ void run_tui(TuiApp& app, TuiFeed& feed, Terminal& term, const std::atomic<bool>
     int key = term.read_key(wait < 0 ? 250 : std::clamp(wait, 0, 250));
     if (key == kNoKey) continue;
     dirty = true;
-    if (!app.on_key(key)) break;
+    // Every key typed ahead, at once: a q among them quits now instead of waiting behind
+    // slow keys (a w on 8192 CPUs takes seconds), unless a prompt would take it as text.
+    std::vector<int> keys{key};
+    for (int k; keys.size() < 1024 && (k = term.read_key(0)) != kNoKey;) keys.push_back(k);
+    if (quits_ahead(app, keys)) break;
+    for (int k : keys)
+      if (stop.load() || !app.on_key(k)) return;
   }
 }
 

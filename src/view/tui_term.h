@@ -4,6 +4,7 @@
 // saved termios and the terminal's exit sequences back before the default action runs.
 #pragma once
 #include <atomic>
+#include <vector>
 #include <string>
 
 #include "view/tui_app.h"
@@ -43,5 +44,8 @@ class Terminal {
 /// wait for a key or the feed's next due work. Exceptions from the feed propagate (the
 /// caller's Terminal restores the screen as it unwinds).
 void run_tui(TuiApp& app, TuiFeed& feed, Terminal& term, const std::atomic<bool>& stop);
+/// Whether keys typed ahead (in order) hold a q that quits: not while a prompt takes text,
+/// nor after a key that opens one (/ filter, j jump).
+bool quits_ahead(const TuiApp& app, const std::vector<int>& keys);
 
 }  // namespace schedhot::tui

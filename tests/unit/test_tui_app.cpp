@@ -15,6 +15,7 @@
 #include "store/recording.h"
 #include "view/tui_app.h"
 #include "view/tui_replay.h"
+#include "view/tui_term.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;
@@ -291,6 +292,17 @@ TEST_F(Replay, SummaryHelpSmallQuit) {
   EXPECT_EQ(small[0].text, "terminal too small");
   EXPECT_EQ(small[1].text, "50x10, need 60x12");
   EXPECT_FALSE(app->on_key('q'));
+}
+
+TEST_F(Replay, QTypedAheadOfSlowKeysQuitsUnlessAPromptTakesIt) {
+  using V = std::vector<int>;
+  EXPECT_TRUE(tui::quits_ahead(*app, V{'w', 'w', 'w', 'q'}));
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'w', 'T'}));
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'/', '1', 'q'})) << "after / the q is the filter's text";
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'j', 'q'}));
+  keys("/");
+  ASSERT_TRUE(app->in_prompt());
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'q'}));
 }
 
 TEST_F(Replay, Plays) {
