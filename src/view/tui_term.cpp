@@ -28,7 +28,11 @@ struct CrashRestore {
   size_t len = 0;
 };
 CrashRestore g_crash;
-constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT};
+// Crashes, and every other signal whose default action ends the process (SIGINT, SIGTERM
+// and SIGHUP are caught for a clean stop elsewhere; SIGPIPE is ignored).
+constexpr int kCrashSignals[] = {SIGSEGV, SIGBUS,  SIGFPE,    SIGILL,  SIGABRT, SIGQUIT, SIGTRAP, SIGSYS,
+                                 SIGUSR1, SIGUSR2, SIGALRM,   SIGVTALRM, SIGPROF, SIGXCPU, SIGXFSZ,
+                                 SIGPWR,  SIGSTKFLT};
 struct sigaction g_old_actions[std::size(kCrashSignals)];
 
 void on_crash(int sig) {

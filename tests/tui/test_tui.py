@@ -14,6 +14,7 @@ scenarios: values sort paging filter histogram topology small resize quit sigter
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -366,6 +367,12 @@ def s_crash(t):
     before, screen = start_replay(t)
     os.kill(t.pid_of_ui(), 11)  # SIGSEGV: the crash handler restores the terminal, then dies of it
     quit_and_check(t, before, how="signal", rc=139)
+    # Any other signal whose default action ends the process restores it too (SIGQUIT
+    # dumps core: 131; SIGUSR1 ends it: 138).
+    for sig, rc in ((signal.SIGQUIT, 131), (signal.SIGUSR1, 138)):
+        before, screen = start_replay(t)
+        os.kill(t.pid_of_ui(), sig)
+        quit_and_check(t, before, how="signal", rc=rc)
 
 
 def s_replay_keys(t):
