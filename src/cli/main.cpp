@@ -143,15 +143,25 @@ int main(int argc, char** argv) {
                "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
   add_view_options(cy, replay.sort, replay.cpus);
 
-  if (argc > 1 && argv[1][0] != '-') {
-    bool known = false;
+  {
     std::string names;
+    bool known = false;
     for (const CLI::App* sub : app.get_subcommands({})) {
-      known |= sub->get_name() == argv[1];
+      known |= argc > 1 && sub->get_name() == argv[1];
       names += (names.empty() ? "" : ", ") + sub->get_name();
     }
-    if (!known) {
-      err(fmt::format("unknown command '{}' (one of: {}; see schedhot --help)", argv[1], names));
+    const std::string first = argc > 1 ? argv[1] : "";
+    if (argc < 2) {
+      err(fmt::format("a command is needed (one of: {}; see schedhot --help)", names));
+      return 2;
+    }
+    if (first[0] != '-' && !known) {
+      err(fmt::format("unknown command '{}' (one of: {}; see schedhot --help)", first, names));
+      return 2;
+    }
+    if (first[0] == '-' && first != "-h" && first != "--help" && first != "--help-all" && first != "--version") {
+      err(fmt::format("'{}' before the command: options follow it (schedhot COMMAND [OPTIONS]; commands: {})", first,
+                      names));
       return 2;
     }
   }
