@@ -100,6 +100,7 @@ void RotatingWriter::shift() {
     remove_if_there(path_);
     return;
   }
+  // FILE.keep was checked (check_rotated) just before: a recording, or nothing.
   remove_if_there(rotated_name(path_, rot_.keep));
   for (unsigned k = rot_.keep - 1; k >= 1; --k) rename_if_there(rotated_name(path_, k), rotated_name(path_, k + 1));
   rename_if_there(path_, rotated_name(path_, 1));

@@ -480,11 +480,154 @@ TEST(RecordingRotation, RotatesKeepsNAndEveryFileStandsAlone) {
     // The note was written before these files began: their META carries it.
     const auto& notes = r->meta().probes[m.probe_index("idle")].status.notes;
     EXPECT_NE(std::find(notes.begin(), notes.end(), "rotation test note"), notes.end()) << f;
+    if (!got.empty()) {
+      // A newer file begins with the sample that ended the older one, written again.
+      expect_same(part.front(), got.back());
+      part.erase(part.begin());
+    }
     got.insert(got.end(), part.begin(), part.end());
   }
   ASSERT_LT(got.size(), samples.size());
   const size_t first = samples.size() - got.size();
   for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], samples[first + i]);
+}
+
+namespace {
+
+/// The files of a rotation at path, oldest (path.keep) to newest (path), those that exist.
+std::vector<std::string> rotated_files(const std::string& path, unsigned keep) {
+  std::vector<std::string> out;
+  for (unsigned k = keep; k >= 1; --k)
+    if (exists(RotatingWriter::rotated_name(path, k))) out.push_back(RotatingWriter::rotated_name(path, k));
+  if (exists(path)) out.push_back(path);
+  return out;
+}
+
+}  // namespace
+
+TEST(RecordingRotation, NoIntervalIsLostBetweenFiles) {
+  // Every file kept (keep 20): the files' intervals together are the whole run. Large
+  // NOTEs that do not fit also start new files (before the next sample).
+  Meta m = synthetic_meta(4, {"nohz_kick"});
+  TempDir dir("rotate_gapless");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 400);
+  RotateOptions ro{40'000, 20};
+  unsigned rotations = 0;
+  {
+    RotatingWriter w(path, m, WriterOptions{}, ro);
+    for (size_t i = 0; i < samples.size(); ++i) {
+      w.write_sample(samples[i]);
+      if (i % 97 == 96) {
+        ProbeStatus st = m.probes[m.probe_index("idle")].status;
+        st.notes.push_back(std::string(6000, 'n'));
+        w.write_status(st);
+      }
+    }
+    w.close();
+    rotations = w.rotations();
+    EXPECT_EQ(w.samples(), samples.size()) << "the repeated samples count once";
+  }
+  ASSERT_GE(rotations, 4u);
+  auto files = rotated_files(path, ro.keep);
+  ASSERT_EQ(files.size(), rotations + 1) << "every file kept";
+  uint64_t covered_ns = 0;
+  size_t intervals = 0;
+  std::vector<Sample> prev;
+  for (const std::string& f : files) {
+    EXPECT_LE(file_size(f), ro.max_bytes) << f;
+    auto r = RecordingReader::open(f);
+    auto part = read_all(*r);
+    ASSERT_GE(part.size(), 2u) << f << ": at least one interval";
+    EXPECT_TRUE(r->saw_end()) << f;
+    EXPECT_TRUE(r->sample_positions().front().keyframe) << f;
+    if (!prev.empty()) {
+      EXPECT_EQ(r->meta().start_mono_ns, part.front().mono_ns) << f << ": starts at its first sample";
+      // Same seq, times and counters: the sample that ended the previous file.
+      EXPECT_EQ(part.front().mono_ns, prev.back().mono_ns) << f;
+      expect_same(part.front(), prev.back());
+    }
+    covered_ns += part.back().mono_ns - part.front().mono_ns;
+    intervals += part.size() - 1;
+    prev = part;
+  }
+  EXPECT_EQ(covered_ns, samples.back().mono_ns - samples.front().mono_ns) << "no gap between files";
+  EXPECT_EQ(intervals, samples.size() - 1) << "every interval in exactly one file";
+}
+
+TEST(RecordingRotation, NonRecordingsAtRotatedNamesAreRefusedAtStart) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("rotate_foreign_start");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 300);
+  write_recording(path, m, 3, true);  // rotated at start: fine
+  // path.2 is deleted (keep 2) or replaced (path.1 with keep 1) at the first rotation.
+  for (auto [k, keep] : {std::pair{2u, 2u}, std::pair{1u, 1u}, std::pair{1u, 3u}}) {
+    const std::string foreign = RotatingWriter::rotated_name(path, k);
+    spit(foreign, "precious\n");
+    try {
+      RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, keep});
+      FAIL() << foreign << " with --rotate " << keep << " was accepted";
+    } catch (const std::runtime_error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(foreign + " exists and is not a schedhot recording"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << "one line";
+    }
+    EXPECT_EQ(slurp(foreign), "precious\n");
+    EXPECT_NO_THROW(RecordingReader::open(path)) << "the existing recording stays in place";
+    EXPECT_FALSE(exists(RotatingWriter::rotated_name(path, k == 1 ? 2 : 1)));
+    std::filesystem::remove(foreign);
+  }
+  // A directory is not ours either; a file beyond keep is never touched.
+  std::filesystem::create_directory(path + ".1");
+  EXPECT_THROW(RotatingWriter(path, m, WriterOptions{}, RotateOptions{30'000, 1}), std::runtime_error);
+  std::filesystem::remove(path + ".1");
+  spit(path + ".3", "precious\n");
+  {
+    RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 2});
+    for (auto& s : samples) w.write_sample(s);
+    EXPECT_GE(w.rotations(), 2u);
+  }
+  EXPECT_EQ(slurp(path + ".3"), "precious\n");
+}
+
+TEST(RecordingRotation, NonRecordingThatAppearsLaterStopsTheRotation) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("rotate_foreign_later");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 600);
+  RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 3});
+  size_t i = 0;
+  while (i < samples.size() && w.rotations() == 0) w.write_sample(samples[i++]);
+  ASSERT_EQ(w.rotations(), 1u);
+  const std::string before1 = slurp(path + ".1");
+  spit(path + ".2", "precious\n");  // appears while recording: deleted/replaced by the old shift
+  std::string error;
+  try {
+    for (; i < samples.size(); ++i) w.write_sample(samples[i]);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find(path + ".2 exists and is not a schedhot recording"), std::string::npos) << error;
+  EXPECT_NE(error.find("rotation stopped"), std::string::npos) << error;
+  EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
+  EXPECT_LT(i, samples.size()) << "stopped at the next rotation";
+  EXPECT_EQ(w.rotations(), 1u);
+  EXPECT_EQ(slurp(path + ".2"), "precious\n");
+  EXPECT_EQ(slurp(path + ".1"), before1) << "nothing moved";
+  EXPECT_FALSE(exists(path + ".3"));
+  // path is closed complete and, with path.1, holds every sample accepted.
+  auto r0 = RecordingReader::open(path);
+  auto newest = read_all(*r0);
+  EXPECT_TRUE(r0->saw_end());
+  EXPECT_TRUE(r0->index().has_value());
+  auto r1 = RecordingReader::open(path + ".1");
+  auto older = read_all(*r1);
+  ASSERT_FALSE(newest.empty());
+  expect_same(newest.front(), older.back());
+  EXPECT_EQ(older.size() + newest.size() - 1, w.samples());
+  EXPECT_EQ(w.samples(), i);
+  expect_same(newest.back(), samples[i - 1]);
 }
 
 TEST(RecordingRotation, ExistingFileIsRotatedNotOverwritten) {
@@ -618,12 +761,18 @@ TEST(RecordingDiskFull, RotatingWriterStopsWithEveryFileReadable) {
     error = e.what();
   }
   EXPECT_NE(error.find("ENOSPC"), std::string::npos) << error;
+  // Oldest to newest; a file's first sample repeats the previous file's last: counted once.
   size_t total = 0;
-  for (unsigned k = 0; k <= 8; ++k) {
+  uint64_t last_mono = 0;
+  for (unsigned k = 8; k + 1 > 0; --k) {
     std::string f = k ? RotatingWriter::rotated_name(path, k) : path;
     if (!exists(f)) continue;
     auto r = RecordingReader::open(f);
-    total += read_all(*r).size();
+    for (const Sample& s : read_all(*r))
+      if (s.mono_ns > last_mono) {
+        ++total;
+        last_mono = s.mono_ns;
+      }
     EXPECT_FALSE(r->damage().has_value()) << f;
   }
   EXPECT_EQ(total, w.samples()) << "every sample the writer accepted is in a file";
