@@ -64,6 +64,7 @@ bool ReplayFeed::poll_growth() {
     reader_after_k_ = false;
     closed_ = false;
     ++files_;
+    ended_shown_ = false;
     take_positions();
     return true;
   }
@@ -164,7 +165,11 @@ bool ReplayFeed::update() {
   // Following: the newest interval stays shown as samples arrive (unless the user moved
   // to an older one, or is playing).
   const bool at_newest = k_ == 0 || k_ + 1 == pos_.size();
-  const bool grew = poll_growth();
+  bool grew = poll_growth();
+  if (follow_ && follow_ended() && !ended_shown_) {  // the state line turns to "followed to the writer's close"
+    ended_shown_ = true;
+    grew = true;
+  }
   if (grew && at_newest && !playing_ && pos_.size() >= 2 && k_ + 1 < pos_.size()) seek(pos_.size() - 1);
   if (!playing_ || Clock::now() < stepped_at_ + step_gap()) return grew;
   if (k_ + 1 >= pos_.size() || !seek(k_ + 1)) {

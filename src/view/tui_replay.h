@@ -95,6 +95,7 @@ class ReplayFeed : public TuiFeed {
   int files_ = 1;
   Clock::time_point next_poll_{};
   Clock::time_point closed_seen_{};  ///< following: when END was first seen
+  bool ended_shown_ = false;          ///< update() has reported follow_ended() (a redraw)
 };
 
 }  // namespace schedhot::tui

@@ -492,6 +492,8 @@ TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
   EXPECT_TRUE(poll(f));
   EXPECT_TRUE(f.await_more());  // within the grace a rotation may still come
   std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kRotateGraceMs));
+  EXPECT_TRUE(f.update()) << "the end of following changes the state line: the UI redraws";
+  EXPECT_FALSE(f.update());
   EXPECT_FALSE(f.await_more());
   EXPECT_EQ(f.state(), "followed to the writer's close (file 2 after rotation)");
   std::remove(path.c_str());
