@@ -75,14 +75,14 @@ class LiveFeed : public tui::TuiFeed {
   uint64_t interval_ns() const override { return src_.interval(); }
   int wait_ms() const override {
     if (n_ == 0) return 0;
-    uint64_t now = mono_now_ns();
-    return now >= due_ ? 0 : static_cast<int>((due_ - now) / 1'000'000) + 1;
+    const uint64_t now = mono_now_ns(), due = src_.due();
+    return now >= due ? 0 : static_cast<int>((due - now) / 1'000'000) + 1;
   }
 
   bool update() override {
     bool changed = false;
     for (int i : probes_.poll(0)) changed |= note_status(i);
-    if (n_ > 0 && mono_now_ns() < due_) return changed;
+    if (n_ > 0 && mono_now_ns() < src_.due()) return changed;
     Taken t;
     if (!src_.next(t.s)) return changed;  // stopped
     for (int i : src_.take_status_changes()) changed |= note_status(i);
@@ -90,14 +90,12 @@ class LiveFeed : public tui::TuiFeed {
     if (n_ == 0) {
       meta_.start_mono_ns = src_.meta().start_mono_ns;
       meta_.start_wall_ns = src_.meta().start_wall_ns;
-      due_ = t.s.mono_ns;
       if (!record_path_.empty()) rec_ = std::make_unique<RecordingWriter>(record_path_, meta_, wo_);
     } else {
-      lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, prev_interval_);
+      lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, gap_interval_);
     }
     if (rec_) rec_->write_sample(t.s);
-    prev_interval_ = src_.interval();
-    due_ += src_.interval();
+    gap_interval_ = src_.interval();
     taken_[0] = std::move(taken_[1]);
     taken_[1] = std::move(t);
     ++n_;
@@ -127,7 +125,8 @@ class LiveFeed : public tui::TuiFeed {
         if (v < cur) next = v;
     }
     if (next == cur) return fmt::format("interval {:.3g} s is the {}", double(cur) / 1e9, dir > 0 ? "longest" : "shortest");
-    src_.set_interval(next);
+    src_.set_interval(next);  // re-plans the pending wait too
+    gap_interval_ = std::max(gap_interval_, next);
     return fmt::format("interval {:.3g} s from the next sample on", double(next) / 1e9);
   }
 
@@ -163,8 +162,9 @@ class LiveFeed : public tui::TuiFeed {
   std::unique_ptr<RecordingWriter> rec_;
   Taken taken_[2], frozen_[2];
   size_t n_ = 0, frozen_n_ = 0;
-  uint64_t due_ = 0;
-  uint64_t prev_interval_ = 0;
+  /// What the gap to the next sample is judged against for lost(), ns: the interval when
+  /// the last sample was taken, or a longer one +/- set since (a re-planned wait is no loss).
+  uint64_t gap_interval_ = 0;
   uint64_t lost_ = 0;
   bool paused_ = false;
 };

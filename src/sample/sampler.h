@@ -18,44 +18,61 @@ uint64_t wall_now_ns();
 /// in as an argument), so it is what the unit tests drive. The first sample starts a grid
 /// of interval_ns steps (absolute deadlines, no drift) that ends with a sample at
 /// start + duration_ns (0 = forever).
+///
+/// A late sample (the process stopped: SIGSTOP, Ctrl-Z; heavy load) is taken at once but
+/// never starts a catch-up burst: the next deadline is the first grid point more than a
+/// tenth of an interval after it (SampleWindow's slack), so the deadlines already missed
+/// are skipped. They stay lost samples, as missed_samples() counts them from the long gap;
+/// the gap after the late sample is 0.1 to 1.1 intervals and counts none.
 class SampleSchedule {
  public:
   SampleSchedule(uint64_t interval_ns, uint64_t duration_ns)
-      : interval_ns_(interval_ns), duration_ns_(duration_ns) {}
+      : interval_ns_(std::max<uint64_t>(interval_ns, 1)), duration_ns_(duration_ns) {}
 
-  /// Notes a sample taken at now_ns (the first one starts the grid) and plans the next deadline.
+  /// Notes a sample taken at now_ns (the first one starts the grid) and plans the next
+  /// deadline: the grid point after the one this sample was due at, or a later one when
+  /// now_ns is past it (see above).
   void taken(uint64_t now_ns) {
     if (!started_) {
       started_ = true;
       start_ = now_ns;
       due_ = now_ns;
     }
-    due_ += interval_ns_;
-    const uint64_t end = start_ + duration_ns_;
-    if (duration_ns_ && due_ > end && now_ns + 1000000 < end) due_ = end;
+    last_due_ = due_;
+    last_ns_ = now_ns;
+    uint64_t next = due_ + interval_ns_;
+    if (next <= now_ns + slack()) next += ((now_ns + slack() - next) / interval_ns_ + 1) * interval_ns_;
+    due_ = clamp_to_end(next);
   }
   /// False once the run is over (the next deadline is past start + duration).
   bool more() const { return !started_ || !duration_ns_ || due_ <= start_ + duration_ns_; }
   /// The next sample's deadline, ns (0 before the first sample: due at once).
   uint64_t due() const { return due_; }
-  /// Changes the interval from the next sample on.
+  /// Changes the interval (top's +/-) and re-plans the pending deadline at once: one new
+  /// interval after the last sample's deadline, or now_ns when that is already past; the
+  /// grid goes on from there.
   void set_interval(uint64_t ns, uint64_t now_ns) {
-    (void)now_ns;
-    interval_ns_ = ns;
+    interval_ns_ = std::max<uint64_t>(ns, 1);
+    if (started_) due_ = clamp_to_end(std::max(last_due_ + interval_ns_, now_ns));
   }
   uint64_t interval() const { return interval_ns_; }
-  /// The first sample's time, ns (0 before it).
-  uint64_t start() const { return start_; }
-  /// Deadlines skipped so far because a sample came too late for them.
-  uint64_t skipped() const { return skipped_; }
 
  private:
+  uint64_t slack() const { return interval_ns_ / 10; }
+  /// A duration that is not a multiple of the interval (or a stall) still ends with a
+  /// sample at its end, unless the last one came within the slack before it.
+  uint64_t clamp_to_end(uint64_t next) const {
+    const uint64_t end = start_ + duration_ns_;
+    return duration_ns_ && next > end && last_ns_ + slack() < end ? end : next;
+  }
+
   uint64_t interval_ns_;
   uint64_t duration_ns_;
   bool started_ = false;
   uint64_t start_ = 0;
-  uint64_t due_ = 0;
-  uint64_t skipped_ = 0;
+  uint64_t due_ = 0;       ///< the next deadline
+  uint64_t last_due_ = 0;  ///< the deadline the last sample was taken for
+  uint64_t last_ns_ = 0;   ///< when the last sample was taken
 };
 
 /// Live samples from a ProbeSet: the first next() returns the baseline at once, then one
@@ -73,7 +90,8 @@ class LiveSource : public SampleSource {
   /// Changes the interval (top's +/-): SampleSchedule::set_interval at CLOCK_MONOTONIC now.
   void set_interval(uint64_t ns);
   uint64_t interval() const { return sched_.interval(); }
-  /// The next sample's deadline, CLOCK_MONOTONIC ns: next() returns once it has passed.
+  /// The next sample's deadline, CLOCK_MONOTONIC ns: next() sleeps until then (top's
+  /// feed calls next() only once it has passed, and waits for keys meanwhile).
   uint64_t due() const { return sched_.due(); }
 
  private:

@@ -1,0 +1,182 @@
+// SampleSchedule (src/sample/sampler.h), the deadlines of record, report --live and top,
+// on a simulated CLOCK_MONOTONIC: on time, after a stall (SIGSTOP/SIGCONT, Ctrl-Z then fg),
+// at the end of -d, and when top's +/- change the interval.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <vector>
+
+#include "sample/sampler.h"
+#include "view/tui_replay.h"
+
+using namespace schedhot;
+
+namespace {
+
+constexpr uint64_t kMs = 1'000'000;
+constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kT0 = 1000 * kSec;  ///< the first sample's CLOCK_MONOTONIC time
+constexpr uint64_t kTake = 150'000;    ///< wake-up to sample, ns (what a deadline is late by)
+
+/// The process stopped (SIGSTOP) from `from` to `to`, ns after kT0.
+struct Stop {
+  uint64_t from, to;
+};
+
+/// What LiveSource::next does with s, on a simulated clock: the first sample at kT0, then
+/// each one kTake after its deadline, or kTake after the process runs again when it was
+/// stopped then; until s.more() is false or max samples. Returns the samples' times, ns
+/// after kT0.
+std::vector<uint64_t> run(SampleSchedule& s, const std::vector<Stop>& stops = {}, size_t max = 10000) {
+  std::vector<uint64_t> at;
+  uint64_t now = kT0;
+  while (at.size() < max) {
+    if (!at.empty()) {
+      if (!s.more()) break;
+      now = std::max(now, s.due());
+    }
+    for (const Stop& st : stops)
+      if (now >= kT0 + st.from && now < kT0 + st.to) now = kT0 + st.to;
+    if (!at.empty()) now += kTake;
+    s.taken(now);
+    at.push_back(now - kT0);
+  }
+  return at;
+}
+
+std::vector<uint64_t> gaps(const std::vector<uint64_t>& at) {
+  std::vector<uint64_t> g;
+  for (size_t i = 1; i < at.size(); ++i) g.push_back(at[i] - at[i - 1]);
+  return g;
+}
+
+/// Samples lost as top's header counts them (tui::missed_samples per gap).
+uint64_t lost(const std::vector<uint64_t>& at, uint64_t interval_ns) {
+  uint64_t n = 0;
+  for (uint64_t g : gaps(at)) n += tui::missed_samples(g, interval_ns);
+  return n;
+}
+
+}  // namespace
+
+TEST(SampleSchedule, OnTimeSamplesFollowTheGridWithoutDrift) {
+  SampleSchedule s(100 * kMs, 1 * kSec);
+  auto at = run(s);
+  ASSERT_EQ(at.size(), 11u) << "0, 0.1 .. 1.0 s";
+  for (size_t k = 1; k < at.size(); ++k) EXPECT_EQ(at[k], k * 100 * kMs + kTake) << "sample " << k;
+  EXPECT_EQ(lost(at, 100 * kMs), 0u);
+}
+
+// The repro of record -d 6 -i 100ms with SIGSTOP at +2 s and SIGCONT at +4 s: before, the
+// sample due at 2.1 s came at 4.03 s and the next 19 right after it, 0-200 us apart.
+TEST(SampleSchedule, StallSkipsMissedDeadlinesInsteadOfABurst) {
+  SampleSchedule s(100 * kMs, 6 * kSec);
+  auto at = run(s, {{2030 * kMs, 4030 * kMs}});
+  auto g = gaps(at);
+  EXPECT_GE(*std::min_element(g.begin(), g.end()), 10 * kMs) << "no gap under a tenth of an interval";
+  auto late = std::find(at.begin(), at.end(), 4030 * kMs + kTake);
+  ASSERT_NE(late, at.end()) << "the sample due at 2.1 s is taken when the process runs again";
+  EXPECT_EQ(*(late - 1), 2000 * kMs + kTake);
+  ASSERT_NE(late + 1, at.end());
+  EXPECT_EQ(*(late + 1), 4100 * kMs + kTake) << "then the next deadline of the grid";
+  EXPECT_EQ(at.back(), 6000 * kMs + kTake) << "and the run still ends at -d";
+  EXPECT_EQ(at.size(), 61u - 19u) << "2.2 .. 4.0 s skipped";
+}
+
+// Skipping must not change top's lost count: the gap of the stall counts the samples that
+// should have been in it, and the short gap after the late sample counts none.
+TEST(SampleSchedule, StallKeepsTheLostCount) {
+  SampleSchedule s(100 * kMs, 6 * kSec);
+  auto at = run(s, {{2030 * kMs, 4030 * kMs}});
+  EXPECT_EQ(lost(at, 100 * kMs), 19u) << "the 2.03 s gap";
+  // top -i 100ms -n 40 stopped for 1.55 s after its 11th sample: lost 15 (the 1.57 s gap),
+  // and never those 15 samples afterwards.
+  SampleSchedule top(100 * kMs, 0);
+  auto at2 = run(top, {{1020 * kMs, 2570 * kMs}}, 40);
+  EXPECT_EQ(lost(at2, 100 * kMs), 15u);
+  auto g = gaps(at2);
+  EXPECT_GE(*std::min_element(g.begin(), g.end()), 10 * kMs);
+  EXPECT_EQ(at2[12], 2600 * kMs + kTake);
+  EXPECT_EQ(at2.back(), 2600 * kMs + 27 * 100 * kMs + kTake);
+}
+
+// A sample late by nearly an interval: the grid point just after it is skipped too, or
+// the next interval would be a sliver with absurd rates.
+TEST(SampleSchedule, LateJustBeforeADeadlineSkipsItToo) {
+  SampleSchedule s(100 * kMs, 0);
+  auto at = run(s, {{150 * kMs, 395 * kMs}}, 6);
+  // 0, 0.1, then the one due at 0.2 s at 0.395 s; 0.4 s is 5 ms away: next at 0.5 s.
+  ASSERT_EQ(at.size(), 6u);
+  EXPECT_EQ(at[2], 395 * kMs + kTake);
+  EXPECT_EQ(at[3], 500 * kMs + kTake);
+  EXPECT_EQ(at[4], 600 * kMs + kTake);
+  EXPECT_EQ(lost(at, 100 * kMs), 2u) << "0.3 and 0.4 s, from the 0.295 s gap";
+}
+
+TEST(SampleSchedule, DurationEndsWithASampleAtItsEnd) {
+  {  // not a multiple of the interval: 0 .. 0.9, then 1.05 s
+    SampleSchedule s(300 * kMs, 1050 * kMs);
+    auto at = run(s);
+    ASSERT_EQ(at.size(), 5u);
+    EXPECT_EQ(at.back(), 1050 * kMs + kTake);
+  }
+  {  // stopped across the end: the late sample is the last
+    SampleSchedule s(100 * kMs, 1 * kSec);
+    auto at = run(s, {{550 * kMs, 1300 * kMs}});
+    EXPECT_EQ(at.back(), 1300 * kMs + kTake);
+    EXPECT_EQ(at.size(), 7u) << "0 .. 0.5, then 1.3 s";
+  }
+  {  // running again just before the end (within a tenth of an interval): that sample is
+     // the last, not one more a few ms later
+    SampleSchedule s(100 * kMs, 1 * kSec);
+    auto at = run(s, {{550 * kMs, 995 * kMs}});
+    EXPECT_EQ(at.back(), 995 * kMs + kTake);
+    auto g = gaps(at);
+    EXPECT_GE(*std::min_element(g.begin(), g.end()), 10 * kMs);
+  }
+  {  // running again a little before the end: the sample at the end still comes
+    SampleSchedule s(100 * kMs, 1 * kSec);
+    auto at = run(s, {{550 * kMs, 950 * kMs}});
+    EXPECT_EQ(at.back(), 1000 * kMs + kTake);
+    EXPECT_EQ(at[at.size() - 2], 950 * kMs + kTake);
+  }
+}
+
+// top: + up to 10 s, then - back to 0.1 s. The pending wait follows at once.
+TEST(SampleSchedule, ShorterIntervalReplansThePendingWait) {
+  SampleSchedule s(10 * kSec, 0);
+  s.taken(kT0);
+  s.taken(kT0 + 10 * kSec + kTake);  // last sample at +10 s; next due at +20 s
+  ASSERT_EQ(s.due(), kT0 + 20 * kSec);
+  s.set_interval(100 * kMs, kT0 + 10 * kSec + 50 * kMs);
+  EXPECT_EQ(s.due(), kT0 + 10 * kSec + 100 * kMs) << "one new interval after the last sample";
+  s.taken(kT0 + 10 * kSec + 100 * kMs + kTake);
+  EXPECT_EQ(s.due(), kT0 + 10 * kSec + 200 * kMs) << "then on the new grid";
+}
+
+TEST(SampleSchedule, IntervalChangeWhenThatIsPastIsDueNow) {
+  SampleSchedule s(10 * kSec, 0);
+  s.taken(kT0);
+  const uint64_t now = kT0 + 3 * kSec;  // 3 s into the 10 s wait, - six times
+  for (uint64_t iv : {5 * kSec, 2 * kSec, 1 * kSec, 500 * kMs, 200 * kMs, 100 * kMs}) s.set_interval(iv, now);
+  EXPECT_EQ(s.due(), now);
+  s.taken(now + kTake);
+  EXPECT_EQ(s.due(), now + 100 * kMs) << "the grid goes on from the re-planned deadline";
+}
+
+TEST(SampleSchedule, LongerIntervalReplansThePendingWait) {
+  SampleSchedule s(100 * kMs, 0);
+  s.taken(kT0);
+  s.set_interval(10 * kSec, kT0 + 50 * kMs);
+  EXPECT_EQ(s.due(), kT0 + 10 * kSec);
+  EXPECT_EQ(s.interval(), 10 * kSec);
+}
+
+TEST(SampleSchedule, IntervalChangeKeepsTheEndOfTheDuration) {
+  SampleSchedule s(100 * kMs, 1 * kSec);
+  s.taken(kT0);
+  s.taken(kT0 + 100 * kMs + kTake);
+  s.set_interval(2 * kSec, kT0 + 150 * kMs);
+  EXPECT_EQ(s.due(), kT0 + 1 * kSec) << "the sample at the end of -d";
+  EXPECT_TRUE(s.more());
+}
