@@ -403,7 +403,7 @@ int run_report(const ReportCmd& o) {
     std::string names;
     for (auto& c : cpu_columns())
       if (c.kind != CpuColumnKind::model) names += fmt::format("{}{}", names.empty() ? "" : ", ", c.header);
-    err(fmt::format("--sort: no column '{}' (a probe name or one of: {})", o.sort, names));
+    err(fmt::format("--sort: no column '{}' (a probe name or one of: cpu, {})", o.sort, names));
     return 2;
   }
   if (o.live) {

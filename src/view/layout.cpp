@@ -86,6 +86,7 @@ double column_value(const Interval& iv, const CpuColumn& col, int probe, std::sp
   if (col.kind == CpuColumnKind::model) return kBlank;
   if (probe < 0) return kUnavailable;
   if (col.kind == CpuColumnKind::rate) return iv.rate(probe, col.field, cpus);
+  if (iv.meta().probes[size_t(probe)].status.proxy) return kUnavailable;  // a proxy times nothing: "-", as report
   HistSummary h = iv.hist(probe, col.field, cpus);
   return h.count ? h.p99 : kBlank;
 }

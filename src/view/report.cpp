@@ -66,6 +66,7 @@ void ReportBuilder::add(const Sample& s) {
 }
 
 std::string report_sort_key(const std::string& name) {
+  if (name == "cpu" || name == "CPU") return "cpu";
   for (auto& col : cpu_columns())
     if (col.kind != CpuColumnKind::model && (name == col.probe || name == col.header)) return col.json_key();
   return "";
@@ -307,6 +308,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   if (key.empty()) key = report_sort_key("idle");
   std::vector<nlohmann::json> v(rows.begin(), rows.end());
   std::stable_sort(v.begin(), v.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
+    if (key == "cpu") return x["cpu"].get<int>() < y["cpu"].get<int>();  // lowest first, as top
     double a = x[key].is_null() ? -1 : x[key].get<double>();
     double b = y[key].is_null() ? -1 : y[key].get<double>();
     return a > b;
@@ -404,8 +406,13 @@ std::string render_report_text(const nlohmann::json& r) {
   // Per-CPU table.
   const auto& cpus = r["cpus"];
   if (!cpus.empty()) {
-    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = probe unavailable or blind):\n{:>4}", cpus.size(),
-                       r["cpus_total"].get<size_t>(), r["cpus_sorted_by"].get<std::string>(), "CPU");
+    std::string by = r["cpus_sorted_by"].get<std::string>();  // a JSON key: say it as the column's header
+    for (auto& col : cpu_columns())
+      if (col.kind != CpuColumnKind::model && col.json_key() == by) by = col.header;
+    if (by == "cpu") by = "CPU";
+    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = not measured: probe unavailable, blind, or a proxy's "
+                       "duration):\n{:>4}",
+                       cpus.size(), r["cpus_total"].get<size_t>(), by, "CPU");
     for (auto& col : cpu_columns())
       if (col.kind != CpuColumnKind::model) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
     out += "\n";

@@ -144,7 +144,7 @@ TEST(RecordingCli, ExportErrorsAreOneLine) {
 
 TEST(RecordingCli, ReportErrorsAreOneLine) {
   const std::string f = kData + "/tui16.shot";  // 11 samples, +0..+10 s
-  expect_one_line_error(run_cli("report --sort bogus " + f), 2, "--sort: no column 'bogus' (a probe name or one of: idle/s");
+  expect_one_line_error(run_cli("report --sort bogus " + f), 2, "--sort: no column 'bogus' (a probe name or one of: cpu, idle/s");
   expect_one_line_error(run_cli("report --live --sort bogus"), 2, "--sort: no column 'bogus'");
   CliRun r = run_cli("report --from 10s --to 40s " + f);
   expect_one_line_error(r, 1, "1 sample in the window --from 10s --to 40s, need two for an interval; the samples span +0..+10.00 s");
@@ -153,6 +153,14 @@ TEST(RecordingCli, ReportErrorsAreOneLine) {
   EXPECT_EQ(ok.status, 0) << ok.err;
   EXPECT_NE(ok.out.find("3 samples"), std::string::npos) << ok.out;
   EXPECT_NE(ok.out.find("sorted by cpupri_set/s"), std::string::npos) << ok.out;
+  CliRun p99 = run_cli("report --top 2 --sort set_p99 " + f);
+  EXPECT_NE(p99.out.find("sorted by set_p99;"), std::string::npos) << "the column's header, not its JSON key: " << p99.out;
+  CliRun bycpu = run_cli("report --json --top 3 --sort cpu " + f);
+  ASSERT_EQ(bycpu.status, 0) << bycpu.err;
+  auto rows = nlohmann::json::parse(bycpu.out)["cpus"];
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0]["cpu"], 0);
+  EXPECT_EQ(rows[2]["cpu"], 2);
   expect_one_line_error(run_cli("report --from 30s " + f), 1, "no samples at or after --from 30s; the samples span +0..+10.00 s");
 }
 

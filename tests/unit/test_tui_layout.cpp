@@ -106,6 +106,17 @@ TEST_F(Fixture, CpuRowValues) {
   EXPECT_DOUBLE_EQ(cpu_rows(spike, cpus)[3].v[col("idle/s")], 5000);
 }
 
+TEST_F(Fixture, ProxyP99IsNotMeasuredNotBlank) {
+  // cpupri_set through its proxy times nothing: its set_p99 is "-" (as in report), while
+  // its rate stays a number.
+  Meta pm = m;
+  pm.probes[size_t(pm.probe_index("cpupri_set"))].status.proxy = true;
+  Interval iv(pm, s[1], s[2]);
+  auto rows = cpu_rows(iv, all());
+  EXPECT_EQ(rows[0].v[col("set_p99")], kUnavailable);
+  EXPECT_DOUBLE_EQ(rows[0].v[col("cpupri_set/s")], double(fx::cpupri_set_calls(0)));
+}
+
 TEST_F(Fixture, CellText) {
   const auto& cols = cpu_columns();
   EXPECT_EQ(cell_text(cols[col("bcast_lock/s")], kUnavailable), "-");
