@@ -338,7 +338,7 @@ std::vector<Line> TuiApp::header(int width, bool interactive) const {
   hi.interval_ns = feed_.interval_ns();
   hi.lost = feed_.lost();
   hi.cost = feed_.cost();
-  std::string state = interactive ? feed_.state() : "", note = feed_.source_note();
+  std::string state = interactive ? feed_.state() : feed_.plain_state(), note = feed_.source_note();
   hi.state = state.empty() || note.empty() ? state + note : state + "  " + note;
   return render_header(feed_.meta(), hi, width);
 }

@@ -50,6 +50,9 @@ class TuiFeed {
   virtual std::string cost() const = 0;
   /// "paused", "playing 4x", "recording to F: 12 samples"...; "" when nothing to say.
   virtual std::string state() const = 0;
+  /// The part of state() that plain output (not interactive) keeps: "file 2 after
+  /// rotation" while following; "" when nothing.
+  virtual std::string plain_state() const { return ""; }
   /// What holds of the source whatever the UI does, for plain output too (a damaged or
   /// unclosed recording); "" when nothing.
   virtual std::string source_note() const { return ""; }

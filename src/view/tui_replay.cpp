@@ -134,6 +134,10 @@ std::string ReplayFeed::state() const {
   return "following the writer" + file;
 }
 
+std::string ReplayFeed::plain_state() const {
+  return follow_ && files_ > 1 ? fmt::format("file {} after rotation", files_) : "";
+}
+
 std::string ReplayFeed::source_note() const {
   if (follow_ && !closed_) return "";  // being written: not closed yet is expected
   if (const auto& d = r_->damage()) return fmt::format("recording damaged at byte {}: {}; shown up to there", d->offset, d->reason);

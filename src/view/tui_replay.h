@@ -58,6 +58,7 @@ class ReplayFeed : public TuiFeed {
   uint64_t lost() const override { return lost_; }
   std::string cost() const override { return "not recorded"; }
   std::string state() const override;
+  std::string plain_state() const override;
   std::string source_note() const override;
   uint64_t interval_ns() const override { return meta().interval_ns; }
   int wait_ms() const override;

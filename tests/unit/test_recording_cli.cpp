@@ -353,6 +353,7 @@ TEST(RecordingCli, ReplayFollowsARotatingRecording) {
   size_t files = 0;
   while (std::filesystem::exists(files ? fmt::format("{}.{}", path, files) : path)) ++files;
   EXPECT_EQ(restarts, int(files) - 1) << "one restart per rotation seen";
+  EXPECT_NE(r.out.find(fmt::format("file {} after rotation", files)), std::string::npos) << "plain output names the rotation";
   // The last table is the last interval of the file being written at the end.
   auto rd = RecordingReader::open(path);
   const int last_n = int(read_all(*rd).size());

@@ -485,6 +485,7 @@ TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
   EXPECT_EQ(f.position(), 1u);
   EXPECT_EQ(f.last()->seq, 7u);
   EXPECT_EQ(f.state(), "following the writer (file 2 after rotation)");
+  EXPECT_EQ(f.plain_state(), "file 2 after rotation") << "plain output says it too";
 
   // Closed for good: following ends after the rotation grace.
   w->close();
