@@ -329,9 +329,10 @@ int run_replay(const ReplayCmd& o) {
     return 1;
   }
   if (!check_filter(opts.filter, feed->meta(), o.cpus)) return 2;
+  const std::string damaged = o.follow ? "" : feed->source_note();  // "recording damaged at byte N: ..."
   if (!o.at.empty()) {
     if (std::string why = feed->jump(at); !why.empty()) {
-      err(fmt::format("--at {}: {}", o.at, why));
+      err(fmt::format("--at {}: {}{}", o.at, why, damaged.find("damaged") != std::string::npos ? " (" + damaged + ")" : ""));
       return 2;
     }
   }
@@ -342,6 +343,8 @@ int run_replay(const ReplayCmd& o) {
     err(e.what());
     return 1;
   }
+  // As report and export do: a damaged file is said on stderr too (the header said it).
+  if (damaged.find("damaged") != std::string::npos) err(fmt::format("{}: {}", o.file, damaged));
   return 0;
 }
 

@@ -57,6 +57,18 @@ bool ReplayFeed::poll_growth() {
     } catch (const std::exception&) {
       return false;
     }
+    // A rotation's next file is the same run's: same host and kernel, starting where the
+    // closed one ended. Anything else moved there (another host's, an older recording) ends
+    // following, said in the note, instead of being shown as "file 2 after rotation".
+    const Meta& a = r_->meta();
+    const Meta& b = next->meta();
+    if (b.host.hostname != a.host.hostname || b.host.kernel_release != a.host.kernel_release ||
+        b.start_mono_ns < a.start_mono_ns) {
+      foreign_ = fmt::format("{} was replaced by a recording of another run ({}, {}): following stopped", r_->path(),
+                             b.host.hostname, format_utc_time(b.start_wall_ns));
+      follow_ = false;
+      return true;
+    }
     next->set_follow(r_->follow());
     r_ = std::move(next);
     pos_.clear();
@@ -139,6 +151,7 @@ std::string ReplayFeed::plain_state() const {
 }
 
 std::string ReplayFeed::source_note() const {
+  if (!foreign_.empty()) return foreign_;
   if (follow_ && !closed_) return "";  // being written: not closed yet is expected
   if (const auto& d = r_->damage()) return fmt::format("recording damaged at byte {}: {}; shown up to there", d->offset, d->reason);
   if (!closed_) return "recording not closed by its writer";

@@ -97,6 +97,7 @@ class ReplayFeed : public TuiFeed {
   Clock::time_point next_poll_{};
   Clock::time_point closed_seen_{};  ///< following: when END was first seen
   bool ended_shown_ = false;          ///< update() has reported follow_ended() (a redraw)
+  std::string foreign_;               ///< following: FILE was replaced by another run's recording
 };
 
 }  // namespace schedhot::tui

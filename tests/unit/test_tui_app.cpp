@@ -500,3 +500,36 @@ TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
   std::remove(path.c_str());
   std::remove((path + ".1").c_str());
 }
+
+TEST(TuiReplayFeed, FollowingStopsWhenAnotherRunsRecordingReplacesTheFile) {
+  Meta m = fx::fixture_meta();
+  auto s = fx::fixture_samples(m);
+  const std::string path = ::testing::TempDir() + "/tui_follow_foreign.shot";
+  std::remove(path.c_str());
+  {
+    RecordingWriter w(path, m);
+    w.write_sample(s[0]);
+    w.write_sample(s[1]);
+    w.write_sample(s[2]);
+  }
+  FollowOptions fo;
+  fo.enabled = true;
+  ReplayFeed f(RecordingReader::open(path, fo), true);
+  EXPECT_EQ(f.samples(), 3u);
+  // mv other-host.shot FILE: not a rotation of this run.
+  Meta other = m;
+  other.host.hostname = "elsewhere";
+  ASSERT_EQ(std::remove(path.c_str()), 0);
+  {
+    RecordingWriter w(path, other);
+    w.write_sample(s[0]);
+    w.write_sample(s[1]);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kFollowPollMs + 20));
+  EXPECT_TRUE(f.update());
+  EXPECT_EQ(f.files(), 1) << "not counted as file 2 after rotation";
+  EXPECT_NE(f.source_note().find("was replaced by a recording of another run (elsewhere"), std::string::npos)
+      << f.source_note();
+  EXPECT_FALSE(f.await_more());
+  std::remove(path.c_str());
+}
