@@ -200,6 +200,13 @@ bool RecordingWriter::fits(size_t payload_bytes, bool keyframe) const {
   return after <= opts_.max_bytes;
 }
 
+bool RecordingWriter::still_at_path() const {
+  if (!own_fd_ || fd_ < 0) return true;
+  struct stat open_st {}, path_st {};
+  if (::fstat(fd_, &open_st) != 0 || ::stat(path_.c_str(), &path_st) != 0) return false;
+  return open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
+}
+
 bool RecordingWriter::write_sample(const Sample& s) {
   if (fd_ < 0) throw std::runtime_error(fmt::format("{}: recording already closed", path_));
   const bool key = !have_prev_ || (nsamples_ % kKeyframeEvery) == 0;

@@ -115,6 +115,9 @@ class RecordingWriter {
   /// Sample frames written.
   uint32_t samples() const { return nsamples_; }
   const std::string& path() const { return path_; }
+  /// The file being written is still the one named path() (not moved away or replaced by
+  /// another file since it was opened); true when writing to stdout or a given fd.
+  bool still_at_path() const;
 
  private:
   void write_frame(FrameType t, uint8_t flags, uint64_t mono_ns, const std::string& payload);

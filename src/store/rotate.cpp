@@ -119,8 +119,17 @@ void RotatingWriter::write_sample(const Sample& s) {
     if (!rotate_next_ && w_->samples() == 0)
       throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
                                            path_, rot_.max_bytes));
-    // Before anything is closed or moved: a non-recording that appeared at FILE.k since
-    // the start stops the recording here, FILE closed complete, every file left in place.
+    // Before anything is closed or moved: FILE must still be the file being written (a
+    // file of the user's moved over it is not ours to move), and a non-recording that
+    // appeared at FILE.k since the start stops the recording here, every file left in place.
+    if (!w_->still_at_path()) {
+      w_->close();
+      w_.reset();  // its samples went with it: samples() counts the rotated files' only
+      throw std::runtime_error(fmt::format(
+          "{} is no longer the file being written (moved or replaced while recording): rotation stopped, nothing "
+          "moved or deleted, the samples since the last rotation went with the old file",
+          path_));
+    }
     try {
       check_rotated(fmt::format("it appeared after recording began: rotation stopped, {} closed complete, nothing "
                                 "moved or deleted",

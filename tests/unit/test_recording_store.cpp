@@ -826,3 +826,31 @@ TEST(RecordingHostile, NonRegularFilesAreRefusedWithoutBlocking) {
     }
   }
 }
+
+TEST(RecordingRotation, AFileMovedOverTheOneBeingWrittenIsNotRotated) {
+  // mv mine.txt r.shot while recording: at the next rotation r.shot is the user's file, not
+  // the recording; it must not become r.shot.1.
+  Meta m = synthetic_meta(2);
+  TempDir dir("rotate_replaced");
+  const std::string path = dir / "r.shot";
+  auto samples = make_samples(m, 600);
+  RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 3});
+  size_t i = 0;
+  while (i < samples.size() && w.rotations() == 0) w.write_sample(samples[i++]);
+  ASSERT_EQ(w.rotations(), 1u);
+  const std::string before1 = slurp(path + ".1");
+  const uint32_t in_rotated = uint32_t(read_all(*RecordingReader::open(path + ".1")).size());
+  spit(dir / "mine.txt", "mine\n");
+  ASSERT_EQ(std::rename((dir / "mine.txt").c_str(), path.c_str()), 0);
+  std::string error;
+  try {
+    for (; i < samples.size(); ++i) w.write_sample(samples[i]);
+  } catch (const std::runtime_error& e) {
+    error = e.what();
+  }
+  EXPECT_NE(error.find(path + " is no longer the file being written"), std::string::npos) << error;
+  EXPECT_EQ(slurp(path), "mine\n") << "the user's file stays where it was put";
+  EXPECT_EQ(slurp(path + ".1"), before1) << "nothing moved";
+  EXPECT_FALSE(exists(path + ".2"));
+  EXPECT_EQ(w.samples(), in_rotated) << "only the samples still readable are counted";
+}
