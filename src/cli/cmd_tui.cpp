@@ -345,6 +345,10 @@ int run_replay(const ReplayCmd& o) {
   }
   // As report and export do: a damaged file is said on stderr too (the header said it).
   if (damaged.find("damaged") != std::string::npos) err(fmt::format("{}: {}", o.file, damaged));
+  if (!feed->foreign().empty()) {  // following ended on someone else's file
+    err(feed->foreign());
+    return 1;
+  }
   return 0;
 }
 

@@ -57,19 +57,22 @@ bool ReplayFeed::poll_growth() {
     } catch (const std::exception&) {
       return false;
     }
-    // A rotation's next file is the same run's: same host and kernel, starting where the
-    // closed one ended. Anything else moved there (another host's, an older recording) ends
-    // following, said in the note, instead of being shown as "file 2 after rotation".
+    // A rotation's next file is the same run's: same host and kernel, and its first sample
+    // is the closed file's last one (RotatingWriter writes it again). Anything else moved
+    // there (another host's, another run's, a restart) ends following, said in the note,
+    // instead of being shown as "file 2 after rotation". No sample yet: look again later.
+    next->set_follow(r_->follow());
+    const auto& first = next->sample_positions();
+    if (first.empty()) return false;
     const Meta& a = r_->meta();
     const Meta& b = next->meta();
-    if (b.host.hostname != a.host.hostname || b.host.kernel_release != a.host.kernel_release ||
-        b.start_mono_ns < a.start_mono_ns) {
+    if (b.host.hostname != a.host.hostname || b.host.kernel_release != a.host.kernel_release || pos_.empty() ||
+        first.front().mono_ns != pos_.back().mono_ns) {
       foreign_ = fmt::format("{} was replaced by a recording of another run ({}, {}): following stopped", r_->path(),
                              b.host.hostname, format_utc_time(b.start_wall_ns));
       follow_ = false;
       return true;
     }
-    next->set_follow(r_->follow());
     r_ = std::move(next);
     pos_.clear();
     k_ = 0;

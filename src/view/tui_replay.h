@@ -59,6 +59,8 @@ class ReplayFeed : public TuiFeed {
   std::string cost() const override { return "not recorded"; }
   std::string state() const override;
   std::string plain_state() const override;
+  /// Following stopped because FILE was replaced by another run's recording: why ("" if not).
+  const std::string& foreign() const { return foreign_; }
   std::string source_note() const override;
   uint64_t interval_ns() const override { return meta().interval_ns; }
   int wait_ms() const override;

@@ -470,19 +470,23 @@ TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
   EXPECT_EQ(f.step(1), "");
   EXPECT_EQ(f.last()->seq, 5u);
 
-  // The writer closes and rotates: FILE -> FILE.1, a new FILE.
+  // The writer closes and rotates: FILE -> FILE.1, a new FILE that starts, as
+  // RotatingWriter's do, with the closed file's last sample.
   w->close();
   w.reset();
   EXPECT_TRUE(poll(f));
   EXPECT_EQ(f.source_note(), "");
   ASSERT_EQ(std::rename(path.c_str(), (path + ".1").c_str()), 0);
   w = std::make_unique<RecordingWriter>(path, m);
+  EXPECT_FALSE(poll(f)) << "a new FILE without a sample yet is looked at again later";
+  EXPECT_EQ(f.files(), 1);
+  w->write_sample(s[5]);
   w->write_sample(s[6]);
   w->write_sample(s[7]);
   EXPECT_TRUE(poll(f));
   EXPECT_EQ(f.files(), 2);
-  EXPECT_EQ(f.samples(), 2u);
-  EXPECT_EQ(f.position(), 1u);
+  EXPECT_EQ(f.samples(), 3u);
+  EXPECT_EQ(f.position(), 2u);
   EXPECT_EQ(f.last()->seq, 7u);
   EXPECT_EQ(f.state(), "following the writer (file 2 after rotation)");
   EXPECT_EQ(f.plain_state(), "file 2 after rotation") << "plain output says it too";
@@ -530,6 +534,28 @@ TEST(TuiReplayFeed, FollowingStopsWhenAnotherRunsRecordingReplacesTheFile) {
   EXPECT_EQ(f.files(), 1) << "not counted as file 2 after rotation";
   EXPECT_NE(f.source_note().find("was replaced by a recording of another run (elsewhere"), std::string::npos)
       << f.source_note();
+  EXPECT_EQ(f.foreign(), f.source_note());
   EXPECT_FALSE(f.await_more());
+
+  // The same host, a restarted recorder (its first sample is not the closed file's last):
+  // not a rotation either.
+  ASSERT_EQ(std::remove(path.c_str()), 0);
+  {
+    RecordingWriter w(path, m);
+    w.write_sample(s[0]);
+    w.write_sample(s[1]);
+    w.write_sample(s[2]);
+  }
+  ReplayFeed g(RecordingReader::open(path, fo), true);
+  ASSERT_EQ(std::remove(path.c_str()), 0);
+  {
+    RecordingWriter w(path, m);
+    w.write_sample(s[4]);
+    w.write_sample(s[5]);
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kFollowPollMs + 20));
+  EXPECT_TRUE(g.update());
+  EXPECT_EQ(g.files(), 1);
+  EXPECT_NE(g.foreign().find("was replaced by a recording of another run"), std::string::npos) << g.foreign();
   std::remove(path.c_str());
 }
