@@ -198,18 +198,19 @@ int run_export(const ExportCmd& o) {
         ::free(rp);
       }
   }
+  // A dangling symlink (or a chain of them): the export creates the last target, and every
+  // link stays; a loop is an error.
   struct stat link_st {};
-  if (!to_stdout && !existed && ::lstat(o.output.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode)) {
-    // A dangling symlink: the export creates its target, and the link stays.
+  for (int hops = 0; !to_stdout && !existed && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode); ++hops) {
     std::string target(size_t(PATH_MAX), '\0');
-    ssize_t n = ::readlink(o.output.c_str(), target.data(), target.size());
+    ssize_t n = hops < 40 ? ::readlink(dest.c_str(), target.data(), target.size()) : -1;
     if (n <= 0) {
-      err(fmt::format("-o {}: cannot read the symlink: {}", o.output, strerror(errno)));
+      err(fmt::format("-o {}: {}", o.output, hops < 40 ? strerror(errno) : strerror(ELOOP)));
       return 1;
     }
     target.resize(size_t(n));
-    const auto slash = o.output.rfind('/');
-    dest = target[0] == '/' || slash == std::string::npos ? target : o.output.substr(0, slash + 1) + target;
+    const auto slash = dest.rfind('/');
+    dest = target[0] == '/' || slash == std::string::npos ? target : dest.substr(0, slash + 1) + target;
   }
   const bool via_tmp = !to_stdout && !in_place;
   const std::string tmp = via_tmp ? fmt::format("{}.tmp{}", dest, getpid()) : "";

@@ -239,6 +239,18 @@ TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
   ASSERT_EQ(::lstat((dir / "link.csv").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   EXPECT_EQ(slurp(dir / "target.csv").rfind("time_s,cpu,", 0), 0u);
+  // A chain of dangling links: the last target is written, both links stay; a loop is one line.
+  ASSERT_EQ(::symlink("hop2.csv", (dir / "hop1.csv").c_str()), 0);
+  ASSERT_EQ(::symlink("end.csv", (dir / "hop2.csv").c_str()), 0);
+  ASSERT_EQ(run_cli("export " + in + " -o " + dir / "hop1.csv").status, 0);
+  ASSERT_EQ(::lstat((dir / "hop2.csv").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
+  EXPECT_EQ(slurp(dir / "end.csv").rfind("time_s,cpu,", 0), 0u);
+  ASSERT_EQ(::symlink("loop2", (dir / "loop1").c_str()), 0);
+  ASSERT_EQ(::symlink("loop1", (dir / "loop2").c_str()), 0);
+  expect_one_line_error(run_cli("export " + in + " -o " + dir / "loop1"), 1, "Too many levels of symbolic links");
+  ASSERT_EQ(::lstat((dir / "loop2").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
 TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
