@@ -251,7 +251,8 @@ int run_export(const ExportCmd& o) {
   }
   if (res.intervals == 0) {
     if (via_tmp) ::unlink(tmp.c_str());
-    err(fmt::format("{}: {} samples in the window, need two for an interval{}", o.file, res.samples,
+    err(fmt::format("{}: {} sample{} in the window, need two for an interval{}", o.file, res.samples,
+                    res.samples == 1 ? "" : "s",
                     r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
     return 1;
   }

@@ -372,9 +372,10 @@ int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in
                                                                          reader->damage()->reason)
                                                           : "";
     if ((ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2)
-      err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s", what,
-                      b.samples(), b.samples() == 1 ? "" : "s", o.from.empty() ? "" : " --from " + o.from,
-                      o.to.empty() ? "" : " --to " + o.to, b.seen_span_s()));
+      err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s{}",
+                      what, b.samples(), b.samples() == 1 ? "" : "s", o.from.empty() ? "" : " --from " + o.from,
+                      o.to.empty() ? "" : " --to " + o.to, b.seen_span_s(),
+                      damage.empty() ? "" : ", where reading stopped" + damage));
     else
       err(fmt::format("{}: {} sample{}{}, need two for an interval", what, b.seen(), b.seen() == 1 ? "" : "s", damage));
     return 1;

@@ -173,7 +173,8 @@ TEST(RecordingCli, ReportWindowOfADamagedClosedFileStopsAtTheDamage) {
   const std::string bad = dir / "bad.shot";
   spit(bad, d);
   expect_one_line_error(run_cli("report --from 8 " + bad), 1,
-                        "0 samples in the window --from 8, need two for an interval; the samples span +0..+5.00 s");
+                        "0 samples in the window --from 8, need two for an interval; the samples span +0..+5.00 s, "
+                        "where reading stopped (damaged at byte");
   expect_one_line_error(run_cli("export --from 8 " + bad), 1,
                         "0 samples in the window, need two for an interval (reading stopped: damaged at byte");
   CliRun r = run_cli("report --json --to 3 " + bad);
