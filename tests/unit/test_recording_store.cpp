@@ -591,23 +591,38 @@ TEST(RecordingRotation, NonRecordingsAtRotatedNamesAreRefusedAtStart) {
   EXPECT_EQ(slurp(path + ".3"), "precious\n");
 }
 
+namespace {
+
+/// Writes samples until the writer's first rotation; returns how many were written.
+size_t write_until_rotation(RotatingWriter& w, const std::vector<Sample>& samples) {
+  size_t i = 0;
+  while (i < samples.size() && w.rotations() == 0) w.write_sample(samples[i++]);
+  return i;
+}
+
+/// Writes samples[i..] until one throws; returns its message ("" if none did), i at it.
+std::string write_until_error(RotatingWriter& w, const std::vector<Sample>& samples, size_t& i) {
+  try {
+    for (; i < samples.size(); ++i) w.write_sample(samples[i]);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
 TEST(RecordingRotation, NonRecordingThatAppearsLaterStopsTheRotation) {
   Meta m = synthetic_meta(2);
   TempDir dir("rotate_foreign_later");
   const std::string path = dir / "r.shot";
   auto samples = make_samples(m, 600);
   RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 3});
-  size_t i = 0;
-  while (i < samples.size() && w.rotations() == 0) w.write_sample(samples[i++]);
+  size_t i = write_until_rotation(w, samples);
   ASSERT_EQ(w.rotations(), 1u);
   const std::string before1 = slurp(path + ".1");
   spit(path + ".2", "precious\n");  // appears while recording: deleted/replaced by the old shift
-  std::string error;
-  try {
-    for (; i < samples.size(); ++i) w.write_sample(samples[i]);
-  } catch (const std::runtime_error& e) {
-    error = e.what();
-  }
+  std::string error = write_until_error(w, samples, i);
   EXPECT_NE(error.find(path + ".2 exists and is not a schedhot recording"), std::string::npos) << error;
   EXPECT_NE(error.find("rotation stopped"), std::string::npos) << error;
   EXPECT_EQ(error.find('\n'), std::string::npos) << "one line";
@@ -835,19 +850,13 @@ TEST(RecordingRotation, AFileMovedOverTheOneBeingWrittenIsNotRotated) {
   const std::string path = dir / "r.shot";
   auto samples = make_samples(m, 600);
   RotatingWriter w(path, m, WriterOptions{}, RotateOptions{30'000, 3});
-  size_t i = 0;
-  while (i < samples.size() && w.rotations() == 0) w.write_sample(samples[i++]);
+  size_t i = write_until_rotation(w, samples);
   ASSERT_EQ(w.rotations(), 1u);
   const std::string before1 = slurp(path + ".1");
   const uint32_t in_rotated = uint32_t(read_all(*RecordingReader::open(path + ".1")).size());
   spit(dir / "mine.txt", "mine\n");
   ASSERT_EQ(std::rename((dir / "mine.txt").c_str(), path.c_str()), 0);
-  std::string error;
-  try {
-    for (; i < samples.size(); ++i) w.write_sample(samples[i]);
-  } catch (const std::runtime_error& e) {
-    error = e.what();
-  }
+  std::string error = write_until_error(w, samples, i);
   EXPECT_NE(error.find(path + " is no longer the file being written"), std::string::npos) << error;
   EXPECT_EQ(slurp(path), "mine\n") << "the user's file stays where it was put";
   EXPECT_EQ(slurp(path + ".1"), before1) << "nothing moved";
