@@ -313,11 +313,19 @@ def check_backend(ck, kver, variant, backend, d, binary):
             idle = [pc["cpu"] for pc in p["per_cpu"] if pc["total"] == 0]
             ck.expect(not idle, tag, f"{probe}: no calls on CPU(s) {idle} although the workload ran there")
         if probe in TIMED:
+            # Calls are counted at entry and timed at return: a call in flight when the
+            # window's first sample is read is timed but not counted, one in flight at the
+            # last sample is counted but not timed. These functions do not nest on a CPU,
+            # so the two totals differ by at most one call per CPU.
             c = p["counters"]
             lat = p["latency_ns"] or {}
-            ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] == 0 and lat.get("count") == s, tag,
-                      f"{probe}: {s} calls but {lat.get('count')} timed ({c['nested']['total']} nested, "
-                      f"{c['orphan_exits']['total']} orphan exits): entries and exits do not pair up")
+            ncpu = len(p["per_cpu"] or [])
+            timed = lat.get("count")
+            ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] == 0 and timed is not None
+                      and abs(timed - s) <= ncpu, tag,
+                      f"{probe}: {s} calls but {timed} timed ({c['nested']['total']} nested, "
+                      f"{c['orphan_exits']['total']} orphan exits; calls in flight at the window's edges "
+                      f"allow {ncpu}): entries and exits do not pair up")
 
     # ILB kicks: csd_queue_cpu of nohz_csd_func (6.5+)
     ik = probes.get("ilb_kick")
@@ -483,7 +491,12 @@ def run_one(ck, binary, image, kver, variant, backends):
     tag = f"{kver}/{variant}"
     panics = [f for f in os.listdir(d) if f.startswith("serial.log.panic-")]
     if panics:
-        ck.say(f"   ({len(panics)} boot(s) hit the TCG text-patching race (Oops: int3) and were retried)")
+        hung = 0
+        for f in panics:
+            with open(os.path.join(d, f), errors="replace") as fh:
+                hung += "soft lockup" in fh.read()
+        ck.say(f"   ({len(panics) - hung} boot(s) hit the TCG text-patching race (Oops: int3), {hung} hung "
+               f"(soft lockup); each was retried, its log kept as serial.log.panic-K)")
     ck.expect(b.returncode == 0, tag, f"boot.sh rc {b.returncode}: {boot.get('result', b.stderr.strip())} (log {log})")
     x = subprocess.run([os.path.join(HERE, "extract.sh"), log, d], capture_output=True, text=True)
     ck.expect(x.returncode == 0, tag, f"extracting the guest's files failed: {x.stderr.strip()}")
