@@ -2,16 +2,19 @@
 """e2e.py SCHEDHOT_BIN: schedhot on Debian's own kernels under QEMU, checked against ftrace.
 
 For each kernel of ${SCHEDHOT_VM_KERNELS:-6.1 6.12 7.3} it boots one guest (tests/vm/boot.sh,
-TCG, 4 vCPUs; a boot that hits the TCG text-patching race, boot.sh rc 6 or 7, boots again, up
-to 3 times in all) whose /init (e2e-init.sh)
-records with schedhot, once per backend (default and --backend kprobe; also --backend proxy
+TCG, 4 vCPUs; a boot that hits the TCG text-patching race or hangs, boot.sh rc 6, 7 or 8, boots
+again, up to 5 times in all) from an initramfs of busybox-static and static binaries: a
+statically linked schedhot built from this source tree (tests/vm/build-static.sh, in
+<SCHEDHOT_BIN's directory>/vm-static/; $SCHEDHOT_VM_GUEST_BIN names another), the workload and
+tracecount. Its /init (e2e-init.sh) records with schedhot, once per backend (default and --backend kprobe; also --backend proxy
 on ${SCHEDHOT_VM_PROXY:-6.12}), while workloads drive every target (idle churn, hackbench,
 SCHED_FIFO sleepers, CPU hotplug) and the ftrace function tracer counts the same functions
 on trace_clock mono. Only trace events whose timestamp lies in (first sample's mono time,
 last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then, on the host:
 
   * every function probe attached with the expected backend and symbol, non-zero on every
-    CPU, all of its calls timed (none nested, no orphan exits);
+    CPU, all of its calls timed (none nested, no orphan exits; the timed count is the calls'
+    within one per CPU, for calls in flight at the window's edges);
   * schedhot's totals and per-CPU counts agree with ftrace's within 2 % (at least 1 call);
     ILB kicks against csd:csd_queue_cpu filtered on nohz_csd_func; tick-broadcast sites
     one by one; tick_broadcast_offline against the hotplug workload's offline operations;
@@ -478,7 +481,7 @@ def run_one(ck, binary, image, kver, variant, backends):
     append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)}"
     t0 = time.time()
     b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
-                        "--quiet", "--retries", "3", "--log", log, "--summary", os.path.join(d, "boot.txt"),
+                        "--quiet", "--retries", "5", "--log", log, "--summary", os.path.join(d, "boot.txt"),
                         "--append", append] + flags, capture_output=True, text=True)
     dt = time.time() - t0
     boot = {}
@@ -529,6 +532,16 @@ def main(argv):
     OUT = os.environ.get("SCHEDHOT_VM_OUT", os.path.join(os.path.dirname(binary), "vm-e2e"))
     os.makedirs(OUT, exist_ok=True)
     os.makedirs(CACHE, exist_ok=True)
+    # The guests run a statically linked schedhot built from this source tree
+    # (build-static.sh, next to SCHEDHOT_BIN in vm-static/); SCHEDHOT_BIN itself replays
+    # their recordings on the host. SCHEDHOT_VM_GUEST_BIN names a guest binary instead.
+    guest_bin = os.environ.get("SCHEDHOT_VM_GUEST_BIN")
+    if not guest_bin:
+        b = subprocess.run([os.path.join(HERE, "build-static.sh"), os.path.join(os.path.dirname(binary), "vm-static")],
+                           stdout=subprocess.PIPE, text=True)
+        if b.returncode != 0:
+            die("building the static schedhot for the guests failed")
+        guest_bin = b.stdout.strip().splitlines()[-1]
     lock = open(os.path.join(CACHE, "vm.lock"), "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -539,7 +552,7 @@ def main(argv):
     if subprocess.run([os.path.join(HERE, "fetch-kernels.sh")] + kernels, stdout=sys.stderr).returncode != 0:
         die(f"fetch-kernels.sh {' '.join(kernels)} failed")
     image = os.path.join(OUT, "e2e.cpio.gz")
-    if subprocess.run([os.path.join(HERE, "mkimage.sh"), binary, image]).returncode != 0:
+    if subprocess.run([os.path.join(HERE, "mkimage.sh"), guest_bin, image]).returncode != 0:
         die("building the initramfs failed")
 
     runs = []
