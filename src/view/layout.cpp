@@ -375,11 +375,21 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
   top.add("  kernel ", Role::label).add(meta.host.kernel_release);
   top.add("  CPUs ", Role::label).add(fmt::format("{} online of {}", meta.host.online.size(), meta.ncpus));
   top.add("  interval ", Role::label).add(fmt::format("{:.3g} s", double(h.interval_ns) / 1e9));
+  // The time goes right-aligned on the title line; where both do not fit (a narrow
+  // terminal), on a line of its own under it, so it is never the part clipped away.
   int pad = width - top.width() - cells(h.when);
-  top.add(std::string(size_t(std::max(pad, 2)), ' '));
-  top.add(h.when, Role::title);
+  if (pad >= 2 || h.when.empty()) {
+    top.add(std::string(size_t(std::max(pad, 2)), ' '));
+    top.add(h.when, Role::title);
+  }
   clip(top, width);
   out.push_back(std::move(top));
+  if (pad < 2 && !h.when.empty()) {
+    Line w;
+    w.add(h.when, Role::title);
+    clip(w, width);
+    out.push_back(std::move(w));
+  }
 
   // Probes: attached ones packed on lines, each unavailable one with its reason.
   Line l;

@@ -338,6 +338,16 @@ TEST_F(Fixture, HeaderSummaryHelpSmall) {
   EXPECT_EQ(lines[0].text.substr(size_t(160 - 11)), "sample 2/11");
   for (int w : {60, 80, 160})
     for (auto& l : render_header(m, hi, w)) EXPECT_LE(l.width(), w);
+  // Too narrow for the title and the time on one line: the time gets the second line.
+  hi.when = "sample 2/11  +1.00 s  2023-11-14 22:13:21 UTC";
+  auto narrow = render_header(m, hi, 120);  // title 88 cells + 2 + 45
+  EXPECT_EQ(narrow[0].text.find("sample"), std::string::npos);
+  EXPECT_EQ(narrow[1].text, hi.when);
+  HeaderInfo short_when = hi;
+  short_when.when = "live";
+  EXPECT_EQ(narrow.size(), render_header(m, short_when, 120).size() + 1);
+  EXPECT_EQ(render_header(m, short_when, 120)[0].text.substr(size_t(120 - 4)), "live");
+  EXPECT_EQ(render_header(m, hi, 160)[0].text.substr(size_t(160 - cells(hi.when))), hi.when);
 
   Interval iv(m, s[1], s[2]);
   auto cpus = all();
