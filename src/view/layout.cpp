@@ -225,7 +225,7 @@ std::string cell_text(const CpuColumn& col, double v) {
   return col.kind == CpuColumnKind::p99 ? format_ns(v) : format_rate(v);
 }
 
-std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableStyle& st) {
+std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableStyle& st, int* first_col_shown) {
   const auto& cols = cpu_columns();
   int label_w = std::max(cells(st.label_header), 4);
   for (const TableRow& r : rows) label_w = std::max(label_w, cells(r.label));
@@ -253,10 +253,18 @@ std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableSty
     header_cell("CPU list", list_w, -1, true);
   }
   // Value columns that fit, from first_col on; the CPU list (groups) takes what is left.
+  // Scrolled no further than needed to show the last column: where the columns from
+  // first_col on leave room, earlier ones come back in (no blank space on the right).
   int used = head.width();
+  auto col_w = [&](size_t i) { return std::max(7, cells(cols[i].header)); };
+  int first = std::clamp(st.first_col, 0, std::max(static_cast<int>(cols.size()) - 1, 0));
+  int tail = 0;
+  for (size_t i = size_t(first); i < cols.size(); ++i) tail += 1 + col_w(i);
+  while (first > 0 && used + tail + 1 + col_w(size_t(first - 1)) <= st.width) tail += 1 + col_w(size_t(--first));
+  if (first_col_shown) *first_col_shown = first;
   std::vector<size_t> shown;
-  for (size_t i = size_t(std::max(st.first_col, 0)); i < cols.size(); ++i) {
-    int w = std::max(7, cells(cols[i].header));
+  for (size_t i = size_t(first); i < cols.size(); ++i) {
+    int w = col_w(i);
     if (used + 1 + w > st.width) break;
     header_cell(cols[i].header, w, int(i) + 1, false);
     used += 1 + w;

@@ -138,8 +138,10 @@ struct TableStyle {
   int width = 80;                    ///< cells
   int height = 0;                    ///< lines including the header line; 0 = all rows
 };
-/// The header line and the visible rows.
-std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableStyle& st);
+/// The header line and the visible rows. The value columns start at st.first_col, or
+/// earlier where the columns from there on leave room (written to *first_col_shown).
+std::vector<Line> render_table(const std::vector<TableRow>& rows, const TableStyle& st,
+                               int* first_col_shown = nullptr);
 
 // ---- histogram ----------------------------------------------------------------------
 

@@ -282,7 +282,7 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) 
   st.width = width;
   st.height = height - 1;
   std::vector<Line> out = {title};
-  for (Line& l : render_table(rows, st)) out.push_back(std::move(l));
+  for (Line& l : render_table(rows, st, &first_col_)) out.push_back(std::move(l));
   return out;
 }
 

@@ -192,6 +192,22 @@ TEST_F(Fixture, TableLayout) {
   lines = render_table(rows, st);
   EXPECT_EQ(lines[0].text.find("idle/s"), std::string::npos);
   EXPECT_NE(lines[0].text.find("nohz_enter/s"), std::string::npos);
+  int shown = -1;
+  render_table(rows, st, &shown);
+  EXPECT_EQ(shown, 2);
+  // Scrolled further than a wide screen needs: the columns come back from the left, so
+  // the last column ends near the right edge instead of blank space after it.
+  st.width = 1000;
+  st.first_col = table_columns() - 2;
+  lines = render_table(rows, st, &shown);
+  EXPECT_EQ(shown, 0);
+  EXPECT_NE(lines[0].text.find("idle/s"), std::string::npos);
+  st.width = 100;
+  lines = render_table(rows, st, &shown);
+  EXPECT_GT(shown, 0);
+  EXPECT_LT(shown, table_columns() - 2);
+  EXPECT_NE(lines[0].text.find(column_header(table_columns() - 1)), std::string::npos);
+  EXPECT_GT(lines[0].text.find_last_not_of(' '), 100u - 16);  // less than one column's room left
 
   // Paging: rows 5..9 of the sorted table.
   st = TableStyle();
