@@ -105,7 +105,7 @@ int main(int argc, char** argv) {
   cq->add_flag("--json", rep.json, "JSON output (schema schedhot.report/1)");
   cq->add_flag("--all-cpus", rep.all_cpus, "per-CPU table for every CPU, not the top 10");
   cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10)")->check(kCount);
-  cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name (default idle)");
+  cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name, a column header (set_p99, ilb_recv/s) or cpu (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
 

@@ -285,6 +285,12 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
       for (auto& c : plan.candidates) (c.backend == Backend::fentry ? fc : kc) = &c;
       std::vector<ProgSel> final_progs;
       std::vector<Backend> final_backend;
+      // the probe's own list of failed attempts: each backend's error once, not per site
+      auto note_failure = [&](Backend b, const std::string& sym, const std::string& err) {
+        if (std::none_of(failures.begin(), failures.end(),
+                         [&](const AttachTry& f) { return f.backend == b && f.error == err; }))
+          failures.push_back({b, sym, err});
+      };
       for (size_t i = 0; i < spec.symbols.size(); ++i) {
         SiteStatus ss;
         ss.site = spec.symbols[i];
@@ -301,6 +307,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
           std::string& ref = b == Backend::fentry ? refused.fentry : refused.kprobe;
           if (!ref.empty()) {
             errs.push_back(ref);
+            note_failure(b, c->sites[i], ref);
             continue;
           }
           ProgSel ps{fmt::format("bcast_lock__{}_{}", b == Backend::fentry ? "fentry" : "kprobe", i), c->sites[i]};
@@ -315,13 +322,14 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
           }
           if (policy_refusal(r)) ref = r.error;
           errs.push_back(r.error);
+          note_failure(b, c->sites[i], r.error);
         }
         if (!ss.attached) {
           for (auto& f : failures)
             if (f.backend == Backend::kprobe || f.backend == Backend::fentry) errs.push_back(f.error);
           ss.error = errs.empty() ? (nothing_to_try.empty() ? "no backend available" : nothing_to_try) : errs.front();
           for (size_t k = 1; k < errs.size(); ++k)
-            if (errs[k] != ss.error) ss.error += "; " + errs[k];
+            if (ss.error.find(errs[k]) == std::string::npos) ss.error += "; " + errs[k];
         }
         st.sites.push_back(ss);
       }
@@ -427,7 +435,11 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
         st.reason = why.empty() ? (nothing_to_try.empty() ? "no way to attach on this kernel" : nothing_to_try) : why;
       }
     }
-    // Keep the attempts that failed before the one that worked (or all of them).
+    // Keep the attempts that failed before the one that worked (or all of them), in the
+    // order of resolution: fentry, kprobe, tracepoint (a backend ruled out up front, such
+    // as kprobes not built in, was added first).
+    std::stable_sort(failures.begin(), failures.end(),
+                     [](const AttachTry& a, const AttachTry& b) { return a.backend < b.backend; });
     st.tried = failures;
     if (!st.attached && st.via.empty()) st.via = plan.via;
 
@@ -473,9 +485,9 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
       bw.notes.push_back(fmt::format("tick_broadcast_lock at {:#x} from {}", a.addr, a.source));
     } else {
       skel->bss->sh_bcast_learn = 1;
-      bw.notes.push_back(fmt::format("tick_broadcast_lock address unknown ({}): learning it from contention stacks whose "
+      bw.notes.push_back(fmt::format("{} ({}): learning it from contention stacks whose "
                                      "first non-lock frame is a tick-broadcast function",
-                                     a.source));
+                                     kLockAddrUnknownNote, a.source));
       learner_ = std::make_unique<LockLearner>(skel, facts.kallsyms);
       if (!learner_->ok()) {
         bw.notes.push_back("learning unavailable: " + learner_->error());
@@ -541,7 +553,7 @@ std::vector<int> ProbeSet::poll(int timeout_ms) {
     skel->bss->sh_bcast_learn = 0;
     ProbeStatus& bw = status_[SH_P_BCAST_WAIT];
     for (auto& n : bw.notes)
-      if (n.rfind("tick_broadcast_lock address unknown", 0) == 0)
+      if (n.rfind(kLockAddrUnknownNote, 0) == 0)
         n = fmt::format("tick_broadcast_lock at {:#x} learned from {} contention stacks (first non-lock frame {})",
                         found->addr, found->votes, found->frame);
     changed.push_back(SH_P_BCAST_WAIT);

@@ -2,6 +2,7 @@
 // prints probe state reads a ProbeStatus; only the attacher (attach.cpp) decides it.
 #pragma once
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -47,6 +48,10 @@ struct ProbeStatus {
   /// "attached" / "unavailable: <reason>" in one line.
   std::string summary() const;
 };
+
+/// How a bcast_wait note starts while tick_broadcast_lock's address is still being learned
+/// (src/probe/learn.h); once learned the note is replaced by the address and its source.
+inline constexpr std::string_view kLockAddrUnknownNote = "tick_broadcast_lock address unknown";
 
 /// One-line meaning of an attach or load error: errno name, meaning, and the likely
 /// cause for this backend (e.g. "fentry refused: EPERM (kernel lockdown or an LSM

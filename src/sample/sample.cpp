@@ -1,5 +1,6 @@
 #include "sample/sample.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -11,6 +12,16 @@ int Meta::probe_index(std::string_view name) const {
   for (size_t i = 0; i < probes.size(); ++i)
     if (probes[i].name == name) return static_cast<int>(i);
   return -1;
+}
+
+std::string blind_reason(const Meta& meta, int p) {
+  if (p < 0 || size_t(p) >= meta.probes.size() || meta.probes[size_t(p)].name != "bcast_wait") return "";
+  if (meta.host.spinlock == SpinlockMode::virt_spin_lock) return spinlock_blind_spot(meta.host);
+  const auto& notes = meta.probes[size_t(p)].status.notes;
+  if (std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.rfind(kLockAddrUnknownNote, 0) == 0; }))
+    return "tick_broadcast_lock's address was not learned (no contention stack with a tick-broadcast function as "
+           "its first non-lock frame): its contentions cannot be told from other locks'";
+  return "";
 }
 
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses) {

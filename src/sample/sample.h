@@ -54,6 +54,12 @@ struct Meta {
   int probe_index(std::string_view name) const;
 };
 
+/// Why probe p, though attached, cannot see its events here; "" when it can. bcast_wait:
+/// a host whose spinlocks emit no contention events (virt_spin_lock), or
+/// tick_broadcast_lock's address never learned (its contentions cannot be told from other
+/// locks'). Report, export and the TUI show such a probe's numbers as not measured.
+std::string blind_reason(const Meta& meta, int p);
+
 /// Meta for this build's catalog with the given statuses (by catalog order).
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses);
 

@@ -39,7 +39,7 @@ std::vector<int> parse_cpulist(std::string_view text, int max_cpu) {
       if (hi < lo) throw std::invalid_argument(fmt::format("bad CPU list '{}': range {}-{} is reversed", text, lo, hi));
     }
     if (max_cpu > 0 && hi >= max_cpu)
-      throw std::invalid_argument(fmt::format("bad CPU list '{}': CPU {} does not exist (this machine has {})", text, hi, max_cpu));
+      throw std::invalid_argument(fmt::format("bad CPU list '{}': CPU {} does not exist (CPUs are 0-{})", text, hi, max_cpu - 1));
     if (hi - lo > (1 << 20) || out.size() + size_t(hi - lo) > (1 << 20))
       throw std::invalid_argument(fmt::format("bad CPU list '{}': range too large", text));
     for (int c = lo; c <= hi; ++c) out.push_back(c);

@@ -30,6 +30,7 @@ std::vector<ExportMetric> export_metrics(const Meta& meta) {
   for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
     const ProbeMeta& pm = meta.probes[pi];
     const int p = static_cast<int>(pi);
+    const bool blind = pm.status.attached && !blind_reason(meta, p).empty();  // nothing of it is measured
     auto add = [&](const std::string& field, ExportMetric::Kind k, const char* suffix) {
       ExportMetric m;
       m.probe = p;
@@ -37,7 +38,7 @@ std::vector<ExportMetric> export_metrics(const Meta& meta) {
       m.kind = k;
       m.column = field + suffix;
       m.name = pm.name + "." + m.column;
-      m.unseen = k == ExportMetric::Kind::rate && !counter_observed(pm.name, pm.status.proxy, field);
+      m.unseen = blind || (k == ExportMetric::Kind::rate && !counter_observed(pm.name, pm.status.proxy, field));
       out.push_back(std::move(m));
     };
     auto add_hist = [&](const std::string& field) {

@@ -37,7 +37,8 @@ struct ExportMetric {
   Kind kind = Kind::rate;
   std::string column;   ///< "calls_per_s", "lat_p99_ns": the name within its probe
   std::string name;     ///< probe.column: "nohz_exit.calls_per_s", "cpupri_set.lat_p99_ns"
-  bool unseen = false;  ///< a counter the probe's proxy cannot observe: cells stay empty/null
+  bool unseen = false;  ///< a counter the probe's proxy cannot observe, or any metric of a blind probe
+                        ///< (blind_reason()): cells stay empty/null
   const char* unit() const { return kind == Kind::rate ? "1/s" : "ns"; }
 };
 /// The metrics of a recording, in column order: for every probe of meta (attached or

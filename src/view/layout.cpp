@@ -76,8 +76,8 @@ std::vector<int> column_probes(const Interval& iv) {
   const Meta& m = iv.meta();
   for (const CpuColumn& col : cpu_columns()) {
     int p = col.kind == CpuColumnKind::model ? -1 : m.probe_index(col.probe);
-    bool ok = p >= 0 && m.probes[p].status.attached && iv.present(p);
-    out.push_back(ok ? p : -1);
+    bool ok = p >= 0 && m.probes[p].status.attached && iv.present(p) && blind_reason(m, p).empty();
+    out.push_back(ok ? p : -1);  // -1: "-", not measured (unavailable, blind, no data)
   }
   return out;
 }
@@ -355,9 +355,14 @@ std::vector<Line> render_histogram(const std::string& title, std::span<const uin
   for (auto& r : rows) most = std::max(most, r.count);
   const int fixed = 8 + 1 + 8 + 1 + 10 + 2;
   const int bar_w = std::max(width - fixed - 24, 4);
+  // Bucket bounds from 1 ms on are 1/16 of a power of two apart (6.25 %): two decimals of
+  // ms keep two adjacent bounds apart where format_ns's one would print both as 1.0ms.
+  auto bound = [](uint64_t ns) {
+    return ns >= 1'000'000 && ns < 1'000'000'000 ? fmt::format("{:.2f}ms", double(ns) / 1e6) : format_ns(double(ns));
+  };
   for (const HistRow& r : rows) {
     Line l;
-    l.add(fmt::format("{:>8} {:>8} {:>10}  ", format_ns(double(r.lo)), format_ns(double(r.hi)), r.count));
+    l.add(fmt::format("{:>8} {:>8} {:>10}  ", bound(r.lo), bound(r.hi), r.count));
     int len = most ? static_cast<int>(std::lround(double(r.count) * bar_w / double(most))) : 0;
     if (r.count && len == 0) len = 1;
     std::string bar;
@@ -402,9 +407,14 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
   // Probes: attached ones packed on lines, each unavailable one with its reason.
   Line l;
   l.add("probes", Role::label);
-  for (const ProbeMeta& pm : meta.probes) {
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+    const ProbeMeta& pm = meta.probes[pi];
     const ProbeStatus& st = pm.status;
-    std::string text = st.attached ? fmt::format("{} {}", pm.name, st.backend_label()) : pm.name + " unavailable: " + brief_reason(st.reason);
+    const std::string blind = st.attached ? blind_reason(meta, static_cast<int>(pi)) : "";
+    std::string text = !st.attached     ? pm.name + " unavailable: " + brief_reason(st.reason)
+                       : blind.empty() ? fmt::format("{} {}", pm.name, st.backend_label())
+                                       : fmt::format("{} {} blind: {}", pm.name, st.backend_label(),
+                                                     brief_reason(blind.substr(0, blind.find(':'))));
     if (l.width() + 2 + cells(text) > width && l.width() > 0) {
       out.push_back(std::move(l));
       l = Line();
@@ -413,7 +423,7 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
     l.add("  ");
     if (l.width() + cells(text) > width)
       text = std::string(text.substr(0, byte_of_cell(text, std::max(width - l.width() - 3, 0)))) + "...";
-    l.add(text, st.attached ? Role::good : Role::bad);
+    l.add(text, st.attached && blind.empty() ? Role::good : Role::bad);
   }
   out.push_back(std::move(l));
 
@@ -439,9 +449,13 @@ std::vector<Line> render_summary(const Interval& iv, std::span<const int> cpus, 
     const ProbeMeta& pm = m.probes[pi];
     const ProbeSpec* spec = find_probe(pm.name);
     Line l;
-    if (!pm.status.attached || !iv.present(p) || !spec) {
+    const std::string blind = pm.status.attached ? blind_reason(m, p) : "";
+    if (!pm.status.attached || !iv.present(p) || !spec || !blind.empty()) {
       l.add(fmt::format("{:<12} ", pm.name));
-      l.add(pm.status.attached ? "no data" : "unavailable: " + brief_reason(pm.status.reason), Role::bad);
+      l.add(!pm.status.attached ? "unavailable: " + brief_reason(pm.status.reason)
+            : !blind.empty()    ? "blind: " + brief_reason(blind)
+                                : "no data",
+            Role::bad);
     } else {
       std::string backend = pm.status.backend_label();
       std::string p50 = "", p90 = "", p99 = "", mx = "";
@@ -478,7 +492,7 @@ std::vector<Line> render_help(bool live, int width) {
       {"w", "jump to the worst sample for the sort column", 2},
       {"< > F6", "sort column left / right", 0},
       {"r", "reverse the sort order", 0},
-      {"/", "filter CPUs: a list or ranges (0-7,16); empty = all", 0},
+      {"/", "filter CPUs: a list or ranges (0-7,16); empty = all; starts with the current one (Ctrl-U clears)", 0},
       {"arrows PgUp PgDn", "scroll rows; left / right scroll columns", 0},
       {"Home End", "first / last rows", 0},
       {"c", "per-CPU table", 0},

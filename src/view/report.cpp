@@ -139,11 +139,6 @@ nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const 
 
 std::string fmt_ns(const nlohmann::json& v) { return v.is_null() ? "-" : format_ns(v.get<double>()); }
 
-/// bcast_wait counts lock:contention_begin; under virt_spin_lock the kernel emits none, so
-/// its numbers would read as "no contention" when contention is unobservable.
-bool blind_probe(const Meta& meta, std::string_view probe) {
-  return probe == "bcast_wait" && meta.host.spinlock == SpinlockMode::virt_spin_lock;
-}
 
 }  // namespace
 
@@ -223,7 +218,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     j["reason"] = st.reason;
     j["notes"] = st.notes;
     const bool present = have && st.attached && iv.present(p);
-    if (st.attached && blind_probe(meta, pm.name)) j["blind"] = spinlock_blind_spot(h);
+    if (std::string why = blind_reason(meta, p); st.attached && !why.empty()) j["blind"] = why;
     j["primary"] = spec ? spec->primary : "";
     // A layout without the primary field (a crafted or foreign file) has nothing to show.
     if (!present || !spec || j.contains("blind") || !pm.layout.find(spec->primary)) {
@@ -286,6 +281,9 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   r["probes"] = probes;
 
   // The per-CPU table.
+  std::vector<char> measured(meta.probes.size());
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi)
+    measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
   nlohmann::json rows = nlohmann::json::array();
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
@@ -293,7 +291,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     for (auto& col : cpu_columns()) {
       if (col.kind == CpuColumnKind::model) continue;
       int p = meta.probe_index(col.probe);
-      bool ok = have && p >= 0 && meta.probes[p].status.attached && iv.present(p) && !blind_probe(meta, col.probe);
+      bool ok = have && p >= 0 && measured[size_t(p)] && iv.present(p);
       if (col.kind == CpuColumnKind::rate) {
         row[col.json_key()] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
       } else {

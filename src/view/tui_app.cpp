@@ -71,6 +71,8 @@ bool TuiApp::on_prompt_key(int key) {
     prompt_ = Prompt::none;
   } else if (key == kKeyBackspace || key == 8) {
     if (!input_.empty()) input_.pop_back();
+  } else if (key == 21) {  // Ctrl-U: clear the line (the filter prompt starts with the current filter)
+    input_.clear();
   } else if (key >= 32 && key < 127) {
     if (input_.size() < 200) input_.push_back(static_cast<char>(key));
   }
@@ -370,7 +372,8 @@ Screen TuiApp::render(int width, int height) {
     while (static_cast<int>(s.size()) < height - 1) s.push_back(Line());
     Line foot;
     if (prompt_ == Prompt::filter) {
-      foot.add("filter CPUs (list or ranges, e.g. 0-7,16; empty = all): ", Role::label).add(input_ + "_");
+      foot.add("filter CPUs (list or ranges, e.g. 0-7,16; empty = all; Ctrl-U clears, Esc cancels): ", Role::label)
+          .add(input_ + "_");
     } else if (prompt_ == Prompt::jump) {
       foot.add("jump to time since the start (e.g. 30, 2.5s, 1m): ", Role::label).add(input_ + "_");
     } else if (!message_.empty()) {

@@ -195,6 +195,12 @@ if fentry_refused and not pj["kprobes"]:
         check(p["status"] == "unavailable", f"{name} unavailable here")
         check("fentry refused: EPERM" in p["reason"] and "kprobes not built into this kernel" in p["reason"],
               f"{name} reason names both refusals: {p['reason']}")
+    order = {"fentry": 0, "kprobe": 1, "tracepoint": 2}
+    for p in pj["probes"]:
+        seq = [order.get(t["backend"], 9) for t in p["tried"]]
+        check(seq == sorted(seq), f"{p['probe']}: tried in resolution order: {[t['backend'] for t in p['tried']]}")
+    check([t["backend"] for t in by_name["bcast_lock"]["tried"]] == ["fentry", "kprobe"],
+          f"bcast_lock's tried names both refusals once: {by_name['bcast_lock']['tried']}")
     check("sched_balance_trigger" in by_name["nohz_kick"]["via"] or "trigger_load_balance" in by_name["nohz_kick"]["via"],
           f"nohz_kick names the caller it would use: {by_name['nohz_kick']['via']}")
     for name, tp in (("nohz_exit", "hrtimer_expire_entry"), ("nohz_enter", "tick_stop"), ("cpupri_set", "sched_switch")):

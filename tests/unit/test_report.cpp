@@ -1,5 +1,6 @@
 // ReportBuilder: the window's monotonic bounds, and bcast_wait on a host whose spinlocks
-// emit no contention events (virt_spin_lock): "blind", never a zero.
+// emit no contention events (virt_spin_lock) or whose lock address was never learned:
+// "blind", never a zero.
 #include <gtest/gtest.h>
 
 #include "test_util.h"
@@ -18,8 +19,10 @@ struct Built {
 };
 
 // Two samples 2 s apart with 30 contentions on CPU 1 and 40 cpupri_set calls on CPU 2.
-Built build(SpinlockMode mode) {
+// bcast_wait_note: a note bcast_wait's status ends with (how its lock address was found).
+Built build(SpinlockMode mode, const std::string& bcast_wait_note = "") {
   Meta m = synthetic_meta(4);
+  if (!bcast_wait_note.empty()) m.probes[size_t(m.probe_index("bcast_wait"))].status.notes.push_back(bcast_wait_note);
   m.host.spinlock = mode;
   m.host.hypervisor = mode == SpinlockMode::virt_spin_lock;
   Sample a = make_sample(m), b = make_sample(m);
@@ -91,6 +94,31 @@ TEST(Report, VirtSpinLockMakesBcastWaitBlindNotZero) {
   ASSERT_NE(at, std::string::npos);
   std::string line = r.text.substr(at + 1, r.text.find('\n', at + 1) - at - 1);
   EXPECT_NE(line.find("blind: hypervisor without paravirt spinlocks"), std::string::npos) << line;
+  // Export: every bcast_wait column is empty, the others are not.
+  Meta m = synthetic_meta(4);
+  m.host.spinlock = SpinlockMode::virt_spin_lock;
+  int n = 0;
+  for (const ExportMetric& e : export_metrics(m)) {
+    EXPECT_EQ(e.unseen, e.name.rfind("bcast_wait.", 0) == 0) << e.name;
+    n += e.name.rfind("bcast_wait.", 0) == 0;
+  }
+  EXPECT_GE(n, 3);
+}
+
+TEST(Report, UnlearnedLockAddressMakesBcastWaitBlindNotZero) {
+  // Still learning at the end: the lock's contentions were never told from other locks'.
+  Built r = build(SpinlockMode::native, std::string(kLockAddrUnknownNote) +
+                                            " (not in /proc/kallsyms): learning it from contention stacks");
+  const auto& bw = probe(r.json, "bcast_wait");
+  ASSERT_TRUE(bw.contains("blind"));
+  EXPECT_NE(bw["blind"].get<std::string>().find("address was not learned"), std::string::npos);
+  EXPECT_TRUE(bw["counters"].is_null());
+  EXPECT_TRUE(cpu_row(r.json, 1)["bcast_wait/s"].is_null());
+  EXPECT_NE(r.text.find("blind: tick_broadcast_lock's address was not learned"), std::string::npos);
+  // Learned: the same samples are numbers again.
+  Built l = build(SpinlockMode::native, "tick_broadcast_lock at 0xffffffff81000000 learned from 2 contention stacks");
+  EXPECT_FALSE(probe(l.json, "bcast_wait").contains("blind"));
+  EXPECT_DOUBLE_EQ(cpu_row(l.json, 1)["bcast_wait/s"].get<double>(), 15.0);
 }
 
 TEST(Report, CpusOnlineMidRunAreRowsSoRowsAddUpToTotals) {

@@ -4,6 +4,8 @@
 // committed tests/data/tui16.shot holds exactly what the generator makes.
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include <algorithm>
 
 #include "data/tui_fixture.h"
@@ -115,6 +117,29 @@ TEST_F(Fixture, ProxyP99IsNotMeasuredNotBlank) {
   auto rows = cpu_rows(iv, all());
   EXPECT_EQ(rows[0].v[col("set_p99")], kUnavailable);
   EXPECT_DOUBLE_EQ(rows[0].v[col("cpupri_set/s")], double(fx::cpupri_set_calls(0)));
+}
+
+TEST_F(Fixture, BlindBcastWaitIsNotMeasuredNotZero) {
+  // A host whose spinlocks emit no contention events: bcast_wait/s is "-" in every row,
+  // the header and the summary say blind; the other columns keep their numbers.
+  for (int why = 0; why < 2; ++why) {
+    Meta bm = m;
+    if (why == 0) bm.host.spinlock = SpinlockMode::virt_spin_lock;
+    else bm.probes[size_t(bm.probe_index("bcast_wait"))].status.notes.push_back(std::string(kLockAddrUnknownNote) + ": learning it");
+    Interval iv(bm, s[1], s[2]);
+    auto rows = cpu_rows(iv, all());
+    EXPECT_EQ(rows[2].v[col("bcast_wait/s")], kUnavailable) << why;
+    EXPECT_DOUBLE_EQ(rows[2].v[col("cpupri_find/s")], 40) << why;
+    HeaderInfo hi;
+    hi.mode = "replay";
+    std::string head = screen_text(render_header(bm, hi, 400));
+    EXPECT_NE(head.find(why == 0 ? "bcast_wait tracepoint blind: hypervisor without paravirt spinlocks"
+                                 : "bcast_wait tracepoint blind: tick_broadcast_lock's address was not learned"),
+              std::string::npos)
+        << head;
+    std::string sum = screen_text(render_summary(iv, all(), 400));
+    EXPECT_NE(sum.find("bcast_wait   blind: "), std::string::npos) << sum;
+  }
 }
 
 TEST_F(Fixture, CellText) {
@@ -274,6 +299,25 @@ TEST_F(Fixture, GroupRows) {
   EXPECT_EQ(lines[0].text.substr(0, 28), " LLC   CPUs CPU list   idle/");
   EXPECT_EQ(lines[1].text.substr(0, 28), " LLC 0    4 0-1,8-9       58");
   EXPECT_NE(lines[1].text.find(" 580 "), std::string::npos);
+}
+
+TEST_F(Fixture, HistogramBoundsAroundAMillisecondStayApart) {
+  // One event in each bucket from 1 ms to 4 ms: every row's from and to differ in text.
+  std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);
+  for (uint32_t i = sh_hist_index(1'000'000); i <= sh_hist_index(4'000'000); ++i) b[i] = 1;
+  HistSummary hs;
+  hs.count = sh_hist_index(4'000'000) - sh_hist_index(1'000'000) + 1;
+  auto lines = render_histogram("x", b, hs, 120, 100, false);
+  int rows = 0;
+  for (auto& l : lines) {
+    std::istringstream in(l.text);
+    std::string from, to;
+    in >> from >> to;
+    if (from.size() < 3 || from.substr(from.size() - 2) != "ms") continue;
+    ++rows;
+    EXPECT_NE(from, to) << l.text;
+  }
+  EXPECT_GE(rows, 30);
 }
 
 TEST_F(Fixture, HistogramRowsAndMarks) {
