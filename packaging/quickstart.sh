@@ -14,6 +14,7 @@ echo "== schedhot probes"
 "$bin" probes
 echo
 echo "== schedhot record -d $secs -i 1 -o $out  (under packaging/load.sh: naps, busy bursts, an RT sleeper)"
+echo "   (the idle and nohz figures need CPUs that go idle: on a machine already busy they stay low)"
 "$root/packaging/load.sh" $((secs + 1)) &
 load_pid=$!
 "$bin" record -d "$secs" -i 1 -o "$out" --force

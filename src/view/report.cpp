@@ -177,6 +177,14 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
                    {"seconds", iv.seconds()},
                    {"samples", n_},
                    {"interval_ns", meta.interval_ns}};
+  // A window asked to end after the recording's last sample ends there: say so.
+  if (n_ >= 2 && opts_.to_s >= 0) {
+    const double end_s = static_cast<double>(b.mono_ns - t0_) / 1e9;
+    const double slack_s = static_cast<double>(meta.interval_ns) / 1e9 / 10;
+    if (opts_.to_s > end_s + slack_s)
+      r["window"]["note"] = fmt::format("--to {:.2f} s is after the last sample (+{:.2f} s): the window ends there",
+                                        opts_.to_s, end_s);
+  }
   const bool have = n_ >= 2;
 
   // The CPUs of the per-CPU rows: the online ones at the start, and any other that counted
@@ -337,6 +345,7 @@ std::string render_report_text(const nlohmann::json& r) {
     out += fmt::format("window {:.2f} s from +{:.2f} s, {} samples, interval {:.3f} s, started {}\n", w["seconds"].get<double>(),
                        w["from_s"].get<double>(), w["samples"].get<uint32_t>(),
                        static_cast<double>(w["interval_ns"].get<uint64_t>()) / 1e9, w["start"].get<std::string>());
+    if (w.contains("note")) out += fmt::format("window {}\n", w["note"].get<std::string>());
   }
   out += fmt::format("\n{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "BACKEND", "TOTAL",
                      "RATE/s", "PEAK/s", "p10", "p50", "p90", "p98", "p99", "max");

@@ -214,3 +214,28 @@ TEST(Report, WindowEdgesTakeSamplesALittleLate) {
   EXPECT_TRUE(w.after(5.15));
   EXPECT_EQ(w.start_ns(), 1'899'999'999u);
 }
+
+TEST(Report, AWindowPastTheEndSaysWhereItEnds) {
+  // Samples at +0..+8 s; --to 20 s ends at +8 s and says so, --to 8 s says nothing.
+  Meta m = synthetic_meta(2);
+  m.interval_ns = 1'000'000'000;
+  auto build_to = [&](double to) {
+    ReportOptions o;
+    o.from_s = 5;
+    o.to_s = to;
+    ReportBuilder rb(m, o);
+    for (uint64_t k = 0; k <= 8; ++k) {
+      Sample s = make_sample(m);
+      s.mono_ns = 10'000'000'000 + k * 1'000'000'000;
+      rb.add(s);
+    }
+    return rb.build(m, SourceInfo{});
+  };
+  nlohmann::json past = build_to(20);
+  ASSERT_TRUE(past["window"].contains("note"));
+  EXPECT_EQ(past["window"]["note"], "--to 20.00 s is after the last sample (+8.00 s): the window ends there");
+  EXPECT_NE(render_report_text(past).find("window --to 20.00 s is after the last sample"), std::string::npos);
+  EXPECT_DOUBLE_EQ(past["window"]["seconds"].get<double>(), 3.0);
+  EXPECT_FALSE(build_to(8)["window"].contains("note"));
+  EXPECT_FALSE(build_to(7)["window"].contains("note"));
+}
