@@ -18,6 +18,8 @@
 # demo mode runs the plain workloads without the ftrace oracle (tests/vm/demo.sh).
 set -u
 . /lib/schedhot/guest-lib.sh
+# A name for the recordings' host field (the kernel's default is "(none)").
+hostname "qemu-$(uname -r | cut -d- -f1)" 2>/dev/null || true
 # Deep C-states (no-ARAT guests with --cst only) stay off while BPF attaches, while the
 # tracer is set up and while the traces are read; on only while the workloads run.
 cpuidle_deep off
