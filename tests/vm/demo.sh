@@ -3,7 +3,7 @@
 # missing (packaging/install-deps.sh), builds schedhot if $SCHEDHOT_BIN (default
 # build/schedhot) does not exist, fetches the kernel (default 6.12; cached in
 # ${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}), builds a static schedhot for the guest
-# (build-static.sh, next to $SCHEDHOT_BIN in vm-static/), boots it under QEMU (TCG, 4 vCPUs, about
+# (build-static.sh, in ${SCHEDHOT_BUILD:-build}/vm-static/), boots it under QEMU (TCG, 4 vCPUs, about
 # a minute), records with schedhot in the guest while idle churn, hackbench, SCHED_FIFO
 # sleepers and CPU hotplug run, brings the recording back over the serial console and
 # prints `schedhot report` of it on this machine.
@@ -28,7 +28,7 @@ BIN=${SCHEDHOT_BIN:-$ROOT/build/schedhot}
 OUT=$CACHE/demo/$KVER
 rm -rf "$OUT"; mkdir -p "$OUT"
 echo "demo: building the static schedhot for the guest (tests/vm/build-static.sh; minutes the first time)" >&2
-GBIN=$("$HERE/build-static.sh" "$(dirname "$BIN")/vm-static") || die "building the static schedhot failed"
+GBIN=$("$HERE/build-static.sh" "${SCHEDHOT_BUILD:-$ROOT/build}/vm-static") || die "building the static schedhot failed"
 "$HERE/mkimage.sh" "$GBIN" "$OUT/demo.cpio.gz" 2>/dev/null
 echo "demo: booting Debian's $(cat "$CACHE/kernels/$KVER/version") under QEMU (TCG), recording in the guest..." >&2
 "$HERE/boot.sh" --kernel "$KVER" --initrd "$OUT/demo.cpio.gz" --timeout 600 --quiet --retries 3 \

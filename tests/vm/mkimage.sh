@@ -23,7 +23,7 @@ TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
 strip -o "$TMP/schedhot" "$BIN"
 files=(-f "$TMP/schedhot:/bin/schedhot" -f "$CACHE/build/workload:/bin/workload"
        -f "$CACHE/build/tracecount:/bin/tracecount")
-if readelf -l "$BIN" | grep -q INTERP; then
+if readelf -l "$BIN" | grep INTERP >/dev/null; then
     libs=$(ldd "$BIN" | grep -o '/[^ ]*') || die "ldd $BIN failed"
     echo "mkimage: $BIN is linked dynamically: copying its libraries into the image" >&2
     for l in $libs; do files+=(-f "$l:$l"); done
