@@ -206,11 +206,15 @@ bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::s
 /// The UI on the terminal, or plain tables when stdout is not a full-screen terminal.
 /// max_tables (plain mode) stops after that many tables (0 = until the feed ends or stop).
 void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
-  if (tui::fullscreen_unavailable().empty()) {
+  const std::string why = tui::fullscreen_unavailable();
+  if (why.empty()) {
     tui::Terminal term;
     tui::run_tui(app, feed, term, g_stop);
     return;
   }
+  // On a terminal that cannot do the full screen (unknown TERM, no terminfo, TERM=dumb),
+  // say why once; through a pipe or into a file plain tables are simply what is asked for.
+  if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) err(why + ": printing plain tables (as top -b does)");
   int printed = 0;
   // true: stop (enough tables, or stdout gone: main says why, quietly for a closed pipe)
   auto print = [&] {

@@ -102,6 +102,11 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     return nullptr;
   }
   ao.only = split_commas(o.probes);
+  if (!o.probes.empty() && ao.only.empty()) {
+    err(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
+    status = 2;
+    return nullptr;
+  }
   for (auto& n : ao.only)
     if (!find_probe(n)) {
       std::string all;

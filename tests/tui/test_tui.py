@@ -432,6 +432,12 @@ def s_dumb(t):
     t.shell(f"TERM=dumb {SCHEDHOT} replay {FIXTURE} --at 9; echo rc=$?")
     screen = t.wait_text("rc=0")
     check(len(re.findall(r"sample \d+/11", screen)) == 2, "two plain tables (intervals 9 and 10)", screen)
+    check("terminal 'dumb' has no cursor addressing: printing plain tables" in screen, "says why it is plain", screen)
+    t.shell("clear")
+    t.shell(f"TERM=no-such-term {SCHEDHOT} replay {FIXTURE} --at 9; echo rc=$?")
+    screen = t.wait_text("rc=0")
+    check("unknown terminal type 'no-such-term': printing plain tables" in screen, "names an unknown TERM", screen)
+    check(len(re.findall(r"sample \d+/11", screen)) == 2, "plain tables for an unknown TERM", screen)
     check(t.stty() == before, "stty unchanged")
     # Colour by default, none with NO_COLOR (bold and reverse remain).
     t.shell("clear")

@@ -416,6 +416,15 @@ TEST(RecordingCli, NoProbeAttachedIsOneErrorForEveryCollectingCommand) {
   EXPECT_FALSE(std::ifstream(dir / "n.shot").good()) << "no empty recording left behind";
 }
 
+TEST(RecordingCli, ProbeListsNamingNoProbeAreRefused) {
+  // Checked before anything loads: a user's typo never means "all probes" or "none".
+  expect_one_line_error(run_cli("probes --probes ,,,"), 2, "--probes ',,,' names no probe (leave it out for all)");
+  TempDir dir("cli_probes");
+  expect_one_line_error(run_cli("record -d 1 -o " + dir / "p.shot" + " --probes idle,nohz"), 2,
+                        "--probes: no probe named 'nohz'");
+  EXPECT_FALSE(std::ifstream(dir / "p.shot").good());
+}
+
 TEST(RecordingCli, TopAndFollowStopWhenTheirOutputGoes) {
   // A closed pipe ends `top` (plain mode) and `replay --follow` at their next table,
   // quietly; they do not sample into nothing until killed. A closed stdout is EBADF.
