@@ -119,7 +119,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   if (std::string w = raise_memlock(); !w.empty() && o.verbose) err(w);
   auto a = std::make_unique<Attached>();
   try {
-    a->facts = read_kernel_facts(o.system_map);
+    a->facts = read_kernel_facts(o.system_map, o.btf);
     a->host = read_host_info();
     a->probes = std::make_unique<ProbeSet>(a->facts, a->host, ao);
   } catch (const std::exception& e) {
@@ -157,7 +157,9 @@ int count_attached(const std::vector<ProbeStatus>& st) {
 std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status) {
   auto a = attach(o, status);
   if (a && count_attached(a->probes->statuses()) == 0) {
-    err("no probe could attach; `schedhot probes` says why");
+    const std::string cause = common_failure(a->probes->statuses());
+    err(cause.empty() ? "no probe could attach; `schedhot probes` says why"
+                      : fmt::format("no probe could attach: {} (`schedhot probes` says more)", cause));
     status = 1;
     return nullptr;
   }
@@ -224,7 +226,8 @@ int run_probes(const ProbesCmd& o) {
     fmt::print("{}\n", json_text(j, 2));
     return 0;
   }
-  fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release, a->facts.btf ? "yes" : "no",
+  fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release,
+             !a->facts.btf ? "no" : a->facts.btf_path.empty() ? "yes" : "yes (--btf " + a->facts.btf_path + ")",
              a->facts.kprobes ? "yes" : "no", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error);
   for (const ProbeStatus& s : st) {
     if (s.attached) {

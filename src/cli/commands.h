@@ -25,6 +25,7 @@ struct CommonProbeOptions {
   std::string backend = "auto";
   std::string probes;      ///< comma-separated probe names, "" = all
   std::string system_map;
+  std::string btf;         ///< --btf FILE: vmlinux BTF when not at /sys/kernel/btf/vmlinux ("" = libbpf's search)
   bool verbose = false;
 };
 
@@ -48,7 +49,8 @@ struct Attached {
 /// line and returns nullptr with status set to the exit status (1 runtime, 2 usage).
 std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status);
 /// attach(), and for commands that collect data (record, top, report --live): when no
-/// probe attached, "no probe could attach; `schedhot probes` says why" and status 1.
+/// probe attached, "no probe could attach: CAUSE" (common_failure()) or "no probe could
+/// attach; `schedhot probes` says why", and status 1.
 std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status);
 /// The Meta of a live run: the catalog with a's statuses, this version, the command line
 /// and the interval (ns).

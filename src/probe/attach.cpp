@@ -59,6 +59,7 @@ struct Config {
   uint64_t nohz_csd_func = 0;
   uint64_t tick_fn[2] = {0, 0};
   uint32_t cpupri_nr_prios = 101;
+  std::string btf_custom_path;  ///< --btf FILE for CO-RE relocation, "" = the kernel's own BTF
 };
 
 struct SkelDeleter {
@@ -68,7 +69,10 @@ using SkelPtr = std::unique_ptr<schedhot_bpf, SkelDeleter>;
 
 /// A fresh skeleton with every program off and only keep_map sized for all CPUs.
 SkelPtr open_configured(const Config& cfg, const std::string& keep_map, std::string& err) {
-  SkelPtr skel(schedhot_bpf__open());
+  // --btf: libbpf relocates CO-RE accesses against FILE instead of /sys/kernel/btf/vmlinux.
+  LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+              .btf_custom_path = cfg.btf_custom_path.empty() ? nullptr : cfg.btf_custom_path.c_str());
+  SkelPtr skel(schedhot_bpf__open_opts(&open_opts));
   if (!skel) {
     err = fmt::format("cannot open the BPF object: {}", strerror(errno));
     return nullptr;
@@ -240,6 +244,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   Config cfg;
   cfg.ncpus = ncpus_;
   cfg.cpupri_nr_prios = facts.cpupri_nr_prios ? static_cast<uint32_t>(facts.cpupri_nr_prios) : 101;
+  cfg.btf_custom_path = facts.btf_path;
   auto text_addr = [&](const char* name) -> uint64_t {
     const Symbol* s = facts.kallsyms.find(name);
     return (s && s->is_text()) ? s->addr : 0;
@@ -478,16 +483,13 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     ik.notes.push_back("counts queued kicks; a kick while one is pending, or with no idle CPU to kick, is not queued and not seen");
   ProbeStatus& bw = status_[SH_P_BCAST_WAIT];
   if (bw.attached) {
-    DataAddress a = resolve_data_symbol("tick_broadcast_lock", facts);
+    LockAddressPlan a = plan_lock_address(facts);
     schedhot_bpf* skel = loaded_[SH_P_BCAST_WAIT]->skel;
+    bw.notes.push_back(a.note);
     if (a.addr) {
       skel->bss->sh_bcast_lock_addr = a.addr;
-      bw.notes.push_back(fmt::format("tick_broadcast_lock at {:#x} from {}", a.addr, a.source));
-    } else {
+    } else if (a.learn) {
       skel->bss->sh_bcast_learn = 1;
-      bw.notes.push_back(fmt::format("{} ({}): learning it from contention stacks whose "
-                                     "first non-lock frame is a tick-broadcast function",
-                                     kLockAddrUnknownNote, a.source));
       learner_ = std::make_unique<LockLearner>(skel, facts.kallsyms);
       if (!learner_->ok()) {
         bw.notes.push_back("learning unavailable: " + learner_->error());

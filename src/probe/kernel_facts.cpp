@@ -1,5 +1,6 @@
 #include "probe/kernel_facts.h"
 
+#include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -11,18 +12,41 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include "probe/status.h"
+
 namespace schedhot {
 
 namespace {
 
-void read_btf(KernelFacts& f) {
-  struct btf* btf = btf__load_vmlinux_btf();
-  if (!btf) {
-    f.btf = false;
-    f.btf_error = fmt::format("no vmlinux BTF ({}); the kernel needs CONFIG_DEBUG_INFO_BTF", strerror(errno));
-    return;
+/// Reads vmlinux BTF: from path (--btf) when not empty, else libbpf's search. A bad path
+/// throws; a kernel without BTF leaves f.btf false with the reason in f.btf_error.
+void read_btf(KernelFacts& f, const std::string& path) {
+  struct btf* btf = nullptr;
+  if (!path.empty()) {
+    // Only a regular file: libbpf would read a FIFO or /dev/zero without end.
+    struct stat st {};
+    if (::stat(path.c_str(), &st) != 0)
+      throw std::runtime_error(fmt::format("--btf {}: {} ({})", path, strerror(errno), errno_name(errno)));
+    if (!S_ISREG(st.st_mode)) throw std::runtime_error(fmt::format("--btf {}: not a regular file", path));
+    btf = btf__parse(path.c_str(), nullptr);
+    if (!btf) {
+      const int e = errno;
+      throw std::runtime_error(fmt::format("--btf {}: no BTF in it (neither raw BTF nor an ELF file with a .BTF "
+                                           "section: {}, {})",
+                                           path, errno_name(e), strerror(e)));
+    }
+    f.btf_path = path;
+  } else {
+    btf = btf__load_vmlinux_btf();
+    if (!btf) {
+      const int e = errno;
+      f.btf = false;
+      f.btf_error = describe_vmlinux_btf_error(e, ::access(kSysfsVmlinuxBtf, F_OK) == 0);
+      return;
+    }
   }
   f.btf = true;
+  f.kernel_btf = ::access(kSysfsVmlinuxBtf, F_OK) == 0;
   const unsigned n = btf__type_cnt(btf);
   for (unsigned id = 1; id < n; ++id) {
     const struct btf_type* t = btf__type_by_id(btf, id);
@@ -64,12 +88,26 @@ void read_kprobes(KernelFacts& f) {
 
 }  // namespace
 
-KernelFacts read_kernel_facts(const std::string& system_map_path) {
+std::string describe_vmlinux_btf_error(int err, bool sysfs_present) {
+  if (!sysfs_present)
+    return fmt::format("no vmlinux BTF: {} not present (kernel built without CONFIG_DEBUG_INFO_BTF?), nor a vmlinux "
+                       "with BTF under /boot or /lib/modules; give --btf FILE",
+                       kSysfsVmlinuxBtf);
+  return fmt::format("no vmlinux BTF: {} cannot be read as BTF ({}, {}); give --btf FILE", kSysfsVmlinuxBtf,
+                     errno_name(err), strerror(err));
+}
+
+KernelFacts read_kernel_facts(const std::string& system_map_path, const std::string& btf_path) {
   KernelFacts f;
   struct utsname u {};
   if (uname(&u) == 0) f.release = u.release;
   libbpf_print_fn_t old = libbpf_set_print(nullptr);
-  read_btf(f);
+  try {
+    read_btf(f, btf_path);
+  } catch (...) {
+    libbpf_set_print(old);
+    throw;
+  }
   libbpf_set_print(old);
   read_kprobes(f);
   std::string err;

@@ -30,6 +30,13 @@ bool has_function(const KernelFacts& f, const std::string& name) {
   return f.btf_funcs.count(name) > 0;
 }
 
+/// Why a program type that the kernel checks against its own BTF cannot load (!kernel_btf).
+std::string no_kernel_btf(const char* what) {
+  return fmt::format("{} needs the kernel's own BTF ({} not present; BTF from a file serves symbol lookup and "
+                     "CO-RE only)",
+                     what, kSysfsVmlinuxBtf);
+}
+
 /// fentry and kprobe candidates for one resolved function symbol.
 void add_function_candidates(Plan& p, const KernelFacts& f, BackendPref pref, const std::string& sym,
                              const std::string& via) {
@@ -37,6 +44,8 @@ void add_function_candidates(Plan& p, const KernelFacts& f, BackendPref pref, co
   if (pref != BackendPref::kprobe) {
     if (!f.btf)
       p.skipped.push_back({Backend::fentry, sym, f.btf_error});
+    else if (!f.kernel_btf)
+      p.skipped.push_back({Backend::fentry, sym, no_kernel_btf("fentry")});
     else if (!f.btf_funcs.count(sym))
       p.skipped.push_back({Backend::fentry, sym, fmt::format("fentry: no BTF function {} (pahole emits none for clones with a changed signature)", sym)});
     else
@@ -51,10 +60,15 @@ void add_function_candidates(Plan& p, const KernelFacts& f, BackendPref pref, co
 }
 
 std::string missing_tracepoint(const KernelFacts& f, const std::vector<TpProgram>& progs) {
+  // The tracepoint list comes from BTF's btf_trace_X typedefs: without BTF it is unknown.
+  if (!f.btf && !progs.empty()) return "tracepoint programs need vmlinux BTF (tp_btf, and CO-RE for raw_tp)";
   for (auto& t : progs)
     if (!f.tracepoints.count(t.tracepoint))
       return t.since.empty() ? fmt::format("tracepoint {} not in this kernel", t.tracepoint)
                              : fmt::format("tracepoint {} not in this kernel (added in {})", t.tracepoint, t.since);
+  if (!f.kernel_btf)
+    for (auto& t : progs)
+      if (!t.raw) return no_kernel_btf("tp_btf");
   return "";
 }
 
@@ -129,6 +143,8 @@ void resolve_sites(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Backend
   if (pref != BackendPref::kprobe) {
     if (!f.btf) {
       p.skipped.push_back({Backend::fentry, "", f.btf_error});
+    } else if (!f.kernel_btf) {
+      p.skipped.push_back({Backend::fentry, "", no_kernel_btf("fentry")});
     } else {
       Candidate c;
       c.backend = Backend::fentry;
@@ -185,8 +201,13 @@ DataAddress resolve_data_symbol(const std::string& name, const KernelFacts& f) {
       return d;
     }
   }
+  // Listed with address 0 (hidden from this reader) is not the same as not listed (data
+  // symbols left out: CONFIG_KALLSYMS_ALL=n).
+  const Symbol* listed = f.kallsyms.find(name);
   std::string why_not_kallsyms =
-      kallsyms_usable(f) ? fmt::format("{} not in /proc/kallsyms (CONFIG_KALLSYMS_ALL=n)", name) : f.kallsyms_error;
+      !kallsyms_usable(f) ? f.kallsyms_error
+      : listed            ? fmt::format("{} is in /proc/kallsyms with address 0 (hidden from this reader)", name)
+                          : fmt::format("{} not in /proc/kallsyms (CONFIG_KALLSYMS_ALL=n)", name);
   if (f.system_map) {
     const Symbol* s = f.system_map->find(name);
     if (!s) {
@@ -221,6 +242,24 @@ DataAddress resolve_data_symbol(const std::string& name, const KernelFacts& f) {
   }
   d.source = why_not_kallsyms + "; no --system-map given";
   return d;
+}
+
+LockAddressPlan plan_lock_address(const KernelFacts& f) {
+  LockAddressPlan p;
+  DataAddress a = resolve_data_symbol("tick_broadcast_lock", f);
+  if (a.addr) {
+    p.addr = a.addr;
+    p.note = fmt::format("tick_broadcast_lock at {:#x} from {}", a.addr, a.source);
+  } else if (kallsyms_usable(f)) {
+    p.learn = true;
+    p.note = fmt::format("{} ({}): learning it from contention stacks whose first non-lock frame is a "
+                         "tick-broadcast function",
+                         kLockAddrUnknownNote, a.source);
+  } else {
+    p.note = fmt::format("{} ({}): {} without symbol addresses; bcast_wait is blind", kLockAddrUnknownNote, a.source,
+                         kLockAddrUnlearnable);
+  }
+  return p;
 }
 
 }  // namespace schedhot

@@ -60,4 +60,16 @@ struct DataAddress {
 /// given, shifted by the KASLR offset measured on text symbols both tables share.
 DataAddress resolve_data_symbol(const std::string& name, const KernelFacts& facts);
 
+/// How bcast_wait gets tick_broadcast_lock's address on this kernel.
+struct LockAddressPlan {
+  uint64_t addr = 0;   ///< the address (resolve_data_symbol), 0 when unknown
+  bool learn = false;  ///< unknown but learnable: start the learner (src/probe/learn.h)
+  /// bcast_wait's note: "tick_broadcast_lock at ADDR from SOURCE", or starting with
+  /// kLockAddrUnknownNote: learning, or (with kLockAddrUnlearnable) blind.
+  std::string note;
+};
+/// The address from resolve_data_symbol; else learning from contention stacks, which needs
+/// usable /proc/kallsyms addresses to symbolize them (not hidden by kptr_restrict, readable).
+LockAddressPlan plan_lock_address(const KernelFacts& facts);
+
 }  // namespace schedhot

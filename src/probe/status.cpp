@@ -1,5 +1,6 @@
 #include "probe/status.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -30,6 +31,9 @@ std::string errno_name(int err) {
     case EOPNOTSUPP: return "EOPNOTSUPP";
     case 524: return "ENOTSUPP";
     case ESPIPE: return "ESPIPE";
+    case ENOEXEC: return "ENOEXEC";
+    case ENODATA: return "ENODATA";
+    case EPROTO: return "EPROTO";
     default: return fmt::format("errno {}", err);
   }
 }
@@ -151,6 +155,32 @@ std::string brief_reason(const std::string& reason) {
     tidy += out[i];
   }
   return tidy.empty() ? reason : tidy;
+}
+
+}  // namespace schedhot
+
+namespace schedhot {
+
+std::string common_failure(const std::vector<ProbeStatus>& statuses) {
+  std::vector<const ProbeStatus*> failed;
+  for (const ProbeStatus& s : statuses) {
+    if (s.attached) return "";
+    if (s.reason.empty() || s.reason.rfind("not selected", 0) == 0) continue;
+    failed.push_back(&s);
+  }
+  if (failed.empty()) return "";
+  // The first failed probe's error lines, in its order, kept when every other one says them too.
+  std::vector<std::string> lines;
+  for (const AttachTry& t : failed.front()->tried)
+    if (!t.error.empty() && std::find(lines.begin(), lines.end(), t.error) == lines.end()) lines.push_back(t.error);
+  if (lines.empty()) lines.push_back(failed.front()->reason);
+  std::string out;
+  for (const std::string& l : lines) {
+    bool everywhere = std::all_of(failed.begin(), failed.end(),
+                                  [&](const ProbeStatus* s) { return s->reason.find(l) != std::string::npos; });
+    if (everywhere && out.find(l) == std::string::npos) out += (out.empty() ? "" : "; ") + l;
+  }
+  return out;
 }
 
 }  // namespace schedhot

@@ -52,6 +52,9 @@ struct ProbeStatus {
 /// How a bcast_wait note starts while tick_broadcast_lock's address is still being learned
 /// (src/probe/learn.h); once learned the note is replaced by the address and its source.
 inline constexpr std::string_view kLockAddrUnknownNote = "tick_broadcast_lock address unknown";
+/// In a kLockAddrUnknownNote note when the address cannot be learned either: contention
+/// stacks cannot be symbolized without kallsyms addresses (hidden or unreadable).
+inline constexpr std::string_view kLockAddrUnlearnable = "cannot learn it from contention stacks";
 
 /// One-line meaning of an attach or load error: errno name, meaning, and the likely
 /// cause for this backend (e.g. "fentry refused: EPERM (kernel lockdown or an LSM
@@ -67,6 +70,11 @@ std::string symbol_with_via(const std::string& symbol, const std::string& via);
 /// "fentry refused: EPERM; kprobes not built into this kernel" from the full reason
 /// (which `probes`, `info` and the JSON outputs keep).
 std::string brief_reason(const std::string& reason);
+
+/// The failure every probe that was tried shares (an error line found in each unattached,
+/// selected probe's reason), e.g. "no vmlinux BTF: ...; kprobes not built into this
+/// kernel"; "" when they failed for different reasons or a probe attached.
+std::string common_failure(const std::vector<ProbeStatus>& statuses);
 
 void to_json(nlohmann::json& j, const ProbeStatus& s);
 void from_json(const nlohmann::json& j, ProbeStatus& s);

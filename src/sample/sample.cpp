@@ -18,6 +18,11 @@ std::string blind_reason(const Meta& meta, int p) {
   if (p < 0 || size_t(p) >= meta.probes.size() || meta.probes[size_t(p)].name != "bcast_wait") return "";
   if (meta.host.spinlock == SpinlockMode::virt_spin_lock) return spinlock_blind_spot(meta.host);
   const auto& notes = meta.probes[size_t(p)].status.notes;
+  if (std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+        return n.rfind(kLockAddrUnknownNote, 0) == 0 && n.find(kLockAddrUnlearnable) != std::string::npos;
+      }))
+    return "tick_broadcast_lock's address is unknown and cannot be learned without kallsyms addresses: its "
+           "contentions cannot be told from other locks'";
   if (std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.rfind(kLockAddrUnknownNote, 0) == 0; }))
     return "tick_broadcast_lock's address was not learned (no contention stack with a tick-broadcast function as "
            "its first non-lock frame): its contentions cannot be told from other locks'";
@@ -122,7 +127,7 @@ void from_json(const nlohmann::json& j, Meta& m) {
     }
     if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("bad metadata: {}", e.what()));
+    throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
   }
 }
 

@@ -67,7 +67,8 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
 Sample make_sample(const Meta& meta);
 
 void to_json(nlohmann::json& j, const Meta& m);
-/// Throws std::runtime_error on a malformed or inconsistent document (never trusts sizes).
+/// Throws std::runtime_error on a malformed or inconsistent document (never trusts sizes);
+/// its message says what is wrong, without a "bad metadata" prefix (callers add context).
 void from_json(const nlohmann::json& j, Meta& m);
 
 /// Where samples come from: a live sampler or a recording. Views read only this.

@@ -543,6 +543,14 @@ bool RecordingReader::read_next_frame(Frame& f) {
 
 // ---- reader: samples -------------------------------------------------------------
 
+namespace {
+/// The damage reason of a sample at mono_ns after one at prev_ns > mono_ns.
+std::string backwards_time(uint64_t mono_ns, uint64_t prev_ns) {
+  return fmt::format("sample time goes backwards ({:.3f} s before the previous sample's)",
+                     static_cast<double>(prev_ns - mono_ns) / 1e9);
+}
+}  // namespace
+
 bool RecordingReader::unpack_sample(Frame& f, std::string& raw, std::string& why) const {
   if (!(f.flags & kFlagZstd)) {
     raw.swap(f.payload);
@@ -655,8 +663,20 @@ bool RecordingReader::next_state() {
     switch (f.type) {
       case FrameType::sample: {
         std::string raw, why;
+        const bool had_prev = have_state_;
+        const uint64_t prev_mono = state_.mono_ns;
         if (!unpack_sample(f, raw, why) || !decode_sample(raw, f.flags & kFlagKeyframe, why)) {
           set_damage(f.at, why);
+          return false;
+        }
+        // A writer's samples are in time order: one earlier than the sample before it (or
+        // not at its frame header's time, which scans and seeks go by) is damage.
+        if (state_.mono_ns != f.mono_ns || (had_prev && state_.mono_ns < prev_mono)) {
+          set_damage(f.at, state_.mono_ns != f.mono_ns
+                               ? fmt::format("sample time {} ns differs from its frame header's {} ns", state_.mono_ns,
+                                             f.mono_ns)
+                               : backwards_time(state_.mono_ns, prev_mono));
+          have_state_ = false;
           return false;
         }
         if (!stats_.sample_frames) stats_.first_mono_ns = state_.mono_ns;
@@ -770,7 +790,7 @@ bool RecordingReader::positions_from_index() {
         if (k >= index_entries_.size() || index_entries_[k].offset != at || index_entries_[k].ordinal != pos.size()) break;
         ++k;
       }
-      if (pos.size() >= index_->samples) break;
+      if (pos.size() >= index_->samples || (!pos.empty() && f.mono_ns < pos.back().mono_ns)) break;
       pos.push_back({static_cast<uint32_t>(pos.size()), f.mono_ns, at, key});
     }
     at += f.bytes;
@@ -797,6 +817,11 @@ void RecordingReader::scan_positions() {
     ReadStatus st = read_frame_at(scan_pos_, f, why);
     if (st == ReadStatus::ok) {
       if (f.type == FrameType::sample && f.payload.size() >= 4) {
+        if (!positions_.empty() && f.mono_ns < positions_.back().mono_ns) {
+          set_damage(scan_pos_, backwards_time(f.mono_ns, positions_.back().mono_ns));
+          scan_done_ = true;
+          return;
+        }
         const bool key = f.flags & kFlagKeyframe;
         // A delta frame before any keyframe cannot be decoded: leave leading ones out.
         if (key || !positions_.empty())

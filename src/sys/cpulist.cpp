@@ -26,9 +26,16 @@ std::vector<int> parse_cpulist(std::string_view text, int max_cpu) {
   std::string_view rest = text;
   while (!rest.empty() && (rest.back() == '\n' || rest.back() == ' ')) rest.remove_suffix(1);
   if (rest.empty()) return out;
+  bool first = true;
   while (true) {
     size_t comma = rest.find(',');
     std::string_view item = rest.substr(0, comma);
+    if (item.empty())
+      throw std::invalid_argument(fmt::format("bad CPU list '{}': {} (CPUs are 0, 1, ...; e.g. 0-3,8)", text,
+                                              comma == std::string_view::npos ? "nothing after the last ','"
+                                              : first ? "nothing before the first ','"
+                                                      : "an empty item between two commas"));
+    first = false;
     size_t dash = item.find('-');
     int lo, hi;
     if (dash == std::string_view::npos) {

@@ -32,3 +32,24 @@ TEST(CpuList, FormatsCompactly) {
     if (i % 2 == 0 || i < 100) big.push_back(i);
   EXPECT_EQ(parse_cpulist(format_cpulist(big)), big);
 }
+
+namespace {
+std::string cpulist_error(std::string_view text) {
+  try {
+    parse_cpulist(text);
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+}  // namespace
+
+// `--cpus 0,,1` used to say "a range needs a CPU on each side of '-'": there is no '-'.
+TEST(CpuList, EmptyItemIsNamedAsSuch) {
+  EXPECT_EQ(cpulist_error("0,,1"), "bad CPU list '0,,1': an empty item between two commas (CPUs are 0, 1, ...; e.g. 0-3,8)");
+  EXPECT_EQ(cpulist_error(",1"), "bad CPU list ',1': nothing before the first ',' (CPUs are 0, 1, ...; e.g. 0-3,8)");
+  EXPECT_EQ(cpulist_error("1,"), "bad CPU list '1,': nothing after the last ',' (CPUs are 0, 1, ...; e.g. 0-3,8)");
+  EXPECT_NE(cpulist_error("1-"), "(accepted)");
+  EXPECT_NE(cpulist_error("1-").find("a range needs a CPU on each side of '-'"), std::string::npos)
+      << cpulist_error("1-");
+}

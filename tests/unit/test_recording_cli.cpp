@@ -412,7 +412,9 @@ TEST(RecordingCli, NoProbeAttachedIsOneErrorForEveryCollectingCommand) {
   // cpupri_find has no tracepoint proxy: with --backend proxy it attaches on no kernel.
   const std::string none = " --backend proxy --probes cpupri_find";
   for (const std::string cmd : {"record -d 1 -o " + dir / "n.shot", std::string("report --live -d 1"), std::string("top -n 1")})
-    expect_one_line_error(run_cli(cmd + none + " < /dev/null"), 1, "no probe could attach; `schedhot probes` says why");
+    expect_one_line_error(run_cli(cmd + none + " < /dev/null"), 1,
+                          "no probe could attach: --backend proxy: this probe has no tracepoint proxy (`schedhot "
+                          "probes` says more)");
   EXPECT_FALSE(std::ifstream(dir / "n.shot").good()) << "no empty recording left behind";
 }
 
@@ -447,4 +449,90 @@ TEST(RecordingCli, TopAndFollowStopWhenTheirOutputGoes) {
   std::system(fmt::format("{} top -n 1 >&- 2> {}; echo $? > {}", SCHEDHOT_BIN, e, st).c_str());
   EXPECT_EQ(slurp(st), "1\n");
   EXPECT_EQ(slurp(e), "schedhot: cannot write to stdout: Bad file descriptor\n");
+}
+
+// Sample times going backwards made info print a span of 18446744068 s; now every view
+// stops at that sample as at any damage, and says why.
+TEST(RecordingCli, SampleTimeGoingBackwardsIsDamageInEveryView) {
+  TempDir dir("cli_backwards");
+  Meta m = synthetic_meta(2);
+  std::vector<Sample> s = make_samples(m, 6);
+  s[3].mono_ns = s[2].mono_ns - 4'000'000'000;  // 4 s before sample 2
+  {
+    RecordingWriter w(dir / "b.shot", m, WriterOptions{});
+    for (auto& x : s) w.write_sample(x);
+    w.close();
+  }
+  CliRun r = run_cli("info " + dir / "b.shot");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("3 in 5 frames over 2.000 s"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(": sample time goes backwards (4.000 s before the previous sample's); the 3 samples before it "
+                       "are intact"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("end        DAMAGED at byte "), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("18446744"), std::string::npos) << r.out;
+  r = run_cli("info --json " + dir / "b.shot");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_DOUBLE_EQ(j["integrity"]["span_s"].get<double>(), 2.0);
+  EXPECT_EQ(j["integrity"]["samples"], 3);
+  r = run_cli("export --format json " + dir / "b.shot");
+  EXPECT_EQ(r.status, 0) << r.err;
+  expect_one_line_error(r, 0, "is damaged at byte");
+  EXPECT_EQ(nlohmann::json::parse(r.out)["intervals"].size(), 2u);
+  r = run_cli("report --json --from 1s " + dir / "b.shot");
+  expect_one_line_error(r, 0, "sample time goes backwards");
+}
+
+TEST(RecordingCli, MessagesSayWhatIsWrong) {
+  // `--cpus 0,,1` said "a range needs a CPU on each side of '-'".
+  expect_one_line_error(run_cli("export " + kData + "/v1.1-basic.shot --cpus 0,,1"), 2,
+                        "bad CPU list '0,,1': an empty item between two commas");
+  // A META missing a key said "bad metadata: bad metadata: [json...]".
+  TempDir dir("cli_meta");
+  Meta m = synthetic_meta(2);
+  nlohmann::json j = m;
+  j.erase("host");
+  spit(dir / "m.shot", slurp(kData + "/v1.1-raw.shot").substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, j.dump()));
+  CliRun r = run_cli("info " + dir / "m.shot");
+  expect_one_line_error(r, 1, "m.shot: bad metadata: [json.exception.out_of_range.403] key 'host' not found");
+  EXPECT_EQ(r.err.find("bad metadata: bad metadata"), std::string::npos) << r.err;
+}
+
+// --btf FILE: vmlinux BTF from a file (a kernel whose BTF is elsewhere). A bad FILE is one
+// line and exit 1, as a bad --system-map; the kernel's own file works like the default.
+TEST(RecordingCli, BtfOption) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (probes checks privileges first)";
+  TempDir dir("cli_btf");
+  expect_one_line_error(run_cli("probes --btf /nonexistent/vmlinux"), 1,
+                        "--btf /nonexistent/vmlinux: No such file or directory (ENOENT)");
+  expect_one_line_error(run_cli("probes --btf /dev/null"), 1, "--btf /dev/null: not a regular file");
+  spit(dir / "junk", "not BTF, not ELF, just some bytes of text");
+  expect_one_line_error(run_cli("probes --btf " + dir / "junk"), 1,
+                        "--btf " + dir / "junk" + ": no BTF in it (neither raw BTF nor an ELF file with a .BTF section");
+  expect_one_line_error(run_cli("record -d 1 -q -o " + dir / "r.shot" + " --btf " + dir / "junk"), 1, "no BTF in it");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
+  if (!can_record() || !std::filesystem::exists("/sys/kernel/btf/vmlinux"))
+    GTEST_SKIP() << "needs a kernel where probes attach, with /sys/kernel/btf/vmlinux";
+  CliRun a = run_cli("probes --json");
+  CliRun b = run_cli("probes --json --btf /sys/kernel/btf/vmlinux");
+  ASSERT_EQ(a.status, 0) << a.err;
+  ASSERT_EQ(b.status, 0) << b.err;
+  auto ja = nlohmann::json::parse(a.out), jb = nlohmann::json::parse(b.out);
+  ASSERT_EQ(ja["probes"].size(), jb["probes"].size());
+  int attached = 0;
+  for (size_t i = 0; i < ja["probes"].size(); ++i) {
+    const auto &pa = ja["probes"][i], &pb = jb["probes"][i];
+    EXPECT_EQ(pa["probe"], pb["probe"]);
+    EXPECT_EQ(pa["attached"], pb["attached"]) << pa["probe"] << ": " << pb["reason"];
+    EXPECT_EQ(pa["backend"], pb["backend"]) << pa["probe"];
+    EXPECT_EQ(pa["symbol"], pb["symbol"]) << pa["probe"];
+    attached += pa["attached"].get<bool>();
+  }
+  EXPECT_GT(attached, 0);
+  CliRun rec = run_cli("record -d 1 -i 200ms -q -o " + dir / "r.shot" + " --btf /sys/kernel/btf/vmlinux");
+  ASSERT_EQ(rec.status, 0) << rec.err;
+  auto rd = RecordingReader::open(dir / "r.shot");
+  EXPECT_GE(read_all(*rd).size(), 2u);
 }

@@ -863,3 +863,91 @@ TEST(RecordingRotation, AFileMovedOverTheOneBeingWrittenIsNotRotated) {
   EXPECT_FALSE(exists(path + ".2"));
   EXPECT_EQ(w.samples(), in_rotated) << "only the samples still readable are counted";
 }
+
+// A META missing a key used to be refused as "bad metadata: bad metadata: [json...]".
+TEST(RecordingHostile, BadMetadataIsSaidOnce) {
+  TempDir dir("meta_once");
+  Meta m = synthetic_meta(2);
+  write_recording(dir / "a.shot", m, 1, false);
+  nlohmann::json j = m;
+  j.erase("hist");
+  spit(dir / "b.shot", slurp(dir / "a.shot").substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, j.dump()));
+  try {
+    RecordingReader::open(dir / "b.shot");
+    FAIL() << "opened";
+  } catch (const std::runtime_error& e) {
+    const std::string w = e.what();
+    EXPECT_EQ(w, (dir / "b.shot") + ": bad metadata: [json.exception.out_of_range.403] key 'hist' not found");
+  }
+}
+
+// A sample earlier than the one before it made `info` print a span of 18446744068 s (an
+// unsigned last - first). A recording's samples are in time order by construction: the
+// reader stops there as at any damage, for every view alike.
+TEST(RecordingHostile, SampleTimeGoingBackwardsIsDamage) {
+  TempDir dir("backwards");
+  Meta m = synthetic_meta(2);
+  std::vector<Sample> s = make_samples(m, 6);  // 5 s, 6 s, ... 1 s apart
+  auto write = [&](const std::string& path, const std::vector<Sample>& v) {
+    WriterOptions wo;
+    wo.compress = false;
+    RecordingWriter w(path, m, wo);
+    for (auto& x : v) w.write_sample(x);
+    w.close();
+  };
+  write(dir / "clean.shot", s);
+  const uint64_t at = sample_offset(dir / "clean.shot", 3);  // the same layout: raw frames, same sizes
+  s[3].mono_ns = s[2].mono_ns - 500'000'000;                  // 0.5 s before sample 2
+  write(dir / "back.shot", s);
+  const std::string why = "sample time goes backwards (0.500 s before the previous sample's)";
+  {
+    auto r = RecordingReader::open(dir / "back.shot");
+    auto got = read_all(*r);
+    ASSERT_EQ(got.size(), 3u);
+    for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], s[i]);
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_EQ(r->damage()->offset, at);
+    EXPECT_EQ(r->damage()->reason, why);
+    EXPECT_EQ(r->stats().last_mono_ns - r->stats().first_mono_ns, 2'000'000'000u);
+  }
+  {  // scans and seeks (replay, report/export windows) stop at the same frame
+    auto r = RecordingReader::open(dir / "back.shot");
+    EXPECT_EQ(r->sample_positions().size(), 3u);
+    EXPECT_FALSE(r->index().has_value()) << "the index covers samples past the damage";
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_EQ(r->damage()->offset, at);
+    EXPECT_EQ(r->damage()->reason, why);
+    EXPECT_FALSE(r->seek_sample(4));
+    EXPECT_TRUE(r->seek_sample(2));
+  }
+  {
+    auto r = RecordingReader::open(dir / "back.shot");
+    r->check_all_frames();
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_EQ(r->damage()->offset, at);
+  }
+  // Equal times are not backwards (nothing to measure in between, but no damage).
+  s[3].mono_ns = s[2].mono_ns;
+  write(dir / "same.shot", s);
+  auto r = RecordingReader::open(dir / "same.shot");
+  EXPECT_EQ(read_all(*r).size(), 6u);
+  EXPECT_FALSE(r->damage().has_value());
+}
+
+// The frame header's time (scans, seeks) and the sample's own (views) must agree.
+TEST(RecordingHostile, SampleTimeUnlikeItsFrameHeaderIsDamage) {
+  TempDir dir("header_time");
+  Meta m = synthetic_meta(2);
+  write_recording(dir / "a.shot", m, 4, false);
+  std::string d = slurp(dir / "a.shot");
+  const uint64_t at = sample_offset(dir / "a.shot", 2);
+  uint64_t t = 1;
+  std::memcpy(d.data() + at + 16, &t, 8);
+  fix_frame_crc(d, at);
+  spit(dir / "b.shot", d);
+  auto r = RecordingReader::open(dir / "b.shot");
+  EXPECT_EQ(read_all(*r).size(), 2u);
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, at);
+  EXPECT_EQ(r->damage()->reason, "sample time 7000000000 ns differs from its frame header's 1 ns");
+}

@@ -1,9 +1,11 @@
 // Attach resolution on fixture kallsyms/BTF lists (src/probe/resolve.h).
 #include <gtest/gtest.h>
+#include <cerrno>
 
 #include "probe/catalog.h"
 #include "probe/resolve.h"
 #include "probe/status.h"
+#include "sample/sample.h"
 
 using namespace schedhot;
 
@@ -247,4 +249,153 @@ TEST(DataSymbol, MismatchedSystemMapIsRefused) {
   DataAddress d = resolve_data_symbol("tick_broadcast_lock", f);
   EXPECT_EQ(d.addr, 0u);
   EXPECT_NE(d.source.find("does not match the running kernel"), std::string::npos) << d.source;
+}
+
+// A line with address 0 is not a missing line: kallsyms lists data symbols here
+// (CONFIG_KALLSYMS_ALL=y), only the address is withheld.
+TEST(DataSymbol, ListedWithAddressZeroIsNotBlamedOnKallsymsAll) {
+  KernelFacts f = make_facts("ffffffff81100000 T sched_balance_trigger\n0000000000000000 d tick_broadcast_lock\n", {});
+  DataAddress d = resolve_data_symbol("tick_broadcast_lock", f);
+  EXPECT_EQ(d.addr, 0u);
+  EXPECT_EQ(d.source,
+            "tick_broadcast_lock is in /proc/kallsyms with address 0 (hidden from this reader); no --system-map given");
+}
+
+namespace {
+// /proc/kallsyms as kernel.kptr_restrict shows it: names, every address 0 (read_kernel_facts
+// sets this kallsyms_error for such a table).
+KernelFacts hidden_facts() {
+  KernelFacts f = make_facts("0000000000000000 T sched_balance_trigger\n0000000000000000 T __tick_broadcast_oneshot_control\n"
+                             "0000000000000000 d tick_broadcast_lock\n",
+                             {});
+  EXPECT_TRUE(f.kallsyms.addresses_hidden());
+  f.kallsyms_error = "/proc/kallsyms addresses are hidden (kernel.kptr_restrict, or not root)";
+  return f;
+}
+}  // namespace
+
+TEST(LockAddress, KnownAddressIsUsed) {
+  LockAddressPlan p = plan_lock_address(make_facts(k612, {}));
+  EXPECT_EQ(p.addr, 0xffffffff82000000ull);
+  EXPECT_FALSE(p.learn);
+  EXPECT_EQ(p.note, "tick_broadcast_lock at 0xffffffff82000000 from kallsyms");
+}
+
+TEST(LockAddress, LearnedWhenKallsymsHasTextAddresses) {
+  LockAddressPlan p = plan_lock_address(make_facts(k61, {}));
+  EXPECT_EQ(p.addr, 0u);
+  EXPECT_TRUE(p.learn);
+  EXPECT_EQ(p.note, "tick_broadcast_lock address unknown (tick_broadcast_lock not in /proc/kallsyms "
+                    "(CONFIG_KALLSYMS_ALL=n); no --system-map given): learning it from contention stacks whose "
+                    "first non-lock frame is a tick-broadcast function");
+}
+
+// kptr_restrict: stacks cannot be symbolized, so saying "learning it" was false; the learner
+// is not started and the probe is blind.
+TEST(LockAddress, HiddenKallsymsAddressesCannotBeLearned) {
+  KernelFacts f = hidden_facts();
+  LockAddressPlan p = plan_lock_address(f);
+  EXPECT_EQ(p.addr, 0u);
+  EXPECT_FALSE(p.learn);
+  EXPECT_EQ(p.note, "tick_broadcast_lock address unknown (/proc/kallsyms addresses are hidden (kernel.kptr_restrict, "
+                    "or not root); no --system-map given): cannot learn it from contention stacks without symbol "
+                    "addresses; bcast_wait is blind");
+  EXPECT_EQ(p.note.rfind(kLockAddrUnknownNote, 0), 0u) << "blind_reason() keys on this prefix";
+
+  // A System.map cannot be placed without kallsyms addresses either (no KASLR offset).
+  f.system_map = SymbolTable::parse("ffffffff81100000 T sched_balance_trigger\nffffffff82000040 d tick_broadcast_lock\n");
+  f.system_map_path = "/boot/System.map-x";
+  p = plan_lock_address(f);
+  EXPECT_FALSE(p.learn);
+  EXPECT_NE(p.note.find("cannot measure the KASLR offset for /boot/System.map-x): cannot learn it"), std::string::npos)
+      << p.note;
+
+  // The views say why it is blind, and not "was not learned (no contention stack ...)".
+  Meta m = make_meta(HostInfo{}, 2, {});
+  const int bw = m.probe_index("bcast_wait");
+  ASSERT_GE(bw, 0);
+  m.probes[bw].status.attached = true;
+  m.probes[bw].status.notes = {plan_lock_address(hidden_facts()).note};
+  EXPECT_EQ(blind_reason(m, bw),
+            "tick_broadcast_lock's address is unknown and cannot be learned without kallsyms addresses: its "
+            "contentions cannot be told from other locks'");
+  m.probes[bw].status.notes = {plan_lock_address(make_facts(k61, {})).note};
+  EXPECT_NE(blind_reason(m, bw).find("was not learned"), std::string::npos);
+}
+
+// Without BTF, libbpf's ESRCH read "no vmlinux BTF (No such process)".
+TEST(Btf, MissingVmlinuxBtfSaysWhereAndWhatToDo) {
+  EXPECT_EQ(describe_vmlinux_btf_error(ESRCH, false),
+            "no vmlinux BTF: /sys/kernel/btf/vmlinux not present (kernel built without CONFIG_DEBUG_INFO_BTF?), nor a "
+            "vmlinux with BTF under /boot or /lib/modules; give --btf FILE");
+  EXPECT_EQ(describe_vmlinux_btf_error(EACCES, true),
+            "no vmlinux BTF: /sys/kernel/btf/vmlinux cannot be read as BTF (EACCES, Permission denied); give --btf FILE");
+  EXPECT_EQ(describe_vmlinux_btf_error(ESRCH, false).find("No such process"), std::string::npos);
+}
+
+namespace {
+KernelFacts no_btf_facts(bool kprobes) {
+  KernelFacts f = make_facts(k612, {}, {}, kprobes);
+  f.btf = false;
+  f.btf_error = describe_vmlinux_btf_error(ESRCH, false);
+  return f;
+}
+}  // namespace
+
+// Without BTF the tracepoint list is unknown: "tracepoint hrtimer_expire_entry not in this
+// kernel" was a guess, and false.
+TEST(Btf, WithoutBtfNoTracepointIsSaidMissing) {
+  KernelFacts f = no_btf_facts(true);
+  Plan p = resolve_probe(spec("nohz_exit"), f, BackendPref::automatic);
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].backend, Backend::kprobe);
+  std::vector<std::string> errors;
+  for (auto& t : p.skipped) errors.push_back(t.error);
+  EXPECT_EQ(errors, (std::vector<std::string>{f.btf_error, "proxy: tracepoint programs need vmlinux BTF (tp_btf, and "
+                                                           "CO-RE for raw_tp)"}));
+  Plan tp = resolve_probe(spec("idle"), f, BackendPref::automatic);
+  ASSERT_EQ(tp.skipped.size(), 1u);
+  EXPECT_EQ(tp.skipped[0].error, f.btf_error);
+}
+
+// record and top said only "no probe could attach"; when every probe failed for one reason
+// it is named.
+TEST(Btf, CommonFailureNamesTheSharedCause) {
+  KernelFacts f = no_btf_facts(false);
+  std::vector<ProbeStatus> st;
+  for (const ProbeSpec& s : probe_catalog()) {
+    Plan p = resolve_probe(s, f, BackendPref::automatic);
+    ProbeStatus ps;
+    ps.probe = s.name;
+    ps.tried = p.skipped;
+    for (auto& t : p.skipped) ps.reason += (ps.reason.empty() ? "" : "; ") + t.error;
+    st.push_back(ps);
+  }
+  EXPECT_EQ(common_failure(st), f.btf_error);
+  st[0].reason = "not selected (--probes)";  // left out: not a failure
+  st[0].tried.clear();
+  EXPECT_EQ(common_failure(st), f.btf_error);
+  st[1].reason = "fentry refused: EPERM";  // one probe failed for another reason
+  EXPECT_EQ(common_failure(st), "");
+  st[1].attached = true;
+  EXPECT_EQ(common_failure(st), "") << "a probe attached: nothing to explain";
+}
+
+// BTF from a file (--btf) on a kernel without its own: fentry and tp_btf cannot load (the
+// kernel checks them against its BTF), kprobes can (CO-RE relocated against the file).
+TEST(Btf, FileBtfWithoutKernelBtfLeavesKprobes) {
+  KernelFacts f = make_facts(k612, {"sched_balance_trigger"}, {"hrtimer_expire_entry", "cpu_idle"});
+  f.kernel_btf = false;
+  const std::string why =
+      "needs the kernel's own BTF (/sys/kernel/btf/vmlinux not present; BTF from a file serves symbol lookup and CO-RE "
+      "only)";
+  Plan p = resolve_probe(spec("nohz_kick"), f, BackendPref::automatic);
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].backend, Backend::kprobe);
+  ASSERT_FALSE(p.skipped.empty());
+  EXPECT_EQ(p.skipped[0].error, "fentry " + why);
+  Plan tp = resolve_probe(spec("idle"), f, BackendPref::automatic);
+  EXPECT_TRUE(tp.candidates.empty());
+  ASSERT_EQ(tp.skipped.size(), 1u);
+  EXPECT_EQ(tp.skipped[0].error, "tp_btf " + why);
 }
