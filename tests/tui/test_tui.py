@@ -386,21 +386,25 @@ def s_small_sizes(t):
 
 def s_no_alt_screen(t):
     # TERM=linux and vt100 have no alternate screen (no smcup/rmcup): what the UI drew must
-    # not stay under the prompt after q, Ctrl-C or SIGTERM.
+    # not stay under the prompt after q, Ctrl-C, SIGTERM or a crash (whose handler writes the
+    # terminal's sequences itself: without their terminfo padding, vt100's "$<50>").
     for term in ("linux", "vt100"):
-        for how in ("q", "C-c", "TERM"):
+        for how, rc in (("q", 0), ("C-c", 0), ("TERM", 0), ("SEGV", 139)):
             before, screen = start_replay(t, env=f"TERM={term} ", expect="Per CPU: 16 of 16 CPUs")
             check("q quit" in screen, f"TERM={term}: the key line is drawn", screen)
             if how == "C-c":
                 t.keys("C-c")
-            elif how == "TERM":
-                os.kill(t.pid_of_ui(), signal.SIGTERM)
-            screen = quit_and_check(t, before, how="q" if how == "q" else "signal")
+            elif how != "q":
+                os.kill(t.pid_of_ui(), getattr(signal, "SIG" + how))
+            screen = quit_and_check(t, before, how="q" if how == "q" else "signal", rc=rc)
             what = f"TERM={term}, {how}"
-            for gone in ("q quit", "? help", "space play", "Per CPU", "bcast_lock", "  CPU "):
+            for gone in ("q quit", "? help", "space play", "Per CPU", "bcast_lock", "  CPU ", "$<"):
                 check(gone not in screen, f"{what}: {gone!r} is not left on the screen", screen)
             lines = [x.rstrip() for x in screen.rstrip().split("\n") if x.strip()]
-            check(lines == ["rc=0", PROMPT], f"{what}: rc=0 and the prompt on clean lines ({lines!r})", screen)
+            if how == "SEGV":  # bash says so first
+                check(lines and lines[0].startswith("Segmentation fault"), f"{what}: bash's note", screen)
+                lines = lines[1:]
+            check(lines == [f"rc={rc}", PROMPT], f"{what}: rc={rc} and the prompt on clean lines ({lines!r})", screen)
 
 
 def s_resize(t):
