@@ -7,6 +7,7 @@
 #include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "sys/cpulist.h"
 
@@ -380,7 +381,42 @@ std::vector<Line> render_histogram(const std::string& title, std::span<const uin
 
 // ---- header, summary, help ------------------------------------------------------------
 
-std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width) {
+namespace {
+
+/// What a probe is in the header: measuring, blind (attached but its events cannot be
+/// told apart) or unavailable.
+enum class ProbeState { ok, blind, unavailable };
+ProbeState probe_state(const Meta& meta, size_t pi, std::string* blind) {
+  const ProbeStatus& st = meta.probes[pi].status;
+  if (!st.attached) return ProbeState::unavailable;
+  std::string b = blind_reason(meta, static_cast<int>(pi));
+  if (blind) *blind = b;
+  return b.empty() ? ProbeState::ok : ProbeState::blind;
+}
+
+/// Packs items (text, role) on lines that start with "probes" (continuations indented),
+/// two spaces apart; an item wider than the line is cut with "...".
+void pack_probes(std::vector<Line>& out, const std::vector<std::pair<std::string, Role>>& items, int width) {
+  Line l;
+  l.add("probes", Role::label);
+  for (auto [text, role] : items) {
+    if (l.width() + 2 + cells(text) > width && l.width() > 6) {
+      out.push_back(std::move(l));
+      l = Line();
+      l.add("      ");
+    }
+    l.add("  ");
+    if (l.width() + cells(text) > width)
+      text = std::string(text.substr(0, byte_of_cell(text, std::max(width - l.width() - 3, 0)))) + "...";
+    l.add(text, role);
+  }
+  clip(l, width);
+  out.push_back(std::move(l));
+}
+
+}  // namespace
+
+std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width, ProbeFold fold) {
   std::vector<Line> out;
   Line top;
   top.add(fmt::format("schedhot {}", h.mode), Role::title);
@@ -404,28 +440,61 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
     out.push_back(std::move(w));
   }
 
-  // Probes: attached ones packed on lines, each unavailable one with its reason.
-  Line l;
-  l.add("probes", Role::label);
-  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
-    const ProbeMeta& pm = meta.probes[pi];
-    const ProbeStatus& st = pm.status;
-    const std::string blind = st.attached ? blind_reason(meta, static_cast<int>(pi)) : "";
-    std::string text = !st.attached     ? pm.name + " unavailable: " + brief_reason(st.reason)
-                       : blind.empty() ? fmt::format("{} {}", pm.name, st.backend_label())
-                                       : fmt::format("{} {} blind: {}", pm.name, st.backend_label(),
-                                                     brief_reason(blind.substr(0, blind.find(':'))));
-    if (l.width() + 2 + cells(text) > width && l.width() > 0) {
-      out.push_back(std::move(l));
-      l = Line();
-      l.add("      ");
+  std::vector<std::pair<std::string, Role>> items;
+  if (fold == ProbeFold::full) {
+    // Attached probes packed on lines, each unavailable or blind one with its reason.
+    for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+      const ProbeMeta& pm = meta.probes[pi];
+      const ProbeStatus& st = pm.status;
+      std::string blind;
+      ProbeState ps = probe_state(meta, pi, &blind);
+      items.emplace_back(ps == ProbeState::unavailable ? pm.name + " unavailable: " + brief_reason(st.reason)
+                         : ps == ProbeState::ok        ? fmt::format("{} {}", pm.name, st.backend_label())
+                                                : fmt::format("{} {} blind: {}", pm.name, st.backend_label(),
+                                                              brief_reason(blind.substr(0, blind.find(':')))),
+                         ps == ProbeState::ok ? Role::good : Role::bad);
     }
-    l.add("  ");
-    if (l.width() + cells(text) > width)
-      text = std::string(text.substr(0, byte_of_cell(text, std::max(width - l.width() - 3, 0)))) + "...";
-    l.add(text, st.attached && blind.empty() ? Role::good : Role::bad);
+    pack_probes(out, items, width);
+  } else if (fold == ProbeFold::compact) {
+    // Every probe in a few cells: its backend, or that it is unavailable or blind (p: why).
+    for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+      const ProbeMeta& pm = meta.probes[pi];
+      ProbeState ps = probe_state(meta, pi, nullptr);
+      items.emplace_back(ps == ProbeState::unavailable ? pm.name + " unavailable"
+                         : ps == ProbeState::blind     ? pm.name + " blind"
+                                                       : fmt::format("{} {}", pm.name, pm.status.backend_label()),
+                         ps == ProbeState::ok ? Role::good : Role::bad);
+    }
+    pack_probes(out, items, width);
+    if (out.back().width() + 2 + 10 <= width) out.back().add("  ").add("p: details", Role::dim);
+  } else {
+    // One line: how many probes measure, and which are blind or unavailable (by name
+    // where the line has room, else by count only).
+    int ok = 0;
+    std::vector<std::string> blind, unavailable;
+    for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+      ProbeState ps = probe_state(meta, pi, nullptr);
+      if (ps == ProbeState::ok) ++ok;
+      else (ps == ProbeState::blind ? blind : unavailable).push_back(meta.probes[pi].name);
+    }
+    for (bool names : {true, false}) {
+      Line l;
+      l.add("probes", Role::label).add(fmt::format(" {} attached", ok), Role::good);
+      auto group = [&](const std::vector<std::string>& v, const char* what) {
+        if (v.empty()) return;
+        std::string t = fmt::format(", {} {}", v.size(), what);
+        if (names) t += fmt::format(" ({})", fmt::join(v, " "));
+        l.add(t, Role::bad);
+      };
+      group(blind, "blind");
+      group(unavailable, "unavailable");
+      l.add("  ").add("p: details", Role::dim);
+      if (names && l.width() > width) continue;
+      clip(l, width);
+      out.push_back(std::move(l));
+      break;
+    }
   }
-  out.push_back(std::move(l));
 
   Line c;
   c.add("lost", Role::label).add(fmt::format(" {}", h.lost), h.lost ? Role::bad : Role::normal);
@@ -433,6 +502,63 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
   if (!h.state.empty()) c.add("  ").add(h.state, Role::title);
   clip(c, width);
   out.push_back(std::move(c));
+  return out;
+}
+
+std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width, int max_lines, ProbeFold* fold_used) {
+  std::vector<Line> out;
+  for (ProbeFold f : {ProbeFold::full, ProbeFold::compact, ProbeFold::count}) {
+    out = render_header(meta, h, width, f);
+    if (fold_used) *fold_used = f;
+    if (max_lines <= 0 || static_cast<int>(out.size()) <= max_lines) break;
+  }
+  return out;
+}
+
+std::vector<Line> render_probes(const Meta& meta, int width) {
+  std::vector<Line> out;
+  out.push_back(Line().add("schedhot: probes", Role::title));
+  out.push_back(Line());
+  constexpr int kIndent = 15;
+  // Words of text after the probe's name, wrapped at width under column kIndent.
+  auto wrapped = [&](std::string name, const std::string& text, Role role) {
+    Line l;
+    l.add(fmt::format("  {:<{}}", name, kIndent - 2), Role::label);
+    size_t i = 0;
+    bool first = true;
+    while (i < text.size()) {
+      size_t j = text.find(' ', i);
+      if (j == std::string::npos) j = text.size();
+      std::string word = text.substr(i, j - i);
+      i = j + 1;
+      if (word.empty()) continue;
+      if (!first && l.width() + 1 + cells(word) > width) {
+        out.push_back(std::move(l));
+        l = Line();
+        l.add(std::string(kIndent, ' '));
+        first = true;
+      }
+      if (!first) l.add(" ");
+      l.add(word, role);
+      first = false;
+    }
+    clip(l, width);
+    out.push_back(std::move(l));
+  };
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
+    const ProbeMeta& pm = meta.probes[pi];
+    const ProbeStatus& st = pm.status;
+    std::string blind;
+    ProbeState ps = probe_state(meta, pi, &blind);
+    if (ps == ProbeState::unavailable) {
+      wrapped(pm.name, "unavailable: " + st.reason, Role::bad);
+      continue;
+    }
+    std::string what = st.backend_label();
+    if (!st.symbol.empty()) what += " " + symbol_with_via(st.symbol, st.via);
+    wrapped(pm.name, what, Role::good);
+    if (ps == ProbeState::blind) wrapped("", "blind: " + blind, Role::bad);
+  }
   return out;
 }
 
@@ -482,7 +608,8 @@ std::vector<Line> render_help(bool live, int width) {
   };
   static const K keys[] = {
       {"q", "quit", 0},
-      {"?", "this help (any key closes it)", 0},
+      {"?", "this help (arrows, PgUp, PgDn scroll it; any other key closes it)", 0},
+      {"p", "probes: each one's backend, or why it is unavailable or blind", 0},
       {"space", "pause the display (sampling and recording go on)", 1},
       {"space", "play / pause", 2},
       {"+ -", "sampling interval longer / shorter", 1},

@@ -171,9 +171,25 @@ struct HeaderInfo {
   std::string cost;         ///< schedhot's own BPF cost, or why it is not known
   std::string state;        ///< "paused", "playing 4x", "recording to F: 12 samples"
 };
-/// The header: host and time, every probe with its backend or "unavailable: reason",
-/// samples lost and cost.
-std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width);
+/// How much of the probe list the header shows.
+enum class ProbeFold {
+  full,     ///< attached probes packed on lines, each unavailable or blind one with its reason
+  compact,  ///< every probe packed several per line as "name backend" / "name unavailable" / "name blind"
+  count,    ///< one line: "probes 7 attached, 1 unavailable (bcast_lock), 1 blind (bcast_wait)  p: details"
+};
+/// The header: host and time, the probes (folded to fold), samples lost and cost.
+/// Unavailable and blind probes stay visible as such in every form.
+std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width, ProbeFold fold);
+/// The header in at most max_lines lines where it can: the full probe list when it fits,
+/// else the compact one, else the one-line count (the least it takes: title, time when it
+/// does not fit the title line, one probe line and the lost/cost line). max_lines <= 0:
+/// no limit (full). *fold_used (when not null) is the form chosen.
+std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width, int max_lines = 0,
+                                ProbeFold* fold_used = nullptr);
+
+/// The probe details screen (the p key): each probe with its backend, symbol and the
+/// reason it is unavailable or blind, in full, wrapped to width.
+std::vector<Line> render_probes(const Meta& meta, int width);
 
 /// One line per probe: backend or unavailable reason, total, rate and percentiles over cpus.
 std::vector<Line> render_summary(const Interval& iv, std::span<const int> cpus, int width);

@@ -117,8 +117,18 @@ void TuiApp::commit_prompt() {
 
 bool TuiApp::on_key(int key) {
   if (key == kNoKey || key == kKeyResize) return true;
-  if (help_) {
-    help_ = false;
+  if (overlay_ != Overlay::none) {
+    // Scrolling keys scroll it; any other key closes it.
+    const int last = std::max(overlay_lines_ - overlay_page_, 0);
+    switch (key) {
+      case kKeyUp: overlay_top_ = std::max(overlay_top_ - 1, 0); break;
+      case kKeyDown: overlay_top_ = std::min(overlay_top_ + 1, last); break;
+      case kKeyPgUp: overlay_top_ = std::max(overlay_top_ - overlay_page_, 0); break;
+      case kKeyPgDn: overlay_top_ = std::min(overlay_top_ + overlay_page_, last); break;
+      case kKeyHome: overlay_top_ = 0; break;
+      case kKeyEnd: overlay_top_ = last; break;
+      default: overlay_ = Overlay::none;
+    }
     return true;
   }
   if (prompt_ != Prompt::none) return on_prompt_key(key);
@@ -128,7 +138,9 @@ bool TuiApp::on_key(int key) {
     case 'q':
       return false;
     case '?':
-      help_ = true;
+    case 'p':
+      overlay_ = key == '?' ? Overlay::help : Overlay::probes;
+      overlay_top_ = 0;
       break;
     case ' ':
       feed_.toggle_pause();
@@ -204,6 +216,7 @@ bool TuiApp::on_key(int key) {
       first_row_ = 0;
       break;
     case 's':
+      if (view_ != View::summary) first_row_ = 0;
       view_ = View::summary;
       break;
     case 't':
@@ -303,8 +316,18 @@ std::vector<Line> TuiApp::body(int width, int height) {
     case View::topo:
       return table_body(iv, width, height);
     case View::summary: {
-      std::vector<Line> out = {Line().add(fmt::format("Summary per probe over {}, {:.3g} s", over, iv.seconds()), Role::title)};
-      for (Line& l : render_summary(iv, cpus, width)) out.push_back(std::move(l));
+      // Its header line, then the probes' lines from first_row_ (scrolled as the tables are).
+      std::vector<Line> sum = render_summary(iv, cpus, width);
+      page_ = std::max(height - 2, 1);
+      row_count_ = static_cast<int>(sum.size()) - 1;
+      first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
+      const int shown = std::min(page_, row_count_ - first_row_);
+      Line title;
+      title.add(fmt::format("Summary per probe over {}, {:.3g} s", over, iv.seconds()), Role::title);
+      if (shown < row_count_) title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);
+      clip(title, width);
+      std::vector<Line> out = {title, sum[0]};
+      for (int i = 0; i < shown; ++i) out.push_back(std::move(sum[size_t(first_row_ + 1 + i)]));
       return out;
     }
     case View::hist: {
@@ -333,7 +356,7 @@ std::vector<Line> TuiApp::body(int width, int height) {
   return {};
 }
 
-std::vector<Line> TuiApp::header(int width, bool interactive) const {
+std::vector<Line> TuiApp::header(int width, bool interactive, int max_lines) const {
   HeaderInfo hi;
   hi.mode = feed_.live() ? "top" : "replay";
   hi.when = feed_.when();
@@ -342,7 +365,28 @@ std::vector<Line> TuiApp::header(int width, bool interactive) const {
   hi.cost = feed_.cost();
   std::string state = interactive ? feed_.state() : feed_.plain_state(), note = feed_.source_note();
   hi.state = state.empty() || note.empty() ? state + note : state + "  " + note;
-  return render_header(feed_.meta(), hi, width);
+  return render_header(feed_.meta(), hi, width, max_lines);
+}
+
+Screen TuiApp::render_overlay(int width, int height) {
+  std::vector<Line> lines = overlay_ == Overlay::help ? render_help(feed_.live(), width) : render_probes(feed_.meta(), width);
+  overlay_lines_ = static_cast<int>(lines.size());
+  overlay_page_ = std::max(height - 1, 1);
+  overlay_top_ = std::clamp(overlay_top_, 0, std::max(overlay_lines_ - overlay_page_, 0));
+  Screen s;
+  for (int i = overlay_top_; i < overlay_lines_ && static_cast<int>(s.size()) < overlay_page_; ++i)
+    s.push_back(std::move(lines[size_t(i)]));
+  while (static_cast<int>(s.size()) < overlay_page_) s.push_back(Line());
+  Line foot;
+  if (overlay_lines_ > overlay_page_)
+    foot.add(fmt::format("lines {}-{} of {}  arrows PgUp PgDn scroll, other keys close", overlay_top_ + 1,
+                         overlay_top_ + overlay_page_, overlay_lines_),
+             Role::status);
+  else
+    foot.add("any key closes", Role::status);
+  clip(foot, width);
+  s.push_back(std::move(foot));
+  return s;
 }
 
 std::string TuiApp::render_text() {
@@ -362,10 +406,13 @@ Screen TuiApp::render(int width, int height) {
   Screen s;
   if (width < kMinWidth || height < kMinHeight) {
     s = render_too_small(width, height);
-  } else if (help_) {
-    s = render_help(feed_.live(), width);
+  } else if (overlay_ != Overlay::none) {
+    s = render_overlay(width, height);
   } else {
-    s = header(width, true);
+    // The header gets what the view leaves after the key line, its fixed lines (title,
+    // table header; the histogram's title and percentiles too) and kMinTableRows rows.
+    const int fixed = view_ == View::hist ? 4 : 2;
+    s = header(width, true, height - 1 - fixed - kMinTableRows);
     const int body_h = height - static_cast<int>(s.size()) - 1;
     std::vector<Line> b = body(width, body_h);
     for (int i = 0; i < body_h && i < static_cast<int>(b.size()); ++i) s.push_back(std::move(b[size_t(i)]));

@@ -87,6 +87,15 @@ class TuiFeed {
 /// The four views.
 enum class View { cpus, hist, topo, summary };
 
+/// Screens drawn over a view until a key closes them: the keys (?) and the probe details (p).
+/// Taller than the terminal, they scroll with the arrows, PgUp/PgDn, Home/End.
+enum class Overlay { none, help, probes };
+
+/// Rows of the table (CPUs, groups, histogram bars, summary lines) that every view keeps on
+/// any terminal of at least kMinWidth x kMinHeight: the header's probe list folds
+/// (ProbeFold) to leave room for them and the key line.
+inline constexpr int kMinTableRows = 3;
+
 /// How the UI starts.
 struct TuiOptions {
   int sort_col = 1;               ///< table column (layout.h table_columns()); 1 = idle/s
@@ -113,6 +122,7 @@ class TuiApp {
   std::string render_text();
 
   View view() const { return view_; }
+  Overlay overlay() const { return overlay_; }
   int sort_col() const { return sort_col_; }
   bool reverse() const { return reverse_; }
   TopoLevel level() const { return level_; }
@@ -133,15 +143,22 @@ class TuiApp {
   bool on_prompt_key(int key);
   void commit_prompt();
   void cycle_hist(int dir);
-  /// The header; interactive adds the feed's state (paused, playing...).
-  std::vector<Line> header(int width, bool interactive) const;
+  /// The header; interactive adds the feed's state (paused, playing...). max_lines > 0:
+  /// the probe list folds to keep it within that many lines (render_header()).
+  std::vector<Line> header(int width, bool interactive, int max_lines = 0) const;
+  /// The overlay's screen: its lines from overlay_top_, and a last line that says how to
+  /// scroll and close it.
+  Screen render_overlay(int width, int height);
   std::vector<Line> body(int width, int height);
   std::vector<Line> table_body(const Interval& iv, int width, int height);
 
   TuiFeed& feed_;
   TuiOptions opts_;
   View view_ = View::cpus;
-  bool help_ = false;
+  Overlay overlay_ = Overlay::none;
+  int overlay_top_ = 0;    ///< first line of the overlay shown
+  int overlay_page_ = 1;   ///< overlay lines per page at the last render
+  int overlay_lines_ = 0;  ///< overlay lines at the last render
   int sort_col_ = 1;
   bool reverse_ = false;
   std::vector<int> filter_;

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <stdexcept>
@@ -24,7 +25,7 @@ struct CrashRestore {
   volatile sig_atomic_t active = 0;
   struct termios saved {};
   bool have_saved = false;
-  char seq[512] = {};  ///< the terminal's exit sequences (sgr0, cnorm, rmkx, rmcup)
+  char seq[512] = {};  ///< the terminal's exit sequences (sgr0, cnorm, rmkx, rmcup; clear without rmcup)
   size_t len = 0;
 };
 CrashRestore g_crash;
@@ -45,13 +46,30 @@ void on_crash(int sig) {
   raise(sig);
 }
 
-void add_cap(const char* name) {
+/// The terminal's string capability name, or nullptr when it has none.
+const char* cap_of(const char* name) {
   char* s = tigetstr(name);
-  if (!s || s == reinterpret_cast<char*>(-1)) return;
-  size_t n = strlen(s);
-  if (g_crash.len + n >= sizeof g_crash.seq) return;
-  memcpy(g_crash.seq + g_crash.len, s, n);
-  g_crash.len += n;
+  return !s || s == reinterpret_cast<char*>(-1) || !*s ? nullptr : s;
+}
+
+/// Whether the terminal has an alternate screen to leave (rmcup); without one (TERM=linux,
+/// vt100) what the UI drew stays on the screen after endwin unless it is cleared.
+bool has_alt_screen() { return cap_of("rmcup") != nullptr; }
+
+/// Appends capability name to the crash handler's sequence, without its padding: terminfo
+/// delays ("$<50>" in vt100's clear and sgr0) are for tputs, written as is they would print.
+void add_cap(const char* name) {
+  const char* s = cap_of(name);
+  if (!s) return;
+  std::string out;
+  for (const char* p = s; *p; ++p) {
+    const char* close = p[0] == '$' && p[1] == '<' ? strchr(p, '>') : nullptr;
+    if (close) p = close;
+    else out.push_back(*p);
+  }
+  if (g_crash.len + out.size() >= sizeof g_crash.seq) return;
+  memcpy(g_crash.seq + g_crash.len, out.data(), out.size());
+  g_crash.len += out.size();
 }
 
 SCREEN* g_screen = nullptr;
@@ -136,6 +154,7 @@ Terminal::Terminal() {
   }
   g_crash.len = 0;
   for (const char* cap : {"sgr0", "cnorm", "rmkx", "rmcup"}) add_cap(cap);
+  if (!has_alt_screen()) add_cap("clear");
   struct sigaction sa {};
   sa.sa_handler = on_crash;
   sigemptyset(&sa.sa_mask);
@@ -148,6 +167,15 @@ Terminal::~Terminal() {
   g_crash.active = 0;
   for (size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &g_old_actions[i], nullptr);
   endwin();
+  // No alternate screen: the UI's last screen (its key line at the bottom) would stay
+  // under the shell's prompt. Clear it; the cursor goes home, so the prompt starts on a
+  // clean line at the top.
+  if (!has_alt_screen()) {
+    if (const char* clr = cap_of("clear")) {
+      putp(clr);
+      fflush(stdout);
+    }
+  }
   delscreen(g_screen);
   g_screen = nullptr;
 }

@@ -8,8 +8,9 @@ with fixed sleeps. After the UI ends, the pane must show the prompt again and `s
 must print what it printed before the UI started (the terminal is restored).
 
 usage: test_tui.py PATH/TO/schedhot PATH/TO/tui16.shot SCENARIO
-scenarios: values sort paging filter histogram topology small resize quit sigterm crash
-           replay_keys plain dumb bad_input live_top (root; exit 77 = skipped otherwise)
+scenarios: values sort paging filter histogram topology small small_sizes resize quit sigterm
+           no_alt_screen crash replay_keys plain dumb bad_input live_top (root; exit 77 = skipped
+           otherwise)
 """
 import os
 import re
@@ -161,10 +162,11 @@ def table_rows(screen, header_prefix="  CPU "):
     return []
 
 
-def start_replay(t, *args, expect="schedhot replay  host fixture16"):
-    """Starts replay in the pane's shell, which prints rc=STATUS when it ends."""
+def start_replay(t, *args, expect="schedhot replay  host fixture16", env=""):
+    """Starts replay in the pane's shell (env: "TERM=vt100 " etc. before the command), which
+    prints rc=STATUS when it ends."""
     before = t.stty()
-    t.shell("clear; " + " ".join([SCHEDHOT, "replay", FIXTURE, *args]) + "; echo rc=$?")
+    t.shell("clear; " + env + " ".join([SCHEDHOT, "replay", FIXTURE, *args]) + "; echo rc=$?")
     screen = t.wait_text(expect)
     return before, screen
 
@@ -326,6 +328,83 @@ def s_small(t):
     screen = t.wait_text("Per CPU: 16 of 16 CPUs")
     check(row_of(screen, "15") == ROW15, "the table is back", screen)
     quit_and_check(t, before)
+
+
+def key_line(screen):
+    """The UI's last line (its key line, or a message)."""
+    return screen.rstrip("\n").split("\n")[-1]
+
+
+def check_small(t, w, h):
+    """At w x h every view shows its table header, at least 3 rows and the key line; the
+    header still names the unavailable probe; ? and p scroll and close."""
+    for line in t.screen().split("\n"):
+        check(len(line.rstrip()) <= w, f"{w}x{h}: line fits: {line!r}")
+    views = [("c", "Per CPU: 16 of 16 CPUs", "  CPU "), ("o", "Topology by LLC", " LLC "),
+             ("s", "Summary per probe", "PROBE"), ("h", "Histogram of", "    from")]
+    for key, title, head in views:
+        t.type(key)
+        screen = t.wait(lambda s: title in s and key_line(s).startswith("q quit  ? help"), f"{w}x{h} view {key}")
+        lines = screen.split("\n")
+        check(len(lines) >= h and lines[h - 1].startswith("q quit"), f"{w}x{h} view {key}: key line at the bottom",
+              screen)
+        heads = [i for i, line in enumerate(lines) if line.startswith(head)]
+        check(heads, f"{w}x{h} view {key}: table header {head!r}", screen)
+        rows = [line for line in lines[heads[0] + 1:heads[0] + 4] if line.strip()]
+        check(len(rows) == 3 and heads[0] + 3 < h - 1, f"{w}x{h} view {key}: 3 rows under the header", screen)
+        check("bcast_lock unavailable" in screen or "1 unavailable (bcast_lock)" in screen,
+              f"{w}x{h} view {key}: bcast_lock shown unavailable", screen)
+    t.type("?")
+    screen = t.wait_text("schedhot replay: keys")
+    check(re.search(r"^(lines 1-\d+ of \d+  arrows|any key closes)", key_line(screen)), f"{w}x{h}: help's last line",
+          screen)
+    t.keys("End")
+    t.wait_text("'-' = probe unavailable")  # the help's last line
+    t.keys("Space")
+    t.wait_gone("schedhot replay: keys")
+    t.type("p")
+    t.wait_text("schedhot: probes")
+    t.keys("End")
+    t.wait_text("CONFIG_KPROBES=n)")  # the end of bcast_lock's reason
+    t.keys("Escape")
+    t.wait_gone("schedhot: probes")
+    t.type("c")
+
+
+def s_small_sizes(t):
+    before, screen = start_replay(t, "--sort", "cpupri_set")  # h opens cpupri_set's histogram (several bars)
+    for w, h in ((60, 12), (70, 14), (80, 17)):
+        t.resize(w, h)
+        t.wait(lambda s: len(s.split("\n")) >= h and "q quit" in s and "Per CPU" in s and
+               max(len(x.rstrip()) for x in s.split("\n")) <= w, f"a {w}x{h} redraw")
+        check_small(t, w, h)
+    t.resize(160, 50)
+    screen = t.wait(lambda s: row_of(s, "15") == ROW15, "the full table back at 160x50")
+    check("bcast_lock unavailable: fentry refused: EPERM" in screen, "the full probe list back", screen)
+    quit_and_check(t, before)
+
+
+def s_no_alt_screen(t):
+    # TERM=linux and vt100 have no alternate screen (no smcup/rmcup): what the UI drew must
+    # not stay under the prompt after q, Ctrl-C, SIGTERM or a crash (whose handler writes the
+    # terminal's sequences itself: without their terminfo padding, vt100's "$<50>").
+    for term in ("linux", "vt100"):
+        for how, rc in (("q", 0), ("C-c", 0), ("TERM", 0), ("SEGV", 139)):
+            before, screen = start_replay(t, env=f"TERM={term} ", expect="Per CPU: 16 of 16 CPUs")
+            check("q quit" in screen, f"TERM={term}: the key line is drawn", screen)
+            if how == "C-c":
+                t.keys("C-c")
+            elif how != "q":
+                os.kill(t.pid_of_ui(), getattr(signal, "SIG" + how))
+            screen = quit_and_check(t, before, how="q" if how == "q" else "signal", rc=rc)
+            what = f"TERM={term}, {how}"
+            for gone in ("q quit", "? help", "space play", "Per CPU", "bcast_lock", "  CPU ", "$<"):
+                check(gone not in screen, f"{what}: {gone!r} is not left on the screen", screen)
+            lines = [x.rstrip() for x in screen.rstrip().split("\n") if x.strip()]
+            if how == "SEGV":  # bash says so first
+                check(lines and lines[0].startswith("Segmentation fault"), f"{what}: bash's note", screen)
+                lines = lines[1:]
+            check(lines == [f"rc={rc}", PROMPT], f"{what}: rc={rc} and the prompt on clean lines ({lines!r})", screen)
 
 
 def s_resize(t):

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <regex>
 #include <thread>
 
 #include <fmt/format.h>
@@ -291,6 +292,152 @@ TEST_F(Replay, SummaryHelpSmallQuit) {
   ASSERT_EQ(small.size(), 10u);
   EXPECT_EQ(small[0].text, "terminal too small");
   EXPECT_EQ(small[1].text, "50x10, need 60x12");
+  EXPECT_FALSE(app->on_key('q'));
+}
+
+namespace {
+
+/// Lines under the first line starting with head_prefix that match row (at most n), or -1
+/// when there is no such line.
+int rows_under(const Screen& s, const std::string& head_prefix, const std::regex& row, int n = 3) {
+  int h = find_line(s, head_prefix);
+  if (h < 0) return -1;
+  int k = 0;
+  while (k < n && size_t(h + 1 + k) < s.size() && std::regex_search(s[size_t(h + 1 + k)].text, row)) ++k;
+  return k;
+}
+
+/// The lines above the first line starting with prefix (the header over a view).
+std::string above(const Screen& s, const std::string& prefix) {
+  std::string out;
+  for (const Line& l : s) {
+    if (l.text.rfind(prefix, 0) == 0) break;
+    out += l.text + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_F(Replay, SmallTerminalsShowTheTableAndTheKeyLineInEveryView) {
+  // Down to kMinWidth x kMinHeight (60x12) every view keeps its title, its table header,
+  // kMinTableRows rows and the key line: the header's probe list folds to make room, and
+  // bcast_lock stays visible as unavailable in every form.
+  const std::regex cpu_row(R"(^ +\d+ +\d)"), llc_row("^ LLC \\d"), bar_row(R"(^ +[\d.]+\w* +[\d.]+)"),
+      probe_row("^[a-z_]+ +[a-z(]");
+  struct V {
+    const char* keys;
+    const char* title;
+    const char* head;
+    const std::regex* row;
+  };
+  const V views[] = {{"c", "Per CPU: 16 of 16 CPUs", "  CPU ", &cpu_row},
+                     {"o", "Topology by LLC: 4 groups", " LLC ", &llc_row},
+                     {"ch", "Histogram of cpupri_set", "    from", &bar_row},
+                     {"s", "Summary per probe over all CPUs", "PROBE", &probe_row}};
+  while (app->sort_col() != find_column("cpupri_set/s")) keys(">");  // h opens cpupri_set's histogram
+  for (auto [w, h] : {std::pair{60, 12}, {64, 13}, {70, 14}, {75, 16}, {80, 17}, {100, 24}, {160, 50}}) {
+    for (const V& v : views) {
+      keys(v.keys);
+      Screen s = screen(w, h);
+      std::string at = fmt::format("{}x{} after '{}':\n{}", w, h, v.keys, text(s));
+      ASSERT_EQ(s.size(), size_t(h)) << at;
+      for (const Line& l : s) EXPECT_LE(l.width(), w) << at;
+      EXPECT_GE(find_line(s, v.title), 0) << at;
+      EXPECT_EQ(rows_under(s, v.head, *v.row), kMinTableRows) << at;
+      EXPECT_EQ(s.back().text.rfind("q quit  ? help  space play", 0), 0u) << at;
+      std::string head = above(s, v.title);
+      EXPECT_TRUE(head.find("bcast_lock unavailable") != std::string::npos ||
+                  head.find("1 unavailable (bcast_lock)") != std::string::npos)
+          << at;
+      EXPECT_NE(head.find("sample 2/11"), std::string::npos) << at;
+    }
+  }
+  // A normal size keeps the full probe list with the reason; 60x12 folds to one line.
+  EXPECT_NE(text(screen(160, 50)).find("bcast_lock unavailable: fentry refused: EPERM"), std::string::npos);
+  keys("c");
+  Screen s = screen(60, 12);
+  EXPECT_EQ(line(s, 2), "probes 8 attached, 1 unavailable (bcast_lock)  p: details") << text(s);
+  EXPECT_EQ(rows_under(s, "  CPU ", cpu_row, 16), 12 - 4 - 2 - 1) << text(s);  // header, title + table header, key line
+}
+
+TEST_F(Replay, SummaryScrollsWhereItDoesNotFit) {
+  keys("s");
+  Screen s = screen(60, 12);  // header 4 lines, title, PROBE line, 5 of the 9 probes, key line
+  EXPECT_EQ(line(s, 4).rfind("Summary per probe over all CPUs, 1 s  rows 1-5 of 9", 0), 0u) << text(s);
+  EXPECT_EQ(line(s, 6).substr(0, 13), "nohz_exit    ");
+  ASSERT_TRUE(app->on_key(kKeyEnd));
+  s = screen(60, 12);
+  EXPECT_EQ(line(s, 4).rfind("Summary per probe over all CPUs, 1 s  rows 5-9 of 9", 0), 0u) << text(s);
+  EXPECT_EQ(line(s, 10).substr(0, 13), "idle         ");
+  EXPECT_EQ(line(s, 8).substr(0, 35), "bcast_lock   unavailable: fentry re");
+  EXPECT_EQ(text(screen()).find("rows"), std::string::npos) << "all 9 fit at 160x50: no rows note";
+  keys("cs");  // back to the summary: from its first line
+  EXPECT_EQ(line(screen(60, 12), 6).substr(0, 13), "nohz_exit    ");
+}
+
+TEST(TuiLive, SmallTerminalShowsTheTableAndTheKeyLine) {
+  TwoSamples feed;
+  TuiApp app(feed, TuiOptions{});
+  Screen s = app.render(60, 12);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_GE(rows_under(s, "  CPU ", std::regex(R"(^ +\d+ +\d)")), kMinTableRows) << text(s);
+  EXPECT_EQ(s.back().text.rfind("q quit  ? help  space pause", 0), 0u) << text(s);
+}
+
+TEST_F(Replay, HelpAndProbeDetailsScrollOnASmallTerminal) {
+  const std::vector<Line> all = render_help(false, 60);
+  ASSERT_GT(all.size(), 11u);  // taller than 60x12: it scrolls
+  keys("?");
+  EXPECT_EQ(app->overlay(), Overlay::help);
+  Screen s = screen(60, 12);
+  ASSERT_EQ(s.size(), 12u);
+  EXPECT_EQ(line(s, 0), "schedhot replay: keys");
+  EXPECT_EQ(s.back().text.rfind(fmt::format("lines 1-11 of {}  arrows PgUp PgDn scroll", all.size()), 0), 0u)
+      << s.back().text;
+  // Down scrolls one line at a time through every line of the help, and stops at the end.
+  for (size_t i = 0; i + 11 <= all.size(); ++i) {
+    s = screen(60, 12);
+    EXPECT_EQ(line(s, 0), all[i].text) << i;
+    EXPECT_EQ(line(s, 10), all[i + 10].text) << i;
+    ASSERT_TRUE(app->on_key(kKeyDown));
+    EXPECT_EQ(app->overlay(), Overlay::help);
+  }
+  s = screen(60, 12);
+  EXPECT_EQ(line(s, 10), all.back().text);
+  EXPECT_NE(s.back().text.find(fmt::format("-{} of {}", all.size(), all.size())), std::string::npos) << s.back().text;
+  ASSERT_TRUE(app->on_key(kKeyPgUp));
+  const size_t last_top = all.size() - 11;  // PgUp: a page (11 lines) back
+  EXPECT_EQ(line(screen(60, 12), 0), all[last_top > 11 ? last_top - 11 : 0].text);
+  ASSERT_TRUE(app->on_key(kKeyHome));
+  EXPECT_EQ(line(screen(60, 12), 0), "schedhot replay: keys");
+  keys("x");  // any other key closes it, and is not taken as a command
+  EXPECT_EQ(app->overlay(), Overlay::none);
+  EXPECT_EQ(app->message(), "");
+  // At a normal size the help fits: no scrolling, "any key closes".
+  keys("?");
+  s = screen();
+  EXPECT_EQ(s.back().text.rfind("any key closes", 0), 0u);
+  EXPECT_NE(text(s).find("  p                 probes: each one's backend"), std::string::npos);
+  keys(" ");
+
+  // p: every probe with its backend, bcast_lock with its whole reason (wrapped at 60).
+  keys("p");
+  EXPECT_EQ(app->overlay(), Overlay::probes);
+  std::string t = text(screen());
+  EXPECT_NE(t.find("  nohz_kick    kprobe sched_balance_trigger (nohz_balancer_kick inlined)"), std::string::npos) << t;
+  EXPECT_NE(t.find("  bcast_lock   unavailable: fentry refused: EPERM (kernel lockdown or an LSM denies BPF tracing "
+                   "programs); kprobes not built into this kernel (CONFIG_KPROBES=n)"),
+            std::string::npos)
+      << t;
+  s = screen(60, 12);
+  for (const Line& l : s) EXPECT_LE(l.width(), 60);
+  ASSERT_TRUE(app->on_key(kKeyEnd));
+  t = text(screen(60, 12));
+  EXPECT_NE(t.find("  bcast_lock   unavailable: fentry refused: EPERM (kernel"), std::string::npos) << t;
+  EXPECT_NE(t.find("(CONFIG_KPROBES=n)"), std::string::npos) << t;
+  keys("q");  // closes the overlay; does not quit
+  EXPECT_EQ(app->overlay(), Overlay::none);
   EXPECT_FALSE(app->on_key('q'));
 }
 

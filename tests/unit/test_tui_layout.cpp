@@ -4,6 +4,7 @@
 // committed tests/data/tui16.shot holds exactly what the generator makes.
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <sstream>
 
 #include <algorithm>
@@ -429,6 +430,75 @@ TEST_F(Fixture, HeaderSummaryHelpSmall) {
   auto small = render_too_small(40, 8);
   EXPECT_EQ(small[0].text, "terminal too small");
   EXPECT_EQ(small[1].text, "40x8, need 60x12");
+}
+
+TEST_F(Fixture, HeaderFoldsItsProbeListWhereSpaceIsShort) {
+  HeaderInfo hi;
+  hi.mode = "replay";
+  hi.when = "sample 2/11  +1.00 s  2023-11-14 22:13:21 UTC";
+  hi.interval_ns = fx::kSecond;
+  hi.cost = "not recorded";
+  auto text_of = [&](const Meta& mm, int w, ProbeFold f) {
+    auto lines = render_header(mm, hi, w, f);
+    for (auto& l : lines) EXPECT_LE(l.width(), w) << screen_text(lines);
+    return screen_text(lines);
+  };
+  // Full: the unavailable probe with its reason.
+  EXPECT_NE(text_of(m, 160, ProbeFold::full).find("bcast_lock unavailable: fentry refused: EPERM"), std::string::npos);
+  // Compact: every probe, unavailable ones said so, reasons left to p.
+  std::string compact = text_of(m, 60, ProbeFold::compact);
+  for (const char* want : {"idle tracepoint", "nohz_kick kprobe", "cpupri_set fentry", "bcast_lock unavailable",
+                           "bcast_wait tracepoint"})
+    EXPECT_NE(compact.find(want), std::string::npos) << want << "\n" << compact;
+  EXPECT_EQ(compact.find("fentry refused"), std::string::npos) << compact;
+  // Count: one line, naming the unavailable probe where there is room.
+  auto count = render_header(m, hi, 60, ProbeFold::count);
+  ASSERT_EQ(count.size(), 4u);  // title, time, probes, lost/cost
+  EXPECT_EQ(count[2].text, "probes 8 attached, 1 unavailable (bcast_lock)  p: details");
+  EXPECT_EQ(render_header(m, hi, 50, ProbeFold::count)[2].text, "probes 8 attached, 1 unavailable  p: details");
+  // A blind probe is never counted as measuring.
+  Meta bm = m;
+  bm.host.spinlock = SpinlockMode::virt_spin_lock;
+  EXPECT_NE(text_of(bm, 60, ProbeFold::compact).find("bcast_wait blind"), std::string::npos);
+  EXPECT_EQ(render_header(bm, hi, 80, ProbeFold::count)[2].text,
+            "probes 7 attached, 1 blind (bcast_wait), 1 unavailable (bcast_lock)  p: details");
+
+  // The budgeted header takes the first form that fits in max_lines, the count when none does.
+  for (int w : {60, 70, 80, 160}) {
+    const size_t full = render_header(m, hi, w, ProbeFold::full).size(),
+                 compact_n = render_header(m, hi, w, ProbeFold::compact).size();
+    EXPECT_LE(compact_n, full) << w;
+    for (int max = 0; max <= 14; ++max) {
+      ProbeFold f{};
+      auto lines = render_header(m, hi, w, max, &f);
+      ProbeFold want = max == 0 || full <= size_t(max)   ? ProbeFold::full
+                       : compact_n <= size_t(max)        ? ProbeFold::compact
+                                                         : ProbeFold::count;
+      EXPECT_EQ(f, want) << w << "x" << max;
+      EXPECT_EQ(screen_text(lines), screen_text(render_header(m, hi, w, want))) << w << "x" << max;
+    }
+  }
+}
+
+TEST_F(Fixture, ProbeDetailsWrapTheWholeReason) {
+  for (int w : {60, 80, 160}) {
+    auto lines = render_probes(m, w);
+    std::string joined;
+    for (auto& l : lines) {
+      EXPECT_LE(l.width(), w);
+      joined += l.text + " ";
+    }
+    joined = std::regex_replace(joined, std::regex(" +"), " ");  // wrapped text as one line
+    EXPECT_NE(joined.find("bcast_lock unavailable: fentry refused: EPERM (kernel lockdown or an LSM denies BPF tracing "
+                          "programs); kprobes not built into this kernel (CONFIG_KPROBES=n)"),
+              std::string::npos)
+        << w << "\n" << screen_text(lines);
+    EXPECT_NE(joined.find("nohz_kick kprobe sched_balance_trigger (nohz_balancer_kick inlined)"), std::string::npos)
+        << joined;
+  }
+  Meta bm = m;
+  bm.host.spinlock = SpinlockMode::virt_spin_lock;
+  EXPECT_NE(screen_text(render_probes(bm, 160)).find("blind: "), std::string::npos);
 }
 
 TEST_F(Fixture, CommittedRecordingMatchesGenerator) {
