@@ -970,13 +970,14 @@ std::vector<int> RecordingReader::online_cpus(uint64_t from_ns, uint64_t to_ns) 
   bool have_a = seek_time(from_ns) && next(a) && a.mono_ns <= to_ns;
   if (have_a) {
     b = a;
+    // The window's last sample: found among the positions (frame headers with an index),
+    // decoded from its keyframe.
+    const auto& pos = sample_positions();
+    auto it = std::upper_bound(pos.begin(), pos.end(), to_ns,
+                               [](uint64_t t, const SamplePos& p) { return t < p.mono_ns; });
     Sample s;
-    if (to_ns == UINT64_MAX) {
-      const size_t n = sample_count();
-      if (n && seek_sample(n - 1) && next(s)) b = std::move(s);
-    } else {
-      while (next(s) && s.mono_ns <= to_ns) b = std::move(s);
-    }
+    if (it != pos.begin() && seek_sample(static_cast<size_t>(it - pos.begin()) - 1) && next(s) && s.mono_ns > a.mono_ns)
+      b = std::move(s);
     mark(a.online);
     mark(b.online);
     for (size_t p = 0; p < a.probes.size() && p < b.probes.size() && p < meta_.probes.size(); ++p) {

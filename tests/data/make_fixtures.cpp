@@ -84,6 +84,7 @@ int make(const std::string& dir, const Spec& sp) {
     return 0;
   }
   Meta m = fixture_meta(sp.ncpus);
+  if (sp.hotplug) m.host.online = online_at(sp, 0);  // META: the CPUs online at the start
   std::mt19937_64 rng(11 + sp.ncpus);
   std::vector<Sample> written;
   {
