@@ -181,3 +181,26 @@ TEST(Hotplug, ExportLeavesOfflineCellsEmptyAndTotalsAreTheSumOfTheRows) {
   EXPECT_EQ(all_empty[3], 5) << "intervals 0-2 and 9-10 have CPU 3 offline at both ends";
   EXPECT_EQ(all_empty[0], 0);
 }
+
+TEST(Hotplug, AMalformedOnlineFrameIsDamageAndTheSamplesBeforeItStay) {
+  TempDir dir("hotplug_bad");
+  Meta m = synthetic_meta(4);
+  auto written = make_hotplug_samples(m, 6, 3, 0, 3);  // CPU 3 leaves at sample 3: an ONLINE frame there
+  write_samples(dir / "h.shot", m, written, false);
+  const std::string good = slurp(dir / "h.shot");
+  const uint64_t at3 = sample_offset(dir / "h.shot", 3);
+  const uint64_t online_at = at3 - kFrameHeaderBytes - online_bitmap_bytes(4);
+  for (auto [payload, why] : {std::pair<std::string, std::string>{std::string("\x07\x00", 2), "online frame of 2 bytes for 4 CPUs"},
+                              {"\x27", "online frame names CPU 5 of 4"}}) {
+    SCOPED_TRACE(why);
+    std::string bad = good.substr(0, online_at) + make_frame(FrameType::online, 0, written[3].mono_ns, payload) +
+                      good.substr(at3);
+    spit(dir / "bad.shot", bad);
+    auto r = RecordingReader::open(dir / "bad.shot");
+    auto got = read_all(*r);
+    EXPECT_EQ(got.size(), 3u);
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_EQ(r->damage()->offset, online_at);
+    EXPECT_EQ(r->damage()->reason, why);
+  }
+}
