@@ -149,7 +149,6 @@ int run_export(const ExportCmd& o) {
       err(fmt::format("--cpus: CPU {} is not in the recording ({} CPUs)", c, r->meta().ncpus));
       return 2;
     }
-  opts.cpus = cpus;
   opts.stop = &g_stop;
   // Time zero is the first sample; with --from, start decoding at the window's start with
   // its slack (the index makes that a short seek): export_samples() applies the window.
@@ -159,7 +158,21 @@ int run_export(const ExportCmd& o) {
     return 1;
   }
   opts.t0_mono_ns = first.mono_ns;
-  uint64_t from_ns = SampleWindow{opts.from_s, opts.to_s, r->meta().interval_ns}.start_ns();
+  const SampleWindow win{opts.from_s, opts.to_s, r->meta().interval_ns};
+  uint64_t from_ns = win.start_ns();
+  {
+    // The CPUs online at some point of the window: the default rows, and what --cpus may name.
+    const uint64_t to_mono = opts.to_s < 0 ? UINT64_MAX
+                                           : first.mono_ns + static_cast<uint64_t>((opts.to_s + win.slack_s()) * 1e9);
+    const std::vector<int> online = r->online_cpus(first.mono_ns + from_ns, to_mono);
+    for (int c : cpus)
+      if (!online.empty() && !std::binary_search(online.begin(), online.end(), c)) {
+        err(fmt::format("--cpus: CPU {} was never online in the {} (online at some point: {})", c,
+                        opts.from_s < 0 && opts.to_s < 0 ? "recording" : "window", format_cpulist(online)));
+        return 2;
+      }
+    opts.cpus = cpus.empty() ? online : cpus;
+  }
   if (from_ns) {  // the seek must not jump over a bad frame: one before --from means read from the start
     r->check_all_frames();
     if (r->damage()) from_ns = 0;

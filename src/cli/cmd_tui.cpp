@@ -189,14 +189,19 @@ bool parse_view_options(const std::string& sort, const std::string& cpus, tui::T
   return true;
 }
 
-/// Checks the --cpus filter against the machine: every CPU must be online.
-bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::string& text) {
+/// Checks the --cpus filter: every CPU must be one of online (ascending; empty: any CPU of
+/// the metadata). top passes the CPUs online now; replay the CPUs online at some point of
+/// the recording (recorded says which, for the message).
+bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::vector<int>& online,
+                  const std::string& text, bool recorded) {
   for (int c : filter) {
-    bool online = c < static_cast<int>(meta.ncpus) &&
-                  (meta.host.online.empty() ||
-                   std::find(meta.host.online.begin(), meta.host.online.end(), c) != meta.host.online.end());
-    if (!online) {
-      err(fmt::format("--cpus '{}': CPU {} is not online (online: {})", text, c, format_cpulist(meta.host.online)));
+    bool ok = c < static_cast<int>(meta.ncpus) && (online.empty() || std::binary_search(online.begin(), online.end(), c));
+    if (!ok) {
+      if (recorded)
+        err(fmt::format("--cpus '{}': CPU {} was never online in the recording (online at some point: {})", text, c,
+                        format_cpulist(online)));
+      else
+        err(fmt::format("--cpus '{}': CPU {} is not online (online: {})", text, c, format_cpulist(online)));
       return false;
     }
   }
@@ -274,7 +279,7 @@ int run_top(const TopCmd& o) {
   auto a = attach_some(o.common, status);
   if (!a) return status;
   Meta meta = live_meta(*a, iv, o.command_line);
-  if (!check_filter(opts.filter, meta, o.cpus)) return 2;
+  if (!check_filter(opts.filter, meta, meta.host.online, o.cpus, false)) return 2;
   tui::BpfRunStats stats;  // on while top runs; off again when it goes out of scope
   WriterOptions wo;
   wo.compress = !o.no_compress;
@@ -332,7 +337,7 @@ int run_replay(const ReplayCmd& o) {
     err(fmt::format("{}: {}", o.file, e.what()));
     return 1;
   }
-  if (!check_filter(opts.filter, feed->meta(), o.cpus)) return 2;
+  if (!check_filter(opts.filter, feed->meta(), feed->online_cpus(), o.cpus, true)) return 2;
   const std::string damaged = o.follow ? "" : feed->source_note();  // "recording damaged at byte N: ..."
   if (!o.at.empty()) {
     if (std::string why = feed->jump(at); !why.empty()) {

@@ -31,6 +31,25 @@ bool Interval::present(int probe) const {
   return pa.present && pb.present && pa.words.size() == need && pb.words.size() == need;
 }
 
+bool Interval::online(int cpu) const {
+  if (cpu < 0 || cpu >= static_cast<int>(meta_.ncpus)) return false;
+  if (a_.online.empty() && b_.online.empty()) return true;  // nothing known: as before hotplug was recorded
+  if (online_.size() != meta_.ncpus) online_.assign(meta_.ncpus, -1);
+  int8_t& v = online_[size_t(cpu)];
+  if (v >= 0) return v;
+  auto in = [cpu](const std::vector<int>& s) { return s.empty() || std::binary_search(s.begin(), s.end(), cpu); };
+  bool on = in(a_.online) || in(b_.online);
+  for (size_t p = 0; !on && p < meta_.probes.size(); ++p) {
+    if (!present(static_cast<int>(p))) continue;
+    const size_t sw = meta_.probes[p].layout.slot_words;
+    const uint64_t* wa = a_.probes[p].words.data() + size_t(cpu) * sw;
+    const uint64_t* wb = b_.probes[p].words.data() + size_t(cpu) * sw;
+    on = !std::equal(wa, wa + sw, wb);
+  }
+  v = on ? 1 : 0;
+  return on;
+}
+
 uint64_t Interval::word_delta(int probe, int cpu, uint32_t word) const {
   size_t i = size_t(cpu) * meta_.probes[probe].layout.slot_words + word;
   uint64_t x = a_.probes[probe].words[i], y = b_.probes[probe].words[i];

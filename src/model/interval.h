@@ -40,6 +40,12 @@ class Interval {
   double seconds() const { return seconds_; }
   /// The probe has data in both samples.
   bool present(int probe) const;
+  /// The CPU was measured in this interval: it was online at either end (Sample::online;
+  /// a sample that does not know counts every CPU as online), or its slot words moved
+  /// (it came online and went offline again in between). A CPU that was not is "not
+  /// measured" in every view (-, null, an empty cell), never 0; its deltas are 0, so the
+  /// all-CPU figures are sums over the measured CPUs. false for ids outside [0, ncpus).
+  bool online(int cpu) const;
   /// Delta of a counter on one CPU (cpu >= 0) or summed over all CPUs (cpu < 0). For a
   /// counter_array, idx selects an element, idx < 0 sums the array. 0 for unknown
   /// fields or absent probes.
@@ -76,6 +82,7 @@ class Interval {
   const Sample& a_;
   const Sample& b_;
   double seconds_ = 0;
+  mutable std::vector<int8_t> online_;  ///< per CPU: -1 not asked yet, else online()
 };
 
 }  // namespace schedhot

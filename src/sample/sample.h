@@ -27,6 +27,11 @@ struct Sample {
   uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
   uint64_t wall_ns = 0;   ///< CLOCK_REALTIME, ns since the epoch
   std::vector<ProbeSample> probes;  ///< indexed like Meta::probes
+  /// CPUs online at this instant (/sys/devices/system/cpu/online), ascending. Empty: not
+  /// known (a hand-made sample), and every CPU counts as online. A CPU's slot words keep
+  /// their values while it is offline (BPF per-CPU maps survive hotplug), so an interval
+  /// measures a CPU that was online at either end (Interval::online).
+  std::vector<int> online;
 };
 
 /// What a probe was in the recording (or live run): its layout and attach status.

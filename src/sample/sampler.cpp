@@ -46,6 +46,7 @@ bool LiveSource::next(Sample& out) {
   out.mono_ns = mono_now_ns();
   out.wall_ns = wall_now_ns();
   probes_.read(out);
+  out.online = read_online_cpus();
   if (seq_ == 0) {
     meta_.start_mono_ns = out.mono_ns;
     meta_.start_wall_ns = out.wall_ns;

@@ -267,7 +267,20 @@ bool RecordingWriter::write_sample(const Sample& s) {
       flags |= kFlagZstd;
     }
   }
-  if (!fits(b.size(), key)) return false;
+  // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
+  std::string online;
+  if (s.online.empty()) {
+    online_written_.clear();
+  } else if (key || s.online != online_written_) {
+    online.assign(online_bitmap_bytes(meta_.ncpus), '\0');
+    for (int c : s.online)
+      if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) online[size_t(c) / 8] |= static_cast<char>(1u << (c % 8));
+  }
+  if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()), key)) return false;
+  if (!online.empty()) {
+    write_frame(FrameType::online, 0, s.mono_ns, online);
+    online_written_ = s.online;
+  }
   const uint64_t at = offset_;
   write_frame(FrameType::sample, flags, s.mono_ns, b);
   if (key) index_.push_back({nsamples_, s.seq, s.mono_ns, at});
@@ -589,6 +602,7 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, std::
   // Deltas are applied to state_ in place; until the sample decodes completely the state
   // is not valid (a seek starts again from a keyframe).
   if (!have_state_ || state_.probes.size() != meta_.probes.size()) state_.probes.assign(meta_.probes.size(), {});
+  if (keyframe || nonzero_cpu_.size() != meta_.ncpus) nonzero_cpu_.assign(meta_.ncpus, 0);
   have_state_ = false;
   std::vector<bool> listed(meta_.probes.size(), false);
   for (uint16_t e = 0; e < nentries; ++e) {
@@ -632,6 +646,7 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, std::
           return false;
         }
         slot[w] += static_cast<uint64_t>(d);
+        if (slot[w]) nonzero_cpu_[cpu] = 1;
       }
     }
   }
@@ -647,8 +662,49 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, std::
   state_.seq = seq;
   state_.mono_ns = mono;
   state_.wall_ns = wall;
+  set_state_online();
   have_state_ = true;
   return true;
+}
+
+bool RecordingReader::decode_online(const std::string& payload, std::string& why) {
+  if (payload.size() != online_bitmap_bytes(meta_.ncpus)) {
+    why = fmt::format("online frame of {} bytes for {} CPUs", payload.size(), meta_.ncpus);
+    return false;
+  }
+  std::vector<int> cpus;
+  for (size_t i = 0; i < payload.size(); ++i) {
+    const auto byte = static_cast<uint8_t>(payload[i]);
+    for (int bit = 0; bit < 8; ++bit) {
+      if (!(byte & (1u << bit))) continue;
+      const size_t c = i * 8 + size_t(bit);
+      if (c >= meta_.ncpus) {
+        why = fmt::format("online frame names CPU {} of {}", c, meta_.ncpus);
+        return false;
+      }
+      cpus.push_back(static_cast<int>(c));
+    }
+  }
+  online_ = std::move(cpus);
+  have_online_ = true;
+  return true;
+}
+
+void RecordingReader::set_state_online() {
+  if (have_online_) {
+    state_.online = online_;
+    return;
+  }
+  // No ONLINE frame (1.0/1.1, or a writer that did not know): the CPUs online at the
+  // start, and any that counted something since.
+  state_.online.clear();
+  if (meta_.host.online.empty()) return;  // nothing known: every CPU counts
+  std::vector<char> on(meta_.ncpus, 0);
+  for (int c : meta_.host.online)
+    if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) on[size_t(c)] = 1;
+  for (size_t c = 0; c < nonzero_cpu_.size() && c < on.size(); ++c) on[c] |= nonzero_cpu_[c];
+  for (size_t c = 0; c < on.size(); ++c)
+    if (on[c]) state_.online.push_back(static_cast<int>(c));
 }
 
 bool RecordingReader::next(Sample& out) {
@@ -701,6 +757,19 @@ bool RecordingReader::next_state() {
           set_damage(f.at, fmt::format("bad note frame: {}", e.what()));
           return false;
         }
+        break;
+      }
+      case FrameType::online: {
+        if (minor_ < 2) {
+          ++stats_.unknown_frames;
+          break;
+        }
+        std::string why;
+        if (!decode_online(f.payload, why)) {
+          set_damage(f.at, why);
+          return false;
+        }
+        ++stats_.online_frames;
         break;
       }
       case FrameType::end: saw_end_ = true; break;
@@ -878,9 +947,78 @@ bool RecordingReader::seek_sample(size_t i) {
     pos_ = pos[k].offset;
   }
   have_state_ = false;
+  have_online_ = false;
+  if (minor_ >= 2) {
+    // A 1.2 keyframe's online set is the ONLINE frame right before it (fixed size).
+    const uint64_t back = kFrameHeaderBytes + online_bitmap_bytes(meta_.ncpus);
+    Frame key, on;
+    std::string why;
+    if (pos_ >= data_start_ + back && read_frame_at(pos_, key, why, false) == ReadStatus::ok &&
+        read_frame_at(pos_ - back, on, why, false) == ReadStatus::ok && on.type == FrameType::online &&
+        on.bytes == back && on.mono_ns == key.mono_ns)
+      pos_ -= back;
+  }
   for (size_t n = k; n < i; ++n)
     if (!next_state()) return false;
   return true;
+}
+
+std::vector<int> RecordingReader::online_cpus(uint64_t from_ns, uint64_t to_ns) {
+  std::vector<char> on(meta_.ncpus, 0);
+  auto mark = [&](const std::vector<int>& cpus) {
+    for (int c : cpus)
+      if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) on[size_t(c)] = 1;
+  };
+  mark(meta_.host.online);
+  if (minor_ >= 2) {
+    // Walk the frame headers; read only the ONLINE frames' payloads.
+    const uint64_t end = index_ ? index_->index_offset : file_bytes_;
+    std::vector<int> before;  // the set in effect at from_ns
+    uint64_t at = data_start_;
+    Frame f;
+    std::string why;
+    while (at < end && read_frame_at(at, f, why, false) == ReadStatus::ok) {
+      if (f.type == FrameType::online && f.mono_ns <= to_ns && read_frame_at(at, f, why) == ReadStatus::ok &&
+          decode_online(f.payload, why)) {
+        if (f.mono_ns <= from_ns)
+          before = online_;
+        else
+          mark(online_);
+      }
+      at += f.bytes;
+    }
+    mark(before);
+    have_online_ = false;
+  }
+  // Every CPU that counted something in the window ran in it.
+  Sample a, b;
+  bool have_a = seek_time(from_ns) && next(a) && a.mono_ns <= to_ns;
+  if (have_a) {
+    b = a;
+    // The window's last sample: found among the positions (frame headers with an index),
+    // decoded from its keyframe.
+    const auto& pos = sample_positions();
+    auto it = std::upper_bound(pos.begin(), pos.end(), to_ns,
+                               [](uint64_t t, const SamplePos& p) { return t < p.mono_ns; });
+    Sample s;
+    if (it != pos.begin() && seek_sample(static_cast<size_t>(it - pos.begin()) - 1) && next(s) && s.mono_ns > a.mono_ns)
+      b = std::move(s);
+    mark(a.online);
+    mark(b.online);
+    for (size_t p = 0; p < a.probes.size() && p < b.probes.size() && p < meta_.probes.size(); ++p) {
+      const auto& wa = a.probes[p].words;
+      const auto& wb = b.probes[p].words;
+      const size_t sw = meta_.probes[p].layout.slot_words;
+      if (!a.probes[p].present || !b.probes[p].present || wa.size() != wb.size() || !sw) continue;
+      for (size_t c = 0; c < meta_.ncpus && (c + 1) * sw <= wa.size(); ++c)
+        if (!on[c] && !std::equal(wa.begin() + long(c * sw), wa.begin() + long((c + 1) * sw), wb.begin() + long(c * sw)))
+          on[c] = 1;
+    }
+  }
+  std::vector<int> out;
+  for (size_t c = 0; c < on.size(); ++c)
+    if (on[c]) out.push_back(static_cast<int>(c));
+  return out;
 }
 
 bool RecordingReader::seek_time(uint64_t mono_ns) {

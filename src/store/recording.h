@@ -36,10 +36,18 @@
 //               the INDEX) by reading the file's last kEndFrameBytes bytes.
 //     5 NOTE    JSON {"probe": name, "status": {...}}: a probe's status changed mid-run
 //               (e.g. tick_broadcast_lock's address learned).
+//     6 ONLINE  (1.2) the online CPUs from the next SAMPLE frame on: a bitmap of
+//               ceil(ncpus / 8) bytes, CPU c = bit c % 8 of byte c / 8 (bits >= ncpus zero),
+//               stored raw; its mono_ns is that sample's. Written right before a sample
+//               whose online set differs from the previous sample's, and before every
+//               keyframe (so a seek to a keyframe finds it in the frame just before, which
+//               has a fixed size). A sample's online set is the last ONLINE frame's. A
+//               sample with none (1.0/1.1 files; a 1.2 writer that did not know) counts
+//               as online: META host.online plus every CPU with a non-zero slot word.
 //   Unknown frame types (of later minor versions) are skipped by readers.
 //
 // Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
-// the INDEX offset and time span). A reader reads every minor of its major and refuses a
+// the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run). A reader reads every minor of its major and refuses a
 // newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
@@ -59,7 +67,7 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 1;
+inline constexpr uint16_t kFormatMinor = 2;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
 inline constexpr uint32_t kFileHeaderBytes = 32;
@@ -75,7 +83,10 @@ inline constexpr uint64_t kMaxStateWords = 40ull << 20;
 /// Largest CPU count a reader accepts: the kernel's largest NR_CPUS (x86 MAXSMP, ppc64).
 inline constexpr uint32_t kMaxCpus = 8192;
 
-enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5 };
+enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6 };
+
+/// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
+inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
 
 /// Writer options.
 struct WriterOptions {
@@ -132,6 +143,7 @@ class RecordingWriter {
   Meta meta_;
   Sample prev_;
   bool have_prev_ = false;
+  std::vector<int> online_written_;  ///< the online set of the last ONLINE frame ({} = none yet)
   uint64_t offset_ = 0;
   uint32_t nsamples_ = 0;
   uint64_t first_mono_ = 0, last_mono_ = 0;
@@ -175,6 +187,7 @@ struct ReadStats {
   uint64_t sample_bytes = 0;   ///< bytes of sample frames as stored, headers included
   uint64_t raw_bytes = 0;      ///< their payload bytes after decompression
   uint64_t note_frames = 0;
+  uint64_t online_frames = 0;  ///< 1.2 ONLINE frames
   uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
   uint64_t first_mono_ns = 0;  ///< first sample read
   uint64_t last_mono_ns = 0;   ///< last sample read
@@ -256,6 +269,15 @@ class RecordingReader : public SampleSource {
   /// Makes the next next() return the first sample with mono_ns >= t. false if none.
   bool seek_time(uint64_t mono_ns);
 
+  /// The CPUs online at some point between CLOCK_MONOTONIC from_ns and to_ns (inclusive),
+  /// ascending: the online set of the last sample at or before from_ns, of every sample
+  /// in the window (1.2 ONLINE frames; frame headers are walked, only ONLINE payloads
+  /// read), and every CPU whose slot words differ between the window's first and last
+  /// samples (it counted something, so it ran). For 1.0/1.1 files this is META
+  /// host.online plus the CPUs that counted. Leaves next()'s position undefined: seek
+  /// afterwards. Empty when nothing says (no online list in META and no samples).
+  std::vector<int> online_cpus(uint64_t from_ns = 0, uint64_t to_ns = UINT64_MAX);
+
  private:
   RecordingReader() = default;
   struct Frame {
@@ -276,6 +298,10 @@ class RecordingReader : public SampleSource {
   bool read_next_frame(Frame& f);
   /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds).
   bool decode_sample(const std::string& payload, bool keyframe, std::string& why);
+  /// Parses an ONLINE payload into online_ (have_online_ set). false (with why) when malformed.
+  bool decode_online(const std::string& payload, std::string& why);
+  /// state_.online from online_ when known, else META host.online plus nonzero_cpu_.
+  void set_state_online();
   /// next() without the copy out: advances state_ to the next sample.
   bool next_state();
   /// The frame's sample payload, decompressed (takes f.payload when stored raw).
@@ -300,6 +326,9 @@ class RecordingReader : public SampleSource {
   Meta meta_;
   Sample state_;
   bool have_state_ = false;
+  std::vector<int> online_;          ///< the last ONLINE frame's CPUs (1.2)
+  bool have_online_ = false;         ///< online_ holds for the samples decoded since
+  std::vector<char> nonzero_cpu_;    ///< per CPU: a slot word of state_ is non-zero
   std::optional<Damage> damage_;
   bool saw_end_ = false;
   uint64_t frames_ = 0;

@@ -113,6 +113,10 @@ void read_timer_list(const std::string& root, HostInfo& h) {
 
 }  // namespace
 
+std::vector<int> read_online_cpus(const std::string& root) {
+  return read_cpulist_file(root + "/sys/devices/system/cpu/online");
+}
+
 HostInfo read_host_info(const std::string& root) {
   HostInfo h;
   if (root.empty()) {

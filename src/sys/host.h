@@ -54,6 +54,11 @@ struct HostInfo {
 /// leaves its field at the default.
 HostInfo read_host_info(const std::string& root = "");
 
+/// The online CPUs now: root + /sys/devices/system/cpu/online parsed (ascending); empty
+/// when it cannot be read or parsed. One small sysfs read: the live sampler calls it at
+/// every sample.
+std::vector<int> read_online_cpus(const std::string& root = "");
+
 /// One-line description of what lock:contention_begin can and cannot see here.
 std::string spinlock_blind_spot(const HostInfo& h);
 const char* to_string(SpinlockMode m);

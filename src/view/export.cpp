@@ -70,8 +70,8 @@ namespace {
 using Cell = std::optional<double>;
 
 /// The numbers of one interval: cells[m * ncpus + i] for metric m and the i-th exported
-/// CPU, total[m] over all CPUs. nullopt: the probe is absent, or a percentile of an
-/// interval without events.
+/// CPU, total[m] over all CPUs. nullopt: the probe is absent, the CPU was offline
+/// (Interval::online), or a percentile of an interval without events.
 struct IntervalValues {
   double time_s = 0;       ///< end of the interval, s since time zero
   double seconds = 0;
@@ -93,8 +93,9 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
     v.present[m] = 1;
     if (em.unseen) continue;
     if (em.kind == ExportMetric::Kind::rate) {
-      for (size_t i = 0; i < nc; ++i) v.cells[m * nc + i] = iv.rate(em.probe, em.field, cpus[i]);
-      v.total[m] = iv.rate(em.probe, em.field);
+      for (size_t i = 0; i < nc; ++i)
+        if (iv.online(cpus[i])) v.cells[m * nc + i] = iv.rate(em.probe, em.field, cpus[i]);
+      v.total[m] = iv.rate(em.probe, em.field);  // offline CPUs add 0: the sum over the measured ones
       continue;
     }
     // p99 is filled with its p50, which export_metrics() always puts right before it.
@@ -105,7 +106,8 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
       into[slot_p50] = h.p50;
       into[slot_p99] = h.p99;
     };
-    for (size_t i = 0; i < nc; ++i) put(m * nc + i, (m + 1) * nc + i, iv.hist(em.probe, em.field, cpus[i]), v.cells);
+    for (size_t i = 0; i < nc; ++i)
+      if (iv.online(cpus[i])) put(m * nc + i, (m + 1) * nc + i, iv.hist(em.probe, em.field, cpus[i]), v.cells);
     put(m, m + 1, iv.hist(em.probe, em.field), v.total);
   }
 }

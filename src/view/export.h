@@ -55,7 +55,10 @@ struct ExportOptions {
   /// Time zero, CLOCK_MONOTONIC ns: the recording's first sample. Unset: the first sample
   /// read (set it when the source was sought into the window).
   std::optional<uint64_t> t0_mono_ns;
-  std::vector<int> cpus;     ///< CPUs to export; empty: the online CPUs of the metadata
+  /// CPUs to export; empty: the online CPUs of the metadata. For a recording, pass
+  /// RecordingReader::online_cpus() of the window so that the rows add up to the totals.
+  /// A CPU offline over an interval (Interval::online) is an empty cell / null.
+  std::vector<int> cpus;
   /// When it becomes true (Ctrl-C), export_samples() throws std::runtime_error("interrupted").
   const std::atomic<bool>* stop = nullptr;
 };

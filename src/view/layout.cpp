@@ -86,6 +86,8 @@ std::vector<int> column_probes(const Interval& iv) {
 double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus) {
   if (col.kind == CpuColumnKind::model) return kBlank;
   if (probe < 0) return kUnavailable;
+  // CPUs that were offline over the whole interval measured nothing: "-", not 0.
+  if (std::none_of(cpus.begin(), cpus.end(), [&](int c) { return iv.online(c); })) return kUnavailable;
   if (col.kind == CpuColumnKind::rate) return iv.rate(probe, col.field, cpus);
   if (iv.meta().probes[size_t(probe)].status.proxy) return kUnavailable;  // a proxy times nothing: "-", as report
   HistSummary h = iv.hist(probe, col.field, cpus);

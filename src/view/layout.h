@@ -81,8 +81,9 @@ struct TableRow {
 /// probe is unavailable (or the column is a model column).
 std::vector<int> column_probes(const Interval& iv);
 /// Value of column col over cpus: a rate (events/s) or a p99 (ns); kUnavailable for a
-/// probe that is not attached (probe < 0 for rate/p99 columns) and for the p99 of a proxy
-/// (which times nothing), kBlank for model columns and for a p99 without events.
+/// probe that is not attached (probe < 0 for rate/p99 columns), when none of cpus was
+/// online in the interval (Interval::online), and for the p99 of a proxy (which times
+/// nothing), kBlank for model columns and for a p99 without events.
 double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus);
 
 /// For cpu_rows/group_rows: compute every column. Otherwise `only` is a table column

@@ -59,6 +59,10 @@ void ReportBuilder::add(const Sample& s) {
       }
     }
   }
+  if (s.online.empty()) online_unknown_ = true;
+  if (online_.size() != meta_.ncpus) online_.assign(meta_.ncpus, 0);
+  for (int c : s.online)
+    if (c >= 0 && c < static_cast<int>(meta_.ncpus)) online_[size_t(c)] = 1;
   if (!first_) first_ = s;
   last_ = s;
   prev_ = s;
@@ -187,9 +191,15 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   }
   const bool have = n_ >= 2;
 
-  // The CPUs of the per-CPU rows: the online ones at the start, and any other that counted
-  // something in the window (brought online mid-run), so the rows add up to the totals.
-  std::vector<int> cpus = meta.host.online;
+  // The CPUs of the per-CPU rows: those online in some sample of the window (Sample::online;
+  // the metadata's online CPUs when a sample does not say), and any other that counted
+  // something in the window (online between two samples), so the rows add up to the totals.
+  std::vector<int> cpus;
+  if (online_unknown_ || online_.size() != meta.ncpus) cpus = meta.host.online;
+  for (size_t c = 0; c < online_.size() && c < meta.ncpus; ++c)
+    if (online_[c]) cpus.push_back(static_cast<int>(c));
+  std::sort(cpus.begin(), cpus.end());
+  cpus.erase(std::unique(cpus.begin(), cpus.end()), cpus.end());
   if (cpus.empty()) {
     for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
   } else if (have) {
@@ -207,6 +217,8 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     for (uint32_t c = 0; c < meta.ncpus; ++c)
       if (listed[c]) cpus.push_back(static_cast<int>(c));
   }
+
+  if (have) r["window"]["online"] = format_cpulist(cpus);  // the CPUs of the per-CPU rows
 
   nlohmann::json probes = nlohmann::json::array();
   for (size_t pi = 0; pi < meta.probes.size(); ++pi) {

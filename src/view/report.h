@@ -64,6 +64,8 @@ class ReportBuilder {
     double at_s = 0;
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
+  std::vector<char> online_;  ///< per CPU: online in some sample of the window
+  bool online_unknown_ = false;  ///< a window sample did not say which CPUs were online
 };
 
 /// Renders a report document as text for a terminal.

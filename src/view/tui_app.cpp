@@ -29,15 +29,38 @@ TuiApp::TuiApp(TuiFeed& feed, TuiOptions opts)
   if (hist_probe_ < 0) cycle_hist(1);
 }
 
+std::vector<int> TuiFeed::online_cpus() const {
+  std::vector<int> v = meta().host.online;
+  for (const Sample* s : {first(), last()})
+    if (s) v.insert(v.end(), s->online.begin(), s->online.end());
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
+}
+
+std::vector<int> TuiApp::ever_online() const {
+  const Meta& m = feed_.meta();
+  const int n = static_cast<int>(m.ncpus);
+  if (seen_online_.size() != m.ncpus) seen_online_.assign(m.ncpus, 0);
+  bool known = false;
+  auto mark = [&](const std::vector<int>& cpus) {
+    for (int c : cpus)
+      if (c >= 0 && c < n) seen_online_[size_t(c)] = 1, known = true;
+  };
+  mark(feed_.online_cpus());
+  for (const Sample* s : {feed_.first(), feed_.last()})
+    if (s) mark(s->online);
+  std::vector<int> v;
+  for (int c = 0; c < n; ++c)
+    if (seen_online_[size_t(c)]) v.push_back(c);
+  if (v.empty() && !known)
+    for (int c = 0; c < n; ++c) v.push_back(c);
+  return v;
+}
+
 std::vector<int> TuiApp::shown_cpus() const {
   if (!filter_.empty()) return filter_;
-  const Meta& m = feed_.meta();
-  std::vector<int> v;
-  for (int c : m.host.online)
-    if (c >= 0 && c < static_cast<int>(m.ncpus)) v.push_back(c);
-  if (v.empty())
-    for (uint32_t c = 0; c < m.ncpus; ++c) v.push_back(static_cast<int>(c));
-  return v;
+  return ever_online();
 }
 
 double TuiApp::worst_score(const Interval& iv) const {
@@ -95,11 +118,12 @@ void TuiApp::commit_prompt() {
       message_ = fmt::format("filter: {}", e.what());
       return;
     }
-    std::vector<int> online = m.host.online, keep;
+    std::vector<int> online = ever_online(), keep;
     for (int c : want)
-      if (online.empty() || std::find(online.begin(), online.end(), c) != online.end()) keep.push_back(c);
+      if (std::binary_search(online.begin(), online.end(), c)) keep.push_back(c);
     if (keep.empty()) {
-      message_ = fmt::format("filter: bad CPU list '{}': no online CPU in it", input_);
+      message_ = fmt::format("filter: bad CPU list '{}': no CPU in it was online (online at some point: {})", input_,
+                             format_cpulist(online));
       return;
     }
     filter_ = keep;
@@ -271,7 +295,7 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) 
                        groups.size() == 1 ? "" : "s", cpus.size());
   } else {
     rows = cpu_rows(iv, cpus, sort_col_);
-    what = fmt::format("Per CPU: {} of {} CPUs", cpus.size(), m.host.online.empty() ? m.ncpus : m.host.online.size());
+    what = fmt::format("Per CPU: {} of {} CPUs", cpus.size(), ever_online().size());
   }
   sort_rows(rows, sort_col_, reverse_);
   page_ = std::max(height - 2, 1);

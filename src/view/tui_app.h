@@ -56,6 +56,11 @@ class TuiFeed {
   /// What holds of the source whatever the UI does, for plain output too (a damaged or
   /// unclosed recording); "" when nothing.
   virtual std::string source_note() const { return ""; }
+  /// CPUs online at some point of the source, ascending (replay: the whole recording;
+  /// live: at least the metadata's and the shown samples' online CPUs; TuiApp adds every
+  /// sample it has seen). Empty when nothing says: every CPU. The default: META
+  /// host.online plus first() and last()'s Sample::online.
+  virtual std::vector<int> online_cpus() const;
   /// Current sampling interval (live) or the recording's interval, ns.
   virtual uint64_t interval_ns() const = 0;
   /// Milliseconds until update() has work (a due sample, the next playing step); -1 = none.
@@ -100,7 +105,7 @@ inline constexpr int kMinTableRows = 3;
 struct TuiOptions {
   int sort_col = 1;               ///< table column (layout.h table_columns()); 1 = idle/s
   bool reverse = false;
-  std::vector<int> filter;        ///< CPUs shown; empty = every online CPU
+  std::vector<int> filter;        ///< CPUs shown; empty = every CPU online at some point
   bool utf8 = true;               ///< block characters for histogram bars
   /// Parses j's time ("30", "2.5s", "1m") to ns; throws std::invalid_argument with a
   /// one-line message.
@@ -132,8 +137,12 @@ class TuiApp {
   /// The status line's message ("" when none).
   const std::string& message() const { return message_; }
   void set_message(std::string m) { message_ = std::move(m); }
-  /// CPUs shown: the filter, or every online CPU.
+  /// CPUs shown: the filter, or every CPU online at some point (TuiFeed::online_cpus(),
+  /// plus every CPU online in a sample shown so far).
   std::vector<int> shown_cpus() const;
+  /// Every CPU online at some point so far (what shown_cpus() shows without a filter, and
+  /// what the filter may name): ascending, all CPUs when nothing says.
+  std::vector<int> ever_online() const;
   /// Score for w: the sort column's highest value over the shown CPUs in iv (-1 when
   /// the sort column is the CPU column or has no numbers).
   double worst_score(const Interval& iv) const;
@@ -163,6 +172,7 @@ class TuiApp {
   bool reverse_ = false;
   std::vector<int> filter_;
   std::string filter_text_;
+  mutable std::vector<char> seen_online_;  ///< per CPU: online in a sample shown so far
   TopoLevel level_ = TopoLevel::llc;
   int hist_probe_ = -1;
   int first_row_ = 0;

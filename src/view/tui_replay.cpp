@@ -21,6 +21,7 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
     closed_ = r_->saw_end() || r_->index().has_value();
     if (closed_) closed_seen_ = Clock::now();
     next_poll_ = Clock::now() + std::chrono::milliseconds(kFollowPollMs);
+    online_ = r_->online_cpus();
     if (pos_.size() >= 2 && !seek(pos_.size() - 1))
       throw std::runtime_error("cannot read the recording's newest two samples");
     return;
@@ -34,7 +35,19 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
     throw std::runtime_error(fmt::format("the recording has {} readable sample{}: replay needs two for rates", pos_.size(),
                                          pos_.size() == 1 ? "" : "s"));
   closed_ = r_->saw_end();
+  online_ = r_->online_cpus();
   if (!seek(1)) throw std::runtime_error("cannot read the recording's first two samples");
+}
+
+std::vector<int> ReplayFeed::online_cpus() const {
+  std::vector<int> v = online_;
+  if (k_) {
+    v.insert(v.end(), a_.online.begin(), a_.online.end());
+    v.insert(v.end(), b_.online.begin(), b_.online.end());
+  }
+  std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
+  return v;
 }
 
 void ReplayFeed::take_positions() {

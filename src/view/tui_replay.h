@@ -62,6 +62,9 @@ class ReplayFeed : public TuiFeed {
   /// Following stopped because FILE was replaced by another run's recording: why ("" if not).
   const std::string& foreign() const { return foreign_; }
   std::string source_note() const override;
+  /// CPUs online at some point of the recording (RecordingReader::online_cpus(), read
+  /// when the feed opens), plus those of the samples shown since (following).
+  std::vector<int> online_cpus() const override;
   uint64_t interval_ns() const override { return meta().interval_ns; }
   int wait_ms() const override;
   bool update() override;
@@ -87,6 +90,7 @@ class ReplayFeed : public TuiFeed {
   std::unique_ptr<RecordingReader> r_;
   std::vector<RecordingReader::SamplePos> pos_;
   Sample a_, b_;
+  std::vector<int> online_;  ///< RecordingReader::online_cpus() at open
   size_t k_ = 0;
   bool reader_after_k_ = false;  ///< the reader's next() returns sample k_ + 1
   bool playing_ = false;

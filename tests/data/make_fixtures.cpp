@@ -4,6 +4,8 @@
 //   v<major>.<minor>-raw.shot       2 CPUs, 5 samples, no compression, closed
 //   v<major>.<minor>-unclosed.shot  the basic recording cut inside its 9th sample frame,
 //                                   as a recorder killed mid-write leaves it
+//   v<major>.<minor>-hotplug.shot   (1.2 on) 4 CPUs, 70 samples: CPU 3 offline until sample
+//                                   10, CPU 2 offline from sample 50 (their counters frozen)
 // each with a .expect.json of values computed from the samples as written. Existing files
 // are never replaced: fixtures of released versions stay as they were made.
 //
@@ -11,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <random>
@@ -22,6 +25,7 @@
 #include "../unit/test_util.h"
 #include "fixtures.h"
 #include "store/recording.h"
+#include "sys/cpulist.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;
@@ -36,7 +40,16 @@ struct Spec {
   bool compress;
   bool note;           ///< write a NOTE frame after sample 10
   int cut_in_sample;   ///< >= 0: cut the file inside this sample's frame
+  bool hotplug = false;  ///< CPU 3 online from sample 10, CPU 2 offline from sample 50
 };
+
+/// The online CPUs of sample i (1.2 on: every sample says).
+std::vector<int> online_at(const Spec& sp, uint32_t i) {
+  std::vector<int> v;
+  for (uint32_t c = 0; c < sp.ncpus; ++c)
+    if (!sp.hotplug || (c == 3 ? i >= 10 : c == 2 ? i < 50 : true)) v.push_back(int(c));
+  return v;
+}
 
 Meta fixture_meta(uint32_t ncpus) {
   Meta m = synthetic_meta(ncpus, {"nohz_kick", "bcast_wait"});
@@ -71,6 +84,7 @@ int make(const std::string& dir, const Spec& sp) {
     return 0;
   }
   Meta m = fixture_meta(sp.ncpus);
+  if (sp.hotplug) m.host.online = online_at(sp, 0);  // META: the CPUs online at the start
   std::mt19937_64 rng(11 + sp.ncpus);
   std::vector<Sample> written;
   {
@@ -81,7 +95,19 @@ int make(const std::string& dir, const Spec& sp) {
     s.mono_ns = m.start_mono_ns;
     s.wall_ns = m.start_wall_ns;
     for (uint32_t i = 0; i < sp.nsamples; ++i) {
-      if (i) advance(m, s, rng);
+      s.online = online_at(sp, i);
+      if (i) {
+        const Sample before = s;
+        advance(m, s, rng);
+        for (uint32_t c = 0; c < sp.ncpus; ++c) {  // an offline CPU counts nothing
+          if (std::find(s.online.begin(), s.online.end(), int(c)) != s.online.end()) continue;
+          for (size_t p = 0; p < m.probes.size(); ++p) {
+            const size_t sw = m.probes[p].layout.slot_words;
+            if (s.probes[p].present)
+              std::copy_n(before.probes[p].words.begin() + long(c * sw), sw, s.probes[p].words.begin() + long(c * sw));
+          }
+        }
+      }
       w.write_sample(s);
       written.push_back(s);
       if (sp.note && i == 10) {
@@ -110,6 +136,7 @@ int make(const std::string& dir, const Spec& sp) {
     uint32_t n = 0;
     while (r->next(s)) {
       hr = hash_sample(hr, s);
+      if (s.online != written[n].online) throw std::runtime_error(fmt::format("{}: sample {} online differs", shot, n));
       ++n;
     }
     if (n != kept || hr != h) throw std::runtime_error(fmt::format("{}: read back {} samples, hash differs", shot, n));
@@ -121,6 +148,10 @@ int make(const std::string& dir, const Spec& sp) {
     checks.push_back({{"sample", c.sample}, {"probe", c.probe}, {"field", c.field}, {"idx", c.idx},
                       {"cpu", c.cpu}, {"value", v}});
   }
+  // The online CPUs of a few samples (around the hotplug events), as written.
+  nlohmann::json online = nlohmann::json::array();
+  for (uint32_t i : {0u, 9u, 10u, 49u, 50u, kept - 1})
+    if (i < kept) online.push_back({{"sample", i}, {"online", format_cpulist(written[i].online)}});
   nlohmann::json unavailable = nlohmann::json::array();
   for (auto& p : m.probes)
     if (!p.status.attached) unavailable.push_back(p.name);
@@ -140,7 +171,8 @@ int make(const std::string& dir, const Spec& sp) {
       {"first_mono_ns", written.front().mono_ns},
       {"last_mono_ns", written[kept - 1].mono_ns},
       {"samples_fnv1a", fmt::format("{:016x}", h)},
-      {"checks", checks}};
+      {"checks", checks},
+      {"online", online}};
   std::ofstream(expect) << e.dump(2) << "\n";
   fmt::print("{}: {} samples, {} bytes\n", shot, kept, slurp(shot).size());
   return 0;
@@ -154,7 +186,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Spec specs[] = {{"basic", 4, 70, true, true, -1}, {"raw", 2, 5, false, false, -1},
-                        {"unclosed", 4, 70, true, true, 8}};
+                        {"unclosed", 4, 70, true, true, 8}, {"hotplug", 4, 70, true, false, -1, true}};
   try {
     for (const Spec& s : specs) make(argv[1], s);
   } catch (const std::exception& e) {

@@ -544,7 +544,7 @@ def s_bad_input(t):
         (["replay", FIXTURE, "--at", "abc"], 2, "--at 'abc' is not a non-negative number"),
         (["replay", FIXTURE, "--at", "99"], 2, "--at 99: +99.00 s is after the last sample (+10.00 s)"),
         (["replay", FIXTURE, "--cpus", "abc"], 2, "--cpus: bad CPU list 'abc'"),
-        (["replay", FIXTURE, "--cpus", "99"], 2, "--cpus '99': CPU 99 is not online (online: 0-15)"),
+        (["replay", FIXTURE, "--cpus", "99"], 2, "--cpus '99': CPU 99 was never online in the recording (online at some point: 0-15)"),
         (["replay", FIXTURE, "--sort", "nope"], 2, "--sort: no column 'nope'"),
         (["top", "--cpus", "3-1"], 2, "--cpus: bad CPU list '3-1'"),
         (["top", "-i", "1ms"], 2, "-i/--interval must be at least 10ms"),

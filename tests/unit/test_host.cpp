@@ -37,3 +37,8 @@ TEST(Host, JsonRoundTrip) {
   EXPECT_EQ(g.spinlock, SpinlockMode::virt_spin_lock);
   EXPECT_NE(spinlock_blind_spot(g).find("emits no contention events at all"), std::string::npos);
 }
+
+TEST(Host, ReadsTheOnlineCpusForEachSample) {
+  EXPECT_EQ(read_online_cpus(std::string(SCHEDHOT_FIXTURES) + "/host4"), (std::vector<int>{0, 1, 2, 3}));
+  EXPECT_TRUE(read_online_cpus("/nonexistent").empty());
+}

@@ -536,3 +536,47 @@ TEST(RecordingCli, BtfOption) {
   auto rd = RecordingReader::open(dir / "r.shot");
   EXPECT_GE(read_all(*rd).size(), 2u);
 }
+
+// CPU hotplug (issue 9.3): possible 0-127, CPU 0 online, CPU 1 offline at the start and
+// online from sample 3 on. Export's rows are the CPUs online at some point, CPU 1's cells
+// are empty/null while it was offline, the totals are the sums of the rows; every view
+// takes --cpus 1 and refuses a CPU that was never online with one line.
+TEST(RecordingCli, HotplugRecordingShowsTheCpuOnlinedMidRun) {
+  TempDir dir("cli_hotplug");
+  Meta m = synthetic_meta(128);
+  m.host.online = {0};
+  write_samples(dir / "h.shot", m, make_hotplug_samples(m, 8, 1, 3, 100));
+  const std::string f = dir / "h.shot";
+  CliRun r = run_cli("export " + f + " --format json");
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["cpus"], nlohmann::json({0, 1}));
+  ASSERT_EQ(j["intervals"].size(), 7u);
+  for (size_t i = 0; i < 7; ++i) {
+    const auto& iv = j["intervals"][i];
+    for (auto& [name, row] : iv["values"].items()) {
+      if (row.is_null() || name.find("_per_s") == std::string::npos) continue;
+      SCOPED_TRACE(name + " interval " + std::to_string(i));
+      ASSERT_EQ(row.size(), 2u);
+      EXPECT_EQ(row[1].is_null(), i + 1 < 3) << "CPU 1 is offline at both ends of intervals 0 and 1";
+      double sum = row[0].get<double>() + (row[1].is_null() ? 0 : row[1].get<double>());
+      EXPECT_NEAR(iv["total"][name].get<double>(), sum, 1e-6 * (1 + sum));
+    }
+  }
+  r = run_cli("export " + f + " --cpus 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.out), 1u + 7);
+  EXPECT_EQ(r.out.find("\n1.000000,1,,"), r.out.find('\n')) << r.out.substr(0, 400);  // first interval: empty cells
+  expect_one_line_error(run_cli("export " + f + " --cpus 100"), 2,
+                        "--cpus: CPU 100 was never online in the recording (online at some point: 0-1)");
+  expect_one_line_error(run_cli("export " + f + " --cpus 1 --to 1s"), 2,
+                        "--cpus: CPU 1 was never online in the window (online at some point: 0)");
+  r = run_cli("report " + f + " --json --all-cpus");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["cpus_total"], 2);
+  r = run_cli("replay " + f + " --cpus 1");
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("Per CPU: 1 of 2 CPUs"), std::string::npos) << r.out.substr(0, 600);
+  expect_one_line_error(run_cli("replay " + f + " --cpus 100"), 2,
+                        "--cpus '100': CPU 100 was never online in the recording (online at some point: 0-1)");
+}

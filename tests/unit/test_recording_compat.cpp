@@ -13,6 +13,7 @@
 
 #include "../data/fixtures.h"
 #include "store/recording.h"
+#include "sys/cpulist.h"
 #include "test_recording_util.h"
 
 using namespace schedhot;
@@ -47,7 +48,7 @@ TEST(RecordingCompat, EveryReleasedVersionHasFixtures) {
 
 TEST(RecordingCompat, FixturesReadBackExactly) {
   auto files = fixture_files();
-  ASSERT_GE(files.size(), 6u);
+  ASSERT_GE(files.size(), 10u);
   for (const std::string& f : files) {
     SCOPED_TRACE(f);
     std::string expect_path = f.substr(0, f.size() - 5) + ".expect.json";
@@ -92,6 +93,10 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
       size_t w = size_t(c["cpu"].get<uint32_t>()) * m.probes[p].layout.slot_words + fld->offset + c["idx"].get<uint32_t>();
       EXPECT_EQ(got.at(c["sample"].get<uint32_t>()).probes[p].words.at(w), c["value"].get<uint64_t>()) << c.dump();
     }
+    // 1.2 on: the online CPUs of some samples (CPU hotplug in v1.2-hotplug).
+    if (e.contains("online"))
+      for (auto& c : e["online"])
+        EXPECT_EQ(format_cpulist(got.at(c["sample"].get<uint32_t>()).online), c["online"].get<std::string>()) << c.dump();
     EXPECT_EQ(r->saw_end(), e["complete"].get<bool>());
     if (e["damage_contains"].is_null()) {
       EXPECT_FALSE(r->damage().has_value()) << r->damage()->reason;

@@ -6,6 +6,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -79,6 +80,52 @@ inline std::vector<Sample> make_samples(const Meta& m, int n, uint64_t seed = 7,
     out.push_back(s);
   }
   return out;
+}
+
+/// n samples like make_samples(), with CPU hotplug: the CPUs of m.host.online are online
+/// throughout, except `cpu`, which is online in samples [online_from, online_to) only
+/// (Sample::online says so). A CPU's counters move only into a sample where it is online,
+/// as a real offline CPU's per-CPU slots keep their values.
+inline std::vector<Sample> make_hotplug_samples(const Meta& m, int n, int cpu, int online_from, int online_to,
+                                                uint64_t seed = 7) {
+  std::mt19937_64 rng(seed);
+  std::vector<Sample> out;
+  Sample s = make_sample(m);
+  s.mono_ns = 5'000'000'000;
+  s.wall_ns = 1'700'000'000'000'000'000ull;
+  for (int i = 0; i < n; ++i) {
+    const bool on = i >= online_from && i < online_to;
+    s.online.clear();
+    for (uint32_t c = 0; c < m.ncpus; ++c) {
+      const bool base = std::find(m.host.online.begin(), m.host.online.end(), int(c)) != m.host.online.end();
+      if (int(c) == cpu ? on : base) s.online.push_back(int(c));
+    }
+    if (i) {
+      Sample before = s;
+      advance(m, s, rng, 0.8);
+      for (uint32_t c = 0; c < m.ncpus; ++c) {
+        if (std::binary_search(s.online.begin(), s.online.end(), int(c))) continue;
+        for (size_t p = 0; p < m.probes.size(); ++p) {
+          const size_t sw = m.probes[p].layout.slot_words;
+          if (s.probes[p].present)
+            std::copy_n(before.probes[p].words.begin() + long(c * sw), sw, s.probes[p].words.begin() + long(c * sw));
+        }
+      }
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+/// Writes samples to path (overwriting), closed.
+inline void write_samples(const std::string& path, const Meta& m, const std::vector<Sample>& samples,
+                          bool compress = true) {
+  WriterOptions wo;
+  wo.compress = compress;
+  wo.overwrite = true;
+  RecordingWriter w(path, m, wo);
+  for (auto& s : samples) w.write_sample(s);
+  w.close();
 }
 
 /// Writes n samples (make_samples) to path, closed; returns them.

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "data/tui_fixture.h"
+#include "unit/test_recording_util.h"
 #include "store/recording.h"
 #include "view/tui_app.h"
 #include "view/tui_replay.h"
@@ -705,4 +706,44 @@ TEST(TuiReplayFeed, FollowingStopsWhenAnotherRunsRecordingReplacesTheFile) {
   EXPECT_EQ(g.files(), 1);
   EXPECT_NE(g.foreign().find("was replaced by a recording of another run"), std::string::npos) << g.foreign();
   std::remove(path.c_str());
+}
+
+// A recording with CPU 3 offline at the start (possible 0-7, online 0-2) and online from
+// sample 4: replay lists it from the first interval (as not measured, "-", until it comes
+// online), the filter takes it, and CPUs never online are refused.
+TEST(TuiReplayFeed, ShowsACpuOnlinedMidRun) {
+  using namespace schedhot::testing;
+  TempDir dir("tui_hotplug");
+  Meta m = synthetic_meta(8);
+  m.host.online = {0, 1, 2};
+  write_samples(dir / "h.shot", m, make_hotplug_samples(m, 8, 3, 4, 100));
+  ReplayFeed feed(RecordingReader::open(dir / "h.shot"));
+  EXPECT_EQ(feed.online_cpus(), (std::vector<int>{0, 1, 2, 3}));
+  TuiOptions o;
+  o.parse_time = parse_seconds;
+  o.utf8 = false;
+  o.sort_col = 0;  // by CPU
+  TuiApp app(feed, o);
+  auto row_of = [&](int cpu) {
+    Screen s = app.render(160, 30);
+    int h = find_line(s, "  CPU ");
+    for (size_t i = size_t(h + 1); h >= 0 && i < s.size(); ++i)
+      if (s[i].text.size() > 5 && std::stoi(s[i].text.substr(0, 5)) == cpu) return s[i].text;
+    return std::string("no row for CPU ") + std::to_string(cpu) + " in\n" + text(s);
+  };
+  EXPECT_NE(text(app.render(160, 30)).find("Per CPU: 4 of 4 CPUs"), std::string::npos) << text(app.render(160, 30));
+  EXPECT_EQ(app.shown_cpus(), (std::vector<int>{0, 1, 2, 3}));
+  // Interval 0-1: CPU 3 offline at both ends: every number column is "-".
+  std::string r3 = row_of(3), r0 = row_of(0);
+  EXPECT_EQ(r3.find_first_of("0123456789", 5), std::string::npos) << r3;
+  EXPECT_NE(r3.find('-'), std::string::npos) << r3;
+  EXPECT_NE(r0.find_first_of("123456789", 5), std::string::npos) << r0;
+  ASSERT_TRUE(feed.seek(5));
+  r3 = row_of(3);
+  EXPECT_NE(r3.find_first_of("123456789", 5), std::string::npos) << r3;
+  for (char k : std::string("/3\n")) ASSERT_TRUE(app.on_key(k == '\n' ? kKeyEnter : k));
+  EXPECT_EQ(app.filter(), (std::vector<int>{3}));
+  for (char k : std::string("/\x15" "6\n")) ASSERT_TRUE(app.on_key(k == '\n' ? kKeyEnter : k));
+  EXPECT_EQ(app.filter(), (std::vector<int>{3}));
+  EXPECT_NE(app.message().find("online at some point: 0-3"), std::string::npos) << app.message();
 }
