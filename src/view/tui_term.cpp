@@ -45,14 +45,24 @@ void on_crash(int sig) {
   raise(sig);
 }
 
-void add_cap(const char* name) {
-  char* s = tigetstr(name);
-  if (!s || s == reinterpret_cast<char*>(-1)) return;
+void add_seq(const char* s) {
   size_t n = strlen(s);
   if (g_crash.len + n >= sizeof g_crash.seq) return;
   memcpy(g_crash.seq + g_crash.len, s, n);
   g_crash.len += n;
 }
+
+void add_cap(const char* name) {
+  char* s = tigetstr(name);
+  if (!s || s == reinterpret_cast<char*>(-1)) return;
+  add_seq(s);
+}
+
+// The handler's own stack: a stack overflow (SIGSEGV at the guard page) leaves no room on
+// the normal one, and without it the kernel kills the process with the terminal unrestored.
+alignas(64) char g_alt_stack[64 * 1024];
+stack_t g_old_alt_stack {};
+bool g_alt_installed = false;
 
 SCREEN* g_screen = nullptr;
 
@@ -136,17 +146,36 @@ Terminal::Terminal() {
   }
   g_crash.len = 0;
   for (const char* cap : {"sgr0", "cnorm", "rmkx", "rmcup"}) add_cap(cap);
+  arm_crash_restore(nullptr);
+}
+
+void arm_crash_restore(const char* seq) {
+  if (seq) {
+    g_crash.have_saved = tcgetattr(STDIN_FILENO, &g_crash.saved) == 0;
+    g_crash.len = 0;
+    add_seq(seq);
+  }
+  stack_t ss {};
+  ss.ss_sp = g_alt_stack;
+  ss.ss_size = sizeof g_alt_stack;
+  g_alt_installed = sigaltstack(&ss, &g_old_alt_stack) == 0;
   struct sigaction sa {};
   sa.sa_handler = on_crash;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   for (size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &sa, &g_old_actions[i]);
   g_crash.active = 1;
 }
 
-Terminal::~Terminal() {
+void disarm_crash_restore() {
   g_crash.active = 0;
   for (size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &g_old_actions[i], nullptr);
+  if (g_alt_installed) sigaltstack(&g_old_alt_stack, nullptr);
+  g_alt_installed = false;
+}
+
+Terminal::~Terminal() {
+  disarm_crash_restore();
   endwin();
   delscreen(g_screen);
   g_screen = nullptr;
