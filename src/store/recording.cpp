@@ -90,17 +90,86 @@ void sleep_ns(uint64_t ns) {
   nanosleep(&ts, nullptr);
 }
 
+/// A write() that failed: errno_value is its errno.
+struct WriteError : std::runtime_error {
+  WriteError(const std::string& what, int e) : std::runtime_error(what), errno_value(e) {}
+  int errno_value;
+};
+
+/// errno e as the writer's messages say it.
+std::string write_error_text(int e) {
+  return e == ENOSPC ? std::string("disk full (ENOSPC)") : fmt::format("write failed: {}", strerror(e));
+}
+
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::write(fd, p, n);
     if (w < 0) {
       if (errno == EINTR) continue;
-      if (errno == ENOSPC) throw std::runtime_error(fmt::format("{}: disk full (ENOSPC); complete frames are kept", path));
-      throw std::runtime_error(fmt::format("{}: write failed: {}", path, strerror(errno)));
+      const int e = errno;
+      if (e == ENOSPC) throw WriteError(fmt::format("{}: disk full (ENOSPC); complete frames are kept", path), e);
+      throw WriteError(fmt::format("{}: {}", path, write_error_text(e)), e);
     }
     p += w;
     n -= static_cast<size_t>(w);
   }
+}
+
+/// Opens path to write a recording into, following symlinks (hops counts them). Sets
+/// created to the path of the regular file this call created (O_EXCL: certainly this
+/// call's), or "" when it opened something that was already there: with overwrite, an
+/// existing regular file (truncated), a device or a FIFO with a reader (written in place,
+/// never truncated). A dangling symlink's target is created, the link kept. Throws a
+/// one-line std::runtime_error: exists (without overwrite), a FIFO without a reader (not
+/// waited on), a terminal, or the open's errno.
+int open_output(const std::string& path, bool overwrite, std::string& created, int hops = 0) {
+  created.clear();
+  for (int attempt = 0; attempt < 8; ++attempt) {
+    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+    if (fd >= 0) {
+      created = path;
+      return fd;
+    }
+    if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
+    if (!overwrite) throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
+    // O_NONBLOCK: a FIFO without a reader is ENXIO instead of a wait; cleared below.
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    if (fd < 0 && errno == ENOENT) {
+      struct stat lst {};
+      if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) continue;  // removed since: again
+      // A dangling symlink: create its target (O_EXCL there too), the link stays.
+      if (hops >= 40) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(ELOOP)));
+      std::string target(4096, '\0');
+      const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
+      if (n <= 0 || size_t(n) >= target.size()) continue;
+      target.resize(size_t(n));
+      const size_t slash = path.rfind('/');
+      if (target[0] != '/' && slash != std::string::npos) target = path.substr(0, slash + 1) + target;
+      return open_output(target, overwrite, created, hops + 1);
+    }
+    if (fd < 0 && errno == ENXIO)
+      throw std::runtime_error(fmt::format("{} is a FIFO with no reader; start the reader first", path));
+    if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", path, strerror(errno)));
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("cannot open {}: {}", path, strerror(e)));
+    }
+    if (isatty(fd)) {
+      ::close(fd);
+      throw std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path));
+    }
+    if (S_ISREG(st.st_mode) && ::ftruncate(fd, 0) != 0) {
+      const int e = errno;
+      ::close(fd);
+      throw std::runtime_error(fmt::format("cannot overwrite {}: {}", path, strerror(e)));
+    }
+    const int fl = ::fcntl(fd, F_GETFL);
+    if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
+  }
+  throw std::runtime_error(fmt::format("cannot create {}: it keeps appearing and disappearing", path));
 }
 
 }  // namespace
@@ -121,12 +190,13 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     fd_ = STDOUT_FILENO;
     own_fd_ = false;
   } else {
-    int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (opts.overwrite ? O_TRUNC : O_EXCL);
-    fd_ = ::open(path.c_str(), flags, 0644);
-    if (fd_ < 0) {
-      if (errno == EEXIST)
-        throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
-      throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
+    fd_ = open_output(path, opts.overwrite, created_);
+    struct stat st {};
+    if (!created_.empty() && ::fstat(fd_, &st) == 0) {
+      created_dev_ = st.st_dev;
+      created_ino_ = st.st_ino;
+    } else {
+      created_.clear();
     }
   }
   std::string h(kFileMagic, 8);
@@ -140,13 +210,27 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     write_all(fd_, h.data(), h.size(), path_);
     offset_ = h.size();
     write_frame(FrameType::meta, 0, 0, meta_json);
+  } catch (const WriteError& e) {
+    // Without its header and META the file holds nothing: do not leave it behind, if this
+    // writer created it (never a file, device or FIFO that was there before).
+    const bool removed = remove_created();
+    throw std::runtime_error(fmt::format("{}: cannot write the header and metadata: {}; nothing recorded{}", path_,
+                                         write_error_text(e.errno_value), removed ? ", the new file removed" : ""));
   } catch (...) {
-    // Without its header and META the file holds nothing: do not leave it behind.
-    const bool created = own_fd_;
-    fail_close();
-    if (created) ::unlink(path_.c_str());
+    remove_created();
     throw;
   }
+}
+
+bool RecordingWriter::remove_created() {
+  fail_close();
+  if (created_.empty()) return false;
+  // Only while created_ still names the very file this writer made.
+  struct stat st {};
+  if (::lstat(created_.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != created_dev_ ||
+      st.st_ino != created_ino_)
+    return false;
+  return ::unlink(created_.c_str()) == 0;
 }
 
 RecordingWriter::~RecordingWriter() {
@@ -413,9 +497,9 @@ bool RecordingReader::try_open(std::string& why) {
   data_start_ = hb + f.bytes;
   pos_ = data_start_;
   try {
-    nlohmann::json j = nlohmann::json::parse(f.payload);
-    scrub_controls(j);  // a crafted file's strings never reach a terminal as escapes
-    meta_ = j.get<Meta>();
+    meta_ = parse_file_json(f.payload).get<Meta>();
+  } catch (const JsonTooDeep& e) {
+    throw std::runtime_error(fmt::format("{}: not readable metadata: {}", path, e.what()));
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: bad metadata: {}", path, e.what()));
   }
@@ -707,6 +791,16 @@ void RecordingReader::set_state_online() {
     if (on[c]) state_.online.push_back(static_cast<int>(c));
 }
 
+bool RecordingReader::parse_note(const std::string& payload, ProbeStatus& out, std::string& why) {
+  try {
+    out = parse_file_json(payload).at("status").get<ProbeStatus>();
+    return true;
+  } catch (const std::exception& e) {
+    why = fmt::format("bad note frame: {}", e.what());
+    return false;
+  }
+}
+
 bool RecordingReader::next(Sample& out) {
   if (!next_state()) return false;
   out = state_;
@@ -745,18 +839,16 @@ bool RecordingReader::next_state() {
         return true;
       }
       case FrameType::note: {
-        try {
-          auto j = nlohmann::json::parse(f.payload);
-          scrub_controls(j);
-          ProbeStatus s = j.at("status").get<ProbeStatus>();
-          int i = meta_.probe_index(s.probe);
-          if (i >= 0) meta_.probes[i].status = s;
-          notes_.push_back(s);
-          ++stats_.note_frames;
-        } catch (const std::exception& e) {
-          set_damage(f.at, fmt::format("bad note frame: {}", e.what()));
+        ProbeStatus s;
+        std::string why;
+        if (!parse_note(f.payload, s, why)) {
+          set_damage(f.at, why);
           return false;
         }
+        int i = meta_.probe_index(s.probe);
+        if (i >= 0) meta_.probes[i].status = s;
+        notes_.push_back(s);
+        ++stats_.note_frames;
         break;
       }
       case FrameType::online: {
@@ -897,6 +989,12 @@ void RecordingReader::scan_positions() {
           positions_.push_back({static_cast<uint32_t>(positions_.size()), f.mono_ns, scan_pos_, key});
       }
       if (f.type == FrameType::end) saw_end_ = true;
+      ProbeStatus note;
+      if (f.type == FrameType::note && !parse_note(f.payload, note, why)) {
+        set_damage(scan_pos_, why);  // as next() finds it (a NOTE too deep, not JSON...)
+        scan_done_ = true;
+        return;
+      }
       scan_pos_ += f.bytes;
       continue;
     }

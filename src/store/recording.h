@@ -102,8 +102,12 @@ struct WriterOptions {
 /// complete, so a killed writer leaves every complete frame readable.
 class RecordingWriter {
  public:
-  /// Creates path ("-" = stdout) and writes the header and META frame. Throws
-  /// std::runtime_error with a one-line message (exists, no space, permission...).
+  /// Creates path ("-" = stdout) and writes the header and META frame. With
+  /// WriterOptions::overwrite an existing regular file is truncated, and a device or a FIFO
+  /// with a reader is written in place; a terminal and a FIFO without a reader are
+  /// refused. Throws std::runtime_error with a one-line message (exists, no space,
+  /// permission...); when the header or META cannot be written, the file is removed only
+  /// if this writer created it (never one that was there, never a non-regular file).
   RecordingWriter(const std::string& path, const Meta& meta, WriterOptions opts = {});
   ~RecordingWriter();
   RecordingWriter(const RecordingWriter&) = delete;
@@ -136,8 +140,13 @@ class RecordingWriter {
   /// more INDEX entry) plus the closing INDEX and END frames.
   bool fits(size_t payload_bytes, bool keyframe) const;
   void fail_close();
+  /// fail_close(), then unlinks created_ if it still names the regular file this writer
+  /// created (the device and inode it had when created). true when it did.
+  bool remove_created();
   int fd_ = -1;
   bool own_fd_ = true;
+  std::string created_;  ///< the file this writer created (O_EXCL), "" if it opened an existing one
+  uint64_t created_dev_ = 0, created_ino_ = 0;
   std::string path_;
   WriterOptions opts_;
   Meta meta_;
@@ -252,12 +261,12 @@ class RecordingReader : public SampleSource {
     bool keyframe = false;
   };
   /// Every sample's position. With an index: from the index and the frame headers
-  /// (payloads not read). Without: by reading and CRC-checking every frame, stopping at
-  /// the first damaged one like next(). When following, each call extends the list with
-  /// the frames written since.
+  /// (payloads not read). Without: by reading and CRC-checking every frame (and parsing
+  /// NOTE frames), stopping at the first damaged one like next(). When following, each
+  /// call extends the list with the frames written since.
   const std::vector<SamplePos>& sample_positions();
-  /// Reads and CRC-checks every frame to the end of the file, index or not (payloads are
-  /// not decoded): afterwards damage() and saw_end() say what next() would find by reading
+  /// Reads and CRC-checks every frame to the end of the file, index or not (sample
+  /// payloads are not decoded; NOTE frames are parsed, as next() does): afterwards damage() and saw_end() say what next() would find by reading
   /// everything. Leaves next()'s position alone. Not for a followed file.
   void check_all_frames();
   /// Number of samples: the index's count when present, else sample_positions().size().
@@ -296,6 +305,9 @@ class RecordingReader : public SampleSource {
   /// Sequential read at pos_, following (waiting) when enabled. false at the end or on
   /// damage (then damage_ is set).
   bool read_next_frame(Frame& f);
+  /// A NOTE frame's payload as a status; false with why ("bad note frame: ...") when it is
+  /// not one (bad JSON, nested too deep, wrong shape).
+  static bool parse_note(const std::string& payload, ProbeStatus& out, std::string& why);
   /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds).
   bool decode_sample(const std::string& payload, bool keyframe, std::string& why);
   /// Parses an ONLINE payload into online_ (have_online_ set). false (with why) when malformed.

@@ -1,5 +1,6 @@
-// JSON text that never throws on bad bytes.
+// JSON text that never throws on bad bytes, and JSON read from a file with its depth bounded.
 #pragma once
+#include <stdexcept>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -33,21 +34,48 @@ inline std::string scrub_controls(const std::string& s) {
   return out;
 }
 
+/// Deepest nesting of arrays and objects accepted in JSON read from a file. A recording's
+/// META nests fewer than 10 levels, a NOTE fewer than 5; the bound keeps a crafted
+/// document (`[` x 40000) from overflowing the stack in the recursive code that walks it.
+inline constexpr int kMaxJsonDepth = 64;
+
+/// JSON nested deeper than kMaxJsonDepth.
+struct JsonTooDeep : std::runtime_error {
+  JsonTooDeep() : std::runtime_error("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels") {}
+};
+
 /// The same for every string of j, keys included. Used on JSON read from a recording,
-/// which may have been crafted.
-inline void scrub_controls(nlohmann::json& j) {
+/// which may have been crafted. Recursive: throws JsonTooDeep below kMaxJsonDepth levels
+/// (depth: of j itself) rather than exhausting the stack.
+inline void scrub_controls(nlohmann::json& j, int depth = 0) {
   if (j.is_string()) {
     j = scrub_controls(j.get<std::string>());
   } else if (j.is_array()) {
-    for (auto& v : j) scrub_controls(v);
+    if (depth >= kMaxJsonDepth) throw JsonTooDeep();
+    for (auto& v : j) scrub_controls(v, depth + 1);
   } else if (j.is_object()) {
+    if (depth >= kMaxJsonDepth) throw JsonTooDeep();
     nlohmann::json o = nlohmann::json::object();
     for (auto& [k, v] : j.items()) {
-      scrub_controls(v);
+      scrub_controls(v, depth + 1);
       o[scrub_controls(k)] = std::move(v);
     }
     j = std::move(o);
   }
+}
+
+/// Parses JSON read from a file (a recording's META and NOTE frames), every string
+/// scrubbed (scrub_controls). Throws JsonTooDeep when arrays and objects nest more than
+/// kMaxJsonDepth levels (found while parsing, through nlohmann's parser callback, before
+/// anything recursive sees the document), nlohmann::json::parse_error on bad syntax.
+inline nlohmann::json parse_file_json(const std::string& text) {
+  using E = nlohmann::json::parse_event_t;
+  nlohmann::json j = nlohmann::json::parse(text, [](int depth, E event, nlohmann::json&) {
+    if ((event == E::object_start || event == E::array_start) && depth >= kMaxJsonDepth) throw JsonTooDeep();
+    return true;
+  });
+  scrub_controls(j);  // a crafted file's strings never reach a terminal as escapes
+  return j;
 }
 
 }  // namespace schedhot

@@ -56,11 +56,9 @@ const char* cap_of(const char* name) {
 /// vt100) what the UI drew stays on the screen after endwin unless it is cleared.
 bool has_alt_screen() { return cap_of("rmcup") != nullptr; }
 
-/// Appends capability name to the crash handler's sequence, without its padding: terminfo
-/// delays ("$<50>" in vt100's clear and sgr0) are for tputs, written as is they would print.
-void add_cap(const char* name) {
-  const char* s = cap_of(name);
-  if (!s) return;
+/// Appends s to the crash handler's sequence, without terminfo padding: delays ("$<50>" in
+/// vt100's clear and sgr0) are for tputs; written as is they would print.
+void add_seq(const char* s) {
   std::string out;
   for (const char* p = s; *p; ++p) {
     const char* close = p[0] == '$' && p[1] == '<' ? strchr(p, '>') : nullptr;
@@ -71,6 +69,17 @@ void add_cap(const char* name) {
   memcpy(g_crash.seq + g_crash.len, out.data(), out.size());
   g_crash.len += out.size();
 }
+
+/// Appends capability name to the crash handler's sequence (nothing when the terminal has none).
+void add_cap(const char* name) {
+  if (const char* s = cap_of(name)) add_seq(s);
+}
+
+// The handler's own stack: a stack overflow (SIGSEGV at the guard page) leaves no room on
+// the normal one, and without it the kernel kills the process with the terminal unrestored.
+alignas(64) char g_alt_stack[64 * 1024];
+stack_t g_old_alt_stack {};
+bool g_alt_installed = false;
 
 SCREEN* g_screen = nullptr;
 
@@ -155,17 +164,36 @@ Terminal::Terminal() {
   g_crash.len = 0;
   for (const char* cap : {"sgr0", "cnorm", "rmkx", "rmcup"}) add_cap(cap);
   if (!has_alt_screen()) add_cap("clear");
+  arm_crash_restore(nullptr);
+}
+
+void arm_crash_restore(const char* seq) {
+  if (seq) {
+    g_crash.have_saved = tcgetattr(STDIN_FILENO, &g_crash.saved) == 0;
+    g_crash.len = 0;
+    add_seq(seq);
+  }
+  stack_t ss {};
+  ss.ss_sp = g_alt_stack;
+  ss.ss_size = sizeof g_alt_stack;
+  g_alt_installed = sigaltstack(&ss, &g_old_alt_stack) == 0;
   struct sigaction sa {};
   sa.sa_handler = on_crash;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = SA_RESETHAND;
+  sa.sa_flags = SA_RESETHAND | SA_ONSTACK;
   for (size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &sa, &g_old_actions[i]);
   g_crash.active = 1;
 }
 
-Terminal::~Terminal() {
+void disarm_crash_restore() {
   g_crash.active = 0;
   for (size_t i = 0; i < std::size(kCrashSignals); ++i) sigaction(kCrashSignals[i], &g_old_actions[i], nullptr);
+  if (g_alt_installed) sigaltstack(&g_old_alt_stack, nullptr);
+  g_alt_installed = false;
+}
+
+Terminal::~Terminal() {
+  disarm_crash_restore();
   endwin();
   // No alternate screen: the UI's last screen (its key line at the bottom) would stay
   // under the shell's prompt. Clear it; the cursor goes home, so the prompt starts on a

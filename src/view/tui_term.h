@@ -40,6 +40,16 @@ class Terminal {
   bool color_ = false;
 };
 
+/// Installs the crash handler (Terminal does, with the terminal's exit sequences): on a
+/// crash signal (SIGSEGV, SIGABRT, SIGQUIT, ...) it writes the sequences to stdout, puts
+/// the termios saved here back on stdin, then dies of the signal (default action). It runs
+/// on an alternate signal stack (sigaltstack, SA_ONSTACK), so a stack overflow restores the
+/// terminal too. seq: the sequences to write (nullptr: those Terminal prepared). Not
+/// nested: one arm, then one disarm_crash_restore().
+void arm_crash_restore(const char* seq);
+/// Puts back the signal actions and signal stack arm_crash_restore() replaced.
+void disarm_crash_restore();
+
 /// Runs the UI until q or stop is set: update the feed, draw when something changed,
 /// wait for a key or the feed's next due work. Exceptions from the feed propagate (the
 /// caller's Terminal restores the screen as it unwinds).

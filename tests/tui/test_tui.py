@@ -9,13 +9,14 @@ must print what it printed before the UI started (the terminal is restored).
 
 usage: test_tui.py PATH/TO/schedhot PATH/TO/tui16.shot SCENARIO
 scenarios: values sort paging filter histogram topology small small_sizes resize quit sigterm
-           no_alt_screen crash replay_keys plain dumb bad_input live_top (root; exit 77 = skipped
-           otherwise)
+           no_alt_screen crash deep_note replay_keys plain dumb bad_input live_top (root; exit 77 =
+           skipped otherwise)
 """
 import os
 import re
 import shutil
 import signal
+import struct
 import subprocess
 import sys
 import tempfile
@@ -452,6 +453,67 @@ def s_crash(t):
         before, screen = start_replay(t)
         os.kill(t.pid_of_ui(), sig)
         quit_and_check(t, before, how="signal", rc=rc)
+
+
+def crc32c(data, crc=0):
+    """CRC32C (Castagnoli, reflected), as src/store/crc32c.h computes it."""
+    table = crc32c.table
+    if not table:
+        for i in range(256):
+            c = i
+            for _ in range(8):
+                c = (c >> 1) ^ 0x82F63B78 if c & 1 else c >> 1
+            table.append(c)
+    crc ^= 0xFFFFFFFF
+    for b in data:
+        crc = table[(crc ^ b) & 0xFF] ^ (crc >> 8)
+    return crc ^ 0xFFFFFFFF
+
+
+crc32c.table = []
+
+
+def with_deep_note(src, dst, before_sample=5, depth=40000):
+    """Copies the recording src to dst with a NOTE frame whose payload is [ x depth then
+    ] x depth (CRC valid) before sample before_sample, INDEX and END dropped. Returns the
+    NOTE's byte offset."""
+    d = open(src, "rb").read()
+    at = struct.unpack_from("<I", d, 12)[0]
+    samples, index_at = [], len(d)
+    while at + 24 <= len(d):
+        _, length, kind = struct.unpack_from("<IIB", d, at)
+        if kind == 2:
+            samples.append(at)
+        elif kind == 3:
+            index_at = at
+        at += 24 + length
+    payload = b"[" * depth + b"]" * depth
+    head = struct.pack("<IIBBH", 0x52464853, len(payload), 5, 0, 0)
+    mono = struct.pack("<Q", 0)
+    crc = crc32c(payload, crc32c(mono, crc32c(head[4:12])))
+    note = head + struct.pack("<I", crc) + mono + payload
+    cut = samples[before_sample]
+    with open(dst, "wb") as f:
+        f.write(d[:cut] + note + d[cut:index_at])
+    return cut
+
+
+def s_deep_note(t):
+    # A NOTE nested 40000 deep once overflowed the stack: SIGSEGV, the terminal left on the
+    # alternate screen. Now it is damage at that frame, the samples before it shown.
+    tmp = tempfile.mkdtemp(prefix="schedhot-tui-")
+    try:
+        path = os.path.join(tmp, "deep.shot")
+        at = with_deep_note(FIXTURE, path)
+        before = t.stty()
+        t.shell(f"clear; {SCHEDHOT} replay {path}; echo rc=$?")
+        screen = t.wait_text(f"recording damaged at byte {at}: bad note frame: JSON nested deeper than 64 levels")
+        check(row_of(screen, "15") == ROW15, f"CPU 15's row of the first interval: {row_of(screen, '15')!r}", screen)
+        check("sample 2/5  +1.00 s" in screen, "the 5 samples before the NOTE, the first interval shown", screen)
+        screen = quit_and_check(t, before)
+        check(f"damaged at byte {at}" in screen, "the damage is said on stderr after the UI", screen)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
 
 
 def s_replay_keys(t):

@@ -296,6 +296,38 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
   expect_one_line_error(run_cli("record --max-size 99999999999999999999G --rotate 1 -o x.shot"), 2, "too large");
 }
 
+TEST(RecordingCli, DeeplyNestedJsonIsDamageNotACrash) {
+  // `[` x 40000 then `]` x 40000 (CRC valid) once overflowed the stack (SIGSEGV) of every
+  // reading command, and a NOTE like that lost all the intact samples with it.
+  const std::string f = kData + "/tui16.shot";
+  TempDir dir("cli_deep_json");
+  const std::string meta = dir / "meta.shot", note = dir / "note.shot";
+  spit(meta, slurp(f).substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, nested_json(40000)));
+  for (const char* cmd : {"info", "info --json", "report", "export", "replay"})
+    expect_one_line_error(run_cli(fmt::format("{} {}", cmd, meta)), 1,
+                          meta + ": not readable metadata: JSON nested deeper than 64 levels");
+  const uint64_t at = sample_offset(f, 5);
+  spit(note, with_frame_before_sample(f, 5, make_frame(FrameType::note, 0, 0, nested_json(40000))));
+  const std::string why = fmt::format("damaged at byte {} (bad note frame: JSON nested deeper than 64 levels)", at);
+  CliRun r = run_cli("report --json " + note);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, fmt::format("schedhot: {} is {}; reported the 5 samples before it\n", note, why));
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["window"]["samples"], 5) << "the samples before the NOTE are kept";
+  EXPECT_EQ(j["source"]["complete"], false);
+  r = run_cli("export " + note);
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err_lines(), 1u) << r.err;
+  EXPECT_NE(r.err.find("exported the 5 samples before it"), std::string::npos) << r.err;
+  EXPECT_EQ(lines(r.out), 1u + 4 * 16) << "header + 4 intervals x 16 CPUs";
+  r = run_cli("info --json " + note);
+  ASSERT_EQ(r.status, 0) << r.err;
+  j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["integrity"]["samples"], 5);
+  EXPECT_EQ(j["integrity"]["damage"]["offset"], at);
+  EXPECT_EQ(j["integrity"]["damage"]["reason"], "bad note frame: JSON nested deeper than 64 levels");
+}
+
 TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
   TempDir dir("cli_rotopt");
   const std::string o = " -o " + dir / "r.shot";
@@ -404,6 +436,41 @@ TEST(RecordingCli, RecordOnAFullDiskExitsWithOneLine) {
     EXPECT_FALSE(rd->saw_end());
   }
   EXPECT_EQ(::umount2(dir.path.c_str(), MNT_DETACH), 0);
+}
+
+TEST(RecordingCli, RecordForcedOntoADeviceOrFifoNeverRemovesIt) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_record_dev");
+  // A copy of /dev/full: the header cannot be written; the device must stay (it was deleted).
+  const std::string full = dir / "X";
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << strerror(errno);
+  expect_one_line_error(run_cli(fmt::format("record -d 1 -o {} -q", full)), 1, full + " exists; choose another name or pass --force");
+  expect_one_line_error(run_cli(fmt::format("record -d 1 -o {} -f -q", full)), 1,
+                        full + ": cannot write the header and metadata: disk full (ENOSPC); nothing recorded");
+  struct stat st {};
+  ASSERT_EQ(::lstat(full.c_str(), &st), 0) << "the device was deleted";
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 7));
+  // The same for top --record.
+  expect_one_line_error(run_cli(fmt::format("top -n 2 -i 100ms --record {} -f < /dev/null", full)), 1,
+                        full + ": cannot write the header and metadata: disk full (ENOSPC); nothing recorded");
+  ASSERT_EQ(::lstat(full.c_str(), &st), 0) << "top --record deleted the device";
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  // A FIFO with nobody reading: one line at once, not a wait; the FIFO stays.
+  const std::string fifo = dir / "F";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  expect_one_line_error(run_cli(fmt::format("record -d 1 -o {} -f -q", fifo)), 1,
+                        fifo + " is a FIFO with no reader; start the reader first");
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode));
+  // A copy of /dev/null takes the recording in place.
+  const std::string null = dir / "N";
+  ASSERT_EQ(::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << strerror(errno);
+  CliRun r = run_cli(fmt::format("record -d 1 -i 100ms -o {} -f -q", null));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  ASSERT_EQ(::lstat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
 }
 
 TEST(RecordingCli, NoProbeAttachedIsOneErrorForEveryCollectingCommand) {

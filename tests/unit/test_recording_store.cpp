@@ -3,8 +3,11 @@
 // disk that fills up.
 #include <gtest/gtest.h>
 
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -840,6 +843,184 @@ TEST(RecordingHostile, NonRegularFilesAreRefusedWithoutBlocking) {
       EXPECT_NE(std::string(e.what()).find(p == fifo ? "is a FIFO" : "is a directory"), std::string::npos) << e.what();
     }
   }
+}
+
+// ---- the writer's output path ---------------------------------------------------------
+
+namespace {
+
+/// While alive, this process cannot write a byte to any regular file (RLIMIT_FSIZE 0: write()
+/// fails with EFBIG, SIGXFSZ ignored): a first write that fails, without root.
+struct NoFileWrites {
+  struct rlimit old {};
+  struct sigaction old_sa {};
+  NoFileWrites() {
+    struct sigaction ign {};
+    ign.sa_handler = SIG_IGN;
+    sigaction(SIGXFSZ, &ign, &old_sa);
+    getrlimit(RLIMIT_FSIZE, &old);
+    struct rlimit zero = old;
+    zero.rlim_cur = 0;
+    EXPECT_EQ(setrlimit(RLIMIT_FSIZE, &zero), 0);
+  }
+  ~NoFileWrites() {
+    setrlimit(RLIMIT_FSIZE, &old);
+    sigaction(SIGXFSZ, &old_sa, nullptr);
+  }
+};
+
+/// The message RecordingWriter(path) throws, "" when it does not.
+std::string writer_error(const std::string& path, const Meta& m, bool overwrite) {
+  WriterOptions wo;
+  wo.overwrite = overwrite;
+  try {
+    RecordingWriter w(path, m, wo);
+  } catch (const std::runtime_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+bool is_regular(const std::string& p) {
+  struct stat st {};
+  return ::lstat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode);
+}
+
+}  // namespace
+
+TEST(RecordingOutput, AFailedFirstWriteRemovesOnlyAFileTheWriterCreated) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("output_first_write");
+  const std::string theirs = dir / "theirs.shot", mine = dir / "mine.shot", link = dir / "link.shot",
+                    dangling = dir / "dangling.shot";
+  spit(theirs, "");
+  ASSERT_EQ(::symlink("theirs.shot", link.c_str()), 0);
+  ASSERT_EQ(::symlink("made-through-link.shot", dangling.c_str()), 0);
+  std::string e_theirs, e_mine, e_link, e_dangling;
+  {
+    NoFileWrites no_writes;
+    e_theirs = writer_error(theirs, m, true);  // -f over an existing regular file
+    e_mine = writer_error(mine, m, false);     // a new file
+    e_link = writer_error(link, m, true);      // -f through a symlink to an existing file
+    e_dangling = writer_error(dangling, m, true);
+  }
+  const std::string why = "cannot write the header and metadata: write failed: File too large; nothing recorded";
+  EXPECT_EQ(e_theirs, theirs + ": " + why) << "one line, and no file removed";
+  EXPECT_TRUE(is_regular(theirs)) << "an existing file is not the writer's to remove";
+  EXPECT_EQ(e_mine, mine + ": " + why + ", the new file removed");
+  EXPECT_FALSE(std::filesystem::exists(mine)) << "the file it created itself holds nothing: removed";
+  EXPECT_EQ(e_link, link + ": " + why);
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_TRUE(is_regular(theirs));
+  // Through a dangling symlink the writer creates (and so may remove) the target, never the link.
+  EXPECT_EQ(e_dangling, dangling + ": " + why + ", the new file removed");
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling)) << "the link stays";
+  EXPECT_FALSE(std::filesystem::exists(dir / "made-through-link.shot"));
+  // Without the limit, the same dangling link gets its target written, the link kept.
+  EXPECT_EQ(writer_error(dangling, m, true), "");
+  EXPECT_TRUE(std::filesystem::is_symlink(dangling));
+  EXPECT_EQ(RecordingReader::open(dir / "made-through-link.shot")->meta().ncpus, 2u);
+}
+
+TEST(RecordingOutput, ADeviceThatFailsIsNeverRemoved) {
+  if (geteuid() != 0) GTEST_SKIP() << "mknod needs root";
+  Meta m = synthetic_meta(2);
+  TempDir dir("output_device");
+  const std::string full = dir / "full";  // a copy of /dev/full: every write() is ENOSPC
+  ASSERT_EQ(::mknod(full.c_str(), S_IFCHR | 0666, makedev(1, 7)), 0) << strerror(errno);
+  EXPECT_EQ(writer_error(full, m, false), full + " exists; choose another name or pass --force");
+  EXPECT_EQ(writer_error(full, m, true), full + ": cannot write the header and metadata: disk full (ENOSPC); nothing recorded");
+  struct stat st {};
+  ASSERT_EQ(::lstat(full.c_str(), &st), 0) << "the device was deleted";
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+  EXPECT_EQ(st.st_rdev, makedev(1, 7));
+  // A device that takes the bytes (a copy of /dev/null) is written in place.
+  const std::string null = dir / "null";
+  ASSERT_EQ(::mknod(null.c_str(), S_IFCHR | 0666, makedev(1, 3)), 0) << strerror(errno);
+  EXPECT_EQ(writer_error(null, m, true), "");
+  ASSERT_EQ(::lstat(null.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISCHR(st.st_mode));
+}
+
+TEST(RecordingOutput, AFifoIsWrittenInPlaceOnlyWithAReader) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("output_fifo");
+  const std::string fifo = dir / "f.shot";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  // No reader: refused at once (a plain open() would wait for one forever).
+  EXPECT_EQ(writer_error(fifo, m, true), fifo + " is a FIFO with no reader; start the reader first");
+  int rd = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(rd, 0) << strerror(errno);
+  {
+    WriterOptions wo;
+    wo.overwrite = true;
+    RecordingWriter w(fifo, m, wo);
+    w.close();
+  }
+  char magic[8] = {};
+  EXPECT_EQ(::read(rd, magic, sizeof magic), 8);
+  EXPECT_EQ(std::string(magic, 8), "SCHEDHOT");
+  ::close(rd);
+  struct stat st {};
+  ASSERT_EQ(::lstat(fifo.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISFIFO(st.st_mode)) << "the FIFO stays a FIFO";
+}
+
+// ---- JSON nested too deep -----------------------------------------------------------
+
+TEST(RecordingHostile, JsonDepthIsBoundedWhereItIsParsed) {
+  EXPECT_EQ(parse_file_json(nested_json(kMaxJsonDepth)).dump().size(), 2u * kMaxJsonDepth);
+  EXPECT_THROW(parse_file_json(nested_json(kMaxJsonDepth + 1)), JsonTooDeep);
+  EXPECT_THROW(parse_file_json(nested_json(40000)), JsonTooDeep);
+  std::string objects;
+  for (int i = 0; i < 40000; ++i) objects += "{\"a\":";
+  objects += "1" + std::string(40000, '}');
+  EXPECT_THROW(parse_file_json(objects), JsonTooDeep);
+  // Deep but unparsable (never closed): still the depth error, found before the end.
+  EXPECT_THROW(parse_file_json(std::string(40000, '[')), JsonTooDeep);
+  nlohmann::json deep = nlohmann::json::array();
+  for (int i = 0; i < kMaxJsonDepth; ++i) deep = nlohmann::json::array({deep});
+  EXPECT_THROW(scrub_controls(deep), JsonTooDeep) << "the walker bounds itself too";
+}
+
+TEST(RecordingHostile, DeeplyNestedMetadataIsOneLineNotACrash) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("hostile_deep_meta");
+  const std::string good = dir / "good.shot", bad = dir / "bad.shot";
+  write_recording(good, m, 3, true);
+  const std::string header = slurp(good).substr(0, kFileHeaderBytes);
+  for (const std::string& payload : {nested_json(40000), "{\"host\":" + nested_json(40000) + "}"}) {
+    spit(bad, header + make_frame(FrameType::meta, 0, 0, payload));
+    try {
+      RecordingReader::open(bad);
+      ADD_FAILURE() << "deep META accepted";
+    } catch (const std::runtime_error& e) {
+      EXPECT_EQ(std::string(e.what()), bad + ": not readable metadata: JSON nested deeper than 64 levels");
+    }
+  }
+}
+
+TEST(RecordingHostile, DeeplyNestedNoteIsDamageAfterTheSamplesBeforeIt) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("hostile_deep_note");
+  const std::string good = dir / "good.shot", bad = dir / "bad.shot";
+  auto samples = write_recording(good, m, 10, true);
+  const uint64_t at = sample_offset(good, 5);
+  spit(bad, with_frame_before_sample(good, 5, make_frame(FrameType::note, 0, 0, nested_json(40000))));
+  auto r = RecordingReader::open(bad);
+  auto got = read_all(*r);
+  ASSERT_EQ(got.size(), 5u) << "the samples before the NOTE";
+  for (size_t i = 0; i < got.size(); ++i) expect_same(got[i], samples[i]);
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, at);
+  EXPECT_EQ(r->damage()->reason, "bad note frame: JSON nested deeper than 64 levels");
+  EXPECT_TRUE(r->status_notes().empty());
+  // Scanning the frames for positions (replay, seeks without an index) stops there too.
+  auto scan = RecordingReader::open(bad);
+  EXPECT_EQ(scan->sample_positions().size(), 5u);
+  ASSERT_TRUE(scan->damage().has_value());
+  EXPECT_EQ(scan->damage()->offset, at);
+  EXPECT_EQ(scan->damage()->reason, "bad note frame: JSON nested deeper than 64 levels");
 }
 
 TEST(RecordingRotation, AFileMovedOverTheOneBeingWrittenIsNotRotated) {

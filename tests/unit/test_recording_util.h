@@ -199,4 +199,19 @@ inline void fix_frame_crc(std::string& data, size_t at) {
   std::memcpy(data.data() + at + 12, &crc, 4);
 }
 
+/// The bytes of the closed recording at path with frame inserted just before sample i's
+/// frame, and without the INDEX and END frames (whose offsets the insertion would make
+/// wrong): an unclosed file whose samples 0..i-1 precede the frame.
+inline std::string with_frame_before_sample(const std::string& path, size_t i, const std::string& frame) {
+  auto r = RecordingReader::open(path);
+  const uint64_t at = r->sample_positions().at(i).offset;
+  const uint64_t end = r->index() ? r->index()->index_offset : r->file_bytes();
+  const std::string d = slurp(path);
+  return d.substr(0, at) + frame + d.substr(at, end - at);
+}
+
+/// JSON nested depth levels deep: `[` x depth then `]` x depth (the crafted META or NOTE
+/// that once overflowed the stack at 40000).
+inline std::string nested_json(size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); }
+
 }  // namespace schedhot::testing
