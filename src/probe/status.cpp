@@ -182,7 +182,8 @@ void summarize_copies(ProbeStatus& st, const std::vector<CopyStatus>& copies, co
     st.notes.push_back(fmt::format("{}; attached {}{}", what, copies.size() == 2 ? "both" : fmt::format("all {}", copies.size()),
                                    mixed ? " (fentry and kprobe mixed)" : ""));
   else if (on.empty())
-    st.notes.push_back(fmt::format("{}; none attached", what));
+    st.notes.push_back(fmt::format("{}; none could be attached{}", what,
+                                   st.proxy ? ", the tracepoint proxy stands in for all of them" : ""));
   else
     st.notes.push_back(fmt::format("{}; attached {} only: {} could not be attached; {} calls are missed", what, on, off,
                                    n_off == 1 ? "its" : "their"));

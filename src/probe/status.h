@@ -96,7 +96,7 @@ std::string brief_reason(const std::string& reason);
 /// already set): symbol lists the attached copies ("a, b", "a at 0x.., a at 0x.." for
 /// same-name ones), via becomes plan_via ("(2 copies of X (compiler clones))") unless a
 /// proxy is used, notes get "WHAT; attached both" or "WHAT; attached a only: b (why)
-/// could not be attached; its calls are missed" or "WHAT; none attached", and
+/// could not be attached; its calls are missed" or "WHAT; none could be attached", and
 /// st.copies = copies. what is describe_copies() of the plan.
 void summarize_copies(ProbeStatus& st, const std::vector<CopyStatus>& copies, const std::string& what,
                       const std::string& plan_via);

@@ -456,7 +456,7 @@ TEST(CopyStatus, ProxyKeepsItsLabels) {
   summarize_copies(st, c, "2 copies of a (compiler clones)", "(2 copies of a (compiler clones))");
   EXPECT_EQ(st.symbol, "tp_btf/x");
   EXPECT_EQ(st.via, "");
-  EXPECT_EQ(st.notes.at(0), "2 copies of a (compiler clones); none attached");
+  EXPECT_EQ(st.notes.at(0), "2 copies of a (compiler clones); none could be attached, the tracepoint proxy stands in for all of them");
 }
 
 TEST(CopyStatus, JsonRoundTripAndOlderRecordings) {
