@@ -238,6 +238,10 @@ int run_probes(const ProbesCmd& o) {
       fmt::print("{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);
       fmt::print("{:<12}   target {}{}\n", "", s.target, s.via.empty() ? "" : ", resolved " + s.via);
     }
+    for (auto& amb : s.ambiguous) fmt::print("{:<12}   {}\n", "", describe_ambiguity(amb));
+    for (auto& c : s.copies)
+      fmt::print("{:<12}   copy {:<34} {}\n", "", c.addr ? fmt::format("{} at {:#x}", c.symbol, c.addr) : c.symbol,
+                 c.attached ? fmt::format("attached ({})", to_string(c.backend)) : "unavailable: " + c.error);
     bool same = !s.sites.empty();
     for (auto& site : s.sites) same = same && !site.attached && site.error == s.sites.front().error;
     if (same)

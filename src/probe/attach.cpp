@@ -117,11 +117,13 @@ struct ProgSel {
   std::string name;
   std::string target;  ///< fentry/kprobe target; "" for tracepoints
   bool retprobe = false;
+  uint64_t addr = 0;   ///< kprobe at this address (func_name NULL) rather than by target name
 };
 
-/// Loads a skeleton with exactly progs enabled and attaches them.
+/// Loads a skeleton with exactly progs enabled and attaches them. With reuse_map_fd >= 0
+/// the skeleton's keep_map is that existing map (another copy of the same probe).
 TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backend b, const std::vector<ProgSel>& progs,
-                          const std::string& what) {
+                          const std::string& what, int reuse_map_fd = -1) {
   TryResult r;
   std::string log;
   g_log = &log;
@@ -132,6 +134,17 @@ TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backen
     r.err = EINVAL;
     r.error = err;
     return r;
+  }
+  if (reuse_map_fd >= 0) {
+    struct bpf_map* m = bpf_object__find_map_by_name(r.skel->obj, keep_map.c_str());
+    int e = m ? bpf_map__reuse_fd(m, reuse_map_fd) : -ENOENT;
+    if (e) {
+      g_log = nullptr;
+      r.err = -e;
+      r.error = fmt::format("cannot share the {} map with another copy: {}", keep_map, errno_name(-e));
+      r.skel.reset();
+      return r;
+    }
   }
   for (auto& p : progs) {
     struct bpf_program* prog = program(r.skel.get(), p.name);
@@ -169,7 +182,11 @@ TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backen
   for (auto& p : progs) {
     struct bpf_program* prog = program(r.skel.get(), p.name);
     struct bpf_link* link = nullptr;
-    if (b == Backend::kprobe)
+    if (b == Backend::kprobe && p.addr) {
+      // A name with several addresses: by address (perf kprobe PMU: kprobe_addr).
+      LIBBPF_OPTS(bpf_kprobe_opts, ko, .offset = static_cast<size_t>(p.addr), .retprobe = p.retprobe);
+      link = bpf_program__attach_kprobe_opts(prog, nullptr, &ko);
+    } else if (b == Backend::kprobe)
       link = bpf_program__attach_kprobe(prog, p.retprobe, p.target.c_str());
     else
       link = bpf_program__attach(prog);
@@ -192,14 +209,14 @@ TryResult try_load_attach(const Config& cfg, const std::string& keep_map, Backen
 // is attached would never be closed, and four of them on a CPU leave that CPU's timing
 // stack full, so every later call counts as "nested" and none is timed (seen on 6.1 in
 // the VM tests). An exit seen before the entry program is only an orphan_exit.
-std::vector<ProgSel> function_progs(const ProbeSpec& spec, Backend b, const std::string& sym) {
+std::vector<ProgSel> function_progs(const ProbeSpec& spec, Backend b, const std::string& sym, uint64_t addr) {
   std::vector<ProgSel> v;
   if (b == Backend::fentry) {
     if (spec.timed) v.push_back({spec.name + "__fexit", sym});
     v.push_back({spec.name + "__fentry", sym});
   } else {
-    if (spec.timed) v.push_back({spec.name + "__kretprobe", sym, true});
-    v.push_back({spec.name + "__kprobe", sym, false});
+    if (spec.timed) v.push_back({spec.name + "__kretprobe", sym, true, addr});
+    v.push_back({spec.name + "__kprobe", sym, false, addr});
   }
   return v;
 }
@@ -224,12 +241,20 @@ struct Refusals {
 
 bool policy_refusal(const TryResult& r) { return r.at_load && (r.err == EPERM || r.err == EACCES); }
 
+/// Appends e to a "; "-joined list of errors unless it is there already.
+void add_error(std::string& list, const std::string& e) {
+  if (list.find(e) == std::string::npos) list += (list.empty() ? "" : "; ") + e;
+}
+
+
 }  // namespace
 
 LoadedProbe::~LoadedProbe() {
   for (auto* l : links) bpf_link__destroy(l);
   links.clear();
   if (slots) munmap(const_cast<uint64_t*>(slots), map_bytes);
+  for (auto* s : more_skels) schedhot_bpf__destroy(s);
+  more_skels.clear();
   if (skel) schedhot_bpf__destroy(skel);
 }
 
@@ -249,7 +274,8 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     const Symbol* s = facts.kallsyms.find(name);
     return (s && s->is_text()) ? s->addr : 0;
   };
-  cfg.nohz_csd_func = text_addr("nohz_csd_func");
+  // A filter address: one of several would be a guess.
+  cfg.nohz_csd_func = facts.kallsyms.find_all("nohz_csd_func").size() == 1 ? text_addr("nohz_csd_func") : 0;
   cfg.tick_fn[0] = text_addr("tick_nohz_handler");
   cfg.tick_fn[1] = text_addr("tick_sched_timer");
 
@@ -271,12 +297,22 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     const std::string nothing_to_try =
         opts.pref == BackendPref::proxy ? "--backend proxy: this probe has no tracepoint proxy" : "";
     st.notes = plan.notes;
+    st.ambiguous = plan.ambiguous;
     std::vector<AttachTry> failures = plan.skipped;
 
     // Missing addresses the BPF side needs.
     if (spec.id == SH_P_ILB_KICK && !cfg.nohz_csd_func) {
       plan.candidates.clear();
-      failures.push_back({Backend::tracepoint, "", "nohz_csd_func's address is unknown (kallsyms unreadable)"});
+      auto all = facts.kallsyms.find_all("nohz_csd_func");
+      if (all.size() > 1) {
+        AmbiguousSymbol a{"nohz_csd_func", {}, "kallsyms"};
+        for (auto* x : all) a.addrs.push_back(x->addr);
+        st.ambiguous.push_back(a);
+        failures.push_back({Backend::tracepoint, "",
+                            fmt::format("nohz_csd_func is ambiguous: {} addresses in kallsyms; not filtering on a guess", all.size())});
+      } else {
+        failures.push_back({Backend::tracepoint, "", "nohz_csd_func's address is unknown (kallsyms unreadable)"});
+      }
     }
 
     auto kept = std::make_unique<LoadedProbe>();
@@ -401,34 +437,67 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
         st.reason = why.empty() ? (nothing_to_try.empty() ? "no function that takes the lock could be probed" : nothing_to_try) : why;
       }
     } else {
-      for (const Candidate& c : plan.candidates) {
+      // Function probes: every copy of the target (compiler clones, same-name functions)
+      // is tried with its own candidates, best first; each copy that attaches is kept in
+      // its own object using the first one's slots map. The proxy only when none did.
+      std::vector<CopyStatus> copies;
+      for (auto& cp : plan.copies) copies.push_back({cp.symbol, cp.addr});
+      int map_fd = -1;
+      auto try_one = [&](const Candidate& c, CopyStatus* cs) {
         std::string* ref = c.backend == Backend::fentry ? &refused.fentry
                            : c.backend == Backend::kprobe ? &refused.kprobe
                                                           : nullptr;
+        auto fail = [&](const std::string& e) {
+          failures.push_back({c.backend, c.symbol, e});
+          if (cs) add_error(cs->error, e);
+        };
         if (ref && !ref->empty()) {
-          failures.push_back({c.backend, c.symbol, *ref});
-          continue;
+          fail(*ref);
+          return false;
         }
-        std::vector<ProgSel> progs =
-            c.backend == Backend::tracepoint ? tp_progs(c.programs) : function_progs(spec, c.backend, c.symbol);
-        std::string what = c.backend == Backend::tracepoint ? tp_names(c.programs) : c.symbol;
-        TryResult r = try_load_attach(cfg, spec.map, c.backend, progs, what);
+        std::vector<ProgSel> progs = c.backend == Backend::tracepoint ? tp_progs(c.programs)
+                                                                      : function_progs(spec, c.backend, c.symbol, c.addr);
+        std::string what = c.backend == Backend::tracepoint ? tp_names(c.programs)
+                           : c.addr ? fmt::format("{} at {:#x}", c.symbol, c.addr)
+                                    : c.symbol;
+        TryResult r = try_load_attach(cfg, spec.map, c.backend, progs, what, map_fd);
         if (!r.skel) {
           if (ref && policy_refusal(r)) *ref = r.error;
-          failures.push_back({c.backend, c.symbol, r.error});
-          continue;
+          fail(r.error);
+          return false;
         }
-        kept->skel = r.skel.release();
-        kept->links = std::move(r.links);
-        st.attached = true;
-        st.backend = c.backend;
-        st.symbol = c.backend == Backend::tracepoint ? what : c.symbol;
-        st.via = c.via;
-        st.proxy = c.proxy;
-        st.proxy_label = c.proxy_label;
-        st.proxy_error = c.proxy_error;
-        break;
+        if (!kept->skel) {
+          kept->skel = r.skel.release();
+          map_fd = bpf_map__fd(bpf_object__find_map_by_name(kept->skel->obj, spec.map.c_str()));
+          st.attached = true;
+          st.backend = c.backend;
+          st.symbol = c.backend == Backend::tracepoint ? what : c.symbol;
+          st.via = c.via;
+          st.proxy = c.proxy;
+          st.proxy_label = c.proxy_label;
+          st.proxy_error = c.proxy_error;
+        } else {
+          kept->more_skels.push_back(r.skel.release());
+        }
+        kept->links.insert(kept->links.end(), r.links.begin(), r.links.end());
+        if (cs) {
+          cs->attached = true;
+          cs->backend = c.backend;
+          cs->error.clear();
+        }
+        return true;
+      };
+      for (size_t k = 0; k < copies.size(); ++k) {
+        // Reasons the plan ruled out a backend for this copy, in case nothing attaches.
+        for (auto& sk : plan.skipped)
+          if (sk.symbol == copies[k].symbol && sk.backend != Backend::none) add_error(copies[k].error, sk.error);
+        for (const Candidate& c : plan.candidates)
+          if (c.copy == int(k) && try_one(c, &copies[k])) break;
       }
+      if (!kept->skel)
+        for (const Candidate& c : plan.candidates)
+          if (c.copy < 0 && try_one(c, nullptr)) break;
+      if (copies.size() > 1) summarize_copies(st, copies, describe_copies(plan), plan.via);
       if (!st.attached) {
         std::string why;
         std::stable_sort(failures.begin(), failures.end(),
@@ -445,7 +514,12 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     // as kprobes not built in, was added first).
     std::stable_sort(failures.begin(), failures.end(),
                      [](const AttachTry& a, const AttachTry& b) { return a.backend < b.backend; });
-    st.tried = failures;
+    // Copies of one name repeat the plan's reasons: each once.
+    for (auto& f : failures)
+      if (std::none_of(st.tried.begin(), st.tried.end(), [&](const AttachTry& t) {
+            return t.backend == f.backend && t.symbol == f.symbol && t.error == f.error;
+          }))
+        st.tried.push_back(f);
     if (!st.attached && st.via.empty()) st.via = plan.via;
 
     if (st.attached && kept->skel) {
@@ -486,6 +560,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     LockAddressPlan a = plan_lock_address(facts);
     schedhot_bpf* skel = loaded_[SH_P_BCAST_WAIT]->skel;
     bw.notes.push_back(a.note);
+    if (!a.ambiguous.empty()) bw.ambiguous.push_back({"tick_broadcast_lock", a.ambiguous, a.ambiguous_in});
     if (a.addr) {
       skel->bss->sh_bcast_lock_addr = a.addr;
     } else if (a.learn) {
@@ -511,10 +586,14 @@ std::vector<int> ProbeSet::program_fds() const {
   std::vector<int> fds;
   for (auto& lp : loaded_) {
     if (!lp || !lp->skel) continue;
-    struct bpf_program* prog;
-    bpf_object__for_each_program(prog, lp->skel->obj) {
-      int fd = bpf_program__fd(prog);
-      if (fd >= 0) fds.push_back(fd);
+    std::vector<schedhot_bpf*> objs{lp->skel};
+    objs.insert(objs.end(), lp->more_skels.begin(), lp->more_skels.end());
+    for (schedhot_bpf* o : objs) {
+      struct bpf_program* prog;
+      bpf_object__for_each_program(prog, o->obj) {
+        int fd = bpf_program__fd(prog);
+        if (fd >= 0) fds.push_back(fd);
+      }
     }
   }
   return fds;

@@ -30,7 +30,10 @@ class LockLearner;
 /// One attached probe: its own skeleton instance, links and mapped slots.
 struct LoadedProbe {
   const ProbeSpec* spec = nullptr;
-  schedhot_bpf* skel = nullptr;
+  schedhot_bpf* skel = nullptr;       ///< owns the slots map (and bcast_wait's .bss)
+  /// One more instance per further copy of the function (clones, same-name functions),
+  /// each using skel's slots map, so the copies' counts add up in one set of slots.
+  std::vector<schedhot_bpf*> more_skels;
   std::vector<::bpf_link*> links;
   const uint64_t* slots = nullptr;  ///< ncpus * slot_words words, mapped read-only
   size_t map_bytes = 0;

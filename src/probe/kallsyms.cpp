@@ -99,11 +99,29 @@ std::optional<SymbolTable> SymbolTable::load(const std::string& path, std::strin
   return t;
 }
 
+bool is_partial_clone(std::string_view name) {
+  return clone_base(name) != name && name.find(".part.") != std::string_view::npos;
+}
+
 const Symbol* SymbolTable::find(std::string_view name) const {
+  auto all = find_all(name);
+  return all.empty() ? nullptr : all.front();
+}
+
+std::vector<const Symbol*> SymbolTable::find_all(std::string_view name) const {
+  // unordered_multimap keeps equal keys together but not in insertion order: sort by index.
+  std::vector<size_t> idx;
   auto [a, b] = by_name_.equal_range(std::string(name));
   for (auto it = a; it != b; ++it)
-    if (syms_[it->second].module.empty()) return &syms_[it->second];
-  return nullptr;
+    if (syms_[it->second].module.empty()) idx.push_back(it->second);
+  std::sort(idx.begin(), idx.end());
+  std::vector<const Symbol*> out;
+  for (size_t i : idx) {
+    const Symbol& s = syms_[i];
+    if (!hidden_ && std::any_of(out.begin(), out.end(), [&](const Symbol* o) { return o->addr == s.addr; })) continue;
+    out.push_back(&s);
+  }
+  return out;
 }
 
 std::vector<const Symbol*> SymbolTable::clones(std::string_view name) const {

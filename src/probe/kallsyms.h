@@ -23,6 +23,11 @@ struct Symbol {
 /// or the name itself when it carries no clone suffix.
 std::string clone_base(std::string_view name);
 
+/// True for a partial-inlining split (".part.N" anywhere in the name): not a whole copy of
+/// the function, but its tail, called from the function's head (which may be inlined into
+/// callers). ".isra.N", ".constprop.N" and ".llvm.N" clones are whole copies.
+bool is_partial_clone(std::string_view name);
+
 /// A parsed symbol table with name and address lookup.
 class SymbolTable {
  public:
@@ -37,10 +42,16 @@ class SymbolTable {
   /// True when every address is 0 (kptr_restrict, or not root): names only.
   bool addresses_hidden() const { return hidden_; }
 
-  /// Exact name in the core kernel (not a module); the first match.
+  /// Exact name in the core kernel (not a module); the first match in file order. A name
+  /// may have several entries (two static functions or variables of one name in different
+  /// files): use find_all() wherever picking one would be a guess.
   const Symbol* find(std::string_view name) const;
+  /// Every core-kernel entry of name, one per distinct address, in file order (with hidden
+  /// addresses every entry is kept: they cannot be told apart).
+  std::vector<const Symbol*> find_all(std::string_view name) const;
   /// Core-kernel clones of name (e.g. name.isra.0), without the exact name and without
-  /// ".cold" parts (they are not entry points). Sorted by name.
+  /// ".cold" parts (they are not entry points). Sorted by name. ".part.N" clones are in
+  /// the list too: see is_partial_clone().
   std::vector<const Symbol*> clones(std::string_view name) const;
   /// ".cold" parts split off name, for notes.
   std::vector<const Symbol*> cold_parts(std::string_view name) const;

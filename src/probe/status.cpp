@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
+#include <string>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -95,11 +97,21 @@ void to_json(nlohmann::json& j, const ProbeStatus& s) {
   for (auto& t : s.sites)
     sites.push_back({{"site", t.site}, {"symbol", t.symbol}, {"backend", to_string(t.backend)},
                      {"attached", t.attached}, {"error", t.error}});
+  nlohmann::json copies = nlohmann::json::array();
+  for (auto& c : s.copies)
+    copies.push_back({{"symbol", c.symbol}, {"address", c.addr ? fmt::format("{:#x}", c.addr) : ""},
+                      {"backend", to_string(c.backend)}, {"attached", c.attached}, {"error", c.error}});
+  nlohmann::json amb = nlohmann::json::array();
+  for (auto& a : s.ambiguous) {
+    nlohmann::json addrs = nlohmann::json::array();
+    for (uint64_t x : a.addrs) addrs.push_back(fmt::format("{:#x}", x));
+    amb.push_back({{"name", a.name}, {"addresses", addrs}, {"table", a.table}});
+  }
   j = {{"probe", s.probe},     {"target", s.target},           {"attached", s.attached},
        {"backend", to_string(s.backend)}, {"symbol", s.symbol}, {"via", s.via},
        {"proxy", s.proxy},     {"proxy_label", s.proxy_label}, {"proxy_error", s.proxy_error},
        {"reason", s.reason},   {"tried", tried},               {"sites", sites},
-       {"notes", s.notes}};
+       {"notes", s.notes},     {"copies", copies},             {"ambiguous", amb}};
 }
 
 void from_json(const nlohmann::json& j, ProbeStatus& s) {
@@ -125,6 +137,67 @@ void from_json(const nlohmann::json& j, ProbeStatus& s) {
   s.notes.clear();
   if (j.contains("notes"))
     for (auto& n : j["notes"]) s.notes.push_back(n.get<std::string>());
+  auto hex = [](const std::string& x) -> uint64_t {
+    try {
+      return x.empty() ? 0 : std::stoull(x, nullptr, 16);
+    } catch (const std::exception&) {
+      return 0;
+    }
+  };
+  s.copies.clear();
+  if (j.contains("copies") && j["copies"].is_array())
+    for (auto& c : j["copies"])
+      s.copies.push_back({c.value("symbol", ""), hex(c.value("address", "")), backend_from_string(c.value("backend", "none")),
+                          c.value("attached", false), c.value("error", "")});
+  s.ambiguous.clear();
+  if (j.contains("ambiguous") && j["ambiguous"].is_array())
+    for (auto& a : j["ambiguous"]) {
+      AmbiguousSymbol x{a.value("name", ""), {}, a.value("table", "")};
+      if (a.contains("addresses") && a["addresses"].is_array())
+        for (auto& v : a["addresses"])
+          if (v.is_string()) x.addrs.push_back(hex(v.get<std::string>()));
+      s.ambiguous.push_back(std::move(x));
+    }
+}
+
+void summarize_copies(ProbeStatus& st, const std::vector<CopyStatus>& copies, const std::string& what,
+                      const std::string& plan_via) {
+  bool same_names = false;
+  for (size_t i = 0; i < copies.size(); ++i)
+    for (size_t k = i + 1; k < copies.size(); ++k) same_names |= copies[i].symbol == copies[k].symbol;
+  auto label = [&](const CopyStatus& c) { return same_names ? fmt::format("{} at {:#x}", c.symbol, c.addr) : c.symbol; };
+  std::string on, off;
+  size_t n_off = 0;
+  bool mixed = false;
+  const CopyStatus* first_on = nullptr;
+  for (auto& c : copies) {
+    if (c.attached) {
+      on += (on.empty() ? "" : ", ") + label(c);
+      if (!first_on) first_on = &c;
+      mixed |= c.backend != first_on->backend;
+    } else {
+      ++n_off;
+      off += fmt::format("{}{} ({})", off.empty() ? "" : ", ", label(c), c.error.empty() ? "not tried" : c.error);
+    }
+  }
+  if (!st.proxy) st.via = plan_via;
+  if (st.attached && !st.proxy) st.symbol = on;
+  if (n_off == 0)
+    st.notes.push_back(fmt::format("{}; attached {}{}", what, copies.size() == 2 ? "both" : fmt::format("all {}", copies.size()),
+                                   mixed ? " (fentry and kprobe mixed)" : ""));
+  else if (on.empty())
+    st.notes.push_back(fmt::format("{}; none could be attached{}", what,
+                                   st.proxy ? ", the tracepoint proxy stands in for all of them" : ""));
+  else
+    st.notes.push_back(fmt::format("{}; attached {} only: {} could not be attached; {} calls are missed", what, on, off,
+                                   n_off == 1 ? "its" : "their"));
+  st.copies = copies;
+}
+
+std::string describe_ambiguity(const AmbiguousSymbol& a) {
+  std::string list;
+  for (uint64_t x : a.addrs) list += fmt::format("{}{:#x}", list.empty() ? "" : ", ", x);
+  return fmt::format("ambiguous: {} addresses for {} in {} ({})", a.addrs.size(), a.name, a.table, list);
 }
 
 std::string symbol_with_via(const std::string& symbol, const std::string& via) {

@@ -1,6 +1,7 @@
 // ProbeStatus: how a probe attached, or exactly why it could not. Everything that
 // prints probe state reads a ProbeStatus; only the attacher (attach.cpp) decides it.
 #pragma once
+#include <cstdint>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -27,6 +28,23 @@ struct SiteStatus {
   std::string error;    ///< why not, when !attached
 };
 
+/// One copy (entry point) of a function probe's target: compiler clones and same-name
+/// functions are each attached, into the probe's one set of per-CPU slots.
+struct CopyStatus {
+  std::string symbol;               ///< kallsyms name
+  uint64_t addr = 0;                ///< 0 when unknown (kallsyms hidden or unusable)
+  Backend backend = Backend::none;  ///< what it attached with, when attached
+  bool attached = false;
+  std::string error;                ///< why not, when !attached ("" when never tried)
+};
+
+/// A symbol name with several addresses in a symbol table, and what was done about it.
+struct AmbiguousSymbol {
+  std::string name;             ///< "tick_broadcast_lock", "cpupri_set"
+  std::vector<uint64_t> addrs;  ///< every address (in the running kernel)
+  std::string table;            ///< "kallsyms" or the System.map path
+};
+
 /// The attach outcome of one probe.
 struct ProbeStatus {
   std::string probe;                ///< catalog name
@@ -42,6 +60,12 @@ struct ProbeStatus {
   std::vector<AttachTry> tried;     ///< attempts that failed before the one that worked
   std::vector<SiteStatus> sites;    ///< ProbeKind::sites only
   std::vector<std::string> notes;   ///< path not in use, tracepoint blind spots, address source
+  /// Function probes whose target has several copies: each, attached or why not; empty
+  /// for one copy. symbol then lists the attached ones, "a, b".
+  std::vector<CopyStatus> copies;
+  /// Names this probe depends on that have several addresses (a function's copies, a
+  /// data symbol such as tick_broadcast_lock, which is then not filtered on).
+  std::vector<AmbiguousSymbol> ambiguous;
 
   /// "fentry", "kprobe", "tp_btf", "raw_tp", or the proxy label.
   std::string backend_label() const;
@@ -76,6 +100,20 @@ std::string brief_reason(const std::string& reason);
 /// kernel"; "" when they failed for different reasons or a probe attached.
 std::string common_failure(const std::vector<ProbeStatus>& statuses);
 
+/// Fills an attach outcome from its copies (two or more; st.attached, backend and proxy
+/// already set): symbol lists the attached copies ("a, b", "a at 0x.., a at 0x.." for
+/// same-name ones), via becomes plan_via ("(2 copies of X (compiler clones))") unless a
+/// proxy is used, notes get "WHAT; attached both" or "WHAT; attached a only: b (why)
+/// could not be attached; its calls are missed" or "WHAT; none could be attached", and
+/// st.copies = copies. what is describe_copies() of the plan.
+void summarize_copies(ProbeStatus& st, const std::vector<CopyStatus>& copies, const std::string& what,
+                      const std::string& plan_via);
+
+/// "ambiguous: 2 addresses for cpupri_set in kallsyms (0x..., 0x...)", one line.
+std::string describe_ambiguity(const AmbiguousSymbol& a);
+
+/// JSON of a ProbeStatus (the README's schedhot.probes/1); from_json gives the defaults
+/// (no copies, nothing ambiguous) for keys that older recordings lack.
 void to_json(nlohmann::json& j, const ProbeStatus& s);
 void from_json(const nlohmann::json& j, ProbeStatus& s);
 Backend backend_from_string(const std::string& s);

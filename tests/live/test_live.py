@@ -244,6 +244,33 @@ links_after = bpf_links()
 if links_before is not None:
     check(links_after <= links_before, f"no BPF link left behind ({links_before} before, {links_after} after)")
 
+# Two tick_broadcast_lock variables in kallsyms (a bind-mounted copy in a mount namespace):
+# no address is picked; bcast_wait says it is ambiguous and treats the address as unknown.
+if os.geteuid() == 0 and subprocess.run(["which", "unshare"], capture_output=True).returncode == 0:
+    with open("/proc/kallsyms") as f:
+        ks = [l for l in f if not l.rstrip().endswith(" tick_broadcast_lock")]
+    fake = tempfile.NamedTemporaryFile("w", suffix=".kallsyms", delete=False)
+    fake.write("".join(ks) + "ffffffffa0000040 b tick_broadcast_lock\nffffffffa0001080 b tick_broadcast_lock\n")
+    fake.close()
+    sh = f"mount --bind {fake.name} /proc/kallsyms && exec {SCHEDHOT} probes --probes bcast_wait"
+    amb = subprocess.run(["unshare", "-m", "sh", "-c", sh + " --json"], capture_output=True, text=True)
+    amb_text = subprocess.run(["unshare", "-m", "sh", "-c", sh], capture_output=True, text=True)
+    os.unlink(fake.name)
+    try:
+        bw = next(p for p in json.loads(amb.stdout)["probes"] if p["probe"] == "bcast_wait")
+    except (ValueError, KeyError, StopIteration):
+        bw = None
+        check(False, f"probes --json in a mount namespace: {amb.returncode} {amb.stderr.strip()}")
+    if bw and bw["attached"]:
+        check(bw["ambiguous"] == [{"name": "tick_broadcast_lock", "addresses": ["0xffffffffa0000040", "0xffffffffa0001080"],
+                                   "table": "kallsyms"}], f"ambiguous tick_broadcast_lock listed: {bw['ambiguous']}")
+        check(any(n.startswith("tick_broadcast_lock address unknown") and
+                  "tick_broadcast_lock is ambiguous: 2 addresses (0xffffffffa0000040, 0xffffffffa0001080) in kallsyms; "
+                  "not filtering on a guess" in n for n in bw["notes"]), f"no address guessed: {bw['notes']}")
+        check(not any(n.startswith("tick_broadcast_lock at ") for n in bw["notes"]), "no address picked")
+        check("ambiguous: 2 addresses for tick_broadcast_lock in kallsyms (0xffffffffa0000040, 0xffffffffa0001080)"
+              in amb_text.stdout, f"probes prints the ambiguity: {amb_text.stdout}")
+
 # No privileges: a clear one-line error and a non-zero exit.
 if os.geteuid() == 0 and subprocess.run(["which", "setpriv"], capture_output=True).returncode == 0:
     np = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "--inh-caps=-all",

@@ -85,3 +85,28 @@ TEST(Kallsyms, LoadRefusesWhatIsNotASmallRegularFile) {
   ASSERT_TRUE(read_file("/proc/self/stat", text)) << "procfs files (size 0 in stat) are read";
   EXPECT_FALSE(text.empty());
 }
+
+TEST(Kallsyms, FindAllGivesEveryAddressOfAName) {
+  SymbolTable t = SymbolTable::parse(
+      "ffffffff82a00000 b tick_broadcast_lock\n"
+      "ffffffff81100000 t helper\n"
+      "ffffffff82b00000 b tick_broadcast_lock\n"
+      "ffffffff82b00000 b tick_broadcast_lock\n"
+      "ffffffffc0001000 b tick_broadcast_lock\t[mod]\n");
+  auto all = t.find_all("tick_broadcast_lock");
+  ASSERT_EQ(all.size(), 2u) << "one per distinct address, modules left out";
+  EXPECT_EQ(all[0]->addr, 0xffffffff82a00000ull) << "in file order";
+  EXPECT_EQ(all[1]->addr, 0xffffffff82b00000ull);
+  EXPECT_EQ(t.find("tick_broadcast_lock")->addr, 0xffffffff82a00000ull) << "find() is the first line";
+  EXPECT_EQ(t.find_all("helper").size(), 1u);
+  EXPECT_TRUE(t.find_all("absent").empty());
+}
+
+TEST(Kallsyms, PartialClones) {
+  EXPECT_TRUE(is_partial_clone("foo.part.0"));
+  EXPECT_TRUE(is_partial_clone("foo.constprop.0.part.1"));
+  EXPECT_FALSE(is_partial_clone("foo.isra.0"));
+  EXPECT_FALSE(is_partial_clone("foo.constprop.2"));
+  EXPECT_FALSE(is_partial_clone("foo"));
+  EXPECT_FALSE(is_partial_clone("a.part.b")) << "not a clone name";
+}

@@ -1,6 +1,7 @@
 // Attach resolution on fixture kallsyms/BTF lists (src/probe/resolve.h).
 #include <gtest/gtest.h>
 #include <cerrno>
+#include <nlohmann/json.hpp>
 
 #include "probe/catalog.h"
 #include "probe/resolve.h"
@@ -87,17 +88,131 @@ TEST(Resolve, IsraCloneGetsAKprobeAndNoFentry) {
 }
 
 TEST(Resolve, PartCloneBesideTheExactSymbol) {
+  // A .part.N clone is the tail of the function, not a copy of it: attaching it beside the
+  // function would count a call twice. It is not a candidate, and a note says what is missed.
   KernelFacts f = make_facts("ffffffff81100000 T cpupri_find_fitness\nffffffff81100100 t cpupri_find_fitness.part.0\n"
                              "ffffffff81100200 t cpupri_find_fitness.cold\n",
                              {"cpupri_find_fitness"});
   Plan p = resolve_probe(spec("cpupri_find"), f, BackendPref::automatic);
-  ASSERT_EQ(p.candidates.size(), 3u);
+  ASSERT_EQ(p.candidates.size(), 2u);
   EXPECT_EQ(p.candidates[0].backend, Backend::fentry);
   EXPECT_EQ(p.candidates[0].symbol, "cpupri_find_fitness");
   EXPECT_EQ(p.candidates[1].backend, Backend::kprobe);
-  EXPECT_EQ(p.candidates[2].symbol, "cpupri_find_fitness.part.0");
-  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_EQ(p.candidates[1].symbol, "cpupri_find_fitness");
+  ASSERT_EQ(p.copies.size(), 1u);
+  EXPECT_TRUE(p.ambiguous.empty());
+  ASSERT_EQ(p.notes.size(), 2u);
   EXPECT_NE(p.notes[0].find("cpupri_find_fitness.cold"), std::string::npos);
+  EXPECT_EQ(p.notes[1].rfind("cpupri_find_fitness.part.0 is a split-off part of cpupri_find_fitness (partial inlining), "
+                             "not a copy: not probed",
+                             0),
+            0u)
+      << p.notes[1];
+}
+
+TEST(Resolve, OnlyAPartCloneIsUsed) {
+  KernelFacts f = make_facts("ffffffff81100100 t cpupri_find_fitness.part.0\n", {});
+  Plan p = resolve_probe(spec("cpupri_find"), f, BackendPref::automatic);
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].symbol, "cpupri_find_fitness.part.0");
+  EXPECT_EQ(p.via, "(compiler clone cpupri_find_fitness.part.0 of cpupri_find_fitness)");
+}
+
+TEST(Resolve, TwoIsraClonesAreBothPlanned) {
+  // Both clones run (each call enters one): a kprobe candidate for each, by name (the
+  // names are unique), into the same probe; the plan says there are two copies.
+  KernelFacts f = make_facts("ffffffff81100600 t cpupri_set.isra.0\nffffffff81100900 t cpupri_set.isra.1\n", {});
+  Plan p = resolve_probe(spec("cpupri_set"), f, BackendPref::automatic);
+  ASSERT_EQ(p.copies.size(), 2u);
+  EXPECT_EQ(p.copies[0].symbol, "cpupri_set.isra.0");
+  EXPECT_EQ(p.copies[1].addr, 0xffffffff81100900ull);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  EXPECT_EQ(p.candidates[0].backend, Backend::kprobe);
+  EXPECT_EQ(p.candidates[0].symbol, "cpupri_set.isra.0");
+  EXPECT_EQ(p.candidates[0].copy, 0);
+  EXPECT_EQ(p.candidates[0].addr, 0u) << "a unique name is attached by name";
+  EXPECT_EQ(p.candidates[0].via, "(compiler clone cpupri_set.isra.0 of cpupri_set)");
+  EXPECT_EQ(p.candidates[1].symbol, "cpupri_set.isra.1");
+  EXPECT_EQ(p.candidates[1].copy, 1);
+  EXPECT_EQ(p.candidates[1].via, "(compiler clone cpupri_set.isra.1 of cpupri_set)");
+  EXPECT_EQ(p.via, "(2 copies of cpupri_set (compiler clones))");
+  ASSERT_EQ(p.ambiguous.size(), 1u);
+  EXPECT_EQ(describe_ambiguity(p.ambiguous[0]),
+            "ambiguous: 2 addresses for cpupri_set in kallsyms (0xffffffff81100600, 0xffffffff81100900)");
+}
+
+TEST(Resolve, ClonesWithAndWithoutBtf) {
+  // No kprobes: the clone with BTF gets fentry, the other has no candidate, and why.
+  KernelFacts f = make_facts("ffffffff81100500 T cpupri_set\nffffffff81100600 t cpupri_set.constprop.0\n"
+                             "ffffffff81100900 t cpupri_set.isra.1\n",
+                             {"cpupri_set", "cpupri_set.constprop.0"}, {}, /*kprobes=*/false);
+  Plan p = resolve_probe(spec("cpupri_set"), f, BackendPref::automatic);
+  ASSERT_EQ(p.copies.size(), 3u);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  EXPECT_EQ(p.candidates[0].symbol, "cpupri_set");
+  EXPECT_EQ(p.candidates[0].copy, 0);
+  EXPECT_EQ(p.candidates[0].via, "");
+  EXPECT_EQ(p.candidates[1].symbol, "cpupri_set.constprop.0");
+  EXPECT_EQ(p.candidates[1].copy, 1);
+  EXPECT_EQ(p.via, "(3 copies of cpupri_set (the function, 2 compiler clones))");
+  bool said = false;
+  for (auto& s : p.skipped) said |= s.backend == Backend::fentry && s.symbol == "cpupri_set.isra.1";
+  EXPECT_TRUE(said);
+}
+
+TEST(Resolve, SameNameFunctionsAreKprobedByAddress) {
+  // Two static functions named cpupri_set: fentry attaches by name (the kernel picks one),
+  // so with kprobes each copy gets a kprobe at its address and fentry is not planned.
+  KernelFacts f = make_facts("ffffffff81100600 t cpupri_set\nffffffff81300000 t cpupri_set\n", {"cpupri_set"});
+  Plan p = resolve_probe(spec("cpupri_set"), f, BackendPref::automatic);
+  ASSERT_EQ(p.copies.size(), 2u);
+  ASSERT_EQ(p.candidates.size(), 2u);
+  EXPECT_EQ(p.candidates[0].backend, Backend::kprobe);
+  EXPECT_EQ(p.candidates[0].addr, 0xffffffff81100600ull);
+  EXPECT_EQ(p.candidates[0].copy, 0);
+  EXPECT_EQ(p.candidates[1].backend, Backend::kprobe);
+  EXPECT_EQ(p.candidates[1].addr, 0xffffffff81300000ull);
+  EXPECT_EQ(p.candidates[1].copy, 1);
+  EXPECT_EQ(p.via, "(2 copies of cpupri_set (2 functions of this name))");
+  ASSERT_EQ(p.ambiguous.size(), 1u);
+  EXPECT_EQ(p.ambiguous[0].addrs.size(), 2u);
+  bool said = false;
+  for (auto& s : p.skipped)
+    said |= s.error == "fentry: cpupri_set has 2 addresses and fentry attaches by name (the kernel picks one)";
+  EXPECT_TRUE(said);
+}
+
+TEST(Resolve, SameNameFunctionsWithoutKprobesGetOneFentry) {
+  KernelFacts f = make_facts("ffffffff81100600 t cpupri_set\nffffffff81300000 t cpupri_set\n", {"cpupri_set"}, {},
+                             /*kprobes=*/false);
+  Plan p = resolve_probe(spec("cpupri_set"), f, BackendPref::automatic);
+  ASSERT_EQ(p.candidates.size(), 1u);
+  EXPECT_EQ(p.candidates[0].backend, Backend::fentry);
+  EXPECT_EQ(p.candidates[0].copy, 0);
+}
+
+TEST(Resolve, ARepeatedLineIsNotAnotherCopy) {
+  KernelFacts f = make_facts("ffffffff81100600 t cpupri_set\nffffffff81100600 t cpupri_set\n", {"cpupri_set"});
+  Plan p = resolve_probe(spec("cpupri_set"), f, BackendPref::automatic);
+  EXPECT_EQ(p.copies.size(), 1u);
+  EXPECT_TRUE(p.ambiguous.empty());
+  ASSERT_EQ(p.candidates.size(), 2u);
+  EXPECT_EQ(p.candidates[1].addr, 0u);
+}
+
+TEST(Resolve, ASiteWithTwoClonesSaysWhatIsMissed) {
+  KernelFacts f = make_facts("ffffffff81100800 t __tick_broadcast_oneshot_control.isra.0\n"
+                             "ffffffff81100880 t __tick_broadcast_oneshot_control.isra.1\n",
+                             {});
+  Plan p = resolve_probe(spec("bcast_lock"), f, BackendPref::automatic);
+  ASSERT_EQ(p.sites.size(), static_cast<size_t>(SH_BCAST_SITES));
+  EXPECT_EQ(p.sites[0], "__tick_broadcast_oneshot_control.isra.0");
+  ASSERT_EQ(p.ambiguous.size(), 1u);
+  EXPECT_EQ(p.ambiguous[0].name, "__tick_broadcast_oneshot_control");
+  ASSERT_EQ(p.notes.size(), 1u);
+  EXPECT_EQ(p.notes[0], "2 copies of __tick_broadcast_oneshot_control (compiler clones): site "
+                        "__tick_broadcast_oneshot_control is probed at __tick_broadcast_oneshot_control.isra.0 only; "
+                        "calls to __tick_broadcast_oneshot_control.isra.1 are missed");
 }
 
 TEST(Resolve, FallsBackToTheOlderName) {
@@ -239,6 +354,46 @@ TEST(DataSymbol, FromSystemMapShiftedByKaslr) {
   EXPECT_NE(d.source.find("System.map /boot/System.map-x (KASLR offset 0x2a00000, checked on 3 symbols)"),
             std::string::npos)
       << d.source;
+}
+
+TEST(DataSymbol, AmbiguousInKallsymsIsNotGuessed) {
+  // Two variables named tick_broadcast_lock: no address (bcast_wait then learns it or
+  // stays blind), and the System.map is not asked either: it has the same two.
+  KernelFacts f = make_facts("ffffffff83b00000 T _stext\nffffffff83c00000 T schedule\n"
+                             "ffffffff84000040 b tick_broadcast_lock\nffffffff84001080 b tick_broadcast_lock\n",
+                             {});
+  f.system_map = SymbolTable::parse("ffffffff81100000 T _stext\nffffffff81200000 T schedule\n"
+                                    "ffffffff81600040 b tick_broadcast_lock\n");
+  f.system_map_path = "/boot/System.map-x";
+  DataAddress d = resolve_data_symbol("tick_broadcast_lock", f);
+  EXPECT_EQ(d.addr, 0u);
+  EXPECT_EQ(d.source, "tick_broadcast_lock is ambiguous: 2 addresses (0xffffffff84000040, 0xffffffff84001080) in "
+                      "kallsyms; not filtering on a guess");
+  EXPECT_EQ(d.ambiguous, (std::vector<uint64_t>{0xffffffff84000040ull, 0xffffffff84001080ull}));
+  EXPECT_EQ(d.ambiguous_in, "kallsyms");
+}
+
+TEST(DataSymbol, AmbiguousInSystemMapIsNotGuessed) {
+  KernelFacts f = make_facts("ffffffff83b00000 T _stext\nffffffff83c00000 T schedule\n", {});
+  f.system_map = SymbolTable::parse("ffffffff81100000 T _stext\nffffffff81200000 T schedule\n"
+                                    "ffffffff81600040 b tick_broadcast_lock\nffffffff81600100 d tick_broadcast_lock\n");
+  f.system_map_path = "/boot/System.map-x";
+  DataAddress d = resolve_data_symbol("tick_broadcast_lock", f);
+  EXPECT_EQ(d.addr, 0u);
+  EXPECT_EQ(d.source, "tick_broadcast_lock is ambiguous: 2 addresses (0xffffffff84000040, 0xffffffff84000100) in "
+                      "/boot/System.map-x; not filtering on a guess")
+      << "the addresses are the running kernel's (KASLR offset 0x2a00000 applied)";
+}
+
+TEST(DataSymbol, AnAmbiguousAnchorDoesNotVote) {
+  // schedule twice in the System.map: it is not an anchor, so two anchors remain and agree.
+  KernelFacts f = make_facts("ffffffff83b00000 T _stext\nffffffff83c00000 T schedule\nffffffff83d00000 T cpupri_set\n", {});
+  f.system_map = SymbolTable::parse("ffffffff81100000 T _stext\nffffffff81200000 T schedule\nffffffff81250000 t schedule\n"
+                                    "ffffffff81300000 T cpupri_set\nffffffff82000040 d tick_broadcast_lock\n");
+  f.system_map_path = "m";
+  DataAddress d = resolve_data_symbol("tick_broadcast_lock", f);
+  EXPECT_EQ(d.addr, 0xffffffff82000040ull + 0x2a00000ull) << d.source;
+  EXPECT_NE(d.source.find("checked on 2 symbols"), std::string::npos) << d.source;
 }
 
 TEST(DataSymbol, MismatchedSystemMapIsRefused) {
@@ -398,4 +553,86 @@ TEST(Btf, FileBtfWithoutKernelBtfLeavesKprobes) {
   EXPECT_TRUE(tp.candidates.empty());
   ASSERT_EQ(tp.skipped.size(), 1u);
   EXPECT_EQ(tp.skipped[0].error, "tp_btf " + why);
+}
+
+TEST(CopyStatus, BothClonesAttached) {
+  ProbeStatus st;
+  st.attached = true;
+  st.backend = Backend::kprobe;
+  st.symbol = "cpupri_set.isra.0";
+  std::vector<CopyStatus> c = {{"cpupri_set.isra.0", 0xffffffff81100600ull, Backend::kprobe, true, ""},
+                               {"cpupri_set.isra.1", 0xffffffff81100900ull, Backend::kprobe, true, ""}};
+  summarize_copies(st, c, "2 copies of cpupri_set (compiler clones)", "(2 copies of cpupri_set (compiler clones))");
+  EXPECT_EQ(st.symbol, "cpupri_set.isra.0, cpupri_set.isra.1");
+  EXPECT_EQ(st.via, "(2 copies of cpupri_set (compiler clones))");
+  ASSERT_EQ(st.notes.size(), 1u);
+  EXPECT_EQ(st.notes[0], "2 copies of cpupri_set (compiler clones); attached both");
+  EXPECT_EQ(st.copies.size(), 2u);
+}
+
+TEST(CopyStatus, OneCopyMissedIsNamed) {
+  ProbeStatus st;
+  st.attached = true;
+  st.backend = Backend::fentry;
+  std::vector<CopyStatus> c = {
+      {"cpupri_set.isra.0", 1, Backend::fentry, true, ""},
+      {"cpupri_set.isra.1", 2, Backend::none, false,
+       "fentry: no BTF function cpupri_set.isra.1; kprobes not built into this kernel"}};
+  summarize_copies(st, c, "2 copies of cpupri_set (compiler clones)", "(2 copies of cpupri_set (compiler clones))");
+  EXPECT_EQ(st.symbol, "cpupri_set.isra.0");
+  ASSERT_EQ(st.notes.size(), 1u);
+  EXPECT_EQ(st.notes[0], "2 copies of cpupri_set (compiler clones); attached cpupri_set.isra.0 only: cpupri_set.isra.1 "
+                         "(fentry: no BTF function cpupri_set.isra.1; kprobes not built into this kernel) could not be "
+                         "attached; its calls are missed");
+}
+
+TEST(CopyStatus, SameNameCopiesAreToldApartByAddressAndMixedBackendsSaid) {
+  ProbeStatus st;
+  st.attached = true;
+  st.backend = Backend::fentry;
+  std::vector<CopyStatus> c = {{"f", 0x10, Backend::fentry, true, ""}, {"f", 0x20, Backend::kprobe, true, ""}};
+  summarize_copies(st, c, "2 copies of f (2 functions of this name)", "(x)");
+  EXPECT_EQ(st.symbol, "f at 0x10, f at 0x20");
+  EXPECT_EQ(st.notes.at(0), "2 copies of f (2 functions of this name); attached both (fentry and kprobe mixed)");
+}
+
+TEST(CopyStatus, ProxyKeepsItsLabels) {
+  ProbeStatus st;
+  st.attached = true;
+  st.proxy = true;
+  st.backend = Backend::tracepoint;
+  st.symbol = "tp_btf/x";
+  st.via = "";
+  std::vector<CopyStatus> c = {{"a.isra.0", 1, Backend::none, false, "e1"}, {"a.isra.1", 2, Backend::none, false, "e2"}};
+  summarize_copies(st, c, "2 copies of a (compiler clones)", "(2 copies of a (compiler clones))");
+  EXPECT_EQ(st.symbol, "tp_btf/x");
+  EXPECT_EQ(st.via, "");
+  EXPECT_EQ(st.notes.at(0), "2 copies of a (compiler clones); none could be attached, the tracepoint proxy stands in for all of them");
+}
+
+TEST(CopyStatus, JsonRoundTripAndOlderRecordings) {
+  ProbeStatus st;
+  st.probe = "cpupri_set";
+  st.attached = true;
+  st.copies = {{"cpupri_set.isra.0", 0xffffffff81100600ull, Backend::kprobe, true, ""},
+               {"cpupri_set.isra.1", 0, Backend::none, false, "why"}};
+  st.ambiguous = {{"cpupri_set", {0xffffffff81100600ull, 0xffffffff81100900ull}, "kallsyms"}};
+  nlohmann::json j = st;
+  EXPECT_EQ(j["copies"][0]["address"], "0xffffffff81100600");
+  EXPECT_EQ(j["copies"][1]["address"], "") << "unknown is empty, never 0x0";
+  EXPECT_EQ(j["ambiguous"][0]["addresses"][1], "0xffffffff81100900");
+  ProbeStatus back = j.get<ProbeStatus>();
+  ASSERT_EQ(back.copies.size(), 2u);
+  EXPECT_EQ(back.copies[0].addr, 0xffffffff81100600ull);
+  EXPECT_EQ(back.copies[0].backend, Backend::kprobe);
+  EXPECT_EQ(back.copies[1].error, "why");
+  ASSERT_EQ(back.ambiguous.size(), 1u);
+  EXPECT_EQ(back.ambiguous[0].addrs, st.ambiguous[0].addrs);
+  EXPECT_EQ(back.ambiguous[0].table, "kallsyms");
+  // A META written before the keys existed.
+  ProbeStatus old = nlohmann::json::parse(R"({"probe":"cpupri_set","attached":true,"backend":"fentry","symbol":"cpupri_set"})")
+                        .get<ProbeStatus>();
+  EXPECT_TRUE(old.copies.empty());
+  EXPECT_TRUE(old.ambiguous.empty());
+  EXPECT_EQ(old.symbol, "cpupri_set");
 }
