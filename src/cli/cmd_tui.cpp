@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
@@ -38,7 +39,8 @@ class LiveFeed : public tui::TuiFeed {
   LiveFeed(ProbeSet& probes, const Meta& meta, uint64_t interval_ns, const tui::BpfRunStats& stats,
            std::string record_path, WriterOptions wo)
       : probes_(probes),
-        src_(probes, meta, interval_ns, 0, &g_stop),
+        reader_(probes),
+        src_(reader_, meta, interval_ns, 0, &g_stop),
         meta_(meta),
         stats_(stats),
         fds_(probes.program_fds()),
@@ -130,10 +132,17 @@ class LiveFeed : public tui::TuiFeed {
     return fmt::format("interval {:.3g} s from the next sample on", double(next) / 1e9);
   }
 
-  /// Closes the recording (INDEX and END). Returns "wrote N samples, B bytes to F", or ""
-  /// when not recording.
-  std::string close_recording() {
+  /// Closes the recording (INDEX and END), after one final sample taken now when
+  /// final_sample (a stop: q, Ctrl-C, SIGTERM) so the recording covers the run up to it;
+  /// not after -n's last table, which is the last sample asked for. Returns "wrote N
+  /// samples, B bytes to F", or "" when not recording.
+  std::string close_recording(bool final_sample) {
     if (!rec_) return "";
+    Sample s;
+    if (final_sample && src_.finish(s)) {
+      for (int i : src_.take_status_changes()) note_status(i);
+      rec_->write_sample(s);
+    }
     rec_->close();
     return fmt::format("wrote {} samples, {} bytes to {}", rec_->samples(), rec_->bytes(), rec_->path());
   }
@@ -153,6 +162,7 @@ class LiveFeed : public tui::TuiFeed {
   }
 
   ProbeSet& probes_;
+  ProbeSetReader reader_;
   LiveSource src_;
   Meta meta_;
   const tui::BpfRunStats& stats_;
@@ -210,17 +220,19 @@ bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::v
 
 /// The UI on the terminal, or plain tables when stdout is not a full-screen terminal.
 /// max_tables (plain mode) stops after that many tables (0 = until the feed ends or stop).
-void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
+/// Returns true when it ended because max_tables were printed.
+bool run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
   const std::string why = tui::fullscreen_unavailable();
   if (why.empty()) {
     tui::Terminal term;
     tui::run_tui(app, feed, term, g_stop);
-    return;
+    return false;
   }
   // On a terminal that cannot do the full screen (unknown TERM, no terminfo, TERM=dumb),
   // say why once; through a pipe or into a file plain tables are simply what is asked for.
   if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) err(why + ": printing plain tables (as top -b does)");
   int printed = 0;
+  bool counted = false;  // max_tables printed
   // true: stop (enough tables, or stdout gone: main says why, quietly for a closed pipe)
   auto print = [&] {
     std::string text = app.render_text();
@@ -230,24 +242,26 @@ void run_ui(tui::TuiApp& app, tui::TuiFeed& feed, int max_tables) {
     } catch (const std::exception&) {  // fmt throws on a failed write; stdout_ok() says which
     }
     if (!stdout_ok()) return true;
-    return max_tables && ++printed >= max_tables;
+    counted = max_tables && ++printed >= max_tables;
+    return counted;
   };
   if (!feed.live()) {  // every interval from the start position to the end (following: on)
     while (!g_stop.load() && !print()) {
       while (!feed.step(1).empty())
-        if (g_stop.load() || !feed.await_more()) return;
+        if (g_stop.load() || !feed.await_more()) return false;
     }
-    return;
+    return counted;
   }
   int64_t shown_seq = -1;
   while (!g_stop.load()) {
     if (feed.update() && feed.last() && int64_t(feed.last()->seq) != shown_seq) {
       shown_seq = feed.last()->seq;
-      if (print()) return;
+      if (print()) return counted;
       continue;
     }
     usleep(static_cast<useconds_t>(std::clamp(feed.wait_ms(), 1, 100)) * 1000);
   }
+  return false;
 }
 
 }  // namespace
@@ -288,8 +302,8 @@ int run_top(const TopCmd& o) {
   tui::TuiApp app(feed, opts);
   std::string wrote;
   try {
-    run_ui(app, feed, o.iterations);
-    wrote = feed.close_recording();
+    const bool counted = run_ui(app, feed, o.iterations);
+    wrote = feed.close_recording(!counted);
   } catch (const std::exception& e) {
     err(e.what());
     return 1;

@@ -17,6 +17,7 @@
 #include "model/interval.h"
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
+#include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
 #include "store/rotate.h"
@@ -295,7 +296,8 @@ int run_record(const RecordCmd& o) {
   const auto& statuses = a->probes->statuses();
   int n = count_attached(statuses);
   Meta meta = live_meta(*a, iv, o.command_line);
-  LiveSource src(*a->probes, meta, iv, dur, &g_stop);
+  ProbeSetReader reader(*a->probes);
+  LiveSource src(reader, meta, iv, dur, &g_stop);  // SIGINT/SIGTERM: a final sample, then the end
   Sample s;
   src.next(s);
   std::unique_ptr<RotatingWriter> w;
@@ -437,7 +439,8 @@ int run_report(const ReportCmd& o) {
     auto a = attach_some(o.common, status);
     if (!a) return status;
     Meta meta = live_meta(*a, iv, "");
-    LiveSource src(*a->probes, meta, iv, dur, &g_stop);
+    ProbeSetReader reader(*a->probes);
+    LiveSource src(reader, meta, iv, dur, &g_stop);  // Ctrl-C: reported up to the stop
     return report_from(src, o, SourceInfo{}, nullptr);
   }
   if (o.file.empty()) {

@@ -1,11 +1,12 @@
-// The live SampleSource: reads the attached probes' slots every interval.
+// The live SampleSource: reads the attached probes' slots every interval, and once more
+// at the moment it is stopped.
 #pragma once
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <vector>
 
-#include "probe/attach.h"
+#include "probe/status.h"
 #include "sample/sample.h"
 
 namespace schedhot {
@@ -75,16 +76,39 @@ class SampleSchedule {
   uint64_t last_ns_ = 0;   ///< when the last sample was taken
 };
 
-/// Live samples from a ProbeSet: the first next() returns the baseline at once, then one
-/// sample per deadline of a SampleSchedule until duration (0 = forever) or stop is set
-/// (e.g. by SIGINT). Status changes (a learned lock address) update meta() and are listed
-/// by take_status_changes().
+/// What LiveSource reads the probes through: ProbeSet (ProbeSetReader, probe_reader.h) in schedhot,
+/// a fake in the unit tests (tests/unit/test_sampler.cpp), so the sampling loop runs
+/// without BPF.
+class SlotReader {
+ public:
+  virtual ~SlotReader() = default;
+  /// Status of every probe, in catalog order (ProbeSet::statuses).
+  virtual const std::vector<ProbeStatus>& statuses() const = 0;
+  /// Copies the probes' slots into s (ProbeSet::read).
+  virtual void read(Sample& s) const = 0;
+  /// Waits up to timeout_ms, servicing the lock-address learner; returns the probes whose
+  /// status changed (ProbeSet::poll). A signal ends the wait early.
+  virtual std::vector<int> poll(int timeout_ms) = 0;
+};
+
+/// Live samples from a SlotReader: the first next() returns the baseline at once, then one
+/// sample per deadline of a SampleSchedule until duration (0 = forever; the last sample is
+/// at its end) or stop is set (e.g. by SIGINT or SIGTERM). A stop takes one final sample at
+/// once, at the moment it is seen, so the samples cover the run up to the stop and not
+/// only to the last deadline; the next call then returns false. Status changes (a learned
+/// lock address) update meta() and are listed by take_status_changes().
 class LiveSource : public SampleSource {
  public:
-  LiveSource(ProbeSet& probes, Meta meta, uint64_t interval_ns, uint64_t duration_ns,
+  /// reader and stop (may be null: never stopped) must outlive the source.
+  LiveSource(SlotReader& reader, Meta meta, uint64_t interval_ns, uint64_t duration_ns,
              const std::atomic<bool>* stop);
   const Meta& meta() const override { return meta_; }
   bool next(Sample& out) override;
+  /// The final sample, taken now (what next() does when it sees the stop): for a caller
+  /// that ends without a signal (top's q) or stops calling next() once stop is set (top's
+  /// UI loop). Returns false, with out untouched, when there is nothing to finish: no
+  /// baseline yet, the final sample already taken, or the duration's end sample taken.
+  bool finish(Sample& out);
   /// Probe indices whose status changed since the last call.
   std::vector<int> take_status_changes();
   /// Changes the interval (top's +/-): SampleSchedule::set_interval at CLOCK_MONOTONIC now.
@@ -95,11 +119,16 @@ class LiveSource : public SampleSource {
   uint64_t due() const { return sched_.due(); }
 
  private:
-  ProbeSet& probes_;
+  /// Reads a sample now into out and notes it in the schedule.
+  void take(Sample& out);
+  bool stopped() const { return stop_ && stop_->load(); }
+
+  SlotReader& reader_;
   Meta meta_;
   const std::atomic<bool>* stop_;
   SampleSchedule sched_;
   uint32_t seq_ = 0;
+  bool finished_ = false;  ///< the final sample is taken: next() returns false
   std::vector<int> changed_;
 };
 

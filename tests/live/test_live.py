@@ -7,7 +7,8 @@ power:cpu_idle exits in the same CLOCK_MONOTONIC window (up to the window's edge
 events); every probe is attached or unavailable with a reason, and unavailable ones
 carry no numbers; on a kernel that refuses fentry and has no
 kprobes (the development machine) the fentry-only probes say exactly that. Then checks
-that SIGINT stops a recording cleanly and that no BPF link is left behind.
+that SIGINT stops a recording (record, top --record) cleanly with a last sample at the
+signal, and that no BPF link is left behind.
 
 usage: test_live.py PATH/TO/schedhot
 """
@@ -223,22 +224,50 @@ if fentry_refused and not pj["kprobes"]:
     check(ne["counters"]["calls"]["total"] > 0, "nohz_exit proxy counts busy ticks under load")
     check(ne["latency_ns"] is None, "a proxy reports no duration")
 
-# SIGINT stops a recording cleanly: exit 0, a complete file, links gone.
+# SIGINT stops a recording cleanly: exit 0, a complete file, links gone; and the stop takes
+# a final sample at once, so the recording covers the run up to the signal. With -i 5 and
+# SIGINT after 2.5 s: the baseline and a sample at the stop (before issue 9's fix only the
+# baseline: the calls since the last sample were lost, up to an interval of them).
+def stop_with_sigint(argv, what, **kw):
+    """Runs schedhot argv, SIGINT after 2.5 s; returns (the signal's CLOCK_MONOTONIC ns,
+    the recording's report JSON or {})."""
+    path = argv[argv.index("-o" if "-o" in argv else "--record") + 1]
+    p = subprocess.Popen([SCHEDHOT, *argv], stderr=subprocess.PIPE, text=True, **kw)
+    time.sleep(2.5)
+    t_sig = time.monotonic_ns()  # CLOCK_MONOTONIC, the clock of the samples' mono_ns
+    p.send_signal(signal.SIGINT)
+    try:
+        err = p.communicate(timeout=10)[1]
+    except subprocess.TimeoutExpired:
+        p.kill()
+        err = ""
+        check(False, f"{what} stops within 10 s of SIGINT")
+    check(p.returncode == 0, f"{what} exits 0 after SIGINT (got {p.returncode}: {err.strip()})")
+    rep = run("report", "--json", path)
+    check(rep.returncode == 0, f"report of the SIGINT-stopped {what} recording exits 0 ({rep.stderr.strip()})")
+    return t_sig, (json.loads(rep.stdout) if rep.stdout else {})
+
+
 rec2 = os.path.join(tmp, "sigint.shot")
-p = subprocess.Popen([SCHEDHOT, "record", "-d", "60", "-i", "0.5", "-o", rec2], stderr=subprocess.PIPE, text=True)
-time.sleep(2.5)
-p.send_signal(signal.SIGINT)
-try:
-    err = p.communicate(timeout=10)[1]
-except subprocess.TimeoutExpired:
-    p.kill()
-    err = ""
-    check(False, "record stops within 10 s of SIGINT")
-check(p.returncode == 0, f"record exits 0 after SIGINT (got {p.returncode}: {err.strip()})")
-rep2 = run("report", "--json", rec2)
-j2 = json.loads(rep2.stdout) if rep2.stdout else {}
+t_sig, j2 = stop_with_sigint(["record", "-d", "60", "-i", "5", "-o", rec2], "record")
+w2 = j2.get("window", {})
 check(j2.get("source", {}).get("complete") is True, "SIGINT-stopped recording is complete (END frame written)")
-check(j2.get("window", {}).get("samples", 0) >= 4, f"SIGINT-stopped recording has its samples ({j2.get('window')})")
+check(w2.get("samples") == 2, f"record -i 5 stopped after 2.5 s: the baseline and the stop's sample ({w2})")
+# The last sample is taken when the signal arrives, not at the last deadline before it:
+# after the signal was sent, and well within the 5 s interval.
+end_after = (w2["end_mono_ns"] - t_sig) / 1e9 if "end_mono_ns" in w2 else float("nan")
+check(0 <= end_after < 1.0, f"record's last sample is at the SIGINT: {end_after:+.3f} s after it")
+print(f"record -i 5, SIGINT after 2.5 s: {w2.get('samples')} samples over {w2.get('seconds')} s, "
+      f"the last {end_after * 1000:+.1f} ms after the signal")
+
+# top --record (plain tables through a pipe): its recording ends at the stop too.
+rec3 = os.path.join(tmp, "top-sigint.shot")
+t_sig3, j3 = stop_with_sigint(["top", "-i", "5", "--record", rec3], "top --record", stdout=subprocess.DEVNULL)
+w3 = j3.get("window", {})
+end_after3 = (w3["end_mono_ns"] - t_sig3) / 1e9 if "end_mono_ns" in w3 else float("nan")
+check(w3.get("samples") == 2 and 0 <= end_after3 < 1.0,
+      f"top -i 5 --record stopped after 2.5 s: the baseline and a sample at the SIGINT "
+      f"({w3.get('samples')} samples, the last {end_after3:+.3f} s after the signal)")
 
 links_after = bpf_links()
 if links_before is not None:

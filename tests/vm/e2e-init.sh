@@ -3,7 +3,9 @@
 # backend of schedhot.e2e_backends (comma-separated: auto,kprobe,proxy), it records with
 # /bin/schedhot while workloads drive every target, with the ftrace function tracer
 # counting the same functions on trace_clock mono; then it counts only the trace events
-# inside the recording's window (first sample's mono time, last sample's] and emits:
+# inside the recording's window (first sample's mono time, last sample's] and emits
+# (schedhot is stopped by SIGINT while a workload runs; the window ends at the stop if the
+# last sample came before it, which the host then reports as a failure):
 #   sysinfo                guest facts, addresses, traced functions
 #   rec-B.shot             the recording (gzip on the wire)
 #   report-B.json          `schedhot report --json` of it, made in the guest
@@ -106,15 +108,25 @@ run_backend() {   # run_backend BACKEND
     cpuidle_deep on
     workloads >> "$_log"
     _wrc=$?
-    cpuidle_deep off
+    # Stop schedhot while a workload still runs (SCHED_FIFO sleepers: cpupri_set, idle
+    # churn): its last sample must be taken at the SIGINT, so the recording covers the whole
+    # run up to the stop (issue 9: before, the calls since the last 500 ms sample were lost).
+    $W fifo-sleepers -d 2 -t 6 -p 50 -u 1000 >> "$_log" &
+    _tail=$!
     sleep 1
+    _stop=$(mono_ns)
     kill -INT $_pid; wait $_pid; _rrc=$?
+    wait $_tail || _wrc=1
+    cpuidle_deep off
     [ "$ORACLE" = 1 ] && echo 0 > /sys/kernel/tracing/tracing_on
-    echo "workloads rc=$_wrc record rc=$_rrc" >> "$_log"
+    echo "workloads rc=$_wrc record rc=$_rrc stop_mono_ns=${_stop:-?}" >> "$_log"
     glog "e2e: backend $_b: record rc=$_rrc workloads rc=$_wrc"
     /bin/schedhot report --json --all-cpus "$_rec" > /tmp/report-$_b.json 2>> "$_log"
     _a=$(sed -n 's/.*"start_mono_ns": *\([0-9]*\).*/\1/p' /tmp/report-$_b.json)
     _z=$(sed -n 's/.*"end_mono_ns": *\([0-9]*\).*/\1/p' /tmp/report-$_b.json)
+    # ftrace's window is the whole run: from the first sample to the stop, or to the last
+    # sample when that is later (it is, by the time the signal takes to arrive).
+    [ -n "$_z" ] && [ -n "$_stop" ] && [ "$_stop" -gt "$_z" ] && _z=$_stop
     if [ "$ORACLE" = 0 ]; then :
     elif [ -n "$_a" ] && [ -n "$_z" ]; then
         ftrace_count_window "$_a" "$_z" 10000000 > /tmp/counts-$_b   # edges: 10 ms

@@ -28,9 +28,10 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
   * proxies: their counts against the real calls (printed and saved; checked only for
     the direction their documented error states);
   * no-ARAT guests on ${SCHEDHOT_VM_NOARAT:-6.1 6.12} (boot.sh --no-arat --no-hypervisor --cst
-    and --no-arat --cst, single-threaded TCG): __tick_broadcast_oneshot_control and tick_broadcast_lock
-    contention (against lock:contention_begin filtered on the lock's address) above the
-    thresholds below, and the blind spot with the hypervisor bit.
+    and --no-arat --cst, single-threaded TCG): __tick_broadcast_oneshot_control above the rates
+    below; tick_broadcast_lock contentions equal to lock:contention_begin filtered on the lock's
+    address (total and per CPU; at least NOHV_MIN_CONTENTIONS of them, so that the comparison
+    means something); and the blind spot with the hypervisor bit.
 
 Results: ${SCHEDHOT_VM_OUT:-<SCHEDHOT_BIN's directory>/vm-e2e}/<kernel>-<variant>/ (serial log
 and every emitted file), summary.txt and summary.json there. One VM run at a time per machine
@@ -61,7 +62,11 @@ MIN_CALLS = 10        # a compared function must have run at least this often
 # No-ARAT thresholds (all CPUs together, per second of the recording window), set from the
 # runs in tests/vm/README.md (4 vCPUs, single-threaded TCG) with a margin of 3x or more:
 NOHV_BCAST_MIN_RATE = 10000   # --no-hypervisor: 37,500-63,220 (6.1), 49,276-59,274/s (6.12) measured
-NOHV_MIN_CONTENTIONS = 100    # --no-hypervisor: 841-34,765 (6.12), 1,834-55,875 (6.1) per run
+# bcast_wait is checked for agreeing with ftrace's contention_begin count on the lock (total,
+# per CPU, every contention timed); the count itself depends on the host's load (47 on a busy
+# host, 841-55,875 otherwise), so it only has to be large enough for the agreement to mean
+# something: a loaded host must not fail CI.
+NOHV_MIN_CONTENTIONS = 10     # --no-hypervisor: 47 (loaded host), 841-34,765 (6.12), 1,834-55,875 (6.1) per run
 HV_BCAST_MIN_RATE = 15000     # hypervisor bit: 49,473-67,494 (6.1), 54,256-64,664/s (6.12) measured
 
 # Functions each probe attaches to, and the ftrace name counted for it.
@@ -164,9 +169,11 @@ def parse_record_log(path):
                     jobs.append(json.loads(line))
                 except json.JSONDecodeError:
                     pass
-            m = re.match(r"workloads rc=(\d+) record rc=(\d+)", line)
+            m = re.match(r"workloads rc=(\d+) record rc=(\d+)(?: stop_mono_ns=(\d+))?", line)
             if m:
                 rc = {"workloads": int(m.group(1)), "record": int(m.group(2))}
+                if m.group(3):
+                    rc["stop_mono_ns"] = int(m.group(3))
     return jobs, rc
 
 
@@ -204,6 +211,7 @@ class Checker:
         self.proxies = []
         self.graph = []
         self.noarat = []
+        self.stops = []     # the last sample after the SIGINT, ms
         self.lines = []
 
     def say(self, msg=""):
@@ -277,8 +285,21 @@ def check_backend(ck, kver, variant, backend, d, binary):
     ck.expect(rcs.get("record") == 0 and rcs.get("workloads") == 0, tag,
               f"record rc={rcs.get('record')} workloads rc={rcs.get('workloads')} (see {log_path})")
     ck.expect(w.get("samples", 0) >= 8, tag, f"only {w.get('samples')} samples in the recording")
-    ck.expect("start_mono_ns" in w and counts.get("window") == (w.get("start_mono_ns"), w.get("end_mono_ns")), tag,
-              f"ftrace window {counts.get('window')} is not the report's ({w.get('start_mono_ns')}, {w.get('end_mono_ns')}]")
+    # SIGINT came while a workload ran: the last sample must be the stop's (taken when the
+    # signal arrived), so the recording covers the whole run and ftrace's window, (first
+    # sample, max(last sample, stop)], is the recording's. Before issue 9's fix the last
+    # sample was the last 500 ms one before the signal, and the calls after it were lost.
+    stop = rcs.get("stop_mono_ns")
+    end = w.get("end_mono_ns")
+    if ck.expect(stop is not None and end is not None, tag, f"no stop time in {log_path} or no window end"):
+        ck.say(f"   stop   SIGINT at +{(stop - w['start_mono_ns']) / 1e9:.3f} s; last sample "
+               f"{(end - stop) / 1e6:+.1f} ms after it")
+        ck.expect(end >= stop, tag, f"the recording ends {(stop - end) / 1e6:.1f} ms before the SIGINT: "
+                                    "its last sample is not the stop's (the calls after it are lost)")
+        ck.stops.append({"kernel": kver, "variant": variant, "backend": backend, "after_stop_ms": round((end - stop) / 1e6, 1)})
+    ck.expect("start_mono_ns" in w and counts.get("window") == (w.get("start_mono_ns"), max(end or 0, stop or 0)), tag,
+              f"ftrace window {counts.get('window')} is not the whole run ({w.get('start_mono_ns')}, "
+              f"max({end}, {stop})]")
     ck.expect(counts.get("clock") == "mono", tag, f"trace_clock is {counts.get('clock')}, not mono")
     ck.expect(counts.get("status") == "ok" and counts.get("overrun_total") == "0", tag,
               f"ftrace overran: {counts.get('overrun_total')} events overwritten")
@@ -393,15 +414,21 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
         lat = (bw or {}).get("latency_ns") or {}
         ck.expect(rate >= NOHV_BCAST_MIN_RATE, tag,
                   f"__tick_broadcast_oneshot_control {rate:.0f}/s, expected >= {NOHV_BCAST_MIN_RATE}/s without ARAT")
-        ck.expect((cont or 0) >= NOHV_MIN_CONTENTIONS and lat.get("count") == total(bw, "ends"), tag,
-                  f"bcast_wait: {cont} contentions (expected >= {NOHV_MIN_CONTENTIONS}), {lat.get('count')} timed "
-                  f"of {total(bw, 'ends')} ends")
+        # The agreement above is the check of schedhot; this one only makes sure it compared
+        # something (ftrace's count, so a schedhot miss still fails the agreement, not this).
+        ck.expect((lockev or 0) >= NOHV_MIN_CONTENTIONS, tag,
+                  f"ftrace saw {lockev} contentions on tick_broadcast_lock (schedhot {cont}): fewer than "
+                  f"{NOHV_MIN_CONTENTIONS}, too few to compare")
+        ck.expect(cont is not None and lat.get("count") == total(bw, "ends"), tag,
+                  f"bcast_wait: {cont} contentions, {lat.get('count')} timed of {total(bw, 'ends')} ends")
+        per_m = (lockev or 0) * 1e6 / hot if hot else 0
         ck.noarat.append({"kernel": kver, "variant": variant, "calls": hot, "seconds": w["seconds"],
                           "calls_per_s": round(rate), "contentions": cont, "oracle": lockev,
+                          "contentions_per_million_calls": round(per_m),
                           "wait_p50_ns": lat.get("p50"), "wait_p99_ns": lat.get("p99"),
                           "wait_max_ns": lat.get("max")})
         ck.say(f"   no-ARAT: __tick_broadcast_oneshot_control {hot} in {w['seconds']:.1f} s = {rate:.0f}/s; "
-               f"contentions {cont} (ftrace {lockev}), wait p50 {lat.get('p50', 0) / 1e6:.2f} ms "
+               f"contentions {cont} (ftrace {lockev}; {per_m:.0f} per million calls), wait p50 {lat.get('p50', 0) / 1e6:.2f} ms "
                f"p99 {lat.get('p99', 0) / 1e6:.2f} ms")
     elif variant == "noarat":
         ck.expect(rate >= HV_BCAST_MIN_RATE, tag,
@@ -575,7 +602,8 @@ def main(argv):
     for t in times:
         ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
     summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
-               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "failures": ck.failures}
+               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "stops": ck.stops,
+               "failures": ck.failures}
     with open(os.path.join(OUT, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
     if ck.failures:

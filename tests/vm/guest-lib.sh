@@ -48,6 +48,9 @@ _gl_cmdline() {   # _gl_cmdline KEY -> value of the last KEY=value on the kernel
 }
 
 uptime_s() { cut -d' ' -f1 /proc/uptime; }
+# CLOCK_MONOTONIC now, ns: /proc/timer_list's "now at N nsecs" is ktime_get(), the clock of
+# schedhot's samples and of trace_clock mono (busybox has no date +%s%N of that clock).
+mono_ns() { awk '/^now at / {print $3; exit}' /proc/timer_list; }
 
 guest_setup() {
     export PATH=/bin:/sbin:/usr/bin:/usr/sbin

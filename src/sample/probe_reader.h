@@ -1,0 +1,23 @@
+// The SlotReader of a ProbeSet: what LiveSource (sampler.h) reads the attached probes
+// through in schedhot. Apart from sampler.h so that LiveSource builds without BPF.
+#pragma once
+#include <vector>
+
+#include "probe/attach.h"
+#include "sample/sampler.h"
+
+namespace schedhot {
+
+/// Forwards every call to a ProbeSet, which must outlive it.
+class ProbeSetReader : public SlotReader {
+ public:
+  explicit ProbeSetReader(ProbeSet& p) : p_(p) {}
+  const std::vector<ProbeStatus>& statuses() const override { return p_.statuses(); }
+  void read(Sample& s) const override { p_.read(s); }
+  std::vector<int> poll(int timeout_ms) override { return p_.poll(timeout_ms); }
+
+ private:
+  ProbeSet& p_;
+};
+
+}  // namespace schedhot
