@@ -5,7 +5,7 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 secs="${1:-10}"
-"$root/packaging/install-deps.sh"
+"$root/packaging/install-deps.sh" --build   # tests/run-all.sh installs the test packages
 "$root/packaging/build.sh" -DSCHEDHOT_TESTS=OFF   # tests/run-all.sh builds the tests
 bin="$root/build/schedhot"
 out="${SCHEDHOT_OUT:-$root/build/quickstart.shot}"

@@ -626,7 +626,7 @@ std::vector<Line> render_help(bool live, int width) {
       {"Home End", "first / last rows", 0},
       {"c", "per-CPU table", 0},
       {"h H", "histogram view: next / previous probe (filtered CPUs, or all)", 0},
-      {"o", "topology view: CPUs folded into cores, LLCs, nodes, packages (o again: next level)", 0},
+      {"o", "topology view: CPUs folded into LLCs, then nodes, packages, cores (o again: next level)", 0},
       {"s", "one summary line per probe", 0},
       {"Esc", "back to the per-CPU table; cancels a prompt", 0},
   };
@@ -642,7 +642,8 @@ std::vector<Line> render_help(bool live, int width) {
   }
   out.push_back(Line());
   out.push_back(Line().add("Rates are events/s between two adjacent samples; times in ns (us/ms/s where marked).", Role::dim));
-  out.push_back(Line().add("'-' = probe unavailable. xfer/s (cacheline transfers) stays blank: the model is not there yet.",
+  out.push_back(Line().add("'-' = not measured: probe unavailable or blind, CPU offline, or a proxy's duration. xfer/s (cacheline "
+                           "transfers) stays blank: the model is not there yet.",
                            Role::dim));
   for (auto& l : out) clip(l, width);
   return out;

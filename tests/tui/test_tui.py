@@ -360,7 +360,7 @@ def check_small(t, w, h):
     check(re.search(r"^(lines 1-\d+ of \d+  arrows|any key closes)", key_line(screen)), f"{w}x{h}: help's last line",
           screen)
     t.keys("End")
-    t.wait_text("'-' = probe unavailable")  # the help's last line
+    t.wait_text("'-' = not measured")  # the help's last line
     t.keys("Space")
     t.wait_gone("schedhot replay: keys")
     t.type("p")
