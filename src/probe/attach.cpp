@@ -311,7 +311,9 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
         failures.push_back({Backend::tracepoint, "",
                             fmt::format("nohz_csd_func is ambiguous: {} addresses in kallsyms; not filtering on a guess", all.size())});
       } else {
-        failures.push_back({Backend::tracepoint, "", "nohz_csd_func's address is unknown (kallsyms unreadable)"});
+        failures.push_back({Backend::tracepoint, "",
+                            fmt::format("nohz_csd_func's address is unknown ({})",
+                                        facts.kallsyms_error.empty() ? "not in /proc/kallsyms" : facts.kallsyms_error)});
       }
     }
 

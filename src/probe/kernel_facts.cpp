@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <stdexcept>
 
@@ -18,6 +19,22 @@ namespace schedhot {
 
 namespace {
 
+/// Raw BTF (magic 0xeB9F) says its own length in its header (hdr_len + str_off + str_len):
+/// a file of another size is damaged or padded (libbpf would read, and keep, all of it).
+/// "" when the sizes agree or the file is not raw BTF (an ELF vmlinux is checked by libbpf).
+std::string raw_btf_size_problem(const std::string& path, uint64_t file_bytes) {
+  unsigned char h[24];
+  FILE* fp = std::fopen(path.c_str(), "rb");
+  if (!fp) return "";
+  const size_t n = std::fread(h, 1, sizeof h, fp);
+  std::fclose(fp);
+  if (n < sizeof h || h[0] != 0x9f || h[1] != 0xeb) return "";
+  auto u32 = [&](int off) { return uint32_t(h[off]) | uint32_t(h[off + 1]) << 8 | uint32_t(h[off + 2]) << 16 | uint32_t(h[off + 3]) << 24; };
+  const uint64_t want = uint64_t(u32(4)) + u32(16) + u32(20);
+  if (want == file_bytes) return "";
+  return fmt::format("raw BTF whose header says {} bytes, in a file of {} bytes (damaged or padded)", want, file_bytes);
+}
+
 /// Reads vmlinux BTF: from path (--btf) when not empty, else libbpf's search. A bad path
 /// throws; a kernel without BTF leaves f.btf false with the reason in f.btf_error.
 void read_btf(KernelFacts& f, const std::string& path) {
@@ -28,12 +45,17 @@ void read_btf(KernelFacts& f, const std::string& path) {
     if (::stat(path.c_str(), &st) != 0)
       throw std::runtime_error(fmt::format("--btf {}: {} ({})", path, strerror(errno), errno_name(errno)));
     if (!S_ISREG(st.st_mode)) throw std::runtime_error(fmt::format("--btf {}: not a regular file", path));
+    if (std::string why = raw_btf_size_problem(path, uint64_t(st.st_size)); !why.empty())
+      throw std::runtime_error(fmt::format("--btf {}: {}", path, why));
     btf = btf__parse(path.c_str(), nullptr);
     if (!btf) {
       const int e = errno;
+      // libbpf's own codes (LIBBPF_ERRNO__FORMAT = 4001 ...) are not errno values.
+      char lerr[128];
+      libbpf_strerror(-e, lerr, sizeof lerr);
       throw std::runtime_error(fmt::format("--btf {}: no BTF in it (neither raw BTF nor an ELF file with a .BTF "
-                                           "section: {}, {})",
-                                           path, errno_name(e), strerror(e)));
+                                           "section: {})",
+                                           path, e >= 4000 ? std::string(lerr) : errno_name(e) + ", " + strerror(e)));
     }
     f.btf_path = path;
   } else {

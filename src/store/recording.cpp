@@ -118,12 +118,15 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 /// Opens path to write a recording into, following symlinks (hops counts them). Sets
 /// created to the path of the regular file this call created (O_EXCL: certainly this
 /// call's), or "" when it opened something that was already there: with overwrite, an
-/// existing regular file (truncated), a device or a FIFO with a reader (written in place,
+/// existing regular file (replaced: created names a new file beside it and replaces the file's
+/// real path, which the writer renames it over once its META is written), a device or a FIFO
+/// with a reader (written in place,
 /// never truncated). A dangling symlink's target is created, the link kept. Throws a
 /// one-line std::runtime_error: exists (without overwrite), a FIFO without a reader (not
 /// waited on), a terminal, or the open's errno.
-int open_output(const std::string& path, bool overwrite, std::string& created, int hops = 0) {
+int open_output(const std::string& path, bool overwrite, std::string& created, std::string& replaces, int hops = 0) {
   created.clear();
+  replaces.clear();
   for (int attempt = 0; attempt < 8; ++attempt) {
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
     if (fd >= 0) {
@@ -145,10 +148,16 @@ int open_output(const std::string& path, bool overwrite, std::string& created, i
       target.resize(size_t(n));
       const size_t slash = path.rfind('/');
       if (target[0] != '/' && slash != std::string::npos) target = path.substr(0, slash + 1) + target;
-      return open_output(target, overwrite, created, hops + 1);
+      return open_output(target, overwrite, created, replaces, hops + 1);
     }
-    if (fd < 0 && errno == ENXIO)
-      throw std::runtime_error(fmt::format("{} is a FIFO with no reader; start the reader first", path));
+    if (fd < 0 && errno == ENXIO) {
+      struct stat xs {};
+      if (::stat(path.c_str(), &xs) == 0 && S_ISFIFO(xs.st_mode))
+        throw std::runtime_error(fmt::format("{} is a FIFO with no reader; start the reader first", path));
+      throw std::runtime_error(fmt::format("cannot open {}: {} (ENXIO: a device with nothing behind it, e.g. /dev/tty "
+                                           "without a controlling terminal)",
+                                           path, strerror(ENXIO)));
+    }
     if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", path, strerror(errno)));
     struct stat st {};
     if (::fstat(fd, &st) != 0) {
@@ -160,10 +169,22 @@ int open_output(const std::string& path, bool overwrite, std::string& created, i
       ::close(fd);
       throw std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path));
     }
-    if (S_ISREG(st.st_mode) && ::ftruncate(fd, 0) != 0) {
-      const int e = errno;
+    if (S_ISREG(st.st_mode)) {
+      // An existing regular file is replaced only once the new one holds its header and
+      // META: a new file next to it (its real path, so a symlink stays a symlink), renamed
+      // over it by the writer. A disk too full for even that leaves the old file as it was.
       ::close(fd);
-      throw std::runtime_error(fmt::format("cannot overwrite {}: {}", path, strerror(e)));
+      std::string dest = path;
+      if (char* rp = ::realpath(path.c_str(), nullptr)) {
+        dest = rp;
+        ::free(rp);
+      }
+      const std::string tmp = fmt::format("{}.new{}", dest, ::getpid());
+      fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, st.st_mode & 0666);
+      if (fd < 0) throw std::runtime_error(fmt::format("cannot overwrite {}: cannot create {}: {}", path, tmp, strerror(errno)));
+      created = tmp;
+      replaces = dest;
+      return fd;
     }
     const int fl = ::fcntl(fd, F_GETFL);
     if (fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
@@ -190,7 +211,7 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     fd_ = STDOUT_FILENO;
     own_fd_ = false;
   } else {
-    fd_ = open_output(path, opts.overwrite, created_);
+    fd_ = open_output(path, opts.overwrite, created_, replaces_);
     struct stat st {};
     if (!created_.empty() && ::fstat(fd_, &st) == 0) {
       created_dev_ = st.st_dev;
@@ -210,12 +231,21 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     write_all(fd_, h.data(), h.size(), path_);
     offset_ = h.size();
     write_frame(FrameType::meta, 0, 0, meta_json);
+    if (!replaces_.empty() && ::rename(created_.c_str(), replaces_.c_str()) != 0) {
+      const int e = errno;
+      remove_created();
+      throw std::runtime_error(fmt::format("cannot overwrite {}: {}; nothing recorded, the file is as it was", path_, strerror(e)));
+    }
+    if (!replaces_.empty()) created_ = replaces_;
   } catch (const WriteError& e) {
     // Without its header and META the file holds nothing: do not leave it behind, if this
     // writer created it (never a file, device or FIFO that was there before).
     const bool removed = remove_created();
     throw std::runtime_error(fmt::format("{}: cannot write the header and metadata: {}; nothing recorded{}", path_,
-                                         write_error_text(e.errno_value), removed ? ", the new file removed" : ""));
+                                         write_error_text(e.errno_value),
+                                         !replaces_.empty() ? ", the existing file is as it was"
+                                         : removed          ? ", the new file removed"
+                                                            : ""));
   } catch (...) {
     remove_created();
     throw;
@@ -643,6 +673,7 @@ bool RecordingReader::read_next_frame(Frame& f) {
 namespace {
 /// The damage reason of a sample at mono_ns after one at prev_ns > mono_ns.
 std::string backwards_time(uint64_t mono_ns, uint64_t prev_ns) {
+  if (mono_ns == prev_ns) return "sample time does not advance (the same as the previous sample's)";
   return fmt::format("sample time goes backwards ({:.3f} s before the previous sample's)",
                      static_cast<double>(prev_ns - mono_ns) / 1e9);
 }
@@ -752,11 +783,18 @@ bool RecordingReader::decode_sample(const std::string& raw, bool keyframe, std::
 }
 
 bool RecordingReader::decode_online(const std::string& payload, std::string& why) {
+  std::vector<int> cpus;
+  if (!parse_online(payload, cpus, why)) return false;
+  online_ = std::move(cpus);
+  have_online_ = true;
+  return true;
+}
+
+bool RecordingReader::parse_online(const std::string& payload, std::vector<int>& cpus, std::string& why) const {
   if (payload.size() != online_bitmap_bytes(meta_.ncpus)) {
     why = fmt::format("online frame of {} bytes for {} CPUs", payload.size(), meta_.ncpus);
     return false;
   }
-  std::vector<int> cpus;
   for (size_t i = 0; i < payload.size(); ++i) {
     const auto byte = static_cast<uint8_t>(payload[i]);
     for (int bit = 0; bit < 8; ++bit) {
@@ -769,8 +807,6 @@ bool RecordingReader::decode_online(const std::string& payload, std::string& why
       cpus.push_back(static_cast<int>(c));
     }
   }
-  online_ = std::move(cpus);
-  have_online_ = true;
   return true;
 }
 
@@ -821,7 +857,7 @@ bool RecordingReader::next_state() {
         }
         // A writer's samples are in time order: one earlier than the sample before it (or
         // not at its frame header's time, which scans and seeks go by) is damage.
-        if (state_.mono_ns != f.mono_ns || (had_prev && state_.mono_ns < prev_mono)) {
+        if (state_.mono_ns != f.mono_ns || (had_prev && state_.mono_ns <= prev_mono)) {
           set_damage(f.at, state_.mono_ns != f.mono_ns
                                ? fmt::format("sample time {} ns differs from its frame header's {} ns", state_.mono_ns,
                                              f.mono_ns)
@@ -951,7 +987,7 @@ bool RecordingReader::positions_from_index() {
         if (k >= index_entries_.size() || index_entries_[k].offset != at || index_entries_[k].ordinal != pos.size()) break;
         ++k;
       }
-      if (pos.size() >= index_->samples || (!pos.empty() && f.mono_ns < pos.back().mono_ns)) break;
+      if (pos.size() >= index_->samples || (!pos.empty() && f.mono_ns <= pos.back().mono_ns)) break;
       pos.push_back({static_cast<uint32_t>(pos.size()), f.mono_ns, at, key});
     }
     at += f.bytes;
@@ -978,7 +1014,7 @@ void RecordingReader::scan_positions() {
     ReadStatus st = read_frame_at(scan_pos_, f, why);
     if (st == ReadStatus::ok) {
       if (f.type == FrameType::sample && f.payload.size() >= 4) {
-        if (!positions_.empty() && f.mono_ns < positions_.back().mono_ns) {
+        if (!positions_.empty() && f.mono_ns <= positions_.back().mono_ns) {
           set_damage(scan_pos_, backwards_time(f.mono_ns, positions_.back().mono_ns));
           scan_done_ = true;
           return;
@@ -989,6 +1025,12 @@ void RecordingReader::scan_positions() {
           positions_.push_back({static_cast<uint32_t>(positions_.size()), f.mono_ns, scan_pos_, key});
       }
       if (f.type == FrameType::end) saw_end_ = true;
+      std::vector<int> online;
+      if (f.type == FrameType::online && minor_ >= 2 && !parse_online(f.payload, online, why)) {
+        set_damage(scan_pos_, why);  // as next() finds it (replay's positions stop there too)
+        scan_done_ = true;
+        return;
+      }
       ProbeStatus note;
       if (f.type == FrameType::note && !parse_note(f.payload, note, why)) {
         set_damage(scan_pos_, why);  // as next() finds it (a NOTE too deep, not JSON...)

@@ -147,6 +147,7 @@ class RecordingWriter {
   bool own_fd_ = true;
   std::string created_;  ///< the file this writer created (O_EXCL), "" if it opened an existing one
   uint64_t created_dev_ = 0, created_ino_ = 0;
+  std::string replaces_;  ///< with --force over a regular file: the file created_ is renamed over once it has its META
   std::string path_;
   WriterOptions opts_;
   Meta meta_;
@@ -311,6 +312,8 @@ class RecordingReader : public SampleSource {
   /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds).
   bool decode_sample(const std::string& payload, bool keyframe, std::string& why);
   /// Parses an ONLINE payload into online_ (have_online_ set). false (with why) when malformed.
+  /// The CPUs an ONLINE frame names (ascending); false with why when it is malformed.
+  bool parse_online(const std::string& payload, std::vector<int>& cpus, std::string& why) const;
   bool decode_online(const std::string& payload, std::string& why);
   /// state_.online from online_ when known, else META host.online plus nonzero_cpu_.
   void set_state_online();

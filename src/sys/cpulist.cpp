@@ -9,6 +9,8 @@
 namespace schedhot {
 
 namespace {
+constexpr int kMaxCpuId = 65536;
+
 int parse_id(std::string_view s, std::string_view whole) {
   int v = -1;
   auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
@@ -17,6 +19,11 @@ int parse_id(std::string_view s, std::string_view whole) {
         fmt::format("bad CPU list '{}': a range needs a CPU on each side of '-' (CPUs are 0, 1, ...; e.g. 0-3,8)", whole));
   if (ec != std::errc() || p != s.data() + s.size() || v < 0)
     throw std::invalid_argument(fmt::format("bad CPU list '{}': '{}' is not a CPU number", whole, s));
+  // No kernel has more than 8192 CPUs (NR_CPUS); a bound far above it also keeps the range
+  // loop of parse_cpulist() from overflowing at INT_MAX.
+  if (v >= kMaxCpuId)
+    throw std::invalid_argument(
+        fmt::format("bad CPU list '{}': CPU {} is not a CPU number (ids are below {})", whole, s, kMaxCpuId));
   return v;
 }
 }  // namespace

@@ -53,3 +53,16 @@ TEST(CpuList, EmptyItemIsNamedAsSuch) {
   EXPECT_NE(cpulist_error("1-").find("a range needs a CPU on each side of '-'"), std::string::npos)
       << cpulist_error("1-");
 }
+
+// "--cpus 2147483647" looped past INT_MAX and allocated until bad_alloc (16.8 GB): ids far
+// above any kernel's NR_CPUS are refused at once.
+TEST(CpuList, HugeIdsAreRefusedNotAllocated) {
+  for (const char* s : {"2147483647", "2147483646-2147483647", "0-65536", "65536"})
+    EXPECT_THROW(parse_cpulist(s), std::invalid_argument) << s;
+  try {
+    parse_cpulist("2147483647");
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "bad CPU list '2147483647': CPU 2147483647 is not a CPU number (ids are below 65536)");
+  }
+  EXPECT_EQ(parse_cpulist("65535").size(), 1u);
+}

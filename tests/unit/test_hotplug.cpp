@@ -202,5 +202,12 @@ TEST(Hotplug, AMalformedOnlineFrameIsDamageAndTheSamplesBeforeItStay) {
     ASSERT_TRUE(r->damage().has_value());
     EXPECT_EQ(r->damage()->offset, online_at);
     EXPECT_EQ(r->damage()->reason, why);
+    // The position scan (replay, seeks without an index) stops there too and says why:
+    // replay printed 3 intervals of 70 with exit 0 and no note.
+    auto scan = RecordingReader::open(dir / "bad.shot");
+    scan->check_all_frames();
+    EXPECT_EQ(scan->sample_positions().size(), 3u);
+    ASSERT_TRUE(scan->damage().has_value());
+    EXPECT_EQ(scan->damage()->offset, online_at);
   }
 }

@@ -580,6 +580,14 @@ TEST(RecordingCli, BtfOption) {
                         "--btf " + dir / "junk" + ": no BTF in it (neither raw BTF nor an ELF file with a .BTF section");
   expect_one_line_error(run_cli("record -d 1 -q -o " + dir / "r.shot" + " --btf " + dir / "junk"), 1, "no BTF in it");
   EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
+  if (std::filesystem::exists("/sys/kernel/btf/vmlinux")) {
+    // Raw BTF padded with junk was accepted and held in memory whole (1 GB for 500 MB).
+    const std::string padded = dir / "padded.btf";
+    spit(padded, slurp("/sys/kernel/btf/vmlinux") + std::string(100, 'x'));
+    CliRun p = run_cli("probes --btf " + padded);
+    expect_one_line_error(p, 1, "--btf " + padded + ": raw BTF whose header says");
+    EXPECT_NE(p.err.find("(damaged or padded)"), std::string::npos) << p.err;
+  }
   if (!can_record() || !std::filesystem::exists("/sys/kernel/btf/vmlinux"))
     GTEST_SKIP() << "needs a kernel where probes attach, with /sys/kernel/btf/vmlinux";
   CliRun a = run_cli("probes --json");

@@ -893,7 +893,7 @@ TEST(RecordingOutput, AFailedFirstWriteRemovesOnlyAFileTheWriterCreated) {
   TempDir dir("output_first_write");
   const std::string theirs = dir / "theirs.shot", mine = dir / "mine.shot", link = dir / "link.shot",
                     dangling = dir / "dangling.shot";
-  spit(theirs, "");
+  spit(theirs, "precious");
   ASSERT_EQ(::symlink("theirs.shot", link.c_str()), 0);
   ASSERT_EQ(::symlink("made-through-link.shot", dangling.c_str()), 0);
   std::string e_theirs, e_mine, e_link, e_dangling;
@@ -905,13 +905,23 @@ TEST(RecordingOutput, AFailedFirstWriteRemovesOnlyAFileTheWriterCreated) {
     e_dangling = writer_error(dangling, m, true);
   }
   const std::string why = "cannot write the header and metadata: write failed: File too large; nothing recorded";
-  EXPECT_EQ(e_theirs, theirs + ": " + why) << "one line, and no file removed";
+  EXPECT_EQ(e_theirs, theirs + ": " + why + ", the existing file is as it was") << "one line, and no file removed";
   EXPECT_TRUE(is_regular(theirs)) << "an existing file is not the writer's to remove";
+  EXPECT_EQ(slurp(theirs), "precious") << "-f replaces a file only once the new one holds its META";
   EXPECT_EQ(e_mine, mine + ": " + why + ", the new file removed");
   EXPECT_FALSE(std::filesystem::exists(mine)) << "the file it created itself holds nothing: removed";
-  EXPECT_EQ(e_link, link + ": " + why);
+  EXPECT_EQ(e_link, link + ": " + why + ", the existing file is as it was");
   EXPECT_TRUE(std::filesystem::is_symlink(link));
   EXPECT_TRUE(is_regular(theirs));
+  EXPECT_EQ(slurp(theirs), "precious");
+  // Nothing left beside them (the new file that was to replace theirs.shot is gone).
+  size_t entries = 0;
+  for (auto& e : std::filesystem::directory_iterator(dir.path)) entries += e.path().filename() != "" ? 1 : 0;
+  EXPECT_EQ(entries, 3u) << "theirs.shot, link.shot, dangling.shot";
+  // Without the limit, -f over theirs.shot writes a recording there and the link stays a link.
+  EXPECT_EQ(writer_error(link, m, true), "");
+  EXPECT_TRUE(std::filesystem::is_symlink(link));
+  EXPECT_EQ(RecordingReader::open(theirs)->meta().ncpus, 2u);
   // Through a dangling symlink the writer creates (and so may remove) the target, never the link.
   EXPECT_EQ(e_dangling, dangling + ": " + why + ", the new file removed");
   EXPECT_TRUE(std::filesystem::is_symlink(dangling)) << "the link stays";
@@ -1107,12 +1117,16 @@ TEST(RecordingHostile, SampleTimeGoingBackwardsIsDamage) {
     ASSERT_TRUE(r->damage().has_value());
     EXPECT_EQ(r->damage()->offset, at);
   }
-  // Equal times are not backwards (nothing to measure in between, but no damage).
+  // Equal times are damage too (a writer's samples are ns apart): an interval of 0 s made
+  // every rate 0 next to non-zero totals, and export drop its events.
   s[3].mono_ns = s[2].mono_ns;
   write(dir / "same.shot", s);
   auto r = RecordingReader::open(dir / "same.shot");
-  EXPECT_EQ(read_all(*r).size(), 6u);
-  EXPECT_FALSE(r->damage().has_value());
+  EXPECT_EQ(read_all(*r).size(), 3u);
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->reason, "sample time does not advance (the same as the previous sample's)");
+  auto r2 = RecordingReader::open(dir / "same.shot");
+  EXPECT_EQ(r2->sample_positions().size(), 3u) << "replay's positions stop there too";
 }
 
 // The frame header's time (scans, seeks) and the sample's own (views) must agree.
