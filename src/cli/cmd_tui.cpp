@@ -135,9 +135,7 @@ class LiveFeed : public tui::TuiFeed {
   std::string close_recording(bool final_sample) {
     if (!rec_.recording()) return "";
     if (!rec_.stop(final_sample)) throw std::runtime_error(*rec_.error());
-    return fmt::format("wrote {} samples, {} bytes to {}{}", rec_.samples(), rec_.bytes(), rec_.path(),
-                       rec_.rotations() ? fmt::format(" ({} rotation{})", rec_.rotations(), rec_.rotations() == 1 ? "" : "s")
-                                        : "");
+    return rec_.summary();
   }
 
  private:

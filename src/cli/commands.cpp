@@ -272,9 +272,7 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet)
-    err(fmt::format("wrote {} samples, {} bytes to {}{}{}", rec.samples(), rec.bytes(), o.output,
-                    rec.rotations() ? fmt::format(" ({} rotation{})", rec.rotations(), rec.rotations() == 1 ? "" : "s") : "",
-                    g_stop.load() ? " (stopped by signal)" : ""));
+    err(rec.summary() + (g_stop.load() ? " (stopped by signal)" : ""));
   return 0;
 }
 

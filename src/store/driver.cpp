@@ -68,3 +68,13 @@ uint64_t RecordingDriver::bytes() const { return w_ ? w_->bytes() : 0; }
 unsigned RecordingDriver::rotations() const { return w_ ? w_->rotations() : 0; }
 
 }  // namespace schedhot
+
+namespace schedhot {
+
+std::string RecordingDriver::summary() const {
+  const unsigned r = rotations();
+  return fmt::format("wrote {} samples, {} bytes to {}{}", samples(), bytes(), path(),
+                     r ? fmt::format(" ({} rotation{})", r, r == 1 ? "" : "s") : "");
+}
+
+}  // namespace schedhot

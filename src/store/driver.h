@@ -55,6 +55,8 @@ class RecordingDriver {
   /// Bytes written to all files, 0 before the file is open.
   uint64_t bytes() const;
   unsigned rotations() const;
+  /// "wrote N samples, B bytes to FILE", with " (R rotation[s])" when it rotated.
+  std::string summary() const;
   /// The one-line error that ended the recording, nullopt while none: the writer's
   /// message when the file could not be created, else "MSG; N samples written before it
   /// are readable".

@@ -97,6 +97,7 @@ TEST(RecordingDriver, RotatesWhileRecordingAndTakesTheFinalSampleOnStop) {
     EXPECT_LE(std::filesystem::file_size(f), 40'000u) << f;
     EXPECT_GT(read_file(f).size(), 1u) << f;
   }
+  EXPECT_EQ(d.summary(), fmt::format("wrote 301 samples, {} bytes to {} ({} rotations)", d.bytes(), path, d.rotations()));
   EXPECT_TRUE(d.stop(true)) << "idempotent";
   EXPECT_EQ(d.samples(), 301u);
 }
