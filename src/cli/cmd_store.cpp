@@ -66,39 +66,38 @@ int parse_window(const std::string& from, const std::string& to, double& from_s,
   return 0;
 }
 
-int parse_rotation(const RecordCmd& o, uint64_t& max_bytes, unsigned& keep) {
-  max_bytes = 0;
-  keep = 0;
-  if (o.max_size.empty()) {
-    if (o.rotate >= 0) {
+int parse_rotation(const std::string& max_size, int rotate, const std::string& output, RotateOptions& out) {
+  out = RotateOptions{};
+  if (max_size.empty()) {
+    if (rotate >= 0) {
       err("--rotate needs --max-size SIZE");
       return 2;
     }
     return 0;
   }
-  if (o.rotate < 0) {
+  if (rotate < 0) {
     err("--max-size needs --rotate N (closed files to keep as FILE.1 .. FILE.N; 0 keeps none)");
     return 2;
   }
-  if (o.rotate > 1000) {
+  if (rotate > 1000) {
     err("--rotate: at most 1000 closed files");
     return 2;
   }
-  if (o.output == "-") {
+  if (output == "-") {
     err("--max-size: rotation needs -o FILE, not stdout");
     return 2;
   }
   try {
-    max_bytes = parse_size_bytes(o.max_size, "--max-size");
+    out.max_bytes = parse_size_bytes(max_size, "--max-size");
   } catch (const std::exception& e) {
     err(e.what());
     return 2;
   }
-  if (max_bytes < (64u << 10)) {
-    err(fmt::format("--max-size {}: at least 64K (a file holds the metadata and at least one sample)", o.max_size));
+  if (out.max_bytes < (64u << 10)) {
+    err(fmt::format("--max-size {}: at least 64K (a file holds the metadata and at least one sample)", max_size));
     return 2;
   }
-  keep = static_cast<unsigned>(o.rotate);
+  out.keep = static_cast<unsigned>(rotate);
   return 0;
 }
 

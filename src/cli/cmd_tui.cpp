@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "sample/probe_reader.h"
 #include "sample/sampler.h"
+#include "store/driver.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
 #include "view/tui_app.h"
@@ -32,22 +33,20 @@ namespace {
 constexpr uint64_t kIntervals[] = {100'000'000, 200'000'000, 500'000'000, 1'000'000'000,
                                    2'000'000'000, 5'000'000'000, 10'000'000'000};
 
-/// The live TuiFeed: samples from the attached probes, optionally recorded, with the BPF
-/// programs' own run time for the header.
+/// The live TuiFeed: samples polled from the attached probes through the recording driver
+/// (recorded when --record, rotating with --max-size), with the BPF programs' own run time
+/// for the header.
 class LiveFeed : public tui::TuiFeed {
  public:
   LiveFeed(ProbeSet& probes, const Meta& meta, uint64_t interval_ns, const tui::BpfRunStats& stats,
-           std::string record_path, WriterOptions wo)
-      : probes_(probes),
-        reader_(probes),
+           RecordingTarget target)
+      : reader_(probes),
         src_(reader_, meta, interval_ns, 0, &g_stop),
-        meta_(meta),
+        rec_(src_, std::move(target)),
         stats_(stats),
-        fds_(probes.program_fds()),
-        record_path_(std::move(record_path)),
-        wo_(wo) {}
+        fds_(probes.program_fds()) {}
 
-  const Meta& meta() const override { return meta_; }
+  const Meta& meta() const override { return src_.meta(); }
   bool live() const override { return true; }
   const Sample* first() const override { return shown_n() >= 2 ? &shown(0).s : nullptr; }
   const Sample* last() const override { return shown_n() >= 1 ? &shown(1).s : nullptr; }
@@ -69,9 +68,11 @@ class LiveFeed : public tui::TuiFeed {
   }
   std::string state() const override {
     std::string s = paused_ ? "paused (space resumes; sampling goes on)" : "";
-    if (rec_)
-      s += fmt::format("{}recording to {}: {} samples, {} KiB", s.empty() ? "" : "  ", rec_->path(), rec_->samples(),
-                       rec_->bytes() / 1024);
+    if (rec_.recording() && n_ > 0)
+      s += fmt::format("{}recording to {}: {} samples, {} KiB{}", s.empty() ? "" : "  ", rec_.path(), rec_.samples(),
+                       rec_.bytes() / 1024,
+                       rec_.rotations() ? fmt::format(" ({} rotation{})", rec_.rotations(), rec_.rotations() == 1 ? "" : "s")
+                                        : "");
     return s;
   }
   uint64_t interval_ns() const override { return src_.interval(); }
@@ -81,22 +82,16 @@ class LiveFeed : public tui::TuiFeed {
     return now >= due ? 0 : static_cast<int>((due - now) / 1'000'000) + 1;
   }
 
+  /// Polls the driver (never blocks): a status change or a new sample is a change. Throws
+  /// std::runtime_error with the driver's one-line error when recording failed.
   bool update() override {
-    bool changed = false;
-    for (int i : probes_.poll(0)) changed |= note_status(i);
-    if (n_ > 0 && mono_now_ns() < src_.due()) return changed;
     Taken t;
-    if (!src_.next(t.s)) return changed;  // stopped
-    for (int i : src_.take_status_changes()) changed |= note_status(i);
+    const bool got = rec_.poll(t.s);
+    const bool changed = !rec_.take_status_changes().empty();
+    if (rec_.error()) throw std::runtime_error(*rec_.error());
+    if (!got) return changed;
     if (stats_.on()) t.cost = tui::BpfRunStats::read(fds_);
-    if (n_ == 0) {
-      meta_.start_mono_ns = src_.meta().start_mono_ns;
-      meta_.start_wall_ns = src_.meta().start_wall_ns;
-      if (!record_path_.empty()) rec_ = std::make_unique<RecordingWriter>(record_path_, meta_, wo_);
-    } else {
-      lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, gap_interval_);
-    }
-    if (rec_) rec_->write_sample(t.s);
+    if (n_ > 0) lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, gap_interval_);
     gap_interval_ = src_.interval();
     taken_[0] = std::move(taken_[1]);
     taken_[1] = std::move(t);
@@ -135,16 +130,12 @@ class LiveFeed : public tui::TuiFeed {
   /// Closes the recording (INDEX and END), after one final sample taken now when
   /// final_sample (a stop: q, Ctrl-C, SIGTERM) so the recording covers the run up to it;
   /// not after -n's last table, which is the last sample asked for. Returns "wrote N
-  /// samples, B bytes to F", or "" when not recording.
+  /// samples, B bytes to F[ (R rotations)]", or "" when not recording. Throws
+  /// std::runtime_error with the driver's one-line error when that failed.
   std::string close_recording(bool final_sample) {
-    if (!rec_) return "";
-    Sample s;
-    if (final_sample && src_.finish(s)) {
-      for (int i : src_.take_status_changes()) note_status(i);
-      rec_->write_sample(s);
-    }
-    rec_->close();
-    return fmt::format("wrote {} samples, {} bytes to {}", rec_->samples(), rec_->bytes(), rec_->path());
+    if (!rec_.recording()) return "";
+    if (!rec_.stop(final_sample)) throw std::runtime_error(*rec_.error());
+    return rec_.summary();
   }
 
  private:
@@ -155,21 +146,12 @@ class LiveFeed : public tui::TuiFeed {
   size_t shown_n() const { return paused_ ? frozen_n_ : n_; }
   /// i = 0: the earlier, 1: the later sample of the interval shown.
   const Taken& shown(int i) const { return paused_ ? frozen_[i] : taken_[i]; }
-  bool note_status(int i) {
-    meta_.probes[size_t(i)].status = probes_.statuses()[size_t(i)];
-    if (rec_) rec_->write_status(meta_.probes[size_t(i)].status);
-    return true;
-  }
 
-  ProbeSet& probes_;
   ProbeSetReader reader_;
   LiveSource src_;
-  Meta meta_;
+  RecordingDriver rec_;
   const tui::BpfRunStats& stats_;
   std::vector<int> fds_;
-  std::string record_path_;
-  WriterOptions wo_;
-  std::unique_ptr<RecordingWriter> rec_;
   Taken taken_[2], frozen_[2];
   size_t n_ = 0, frozen_n_ = 0;
   /// What the gap to the next sample is judged against for lost(), ns: the interval when
@@ -280,14 +262,20 @@ int run_top(const TopCmd& o) {
     return 2;
   }
   if (!parse_view_options(o.sort, o.cpus, opts)) return 2;
-  struct stat st {};
-  if (!o.record.empty() && !o.force && stat(o.record.c_str(), &st) == 0) {
-    err(fmt::format("{} exists; choose another name or pass --force", o.record));
-    return 1;
+  if (o.record.empty() && (!o.max_size.empty() || o.rotate >= 0)) {
+    err(fmt::format("{} needs --record FILE", o.max_size.empty() ? "--rotate" : "--max-size"));
+    return 2;
   }
   if (o.record == "-") {
     err("--record -: top draws on stdout; give a file name");
     return 2;
+  }
+  RotateOptions rot;
+  if (int rc = parse_rotation(o.max_size, o.rotate, o.record, rot)) return rc;
+  struct stat st {};
+  if (!o.record.empty() && !o.force && !rot.max_bytes && stat(o.record.c_str(), &st) == 0) {
+    err(fmt::format("{} exists; choose another name or pass --force", o.record));
+    return 1;
   }
   int status = 0;
   auto a = attach_some(o.common, status);
@@ -298,7 +286,7 @@ int run_top(const TopCmd& o) {
   WriterOptions wo;
   wo.compress = !o.no_compress;
   wo.overwrite = o.force;
-  LiveFeed feed(*a->probes, meta, iv, stats, o.record, wo);
+  LiveFeed feed(*a->probes, meta, iv, stats, RecordingTarget{o.record, wo, rot});
   tui::TuiApp app(feed, opts);
   std::string wrote;
   try {

@@ -20,14 +20,11 @@
 #include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
+#include "store/driver.h"
 #include "store/rotate.h"
 #include "sys/privileges.h"
 #include "view/report.h"
 #include "sys/json_text.h"
-
-#ifndef SCHEDHOT_VERSION
-#define SCHEDHOT_VERSION "dev"
-#endif
 
 namespace schedhot::cli {
 
@@ -43,16 +40,6 @@ bool stdout_ok() {
 namespace {
 
 void on_signal(int) { g_stop.store(true); }
-
-double parse_number(const std::string& s, size_t& used, const char* what) {
-  try {
-    double v = std::stod(s, &used);
-    if (!std::isfinite(v) || v < 0) throw std::invalid_argument("");
-    return v;
-  } catch (...) {
-    throw std::invalid_argument(fmt::format("{} '{}' is not a non-negative number", what, s));
-  }
-}
 
 std::vector<std::string> split_commas(const std::string& s) {
   std::vector<std::string> v;
@@ -70,12 +57,16 @@ std::vector<std::string> split_commas(const std::string& s) {
 /// -d must allow a second sample (0 = until stopped); else one line and false.
 /// -d covers at least one interval; or, where until_stopped (record), -d is written as 0.
 /// A positive -d that rounds to 0 ns (1e-10) is short, not "until stopped".
+/// (check_covers_an_interval, sys/units.h, with its message printed.)
 bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i,
                         bool until_stopped) {
-  if (dur_ns >= iv_ns) return true;
-  if (!dur_ns && until_stopped && std::strtod(d.c_str(), nullptr) == 0) return true;
-  err(fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", d, i));
-  return false;
+  try {
+    check_covers_an_interval(dur_ns, iv_ns, d, i, until_stopped);
+    return true;
+  } catch (const std::invalid_argument& e) {
+    err(e.what());
+    return false;
+  }
 }
 
 }  // namespace
@@ -132,17 +123,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
 }
 
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
-  Meta meta = make_meta(a.host, a.probes->ncpus(), a.probes->statuses());
-  meta.tool_version = SCHEDHOT_VERSION;
-  meta.command = command_line;
-  meta.interval_ns = interval_ns;
-  return meta;
-}
-
-uint64_t parse_interval_ns(const std::string& s) {
-  uint64_t iv = parse_duration_ns(s, "-i/--interval");
-  if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
-  return iv;
+  return schedhot::live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
 }
 
 namespace {
@@ -177,37 +158,6 @@ void install_signal_handlers() {
   sigaction(SIGTERM, &sa, nullptr);
   sigaction(SIGHUP, &sa, nullptr);
   signal(SIGPIPE, SIG_IGN);
-}
-
-uint64_t parse_duration_ns(const std::string& s, const char* what) {
-  size_t used = 0;
-  double v = parse_number(s, used, what);
-  std::string unit = s.substr(used);
-  double mult = 1e9;
-  if (unit.empty() || unit == "s") mult = 1e9;
-  else if (unit == "ms") mult = 1e6;
-  else if (unit == "us") mult = 1e3;
-  else if (unit == "m" || unit == "min") mult = 60e9;
-  else if (unit == "h") mult = 3600e9;
-  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use ms, s, m or h)", what, s, unit));
-  double ns = v * mult;
-  if (ns > 1e18) throw std::invalid_argument(fmt::format("{} '{}' is too long", what, s));
-  return static_cast<uint64_t>(ns);
-}
-
-uint64_t parse_size_bytes(const std::string& s, const char* what) {
-  size_t used = 0;
-  double v = parse_number(s, used, what);
-  std::string unit = s.substr(used);
-  double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "K" || unit == "k" || unit == "KiB") mult = 1024;
-  else if (unit == "M" || unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "G" || unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use K, M or G)", what, s, unit));
-  if (v * mult >= 0x1p62)  // far beyond any disk, and a uint64_t cast would overflow
-    throw std::invalid_argument(fmt::format("{} '{}': too large (at most 4E bytes)", what, s));
-  return static_cast<uint64_t>(v * mult);
 }
 
 // ---- probes ----------------------------------------------------------------------
@@ -278,15 +228,14 @@ int run_record(const RecordCmd& o) {
     err("record needs -o FILE (or -o - for stdout)");
     return 2;
   }
-  uint64_t max_bytes = 0;
-  unsigned keep = 0;
-  if (int rc = parse_rotation(o, max_bytes, keep)) return rc;
+  RotateOptions rot;
+  if (int rc = parse_rotation(o.max_size, o.rotate, o.output, rot)) return rc;
   if (o.output == "-" && isatty(STDOUT_FILENO)) {
     err("-o -: stdout is a terminal; redirect it to a file or a pipe");
     return 2;
   }
   struct stat st {};
-  if (o.output != "-" && !o.force && !max_bytes && stat(o.output.c_str(), &st) == 0) {
+  if (o.output != "-" && !o.force && !rot.max_bytes && stat(o.output.c_str(), &st) == 0) {
     err(fmt::format("{} exists; choose another name or pass --force", o.output));
     return 1;
   }
@@ -295,20 +244,15 @@ int run_record(const RecordCmd& o) {
   if (!a) return status;
   const auto& statuses = a->probes->statuses();
   int n = count_attached(statuses);
-  Meta meta = live_meta(*a, iv, o.command_line);
   ProbeSetReader reader(*a->probes);
-  LiveSource src(reader, meta, iv, dur, &g_stop);  // SIGINT/SIGTERM: a final sample, then the end
+  LiveSource src(reader, live_meta(*a, iv, o.command_line), iv, dur, &g_stop);  // SIGINT/SIGTERM: a final sample, then the end
+  WriterOptions wo;
+  wo.compress = !o.no_compress;
+  wo.overwrite = o.force;
+  RecordingDriver rec(src, RecordingTarget{o.output, wo, rot});
   Sample s;
-  src.next(s);
-  std::unique_ptr<RotatingWriter> w;
-  try {
-    WriterOptions wo;
-    wo.compress = !o.no_compress;
-    wo.overwrite = o.force;
-    w = std::make_unique<RotatingWriter>(o.output, src.meta(), wo, RotateOptions{max_bytes, keep});
-    w->write_sample(s);
-  } catch (const std::exception& e) {
-    err(e.what());
+  if (!rec.next(s)) {  // the baseline; the file is created with it
+    err(rec.error().value_or("no sample"));
     return 1;
   }
   if (!o.quiet) {
@@ -317,23 +261,18 @@ int run_record(const RecordCmd& o) {
                     dur ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
     for (auto& s2 : statuses)
       if (!s2.attached) err(fmt::format("  {} unavailable: {}", s2.probe, s2.reason));
-    if (max_bytes)
-      err(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", max_bytes, o.output, o.output, keep));
+    if (rot.max_bytes)
+      err(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", rot.max_bytes, o.output, o.output,
+                      rot.keep));
   }
-  try {
-    while (src.next(s)) {
-      for (int i : src.take_status_changes()) w->write_status(src.meta().probes[i].status);
-      w->write_sample(s);
-    }
-    w->close();
-  } catch (const std::exception& e) {
-    err(fmt::format("{}; {} samples written before it are readable", e.what(), w->samples()));
+  while (rec.next(s)) {
+  }
+  if (!rec.stop(true)) {  // the stop's final sample is taken by next(); this closes the file
+    err(*rec.error());
     return 1;
   }
   if (!o.quiet)
-    err(fmt::format("wrote {} samples, {} bytes to {}{}{}", w->samples(), w->bytes(), o.output,
-                    w->rotations() ? fmt::format(" ({} rotation{})", w->rotations(), w->rotations() == 1 ? "" : "s") : "",
-                    g_stop.load() ? " (stopped by signal)" : ""));
+    err(rec.summary() + (g_stop.load() ? " (stopped by signal)" : ""));
   return 0;
 }
 

@@ -8,7 +8,9 @@
 
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
+#include "store/rotate.h"
 #include "sys/host.h"
+#include "sys/units.h"
 
 namespace schedhot::cli {
 
@@ -16,10 +18,10 @@ namespace schedhot::cli {
 extern std::atomic<bool> g_stop;
 void install_signal_handlers();
 
-/// Parses "3", "2.5", "500ms", "10s", "2m", "1h" to ns. Throws std::invalid_argument.
-uint64_t parse_duration_ns(const std::string& s, const char* what);
-/// Parses "512M", "2G", "1000000" to bytes. Throws std::invalid_argument.
-uint64_t parse_size_bytes(const std::string& s, const char* what);
+// Option values (sys/units.h): durations, intervals, sizes; std::invalid_argument on bad input.
+using schedhot::parse_duration_ns;
+using schedhot::parse_interval_ns;
+using schedhot::parse_size_bytes;
 
 struct CommonProbeOptions {
   std::string backend = "auto";
@@ -52,12 +54,8 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status);
 /// probe attached, "no probe could attach: CAUSE" (common_failure()) or "no probe could
 /// attach; `schedhot probes` says why", and status 1.
 std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status);
-/// The Meta of a live run: the catalog with a's statuses, this version, the command line
-/// and the interval (ns).
+/// The Meta of a live run on a (schedhot::live_meta, sample/sampler.h).
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line);
-/// Parses -i/--interval like parse_duration_ns and requires at least 10 ms. Throws
-/// std::invalid_argument with a one-line message.
-uint64_t parse_interval_ns(const std::string& s);
 
 struct ProbesCmd {
   CommonProbeOptions common;
@@ -103,6 +101,8 @@ struct TopCmd {
   std::string record;        ///< also record to this file ("" = no)
   bool force = false;        ///< overwrite the recording
   bool no_compress = false;
+  std::string max_size;      ///< --max-size: rotate the recording as record does ("" = no limit)
+  int rotate = -1;           ///< --rotate N: closed files kept (-1 = not given)
   std::string sort = "idle"; ///< initial sort column: a probe, a column header or "cpu"
   std::string cpus;          ///< initial CPU filter ("" = all)
   std::string command_line;
@@ -143,8 +143,9 @@ int run_export(const ExportCmd& o);
 /// given. Returns 0, or 2 after a one-line usage error (bad time, --to not after --from).
 int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s);
 
-/// Checks record's --max-size/--rotate and fills the rotation settings. Returns 0, or 2
-/// after printing a one-line usage error.
-int parse_rotation(const RecordCmd& o, uint64_t& max_bytes, unsigned& keep);
+/// Checks --max-size/--rotate (record's, and top's with --record FILE) for output FILE
+/// and fills the rotation settings (max_bytes 0: none). Returns 0, or 2 after printing a
+/// one-line usage error.
+int parse_rotation(const std::string& max_size, int rotate, const std::string& output, RotateOptions& out);
 
 }  // namespace schedhot::cli

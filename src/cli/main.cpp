@@ -135,6 +135,9 @@ int main(int argc, char** argv) {
   ct->add_option("--record", top.record, "also record the samples to FILE");
   ct->add_flag("-f,--force", top.force, "with --record: overwrite FILE if it exists");
   ct->add_flag("--no-compress", top.no_compress, "with --record: store samples without zstd");
+  ct->add_option("--max-size", top.max_size, "with --record: rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
+  ct->add_option("--rotate", top.rotate, "with --record: closed files to keep as FILE.1 (newest) .. FILE.N")
+      ->check(kCount);
   add_view_options(ct, top.sort, top.cpus);
 
   ReplayCmd replay;

@@ -18,6 +18,19 @@ uint64_t wall_now_ns() {
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
 }
 
+#ifndef SCHEDHOT_VERSION
+#define SCHEDHOT_VERSION "dev"
+#endif
+
+Meta live_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
+               const std::string& command_line) {
+  Meta meta = make_meta(host, ncpus, statuses);
+  meta.tool_version = SCHEDHOT_VERSION;
+  meta.command = command_line;
+  meta.interval_ns = interval_ns;
+  return meta;
+}
+
 LiveSource::LiveSource(SlotReader& reader, Meta meta, uint64_t interval_ns, uint64_t duration_ns,
                        const std::atomic<bool>* stop)
     : reader_(reader), meta_(std::move(meta)), stop_(stop), sched_(interval_ns, duration_ns) {}
@@ -25,25 +38,34 @@ LiveSource::LiveSource(SlotReader& reader, Meta meta, uint64_t interval_ns, uint
 void LiveSource::set_interval(uint64_t ns) { sched_.set_interval(ns, mono_now_ns()); }
 
 bool LiveSource::next(Sample& out) {
-  if (seq_ > 0) {
-    if (finished_ || !sched_.more()) return false;
-    // Sleep to the deadline in short slices: stays responsive to stop and services the
-    // lock-address learner. A stop takes the final sample now: the calls since the last
-    // deadline are in it (before, they were lost: up to an interval of them).
-    while (true) {
-      if (stopped()) return finish(out);
-      uint64_t now = mono_now_ns();
-      if (now >= sched_.due()) break;
-      uint64_t left_ms = (sched_.due() - now) / 1000000;
-      int slice = static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(left_ms, 1), 100));
-      for (int i : reader_.poll(slice)) {
-        meta_.probes[i].status = reader_.statuses()[i];
-        changed_.push_back(i);
-      }
-    }
+  // Sleep to the deadline in short slices: stays responsive to stop and services the
+  // lock-address learner. A stop takes the final sample now: the calls since the last
+  // deadline are in it (before, they were lost: up to an interval of them).
+  while (!ended()) {
+    const uint64_t now = mono_now_ns(), due = sched_.due();
+    const uint64_t left_ms = due > now ? (due - now) / 1000000 : 0;
+    if (step(out, static_cast<int>(std::min<uint64_t>(std::max<uint64_t>(left_ms, 1), 100)))) return true;
   }
-  take(out);
-  return true;
+  return false;
+}
+
+bool LiveSource::poll(Sample& out) { return !ended() && step(out, 0); }
+
+bool LiveSource::step(Sample& out, int wait_ms) {
+  if (seq_ == 0) {
+    take(out);
+    return true;
+  }
+  if (stopped()) return finish(out);
+  if (mono_now_ns() >= sched_.due()) {
+    take(out);
+    return true;
+  }
+  for (int i : reader_.poll(wait_ms)) {
+    meta_.probes[i].status = reader_.statuses()[i];
+    changed_.push_back(i);
+  }
+  return false;
 }
 
 bool LiveSource::finish(Sample& out) {

@@ -6,14 +6,23 @@
 #include <cstdint>
 #include <vector>
 
+#include <string>
+
 #include "probe/status.h"
 #include "sample/sample.h"
+#include "sys/host.h"
 
 namespace schedhot {
 
 /// CLOCK_MONOTONIC / CLOCK_REALTIME now, ns.
 uint64_t mono_now_ns();
 uint64_t wall_now_ns();
+
+/// The Meta of a live run: make_meta() (the catalog with statuses, the host, ncpus), this
+/// build's version, the command line ("" for none) and the interval (ns). Start times stay
+/// 0 until LiveSource takes the first sample.
+Meta live_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
+               const std::string& command_line);
 
 /// When live samples are due, CLOCK_MONOTONIC ns; no clock of its own (every time comes
 /// in as an argument), so it is what the unit tests drive. The first sample starts a grid
@@ -91,36 +100,61 @@ class SlotReader {
   virtual std::vector<int> poll(int timeout_ms) = 0;
 };
 
+/// What a consumer of live samples reads them through (RecordingDriver, store/driver.h):
+/// LiveSource in schedhot, a fake in the unit tests. Either blocking (next(), the record
+/// loop) or polled from an event loop (poll(), top's UI loop); status changes (a learned
+/// lock address) update meta() and are listed by take_status_changes().
+class LiveCursor : public SampleSource {
+ public:
+  /// Non-blocking: true with out filled when a sample is due now (the baseline on the
+  /// first call, a deadline that has passed, or the final sample of a stop); otherwise
+  /// services what waits meanwhile (the lock learner) without sleeping and returns false
+  /// with out untouched. Also false once ended().
+  virtual bool poll(Sample& out) = 0;
+  /// The final sample, taken now, for a caller that ends without the stop flag (top's q)
+  /// or stops polling once it is set. False, out untouched, when there is nothing to
+  /// finish: no baseline yet, the final sample already taken, or the run's end reached.
+  virtual bool finish(Sample& out) = 0;
+  /// Probe indices whose status changed since the last call (meta() already has them).
+  virtual std::vector<int> take_status_changes() = 0;
+};
+
 /// Live samples from a SlotReader: the first next() returns the baseline at once, then one
 /// sample per deadline of a SampleSchedule until duration (0 = forever; the last sample is
 /// at its end) or stop is set (e.g. by SIGINT or SIGTERM). A stop takes one final sample at
 /// once, at the moment it is seen, so the samples cover the run up to the stop and not
 /// only to the last deadline; the next call then returns false. Status changes (a learned
 /// lock address) update meta() and are listed by take_status_changes().
-class LiveSource : public SampleSource {
+class LiveSource : public LiveCursor {
  public:
   /// reader and stop (may be null: never stopped) must outlive the source.
   LiveSource(SlotReader& reader, Meta meta, uint64_t interval_ns, uint64_t duration_ns,
              const std::atomic<bool>* stop);
   const Meta& meta() const override { return meta_; }
+  /// Blocking: sleeps to the next deadline in slices of at most 100 ms, servicing the
+  /// lock learner (SlotReader::poll); false once ended().
   bool next(Sample& out) override;
-  /// The final sample, taken now (what next() does when it sees the stop): for a caller
-  /// that ends without a signal (top's q) or stops calling next() once stop is set (top's
-  /// UI loop). Returns false, with out untouched, when there is nothing to finish: no
-  /// baseline yet, the final sample already taken, or the duration's end sample taken.
-  bool finish(Sample& out);
-  /// Probe indices whose status changed since the last call.
-  std::vector<int> take_status_changes();
+  /// Non-blocking next(): the sample when one is due now, else SlotReader::poll(0) and
+  /// false (LiveCursor::poll).
+  bool poll(Sample& out) override;
+  /// The final sample, taken now (what next() and poll() do when they see the stop).
+  bool finish(Sample& out) override;
+  std::vector<int> take_status_changes() override;
+  /// True once no sample will come: the final sample is taken, or the duration's end.
+  bool ended() const { return seq_ > 0 && (finished_ || !sched_.more()); }
   /// Changes the interval (top's +/-): SampleSchedule::set_interval at CLOCK_MONOTONIC now.
   void set_interval(uint64_t ns);
   uint64_t interval() const { return sched_.interval(); }
   /// The next sample's deadline, CLOCK_MONOTONIC ns: next() sleeps until then (top's
-  /// feed calls next() only once it has passed, and waits for keys meanwhile).
+  /// feed waits for keys meanwhile, poll() returning nothing).
   uint64_t due() const { return sched_.due(); }
 
  private:
   /// Reads a sample now into out and notes it in the schedule.
   void take(Sample& out);
+  /// Takes the sample due now (baseline, stop, passed deadline) into out and returns
+  /// true; else services the reader for up to wait_ms and returns false.
+  bool step(Sample& out, int wait_ms);
   bool stopped() const { return stop_ && stop_->load(); }
 
   SlotReader& reader_;

@@ -278,3 +278,28 @@ TEST(LiveSource, DurationEndTakesNoExtraSampleOnStop) {
   EXPECT_FALSE(src.finish(s));
   EXPECT_EQ(r.reads, 2);
 }
+
+// top's UI loop polls: the baseline at once, then nothing (and no sleep: the learner is
+// serviced with a zero wait) until a deadline an hour away; a stop seen by poll() takes
+// the final sample, once, as next() does.
+TEST(LiveSource, PollNeverWaitsAndReturnsOnlyWhatIsDue) {
+  std::atomic<bool> stop{false};
+  FakeReader r(&stop);
+  LiveSource src(r, Meta{}, 3600 * kSec, 0, &stop);
+  Sample s;
+  ASSERT_TRUE(src.poll(s)) << "the baseline";
+  EXPECT_EQ(s.seq, 0u);
+  s.seq = 99;
+  EXPECT_FALSE(src.poll(s));
+  EXPECT_FALSE(src.poll(s));
+  EXPECT_EQ(s.seq, 99u) << "untouched";
+  EXPECT_EQ(r.polls, 2) << "the learner serviced once per poll";
+  EXPECT_EQ(r.reads, 1);
+  stop.store(true);
+  ASSERT_TRUE(src.poll(s));
+  EXPECT_EQ(s.seq, 1u);
+  EXPECT_TRUE(src.ended());
+  EXPECT_FALSE(src.poll(s));
+  EXPECT_FALSE(src.finish(s));
+  EXPECT_EQ(r.reads, 2);
+}

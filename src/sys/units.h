@@ -1,0 +1,32 @@
+// Durations, intervals and sizes as the command line spells them. Every parser throws
+// std::invalid_argument with a one-line message naming the option (`what`), which the
+// command layer prints as "schedhot: MSG" with exit status 2.
+#pragma once
+#include <cstdint>
+#include <string>
+
+namespace schedhot {
+
+/// Parses "3", "2.5", "500ms", "250us", "10s", "2m", "1h" (no unit: seconds) to ns.
+/// Throws std::invalid_argument: not a non-negative number, an unknown unit, or longer
+/// than 1e18 ns.
+uint64_t parse_duration_ns(const std::string& s, const char* what);
+
+/// Parses -i/--interval like parse_duration_ns ("-i/--interval" in messages) and
+/// requires at least 10 ms. Throws std::invalid_argument.
+uint64_t parse_interval_ns(const std::string& s);
+
+/// Parses "512M", "64K", "2G", "1000000" (no unit: bytes; K/M/G are powers of 1024) to
+/// bytes. Throws std::invalid_argument: not a non-negative number, an unknown unit, or
+/// 4 EiB and more.
+uint64_t parse_size_bytes(const std::string& s, const char* what);
+
+/// Checks that a run of dur_ns (as written: d) has a second sample at interval iv_ns
+/// (written: i), which rates need. until_stopped (record): a -d written as 0 means "until
+/// stopped" and passes; a positive -d that rounds to 0 ns (1e-10) is short all the same.
+/// Throws std::invalid_argument "-d D is shorter than one interval (-i I): rates need two
+/// samples".
+void check_covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i,
+                              bool until_stopped);
+
+}  // namespace schedhot

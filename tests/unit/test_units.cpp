@@ -1,0 +1,52 @@
+// Option values (src/sys/units.h): what the commands accept, and their one-line errors.
+#include <gtest/gtest.h>
+
+#include <stdexcept>
+#include <string>
+
+#include "sys/units.h"
+
+using namespace schedhot;
+
+namespace {
+
+std::string error_of(auto f) {
+  try {
+    f();
+  } catch (const std::invalid_argument& e) {
+    return e.what();
+  }
+  return "(accepted)";
+}
+
+}  // namespace
+
+TEST(Units, DurationsIntervalsAndSizes) {
+  EXPECT_EQ(parse_duration_ns("3", "-d"), 3'000'000'000u);
+  EXPECT_EQ(parse_duration_ns("2.5s", "-d"), 2'500'000'000u);
+  EXPECT_EQ(parse_duration_ns("250ms", "-d"), 250'000'000u);
+  EXPECT_EQ(parse_duration_ns("7us", "-d"), 7'000u);
+  EXPECT_EQ(parse_duration_ns("2m", "-d"), 120'000'000'000u);
+  EXPECT_EQ(parse_duration_ns("1h", "-d"), 3'600'000'000'000u);
+  EXPECT_EQ(parse_interval_ns("10ms"), 10'000'000u);
+  EXPECT_EQ(parse_size_bytes("64K", "--max-size"), 65536u);
+  EXPECT_EQ(parse_size_bytes("2M", "--max-size"), 2u << 20);
+  EXPECT_EQ(parse_size_bytes("1000", "--max-size"), 1000u);
+  EXPECT_EQ(error_of([] { parse_duration_ns("-1", "-d/--duration"); }), "-d/--duration '-1' is not a non-negative number");
+  EXPECT_EQ(error_of([] { parse_duration_ns("5x", "--at"); }), "--at '5x': unknown unit 'x' (use ms, s, m or h)");
+  EXPECT_EQ(error_of([] { parse_duration_ns("1e12h", "--to"); }), "--to '1e12h' is too long");
+  EXPECT_EQ(error_of([] { parse_interval_ns("5ms"); }), "-i/--interval must be at least 10ms");
+  EXPECT_EQ(error_of([] { parse_size_bytes("12Q", "--max-size"); }), "--max-size '12Q': unknown unit 'Q' (use K, M or G)");
+  EXPECT_EQ(error_of([] { parse_size_bytes("1e30G", "--max-size"); }), "--max-size '1e30G': too large (at most 4E bytes)");
+}
+
+TEST(Units, ADurationMustCoverAnInterval) {
+  EXPECT_EQ(error_of([] { check_covers_an_interval(1'000'000'000, 1'000'000'000, "1", "1", false); }), "(accepted)");
+  EXPECT_EQ(error_of([] { check_covers_an_interval(500'000'000, 1'000'000'000, "0.5", "1", true); }),
+            "-d 0.5 is shorter than one interval (-i 1): rates need two samples");
+  // record: -d 0 is "until stopped"; report --live has no such thing.
+  EXPECT_EQ(error_of([] { check_covers_an_interval(0, 1'000'000'000, "0", "1", true); }), "(accepted)");
+  EXPECT_NE(error_of([] { check_covers_an_interval(0, 1'000'000'000, "0", "1", false); }), "(accepted)");
+  // A positive -d that rounds to 0 ns is short, not "until stopped".
+  EXPECT_NE(error_of([] { check_covers_an_interval(0, 1'000'000'000, "1e-10", "1", true); }), "(accepted)");
+}
