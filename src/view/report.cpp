@@ -39,6 +39,10 @@ const std::vector<CpuColumn>& cpu_columns() {
 
 ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts) : meta_(meta), opts_(std::move(opts)) {
   peak_.resize(meta.probes.size());
+  primary_.resize(meta.probes.size());
+  for (size_t p = 0; p < meta.probes.size(); ++p)
+    if (const ProbeSpec* spec = find_probe(meta.probes[p].name))
+      primary_[p] = field_ref(meta, static_cast<int>(p), spec->primary);
 }
 
 void ReportBuilder::add(const Sample& s) {
@@ -55,9 +59,8 @@ void ReportBuilder::add(const Sample& s) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {
       for (size_t p = 0; p < meta_.probes.size(); ++p) {
-        const ProbeSpec* spec = find_probe(meta_.probes[p].name);
-        if (!spec || !iv.present(static_cast<int>(p))) continue;
-        double r = iv.rate(static_cast<int>(p), spec->primary);
+        if (!find_probe(meta_.probes[p].name) || !iv.present(static_cast<int>(p))) continue;
+        double r = iv.rate(primary_[p]);
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }
     }
@@ -289,11 +292,12 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
       j["vectors"] = vecs;
     }
     nlohmann::json per_cpu = nlohmann::json::array();
+    const FieldRef primary = field_ref(meta, p, spec->primary), hist = field_ref(meta, p, spec->hist);
     for (int c : cpus) {
       if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
-      nlohmann::json row = {{"cpu", c}, {"total", iv.count(p, spec->primary, c)}, {"rate_per_s", iv.rate(p, spec->primary, c)}};
+      nlohmann::json row = {{"cpu", c}, {"total", iv.count(primary, c)}, {"rate_per_s", iv.rate(primary, c)}};
       if (!spec->hist.empty()) {
-        HistSummary hs = iv.hist(p, spec->hist, c);
+        HistSummary hs = iv.hist(hist, c);
         row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
       }
       per_cpu.push_back(row);
@@ -307,18 +311,22 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   std::vector<char> measured(meta.probes.size());
   for (size_t pi = 0; pi < meta.probes.size(); ++pi)
     measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
+  // Each column's probe and field, resolved once for all rows.
+  std::vector<FieldRef> col_ref;
+  for (auto& col : cpu_columns()) col_ref.push_back(field_ref(meta, meta.probe_index(col.probe), col.field));
   nlohmann::json rows = nlohmann::json::array();
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
     nlohmann::json row = {{"cpu", c}};
-    for (auto& col : cpu_columns()) {
+    for (size_t ci = 0; ci < cpu_columns().size(); ++ci) {
+      const CpuColumn& col = cpu_columns()[ci];
       if (col.kind == CpuColumnKind::model) continue;
       int p = meta.probe_index(col.probe);
       bool ok = have && p >= 0 && measured[size_t(p)] && iv.present(p);
       if (col.kind == CpuColumnKind::rate) {
-        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
+        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(col_ref[ci], c) : 0);
       } else {
-        HistSummary hs = ok ? iv.hist(p, col.field, c) : HistSummary{};
+        HistSummary hs = ok ? iv.hist(col_ref[ci], c) : HistSummary{};
         row[col.json_key()] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
       }
     }

@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/interval.h"
 #include "sample/sample.h"
 
 namespace schedhot {
@@ -67,6 +68,7 @@ class ReportBuilder {
     double at_s = 0;
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
+  std::vector<FieldRef> primary_;  ///< per probe: its primary counter (empty: unknown to this build)
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
   bool online_unknown_ = false;  ///< a window sample did not say which CPUs were online
 };
