@@ -22,8 +22,10 @@
 #include "cli/commands.h"
 #include "model/interval.h"
 #include "store/recording.h"
+#include "store/window.h"
 #include "sys/cpulist.h"
 #include "view/export.h"
+#include "view/report.h"
 #include "sys/json_text.h"
 
 namespace schedhot::cli {
@@ -149,21 +151,21 @@ int run_export(const ExportCmd& o) {
       return 2;
     }
   opts.stop = &g_stop;
-  // Time zero is the first sample; with --from, start decoding at the window's start with
-  // its slack (the index makes that a short seek): export_samples() applies the window.
-  Sample first;
-  if (!r->next(first)) {
+  // Time zero is the first sample; with --from, the cursor starts decoding at the window's
+  // start with its slack (the index makes that a short seek): export_samples() applies the window.
+  const SampleWindow win{opts.from_s, opts.to_s, r->meta().interval_ns};
+  WindowedCursor cur(*r, r.get(), win, WindowCheck::seek);
+  if (cur.read_t0()) {
     err(fmt::format("{} has no readable samples{}", o.file, r->damage() ? " (damaged " + damage_text(*r) + ")" : ""));
     return 1;
   }
-  opts.t0_mono_ns = first.mono_ns;
-  const SampleWindow win{opts.from_s, opts.to_s, r->meta().interval_ns};
-  uint64_t from_ns = win.start_ns();
+  opts.t0_mono_ns = *cur.t0();
   {
     // The CPUs online at some point of the window: the default rows, and what --cpus may name.
     const uint64_t to_mono = opts.to_s < 0 ? UINT64_MAX
-                                           : first.mono_ns + static_cast<uint64_t>((opts.to_s + win.slack_s()) * 1e9);
-    const std::vector<int> online = r->online_cpus(first.mono_ns + from_ns, to_mono);
+                                           : *cur.t0() + static_cast<uint64_t>((opts.to_s + win.slack_s()) * 1e9);
+    const std::vector<int> online = r->online_cpus(*cur.t0() + win.start_ns(), to_mono);
+    cur.reader_moved();
     for (int c : cpus)
       if (!online.empty() && !std::binary_search(online.begin(), online.end(), c)) {
         err(fmt::format("--cpus: CPU {} was never online in the {} (online at some point: {})", c,
@@ -172,11 +174,7 @@ int run_export(const ExportCmd& o) {
       }
     opts.cpus = cpus.empty() ? online : cpus;
   }
-  if (from_ns) {  // the seek must not jump over a bad frame: one before --from means read from the start
-    r->check_all_frames();
-    if (r->damage()) from_ns = 0;
-  }
-  if (!(from_ns ? r->seek_time(first.mono_ns + from_ns) : r->seek_sample(0))) {
+  if (cur.seek_start()) {
     err(fmt::format("{}: no samples at or after --from {}", o.file, o.from));
     return 1;
   }
@@ -237,14 +235,7 @@ int run_export(const ExportCmd& o) {
   std::ostream& out = to_stdout ? std::cout : file;
   ExportResult res;
   try {
-    res = export_samples(*r, out, opts, [&] {
-      SourceInfo si;
-      si.file = o.file;
-      si.format = fmt::format("{}.{}", r->major(), r->minor());
-      si.complete = r->saw_end();
-      if (r->damage()) si.damage = damage_text(*r);
-      return si;
-    });
+    res = export_samples(cur, out, opts, [&] { return recording_source_info(*r, o.file); });
     if (!to_stdout) {
       file.close();
       if (!file) throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));

@@ -280,74 +280,23 @@ int run_record(const RecordCmd& o) {
 
 namespace {
 
-int report_from(SampleSource& src, const ReportCmd& o, const SourceInfo& info_in, RecordingReader* reader) {
-  ReportOptions ro;
-  if (int rc = parse_window(o.from, o.to, ro.from_s, ro.to_s)) return rc;
-  ro.all_cpus = o.all_cpus;
-  ro.top = o.top;
-  ro.sort = o.sort;
-  ReportBuilder b(src.meta(), ro);
-  Sample s;
-  bool more = true;
-  // A file with a window: when every frame passes its CRC (checked first, without decoding),
-  // decode only the window: time zero is the first sample, then the index seeks to --from
-  // (with the window's slack; the builder applies the window) and reading stops after --to. A
-  // damaged file is read from the start as always, stopping at the first bad frame.
-  bool skip = reader && (ro.from_s > 0 || ro.to_s >= 0);
-  if (skip) {
-    reader->check_all_frames();
-    skip = !reader->damage();
-  }
-  const SampleWindow w{ro.from_s, ro.to_s, src.meta().interval_ns};
-  if (skip && w.start_ns() > 0 && reader->next(s)) {
-    b.add(s);
-    more = reader->seek_time(s.mono_ns + w.start_ns());
-    Sample last;
-    if (!more && !g_stop.load() && reader->seek_sample(reader->sample_count() - 1) && reader->next(last)) {
-      err(fmt::format("{}: no samples at or after --from {}; the samples span +0..+{:.2f} s", o.file, o.from,
-                      static_cast<double>(last.mono_ns - s.mono_ns) / 1e9));
-      return 1;
-    }
-  }
-  while (more && src.next(s)) {
-    if (reader && g_stop.load()) {  // a file: Ctrl-C ends it (live sampling stops by itself)
-      err("interrupted");
-      return 130;
-    }
-    b.add(s);
-    // Past --to with an interval in hand: stop reading. With fewer than two samples in the
-    // window, read on: the error below gives the recording's whole span.
-    if (skip && b.samples() >= 2 && w.after(b.seen_span_s())) break;
-  }
-  if (b.samples() < 2) {
-    const std::string what = o.file.empty() ? "live" : o.file;
-    const std::string damage = reader && reader->damage() ? fmt::format(" (damaged at byte {}: {})", reader->damage()->offset,
-                                                                         reader->damage()->reason)
-                                                          : "";
-    if ((ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2)
-      err(fmt::format("{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s{}",
-                      what, b.samples(), b.samples() == 1 ? "" : "s", o.from.empty() ? "" : " --from " + o.from,
-                      o.to.empty() ? "" : " --to " + o.to, b.seen_span_s(),
-                      damage.empty() ? "" : ", where reading stopped" + damage));
-    else
-      err(fmt::format("{}: {} sample{}{}, need two for an interval", what, b.seen(), b.seen() == 1 ? "" : "s", damage));
-    return 1;
-  }
-  SourceInfo info = info_in;
-  if (reader) {
-    info.complete = reader->saw_end();
-    if (reader->damage())
-      info.damage = fmt::format("at byte {}: {}", reader->damage()->offset, reader->damage()->reason);
-  }
-  nlohmann::json r = b.build(src.meta(), info);
-  if (o.json)
-    fmt::print("{}\n", json_text(r, 2));
-  else
-    fmt::print("{}", render_report_text(r));
-  if (reader && reader->damage())
-    err(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", o.file,
-                    reader->damage()->offset, reader->damage()->reason, b.samples()));
-  return 0;
+/// report over src (reader: src when it is a recording): view/report.h report_command(),
+/// printed.
+int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) {
+  ReportRequest req;
+  if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
+  req.opts.all_cpus = o.all_cpus;
+  req.opts.top = o.top;
+  req.opts.sort = o.sort;
+  req.file = o.file;
+  req.from = o.from;
+  req.to = o.to;
+  req.json = o.json;
+  req.stop = &g_stop;
+  const CommandOutput res = report_command(src, reader, req);
+  fmt::print("{}", res.out);
+  for (const std::string& e : res.errors) err(e);
+  return res.status;
 }
 
 }  // namespace
@@ -380,7 +329,7 @@ int run_report(const ReportCmd& o) {
     Meta meta = live_meta(*a, iv, "");
     ProbeSetReader reader(*a->probes);
     LiveSource src(reader, meta, iv, dur, &g_stop);  // Ctrl-C: reported up to the stop
-    return report_from(src, o, SourceInfo{}, nullptr);
+    return report_from(src, o, nullptr);
   }
   if (o.file.empty()) {
     err("report needs a recording FILE (or --live)");
@@ -397,10 +346,7 @@ int run_report(const ReportCmd& o) {
     err(e.what());
     return 1;
   }
-  SourceInfo info;
-  info.file = o.file;
-  info.format = fmt::format("{}.{}", r->major(), r->minor());
-  return report_from(*r, o, info, r.get());
+  return report_from(*r, o, r.get());
 }
 
 }  // namespace schedhot::cli

@@ -18,6 +18,17 @@ auto cpu_range(int cpu, uint32_t ncpus) {
 
 }  // namespace
 
+FieldRef field_ref(const Meta& meta, int probe, std::string_view field) {
+  if (probe < 0 || probe >= static_cast<int>(meta.probes.size())) return {};
+  const Field* f = meta.probes[size_t(probe)].layout.find(field);
+  return f ? FieldRef{probe, f} : FieldRef{};
+}
+
+const Field* Interval::find(int probe, std::string_view field) const {
+  if (probe < 0 || probe >= static_cast<int>(meta_.probes.size())) return nullptr;
+  return meta_.probes[size_t(probe)].layout.find(field);
+}
+
 Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(meta), a_(a), b_(b) {
   seconds_ = b.mono_ns > a.mono_ns ? static_cast<double>(b.mono_ns - a.mono_ns) / 1e9 : 0.0;
 }
@@ -57,9 +68,8 @@ uint64_t Interval::word_delta(int probe, int cpu, uint32_t word) const {
 }
 
 template <class Cpus>
-uint64_t Interval::count_over(int probe, std::string_view field, const Cpus& cpus, int idx) const {
+uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int idx) const {
   if (!present(probe)) return 0;
-  const Field* f = meta_.probes[probe].layout.find(field);
   if (!f || f->kind == FieldKind::priv || f->kind == FieldKind::hist) return 0;
   uint32_t lo = f->offset, hi = f->offset + f->nwords;
   if (f->kind == FieldKind::counter_array && idx >= 0) {
@@ -76,10 +86,9 @@ uint64_t Interval::count_over(int probe, std::string_view field, const Cpus& cpu
 }
 
 template <class Cpus>
-std::vector<uint64_t> Interval::buckets_over(int probe, std::string_view field, const Cpus& cpus) const {
+std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cpus& cpus) const {
   std::vector<uint64_t> out(SH_HIST_BUCKETS, 0);
   if (!present(probe)) return out;
-  const Field* f = meta_.probes[probe].layout.find(field);
   if (!f || f->kind != FieldKind::hist) return out;
   // The hot loop of every percentile (8192 CPUs x 512 buckets for a whole-machine
   // histogram): plain pointers so that it vectorizes.
@@ -97,11 +106,10 @@ std::vector<uint64_t> Interval::buckets_over(int probe, std::string_view field, 
 }
 
 template <class Cpus>
-HistSummary Interval::hist_over(int probe, std::string_view field, const Cpus& cpus) const {
+HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus) const {
   if (!present(probe)) return {};
-  const Field* f = meta_.probes[probe].layout.find(field);
   if (!f || f->kind != FieldKind::hist) return {};
-  auto b = buckets_over(probe, field, cpus);
+  auto b = buckets_over(probe, f, cpus);
   uint64_t sum = 0, max_a = 0, max_b = 0;
   const uint32_t sw = meta_.probes[probe].layout.slot_words;
   for (int c : cpus) {
@@ -122,11 +130,11 @@ HistSummary Interval::hist_over(int probe, std::string_view field, const Cpus& c
 }
 
 uint64_t Interval::count(int probe, std::string_view field, int cpu, int idx) const {
-  return count_over(probe, field, cpu_range(cpu, meta_.ncpus), idx);
+  return count_over(probe, find(probe, field), cpu_range(cpu, meta_.ncpus), idx);
 }
 
 uint64_t Interval::count(int probe, std::string_view field, std::span<const int> cpus, int idx) const {
-  return count_over(probe, field, cpus, idx);
+  return count_over(probe, find(probe, field), cpus, idx);
 }
 
 double Interval::rate(int probe, std::string_view field, int cpu, int idx) const {
@@ -138,19 +146,43 @@ double Interval::rate(int probe, std::string_view field, std::span<const int> cp
 }
 
 std::vector<uint64_t> Interval::buckets(int probe, std::string_view field, int cpu) const {
-  return buckets_over(probe, field, cpu_range(cpu, meta_.ncpus));
+  return buckets_over(probe, find(probe, field), cpu_range(cpu, meta_.ncpus));
 }
 
 std::vector<uint64_t> Interval::buckets(int probe, std::string_view field, std::span<const int> cpus) const {
-  return buckets_over(probe, field, cpus);
+  return buckets_over(probe, find(probe, field), cpus);
 }
 
 HistSummary Interval::hist(int probe, std::string_view field, int cpu) const {
-  return hist_over(probe, field, cpu_range(cpu, meta_.ncpus));
+  return hist_over(probe, find(probe, field), cpu_range(cpu, meta_.ncpus));
 }
 
 HistSummary Interval::hist(int probe, std::string_view field, std::span<const int> cpus) const {
-  return hist_over(probe, field, cpus);
+  return hist_over(probe, find(probe, field), cpus);
+}
+
+uint64_t Interval::count(const FieldRef& f, int cpu, int idx) const {
+  return f ? count_over(f.probe, f.field, cpu_range(cpu, meta_.ncpus), idx) : 0;
+}
+
+uint64_t Interval::count(const FieldRef& f, std::span<const int> cpus, int idx) const {
+  return f ? count_over(f.probe, f.field, cpus, idx) : 0;
+}
+
+double Interval::rate(const FieldRef& f, int cpu, int idx) const {
+  return seconds_ > 0 ? static_cast<double>(count(f, cpu, idx)) / seconds_ : 0.0;
+}
+
+double Interval::rate(const FieldRef& f, std::span<const int> cpus, int idx) const {
+  return seconds_ > 0 ? static_cast<double>(count(f, cpus, idx)) / seconds_ : 0.0;
+}
+
+HistSummary Interval::hist(const FieldRef& f, int cpu) const {
+  return f ? hist_over(f.probe, f.field, cpu_range(cpu, meta_.ncpus)) : HistSummary{};
+}
+
+HistSummary Interval::hist(const FieldRef& f, std::span<const int> cpus) const {
+  return f ? hist_over(f.probe, f.field, cpus) : HistSummary{};
 }
 
 }  // namespace schedhot

@@ -30,6 +30,18 @@ struct SampleWindow {
   }
 };
 
+/// A named field of one probe, looked up once (SlotLayout::find) instead of by name per
+/// value: what the hot paths of report, export and the tables hand to Interval. Points
+/// into the Meta it was made from, which must outlive it. Empty (field null) when the
+/// probe or field is unknown; every Interval figure of an empty ref is 0 / empty.
+struct FieldRef {
+  int probe = -1;
+  const Field* field = nullptr;
+  explicit operator bool() const { return probe >= 0 && field; }
+};
+/// probe's field of meta, or an empty FieldRef (probe out of range, no such field).
+FieldRef field_ref(const Meta& meta, int probe, std::string_view field);
+
 /// The span from sample a to a later sample b of the same Meta.
 class Interval {
  public:
@@ -65,6 +77,14 @@ class Interval {
   std::vector<uint64_t> buckets(int probe, std::string_view field, std::span<const int> cpus) const;
   HistSummary hist(int probe, std::string_view field, std::span<const int> cpus) const;
 
+  /// The same with a resolved field (field_ref() of this interval's Meta): no lookup by name.
+  uint64_t count(const FieldRef& f, int cpu = -1, int idx = -1) const;
+  double rate(const FieldRef& f, int cpu = -1, int idx = -1) const;
+  HistSummary hist(const FieldRef& f, int cpu = -1) const;
+  uint64_t count(const FieldRef& f, std::span<const int> cpus, int idx = -1) const;
+  double rate(const FieldRef& f, std::span<const int> cpus, int idx = -1) const;
+  HistSummary hist(const FieldRef& f, std::span<const int> cpus) const;
+
   const Meta& meta() const { return meta_; }
   const Sample& first() const { return a_; }
   const Sample& last() const { return b_; }
@@ -73,11 +93,13 @@ class Interval {
   uint64_t word_delta(int probe, int cpu, uint32_t word) const;
   /// The bodies of count/buckets/hist over any range of CPU ids (iota or span).
   template <class Cpus>
-  uint64_t count_over(int probe, std::string_view field, const Cpus& cpus, int idx) const;
+  uint64_t count_over(int probe, const Field* f, const Cpus& cpus, int idx) const;
   template <class Cpus>
-  std::vector<uint64_t> buckets_over(int probe, std::string_view field, const Cpus& cpus) const;
+  std::vector<uint64_t> buckets_over(int probe, const Field* f, const Cpus& cpus) const;
   template <class Cpus>
-  HistSummary hist_over(int probe, std::string_view field, const Cpus& cpus) const;
+  HistSummary hist_over(int probe, const Field* f, const Cpus& cpus) const;
+  /// probe's field by name (nullptr when the probe or field is unknown).
+  const Field* find(int probe, std::string_view field) const;
   const Meta& meta_;
   const Sample& a_;
   const Sample& b_;

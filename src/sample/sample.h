@@ -76,13 +76,31 @@ void to_json(nlohmann::json& j, const Meta& m);
 /// its message says what is wrong, without a "bad metadata" prefix (callers add context).
 void from_json(const nlohmann::json& j, Meta& m);
 
-/// Where samples come from: a live sampler or a recording. Views read only this.
+/// Where samples come from: a live sampler, a recording, or a window over one
+/// (store/window.h). Views read only this: the one cursor of every consumer.
 class SampleSource {
  public:
   virtual ~SampleSource() = default;
+  /// The run's metadata, the one copy: status changes read so far are applied to it.
   virtual const Meta& meta() const = 0;
   /// The next sample; false at the end (recording) or when stopped (live).
   virtual bool next(Sample& out) = 0;
+  /// Makes the next next() return sample number i (0-based, in the source). false when
+  /// the source cannot seek (live) or there is no such sample.
+  virtual bool seek_index(size_t i) {
+    (void)i;
+    return false;
+  }
+  /// Makes the next next() return the first sample with mono_ns >= t (CLOCK_MONOTONIC
+  /// ns). false when the source cannot seek or there is none.
+  virtual bool seek_time(uint64_t mono_ns) {
+    (void)mono_ns;
+    return false;
+  }
+  /// Indices (into meta().probes) of the probes whose status changed since the last
+  /// call, in order; meta() already shows the new statuses. The one way status changes
+  /// arrive, live or recorded.
+  virtual std::vector<int> take_status_changes() { return {}; }
 };
 
 }  // namespace schedhot

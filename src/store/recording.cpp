@@ -1161,6 +1161,13 @@ std::vector<int> RecordingReader::online_cpus(uint64_t from_ns, uint64_t to_ns) 
   return out;
 }
 
+std::vector<int> RecordingReader::take_status_changes() {
+  std::vector<int> out;
+  for (; notes_taken_ < notes_.size(); ++notes_taken_)
+    if (int i = meta_.probe_index(notes_[notes_taken_].probe); i >= 0) out.push_back(i);
+  return out;
+}
+
 bool RecordingReader::seek_time(uint64_t mono_ns) {
   if (index_) {
     if (index_->samples == 0 || mono_ns > index_->last_mono_ns) return false;

@@ -276,8 +276,12 @@ class RecordingReader : public SampleSource {
   /// keyframe at or before it (found in the index when present). false when i is out of
   /// range or a frame on the way is damaged.
   bool seek_sample(size_t i);
+  bool seek_index(size_t i) override { return seek_sample(i); }
   /// Makes the next next() return the first sample with mono_ns >= t. false if none.
-  bool seek_time(uint64_t mono_ns);
+  bool seek_time(uint64_t mono_ns) override;
+  /// The probes of the NOTE frames read since the last call (meta() has their statuses;
+  /// status_notes() lists them all).
+  std::vector<int> take_status_changes() override;
 
   /// The CPUs online at some point between CLOCK_MONOTONIC from_ns and to_ns (inclusive),
   /// ascending: the online set of the last sample at or before from_ns, of every sample
@@ -348,6 +352,7 @@ class RecordingReader : public SampleSource {
   bool saw_end_ = false;
   uint64_t frames_ = 0;
   std::vector<ProbeStatus> notes_;
+  size_t notes_taken_ = 0;  ///< notes_ returned by take_status_changes()
   uint64_t data_start_ = 0;  ///< first frame after META
   ReadStats stats_;
   FollowOptions follow_;

@@ -35,6 +35,7 @@ std::vector<ExportMetric> export_metrics(const Meta& meta) {
       ExportMetric m;
       m.probe = p;
       m.field = field;
+      m.ref = field_ref(meta, p, field);
       m.kind = k;
       m.column = field + suffix;
       m.name = pm.name + "." + m.column;
@@ -94,8 +95,8 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
     if (em.unseen) continue;
     if (em.kind == ExportMetric::Kind::rate) {
       for (size_t i = 0; i < nc; ++i)
-        if (iv.online(cpus[i])) v.cells[m * nc + i] = iv.rate(em.probe, em.field, cpus[i]);
-      v.total[m] = iv.rate(em.probe, em.field);  // offline CPUs add 0: the sum over the measured ones
+        if (iv.online(cpus[i])) v.cells[m * nc + i] = iv.rate(em.ref, cpus[i]);
+      v.total[m] = iv.rate(em.ref);  // offline CPUs add 0: the sum over the measured ones
       continue;
     }
     // p99 is filled with its p50, which export_metrics() always puts right before it.
@@ -107,8 +108,8 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
       into[slot_p99] = h.p99;
     };
     for (size_t i = 0; i < nc; ++i)
-      if (iv.online(cpus[i])) put(m * nc + i, (m + 1) * nc + i, iv.hist(em.probe, em.field, cpus[i]), v.cells);
-    put(m, m + 1, iv.hist(em.probe, em.field), v.total);
+      if (iv.online(cpus[i])) put(m * nc + i, (m + 1) * nc + i, iv.hist(em.ref, cpus[i]), v.cells);
+    put(m, m + 1, iv.hist(em.ref), v.total);
   }
 }
 

@@ -18,6 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/interval.h"
 #include "sample/sample.h"
 #include "view/report.h"
 
@@ -34,6 +35,7 @@ struct ExportMetric {
   enum class Kind { rate, p50, p99 };
   int probe = -1;       ///< index in Meta::probes
   std::string field;    ///< counter (or counter array, summed) or histogram field
+  FieldRef ref;         ///< field, resolved in the Meta export_metrics() was given (empty: unknown)
   Kind kind = Kind::rate;
   std::string column;   ///< "calls_per_s", "lat_p99_ns": the name within its probe
   std::string name;     ///< probe.column: "nohz_exit.calls_per_s", "cpupri_set.lat_p99_ns"
@@ -45,6 +47,7 @@ struct ExportMetric {
 /// not, so the columns are the same for every file of a run), its primary and secondary
 /// counters as rates (events/s), then p50 and p99 of its duration histogram (ns). A probe
 /// unknown to this build contributes every counter and histogram of its slot layout.
+/// Each metric's ref points into meta, which must outlive the list.
 std::vector<ExportMetric> export_metrics(const Meta& meta);
 
 /// Export options.

@@ -83,36 +83,52 @@ std::vector<int> column_probes(const Interval& iv) {
   return out;
 }
 
-double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus) {
+namespace {
+
+/// column_value() with the column's field already resolved (ref: field_ref of probe).
+double value_of(const Interval& iv, const CpuColumn& col, int probe, const FieldRef& ref, std::span<const int> cpus) {
   if (col.kind == CpuColumnKind::model) return kBlank;
   if (probe < 0) return kUnavailable;
   // CPUs that were offline over the whole interval measured nothing: "-", not 0.
   if (std::none_of(cpus.begin(), cpus.end(), [&](int c) { return iv.online(c); })) return kUnavailable;
-  if (col.kind == CpuColumnKind::rate) return iv.rate(probe, col.field, cpus);
+  if (col.kind == CpuColumnKind::rate) return iv.rate(ref, cpus);
   if (iv.meta().probes[size_t(probe)].status.proxy) return kUnavailable;  // a proxy times nothing: "-", as report
-  HistSummary h = iv.hist(probe, col.field, cpus);
+  HistSummary h = iv.hist(ref, cpus);
   return h.count ? h.p99 : kBlank;
 }
 
-namespace {
+/// The table's columns resolved once per interval: each one's probe (column_probes) and field.
+struct ColumnRefs {
+  std::vector<int> probes;
+  std::vector<FieldRef> fields;
+  explicit ColumnRefs(const Interval& iv) : probes(column_probes(iv)) {
+    const auto& cols = cpu_columns();
+    for (size_t i = 0; i < cols.size(); ++i) fields.push_back(field_ref(iv.meta(), probes[i], cols[i].field));
+  }
+};
 
 /// Values of row: every column (only == kEveryColumn) or table column `only` alone.
-void fill_values(const Interval& iv, const std::vector<int>& probes, TableRow& row, int only) {
+void fill_values(const Interval& iv, const ColumnRefs& refs, TableRow& row, int only) {
   const auto& cols = cpu_columns();
   row.v.assign(cols.size(), kBlank);
   for (size_t i = 0; i < cols.size(); ++i)
-    if (only == kEveryColumn || only == static_cast<int>(i) + 1) row.v[i] = column_value(iv, cols[i], probes[i], row.cpus);
+    if (only == kEveryColumn || only == static_cast<int>(i) + 1)
+      row.v[i] = value_of(iv, cols[i], refs.probes[i], refs.fields[i], row.cpus);
 }
 
 }  // namespace
 
+double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus) {
+  return value_of(iv, col, probe, field_ref(iv.meta(), probe, col.field), cpus);
+}
+
 void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count) {
-  const std::vector<int> probes = column_probes(iv);
-  for (size_t i = first; i < rows.size() && i - first < count; ++i) fill_values(iv, probes, rows[i], kEveryColumn);
+  const ColumnRefs refs(iv);
+  for (size_t i = first; i < rows.size() && i - first < count; ++i) fill_values(iv, refs, rows[i], kEveryColumn);
 }
 
 std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only) {
-  const std::vector<int> probes = column_probes(iv);
+  const ColumnRefs refs(iv);
   std::vector<TableRow> rows;
   rows.reserve(cpus.size());
   for (int c : cpus) {
@@ -120,7 +136,7 @@ std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, in
     r.label = std::to_string(c);
     r.cpus = {c};
     r.key = c;
-    fill_values(iv, probes, r, only);
+    fill_values(iv, refs, r, only);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -176,14 +192,14 @@ std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus
 }
 
 std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only) {
-  const std::vector<int> probes = column_probes(iv);
+  const ColumnRefs refs(iv);
   std::vector<TableRow> rows;
   for (const CpuGroup& g : groups) {
     TableRow r;
     r.label = g.label;
     r.cpus = g.cpus;
     r.key = g.cpus.empty() ? 0 : g.cpus.front();
-    fill_values(iv, probes, r, only);
+    fill_values(iv, refs, r, only);
     rows.push_back(std::move(r));
   }
   return rows;

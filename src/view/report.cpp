@@ -9,7 +9,10 @@
 
 #include "model/histogram.h"
 #include "model/interval.h"
+#include "store/recording.h"
+#include "store/window.h"
 #include "sys/cpulist.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -36,6 +39,10 @@ const std::vector<CpuColumn>& cpu_columns() {
 
 ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts) : meta_(meta), opts_(std::move(opts)) {
   peak_.resize(meta.probes.size());
+  primary_.resize(meta.probes.size());
+  for (size_t p = 0; p < meta.probes.size(); ++p)
+    if (const ProbeSpec* spec = find_probe(meta.probes[p].name))
+      primary_[p] = field_ref(meta, static_cast<int>(p), spec->primary);
 }
 
 void ReportBuilder::add(const Sample& s) {
@@ -52,9 +59,8 @@ void ReportBuilder::add(const Sample& s) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {
       for (size_t p = 0; p < meta_.probes.size(); ++p) {
-        const ProbeSpec* spec = find_probe(meta_.probes[p].name);
-        if (!spec || !iv.present(static_cast<int>(p))) continue;
-        double r = iv.rate(static_cast<int>(p), spec->primary);
+        if (!find_probe(meta_.probes[p].name) || !iv.present(static_cast<int>(p))) continue;
+        double r = iv.rate(primary_[p]);
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }
     }
@@ -286,11 +292,12 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
       j["vectors"] = vecs;
     }
     nlohmann::json per_cpu = nlohmann::json::array();
+    const FieldRef primary = field_ref(meta, p, spec->primary), hist = field_ref(meta, p, spec->hist);
     for (int c : cpus) {
       if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
-      nlohmann::json row = {{"cpu", c}, {"total", iv.count(p, spec->primary, c)}, {"rate_per_s", iv.rate(p, spec->primary, c)}};
+      nlohmann::json row = {{"cpu", c}, {"total", iv.count(primary, c)}, {"rate_per_s", iv.rate(primary, c)}};
       if (!spec->hist.empty()) {
-        HistSummary hs = iv.hist(p, spec->hist, c);
+        HistSummary hs = iv.hist(hist, c);
         row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
       }
       per_cpu.push_back(row);
@@ -304,18 +311,22 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   std::vector<char> measured(meta.probes.size());
   for (size_t pi = 0; pi < meta.probes.size(); ++pi)
     measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
+  // Each column's probe and field, resolved once for all rows.
+  std::vector<FieldRef> col_ref;
+  for (auto& col : cpu_columns()) col_ref.push_back(field_ref(meta, meta.probe_index(col.probe), col.field));
   nlohmann::json rows = nlohmann::json::array();
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
     nlohmann::json row = {{"cpu", c}};
-    for (auto& col : cpu_columns()) {
+    for (size_t ci = 0; ci < cpu_columns().size(); ++ci) {
+      const CpuColumn& col = cpu_columns()[ci];
       if (col.kind == CpuColumnKind::model) continue;
       int p = meta.probe_index(col.probe);
       bool ok = have && p >= 0 && measured[size_t(p)] && iv.present(p);
       if (col.kind == CpuColumnKind::rate) {
-        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(p, col.field, c) : 0);
+        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(col_ref[ci], c) : 0);
       } else {
-        HistSummary hs = ok ? iv.hist(p, col.field, c) : HistSummary{};
+        HistSummary hs = ok ? iv.hist(col_ref[ci], c) : HistSummary{};
         row[col.json_key()] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
       }
     }
@@ -447,6 +458,66 @@ std::string render_report_text(const nlohmann::json& r) {
     }
   }
   return out;
+}
+
+SourceInfo recording_source_info(const RecordingReader& r, const std::string& file) {
+  SourceInfo info;
+  info.file = file;
+  info.format = fmt::format("{}.{}", r.major(), r.minor());
+  info.complete = r.saw_end();
+  if (r.damage()) info.damage = fmt::format("at byte {}: {}", r.damage()->offset, r.damage()->reason);
+  return info;
+}
+
+CommandOutput report_command(SampleSource& src, RecordingReader* reader, const ReportRequest& req) {
+  CommandOutput res;
+  const ReportOptions& ro = req.opts;
+  ReportBuilder b(src.meta(), ro);
+  // A file with a window: when every frame passes its CRC (checked first, without
+  // decoding), only the window is decoded (the cursor seeks to --from and stops after
+  // --to; the builder applies the window). A damaged file is read from the start as
+  // always, stopping at the first bad frame.
+  WindowedCursor cur(src, reader, SampleWindow{ro.from_s, ro.to_s, src.meta().interval_ns}, WindowCheck::any_edge,
+                     req.stop);
+  cur.read_t0();
+  if (WindowProblem p = cur.seek_start(); p.error == WindowError::none_after_from && p.span_s) {
+    res.errors.push_back(fmt::format("{}: no samples at or after --from {}; the samples span +0..+{:.2f} s", req.file,
+                                     req.from, *p.span_s));
+    res.status = 1;
+    return res;
+  }
+  Sample s;
+  while (cur.next(s)) {
+    if (reader && req.stop && req.stop->load()) {  // a file: Ctrl-C ends it (live sampling stops by itself)
+      res.errors.push_back("interrupted");
+      res.status = 130;
+      return res;
+    }
+    b.add(s);
+  }
+  const std::optional<Damage> no_damage;
+  const std::optional<Damage>& damage = reader ? reader->damage() : no_damage;
+  if (b.samples() < 2) {
+    const std::string what = req.file.empty() ? "live" : req.file;
+    const std::string dmg = damage ? fmt::format(" (damaged at byte {}: {})", damage->offset, damage->reason) : "";
+    if ((ro.from_s >= 0 || ro.to_s >= 0) && b.seen() >= 2)
+      res.errors.push_back(fmt::format(
+          "{}: {} sample{} in the window{}{}, need two for an interval; the samples span +0..+{:.2f} s{}", what,
+          b.samples(), b.samples() == 1 ? "" : "s", req.from.empty() ? "" : " --from " + req.from,
+          req.to.empty() ? "" : " --to " + req.to, b.seen_span_s(), dmg.empty() ? "" : ", where reading stopped" + dmg));
+    else
+      res.errors.push_back(
+          fmt::format("{}: {} sample{}{}, need two for an interval", what, b.seen(), b.seen() == 1 ? "" : "s", dmg));
+    res.status = 1;
+    return res;
+  }
+  const SourceInfo info = reader ? recording_source_info(*reader, req.file) : SourceInfo{};
+  nlohmann::json r = b.build(src.meta(), info);
+  res.out = req.json ? fmt::format("{}\n", json_text(r, 2)) : render_report_text(r);
+  if (damage)
+    res.errors.push_back(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", req.file,
+                                     damage->offset, damage->reason, b.samples()));
+  return res;
 }
 
 }  // namespace schedhot

@@ -3,6 +3,7 @@
 // "schedhot.report/1", documented in README) is built first; the text view renders it,
 // so both always say the same thing.
 #pragma once
+#include <atomic>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -10,9 +11,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/interval.h"
 #include "sample/sample.h"
 
 namespace schedhot {
+
+class RecordingReader;
 
 /// Report options.
 struct ReportOptions {
@@ -64,9 +68,38 @@ class ReportBuilder {
     double at_s = 0;
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
+  std::vector<FieldRef> primary_;  ///< per probe: its primary counter (empty: unknown to this build)
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
   bool online_unknown_ = false;  ///< a window sample did not say which CPUs were online
 };
+
+/// What a command run below src/cli produced, for the CLI to print: stdout text,
+/// messages for stderr (one line each, without the "schedhot: " prefix) and the exit
+/// status (0 success, 1 runtime failure, 130 interrupted).
+struct CommandOutput {
+  int status = 0;
+  std::string out;
+  std::vector<std::string> errors;
+};
+
+/// The facts of a recording for a report or export: file (as given), format, END seen,
+/// damage ("at byte N: reason").
+SourceInfo recording_source_info(const RecordingReader& r, const std::string& file);
+
+/// One `schedhot report`, parsed.
+struct ReportRequest {
+  ReportOptions opts;
+  std::string file;            ///< "" for live
+  std::string from, to;        ///< --from/--to as given (for messages)
+  bool json = false;
+  const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: a file's report ends (status 130)
+};
+
+/// `schedhot report` over src: reads it through a WindowedCursor (store/window.h; reader
+/// is src when it is a recording, else nullptr), builds the report and renders it as
+/// JSON or text. Errors (fewer than two samples, nothing after --from, interrupted) are
+/// values in the result; a damaged file's report comes with one message about it.
+CommandOutput report_command(SampleSource& src, RecordingReader* reader, const ReportRequest& req);
 
 /// Renders a report document as text for a terminal.
 std::string render_report_text(const nlohmann::json& report);

@@ -57,3 +57,31 @@ TEST(Interval, HistogramDeltaAndMax) {
   EXPECT_LE(s0.max_ns, 1000u);
   EXPECT_GE(s0.max_ns, 400u);
 }
+
+TEST(Interval, ResolvedFieldsGiveTheSameFigures) {
+  Meta m = synthetic_meta(2);
+  Sample a = make_sample(m), b = make_sample(m);
+  b.mono_ns = 2'000'000'000;
+  const int p = m.probe_index("cpupri_find");
+  b.probes[p].words[word(m, p, 1, "calls")] = 40;
+  for (int i = 0; i < 10; ++i) add_hist(m, b, p, 0, "lat", 800);
+  Interval iv(m, a, b);
+  const FieldRef calls = field_ref(m, p, "calls"), lat = field_ref(m, p, "lat");
+  ASSERT_TRUE(calls);
+  EXPECT_EQ(calls.field, m.probes[p].layout.find("calls"));
+  EXPECT_EQ(iv.count(calls), 40u);
+  EXPECT_EQ(iv.count(calls, 1), 40u);
+  EXPECT_EQ(iv.count(calls, 0), 0u);
+  EXPECT_DOUBLE_EQ(iv.rate(calls), 20.0);
+  const std::vector<int> cpus = {1};
+  EXPECT_DOUBLE_EQ(iv.rate(calls, std::span<const int>(cpus)), 20.0);
+  EXPECT_EQ(iv.hist(lat).count, 10u);
+  EXPECT_EQ(iv.hist(lat, 0).p50, iv.hist(p, "lat", 0).p50);
+  EXPECT_EQ(iv.hist(lat, std::span<const int>(cpus)).count, 0u);
+  EXPECT_EQ(iv.count(lat), 0u) << "a histogram is not a counter";
+  const FieldRef none = field_ref(m, p, "no_such_field"), bad_probe = field_ref(m, 99, "calls");
+  EXPECT_FALSE(none);
+  EXPECT_FALSE(bad_probe);
+  EXPECT_EQ(iv.count(none), 0u);
+  EXPECT_EQ(iv.hist(bad_probe).count, 0u);
+}

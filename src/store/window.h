@@ -1,0 +1,90 @@
+// A --from/--to window over a sample source, read through one cursor: what report and
+// export (and what comes next: diff, fleet report) use instead of seeking a recording
+// themselves. Errors come back as values; the caller words and prints them.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <optional>
+
+#include "model/interval.h"
+#include "sample/sample.h"
+
+namespace schedhot {
+
+class RecordingReader;
+
+/// Why a window has nothing to read.
+enum class WindowError {
+  none,
+  no_samples,        ///< the source gave no sample at all (read_t0)
+  none_after_from,   ///< the seek to --from found no sample at or after it (seek_start)
+};
+
+/// What read_t0()/seek_start() found.
+struct WindowProblem {
+  WindowError error = WindowError::none;
+  /// none_after_from: seconds from the first to the last sample of the recording, when
+  /// they could be read (and no stop was asked); the message gives "+0..+X s".
+  std::optional<double> span_s;
+  explicit operator bool() const { return error != WindowError::none; }
+};
+
+/// When the cursor CRC-checks every frame of a recording before it seeks (a seek must not
+/// jump over a bad frame: a damaged file is read from its start, as without a window).
+enum class WindowCheck {
+  any_edge,  ///< when --from (> 0) or --to is given (report: also lets it stop after --to)
+  seek,      ///< only when there is a seek to --from (export: a file read to --to is not
+             ///< checked, so its "complete" stays what reading saw)
+};
+
+/// Samples of src for a window (SampleWindow: seconds since the first sample, with the
+/// edges' slack). next() returns first the recording's first sample (time zero; the
+/// consumer needs it and applies the window to each sample itself), then, when the
+/// source is a clean recording and the window starts later, the samples from the
+/// window's start (RecordingReader::seek_time with the slack), and it ends after the first
+/// sample past --to once two samples fell inside the window. Any other source is read
+/// from its start to its end, unchanged.
+class WindowedCursor : public SampleSource {
+ public:
+  /// reader: src itself when it is a recording (it can seek), else nullptr. stop (may be
+  /// null): when set, seek_start() does not read the recording's span for the error.
+  /// src, reader and stop must outlive the cursor.
+  WindowedCursor(SampleSource& src, RecordingReader* reader, const SampleWindow& window,
+                 WindowCheck check = WindowCheck::any_edge, const std::atomic<bool>* stop = nullptr);
+
+  /// Reads the first sample (time zero; next() returns it first). no_samples when there is
+  /// none. Called by next() when not called before.
+  WindowProblem read_t0();
+  /// Time zero, CLOCK_MONOTONIC ns (after a successful read_t0()).
+  std::optional<uint64_t> t0() const { return t0_; }
+  /// The caller moved the reader (RecordingReader::online_cpus): seek_start() puts it
+  /// back right after the first sample.
+  void reader_moved() { moved_ = true; }
+  /// Reads time zero when read_t0() was not called, checks the frames (per WindowCheck)
+  /// and seeks to the window's start.
+  /// none_after_from when no sample is at or after it (next() then returns the first
+  /// sample only); none when there is no sample at all. Called by next() when not called
+  /// before.
+  WindowProblem seek_start();
+  /// Frames were checked and are clean, so the cursor seeks and stops at the window's edges.
+  bool bounded() const { return bounded_; }
+
+  const Meta& meta() const override { return src_.meta(); }
+  bool next(Sample& out) override;
+  bool seek_index(size_t) override { return false; }
+  bool seek_time(uint64_t) override { return false; }
+  std::vector<int> take_status_changes() override { return src_.take_status_changes(); }
+
+ private:
+  SampleSource& src_;
+  RecordingReader* reader_;
+  SampleWindow w_;
+  WindowCheck check_;
+  const std::atomic<bool>* stop_;
+  std::optional<uint64_t> t0_;
+  std::optional<Sample> first_;  ///< read by read_t0(), not returned yet
+  bool tried_t0_ = false, started_ = false, moved_ = false, bounded_ = false, done_ = false;
+  uint32_t inside_ = 0;  ///< samples returned inside the window
+};
+
+}  // namespace schedhot
