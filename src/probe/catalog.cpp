@@ -72,6 +72,12 @@ const std::vector<ProbeSpec>& probe_catalog() {
   return c;
 }
 
+std::string_view default_hist_probe() {
+  for (auto& p : probe_catalog())
+    if (p.default_hist) return p.name;
+  return "";
+}
+
 const ProbeSpec* find_probe(std::string_view name) {
   for (auto& p : probe_catalog())
     if (p.name == name) return &p;

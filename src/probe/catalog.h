@@ -82,6 +82,7 @@ struct ProbeSpec {
   std::string primary;                     ///< counter the rate is computed from
   std::vector<std::string> secondary;      ///< other counters shown with rates
   std::string hist;                        ///< histogram field name, "" if none
+  bool default_hist = false;               ///< top shows this probe's histogram first
 };
 
 /// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order
@@ -91,6 +92,8 @@ extern const std::array<const char*, SH_BCAST_SITES> kBcastSites;
 
 /// The catalog (every module's spec), indexed by sh_probe_id.
 const std::vector<ProbeSpec>& probe_catalog();
+/// The probe whose histogram top shows first (ProbeSpec::default_hist: cpupri_set), "" if none.
+std::string_view default_hist_probe();
 /// A probe by name, or nullptr.
 const ProbeSpec* find_probe(std::string_view name);
 /// Whether a counter of probe `name` is observed by the backend in use: false for the

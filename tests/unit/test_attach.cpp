@@ -318,6 +318,7 @@ TEST(Modules, LabelsAndBlindReasonComeFromTheModule) {
   EXPECT_EQ(find_module("ilb_kick")->label("flags", 0), "none");
   EXPECT_FALSE(find_module("idle")->label("by_state", 1).has_value());
   EXPECT_EQ(find_module("bcast_lock")->meta_labels().size(), static_cast<size_t>(SH_BCAST_SITES));
+  EXPECT_EQ(default_hist_probe(), "cpupri_set");
   ProbeStatus st;
   st.notes.push_back(std::string(kLockAddrUnknownNote) + ": learning");
   EXPECT_NE(find_module("bcast_wait")->blind_reason(HostInfo{}, st).find("was not learned"), std::string::npos);

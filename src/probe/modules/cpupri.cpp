@@ -42,6 +42,7 @@ class CpupriSet : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"noop"};
     p.hist = "lat";
+    p.default_hist = true;
   }
   const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
