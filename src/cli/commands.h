@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "probe/attach.h"
+#include "sample/sample.h"
 #include "probe/kernel_facts.h"
 #include "store/rotate.h"
 #include "sys/host.h"

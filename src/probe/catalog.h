@@ -1,7 +1,8 @@
 // The probe table: for each probe, what it targets, how it may attach (candidate
 // symbols, inline hosts, tracepoint programs, proxy), and the layout of its per-CPU
-// slot (include/schedhot/abi.h) as named fields. Everything that needs to know "what
-// probes exist" reads this table.
+// slot (include/schedhot/abi.h) as named fields. Each entry is a probe module's spec
+// (src/probe/module.h, src/probe/modules/*.cpp); everything that needs to know "what
+// probes exist" reads this table or the modules.
 #pragma once
 #include <array>
 #include <cstdint>
@@ -43,9 +44,9 @@ struct SlotLayout {
   const Field* find(std::string_view name) const;
 };
 
-/// A BPF program of a tracepoint-driven probe and the tracepoint it needs.
+/// A BPF program of a tracepoint-driven probe and the tracepoint it needs (the program
+/// itself is the module's: ProbeModule::program(skel, tracepoint, tracepoint, index)).
 struct TpProgram {
-  std::string program;     ///< program name in the skeleton
   std::string tracepoint;  ///< tracepoint name (as in btf_trace_<name>)
   bool raw = false;        ///< raw_tp (untyped args) rather than tp_btf
   std::string since;       ///< first kernel with it, for messages ("6.5")
@@ -77,11 +78,11 @@ struct ProbeSpec {
   bool timed = false;                      ///< has exit programs (fexit/kretprobe)
   std::vector<TpProgram> tp_programs;      ///< ProbeKind::tracepoint
   std::optional<ProxySpec> proxy;
-  std::string map;                         ///< slot map name in the skeleton
   SlotLayout layout;
   std::string primary;                     ///< counter the rate is computed from
   std::vector<std::string> secondary;      ///< other counters shown with rates
   std::string hist;                        ///< histogram field name, "" if none
+  bool default_hist = false;               ///< top shows this probe's histogram first
 };
 
 /// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order
@@ -89,8 +90,10 @@ struct ProbeSpec {
 /// suspend/resume) are left out.
 extern const std::array<const char*, SH_BCAST_SITES> kBcastSites;
 
-/// The catalog, indexed by sh_probe_id.
+/// The catalog (every module's spec), indexed by sh_probe_id.
 const std::vector<ProbeSpec>& probe_catalog();
+/// The probe whose histogram top shows first (ProbeSpec::default_hist: cpupri_set), "" if none.
+std::string_view default_hist_probe();
 /// A probe by name, or nullptr.
 const ProbeSpec* find_probe(std::string_view name);
 /// Whether a counter of probe `name` is observed by the backend in use: false for the

@@ -6,6 +6,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include "probe/catalog.h"
 #include "schedhot.skel.h"
 #include "schedhot/abi.h"
 
@@ -28,15 +29,15 @@ bool is_lock_or_trace(const std::string& n) {
 }  // namespace
 
 bool is_tick_broadcast_function(const std::string& name) {
-  static const char* fns[] = {"__tick_broadcast_oneshot_control", "___tick_broadcast_oneshot_control",
-                              "tick_broadcast_oneshot_control", "tick_handle_oneshot_broadcast",
-                              "tick_handle_periodic_broadcast", "tick_broadcast_offline",
-                              "hotplug_cpu__broadcast_tick_pull", "tick_broadcast_control",
-                              "tick_device_uses_broadcast", "tick_broadcast_switch_to_oneshot",
-                              "tick_install_broadcast_device", "tick_broadcast_update_freq",
-                              "tick_suspend_broadcast", "tick_resume_broadcast"};
+  // bcast_lock's sites (kBcastSites), the wrappers around the hot one, and the colder
+  // lock-taking functions bcast_lock leaves out.
+  static const char* more[] = {"___tick_broadcast_oneshot_control", "tick_broadcast_oneshot_control",
+                               "tick_install_broadcast_device",     "tick_broadcast_update_freq",
+                               "tick_suspend_broadcast",            "tick_resume_broadcast"};
   std::string base = clone_base(name);
-  for (const char* f : fns)
+  for (const char* f : kBcastSites)
+    if (base == f) return true;
+  for (const char* f : more)
     if (base == f) return true;
   return false;
 }

@@ -13,7 +13,10 @@ class ProbeSetReader : public SlotReader {
  public:
   explicit ProbeSetReader(ProbeSet& p) : p_(p) {}
   const std::vector<ProbeStatus>& statuses() const override { return p_.statuses(); }
-  void read(Sample& s) const override { p_.read(s); }
+  /// Each probe's slots into s.probes[i] (present when attached).
+  void read(Sample& s) const override {
+    for (size_t i = 0; i < p_.size() && i < s.probes.size(); ++i) s.probes[i].present = p_.read(i, s.probes[i].words);
+  }
   std::vector<int> poll(int timeout_ms) override { return p_.poll(timeout_ms); }
 
  private:

@@ -1,5 +1,7 @@
 #include "sample/sample.h"
 
+#include "probe/module.h"
+
 #include <algorithm>
 #include <stdexcept>
 
@@ -15,18 +17,9 @@ int Meta::probe_index(std::string_view name) const {
 }
 
 std::string blind_reason(const Meta& meta, int p) {
-  if (p < 0 || size_t(p) >= meta.probes.size() || meta.probes[size_t(p)].name != "bcast_wait") return "";
-  if (meta.host.spinlock == SpinlockMode::virt_spin_lock) return spinlock_blind_spot(meta.host);
-  const auto& notes = meta.probes[size_t(p)].status.notes;
-  if (std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
-        return n.rfind(kLockAddrUnknownNote, 0) == 0 && n.find(kLockAddrUnlearnable) != std::string::npos;
-      }))
-    return "tick_broadcast_lock's address is unknown and cannot be learned without kallsyms addresses: its "
-           "contentions cannot be told from other locks'";
-  if (std::any_of(notes.begin(), notes.end(), [](const std::string& n) { return n.rfind(kLockAddrUnknownNote, 0) == 0; }))
-    return "tick_broadcast_lock's address was not learned (no contention stack with a tick-broadcast function as "
-           "its first non-lock frame): its contentions cannot be told from other locks'";
-  return "";
+  if (p < 0 || size_t(p) >= meta.probes.size()) return "";
+  const ProbeModule* m = find_module(meta.probes[size_t(p)].name);
+  return m ? m->blind_reason(meta.host, meta.probes[size_t(p)].status) : "";
 }
 
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses) {
@@ -39,7 +32,7 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
     pm.name = cat[i].name;
     pm.layout = cat[i].layout;
     if (i < statuses.size()) pm.status = statuses[i];
-    if (cat[i].kind == ProbeKind::sites) pm.labels.assign(kBcastSites.begin(), kBcastSites.end());
+    pm.labels = probe_modules()[i]->meta_labels();
     m.probes.push_back(std::move(pm));
   }
   return m;

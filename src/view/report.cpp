@@ -9,6 +9,7 @@
 
 #include "model/histogram.h"
 #include "model/interval.h"
+#include "probe/module.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/cpulist.h"
@@ -117,27 +118,15 @@ nlohmann::json hist_json(const HistSummary& h) {
           {"p98", h.p98},     {"p99", h.p99},     {"max", h.max_ns}};
 }
 
-const char* kClass[SH_CP_NCLASS] = {"INVALID", "NORMAL", "RT", "HIGHER"};
-
-std::string ilb_flags_name(int f) {
-  if (!f) return "none";
-  std::string s;
-  const char* n[] = {"BALANCE", "STATS", "NEWILB", "NEXT"};
-  for (int b = 0; b < 4; ++b)
-    if (f & (1 << b)) s += (s.empty() ? "" : "|") + std::string(n[b]);
-  return s;
-}
-
 /// Labelled non-zero elements of a counter array.
 nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const Field& f) {
   nlohmann::json o = nlohmann::json::object();
+  const ProbeModule* mod = find_module(pm.name);
   for (uint32_t i = 0; i < f.nwords; ++i) {
     uint64_t v = iv.count(p, f.name, -1, static_cast<int>(i));
     std::string label;
-    if (pm.name == "cpupri_set" && f.name == "trans")
-      label = fmt::format("{}->{}", kClass[i / SH_CP_NCLASS], kClass[i % SH_CP_NCLASS]);
-    else if (pm.name == "ilb_kick" && f.name == "flags")
-      label = ilb_flags_name(static_cast<int>(i));
+    if (auto l = mod ? mod->label(f.name, i) : std::nullopt)
+      label = *l;
     else if (i < pm.labels.size())
       label = pm.labels[i];
     else

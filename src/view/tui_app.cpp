@@ -25,7 +25,7 @@ TuiApp::TuiApp(TuiFeed& feed, TuiOptions opts)
   if (sort_col_ < 0 || sort_col_ >= table_columns()) sort_col_ = 1;
   if (!filter_.empty()) filter_text_ = format_cpulist(filter_);
   const Meta& m = feed_.meta();
-  hist_probe_ = m.probe_index("cpupri_set");
+  hist_probe_ = m.probe_index(default_hist_probe());
   if (hist_probe_ < 0) cycle_hist(1);
 }
 

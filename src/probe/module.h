@@ -1,0 +1,102 @@
+// A probe module: everything schedhot knows about one probe, in one place next to its
+// bpf/*.bpf.c (src/probe/modules/<family>.cpp): its ProbeSpec (targets, candidates, proxy,
+// slot layout), its typed program handles in the skeleton, what it configures before the
+// BPF object loads (.rodata), what it checks before trying and notes after attaching, the
+// labels of its counter arrays and why it can be blind. The catalog (catalog.h) is the list
+// of modules; code outside a module asks the module rather than testing a probe's name.
+//
+// Adding a probe: its struct in include/schedhot/abi.h, its programs in bpf/*.bpf.c, and a
+// module (a ProbeModule subclass listed by its family's *_modules() function, below).
+#pragma once
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "probe/catalog.h"
+#include "probe/kernel_facts.h"
+#include "probe/status.h"
+#include "sys/host.h"
+
+struct schedhot_bpf;
+struct bpf_program;
+struct bpf_map;
+
+namespace schedhot {
+
+struct Plan;
+
+/// What a program does for its probe: the entry or exit of a function (fentry/fexit or
+/// kprobe/kretprobe, ProbeKind::function), a site's entry (ProbeKind::sites, index = the
+/// site), or a tracepoint program (index into the candidate's TpProgram list).
+enum class ProgRole { entry, exit, site, tracepoint };
+
+/// Something a probe services after attaching (bcast_wait's address learner): ProbeSet::poll
+/// calls it; it returns true when it changed the probe's status.
+class ProbePoller {
+ public:
+  virtual ~ProbePoller() = default;
+  /// Services its work for up to timeout_ms; true when st was changed.
+  virtual bool poll(int timeout_ms, ProbeStatus& st) = 0;
+  /// Done: the poller can be dropped.
+  virtual bool done() const = 0;
+};
+
+/// What after_attach works with. skel is null when there is no real BPF object (the unit
+/// tests' fake loader); a module then only writes notes.
+struct AttachContext {
+  ProbeStatus& status;
+  const KernelFacts& facts;
+  const HostInfo& host;
+  schedhot_bpf* skel = nullptr;            ///< the probe's (first) loaded object
+  std::unique_ptr<ProbePoller>* poller = nullptr;  ///< set it to keep servicing the probe
+};
+
+class ProbeModule {
+ public:
+  virtual ~ProbeModule() = default;
+  /// The probe's spec (catalog entry).
+  virtual const ProbeSpec& spec() const = 0;
+
+  /// The skeleton's program for (backend, role, index), nullptr when the probe has none
+  /// (e.g. no exit program of an untimed probe). Typed: skel->progs.NAME.
+  virtual bpf_program* program(schedhot_bpf* skel, Backend b, ProgRole role, int index) const = 0;
+  /// The skeleton's slots map of this probe (skel->maps.NAME_slots).
+  virtual bpf_map* slots_map(schedhot_bpf* skel) const = 0;
+  /// Sizes this probe's maps in a freshly opened object: for all CPUs when `kept` (the
+  /// object is this probe's), else 1 entry. Default: the slots map only.
+  virtual void size_maps(schedhot_bpf* skel, bool kept, uint32_t ncpus) const;
+  /// Writes this probe's .rodata in a freshly opened object (every object gets every
+  /// module's configuration, as the .rodata is the object's). Default: nothing.
+  virtual void configure(schedhot_bpf* skel, const KernelFacts& facts) const;
+
+  /// Before trying: a failure that rules the probe out on this kernel (an address its BPF
+  /// side needs is missing), appended to failures / status.ambiguous; returns false when
+  /// nothing may be tried. Default: true.
+  virtual bool check(const KernelFacts& facts, ProbeStatus& st, std::vector<AttachTry>& failures) const;
+  /// After a successful attach: notes that depend on the machine, and BPF state to set.
+  virtual void after_attach(AttachContext& ctx) const;
+
+  /// Label of element `index` of counter array `field` ("RT->NORMAL", "BALANCE|STATS"),
+  /// nullopt when the module has none (then the recording's labels or the index).
+  virtual std::optional<std::string> label(const std::string& field, uint32_t index) const;
+  /// Labels recorded in the probe's meta (ProbeMeta::labels): bcast_lock's sites. Default none.
+  virtual std::vector<std::string> meta_labels() const;
+  /// Why the probe, though attached, cannot see its events on `host` with this status; ""
+  /// when it can. Default "".
+  virtual std::string blind_reason(const HostInfo& host, const ProbeStatus& st) const;
+};
+
+/// Every module, indexed by sh_probe_id.
+const std::vector<const ProbeModule*>& probe_modules();
+/// A module by probe name, or nullptr.
+const ProbeModule* find_module(std::string_view name);
+
+// The families (src/probe/modules/*.cpp), each in sh_probe_id order.
+std::vector<const ProbeModule*> nohz_modules();        ///< nohz_exit, nohz_enter, nohz_kick
+std::vector<const ProbeModule*> ilb_modules();         ///< ilb_kick
+std::vector<const ProbeModule*> cpupri_modules();      ///< cpupri_set, cpupri_find
+std::vector<const ProbeModule*> tick_bcast_modules();  ///< bcast_lock, bcast_wait
+std::vector<const ProbeModule*> idle_modules();        ///< idle
+
+}  // namespace schedhot

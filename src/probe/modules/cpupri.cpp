@@ -1,0 +1,105 @@
+// The RT push/pull cpupri probes (bpf/cpupri.bpf.c): cpupri_set, cpupri_find.
+#include <bpf/libbpf.h>
+#include <fmt/format.h>
+
+#include "probe/modules/fields.h"
+#include "schedhot.skel.h"
+
+namespace schedhot {
+
+namespace {
+
+using namespace fields;
+
+/// cpupri_set's priority classes (struct sh_cpupri_set_slot.trans), in SH_CP_* order.
+const char* kClass[SH_CP_NCLASS] = {"INVALID", "NORMAL", "RT", "HIGHER"};
+
+class CpupriSet : public ProbeModule {
+ public:
+  CpupriSet() {
+    ProbeSpec& p = spec_;
+    p.id = SH_P_CPUPRI_SET;
+    p.name = "cpupri_set";
+    p.target = "cpupri_set";
+    p.what = "calls, duration, old->new priority class transitions, writes per cpupri vector";
+    p.symbols = {"cpupri_set"};
+    p.timed = true;
+    p.proxy = ProxySpec{{{"sched_switch", false}},
+                        "proxy: cpu_to_pri[cpu] changes seen at tp_btf/sched_switch",
+                        "lower bound: a change undone before the next context switch is missed; no duration; "
+                        "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)",
+                        {"noop", "nested", "orphan_exits"}};
+    p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
+    func_fields(p.layout.fields, SH_WORDS(sh_cpupri_set_slot, f));
+    p.layout.fields.push_back(counter("noop", SH_WORDS(sh_cpupri_set_slot, noop), "calls with new == old"));
+    p.layout.fields.push_back(array("trans", SH_WORDS(sh_cpupri_set_slot, trans), SH_CP_NCLASS * SH_CP_NCLASS,
+                                    "transitions [old class*4 + new class], classes INVALID NORMAL RT HIGHER"));
+    p.layout.fields.push_back(array("vec_set", SH_WORDS(sh_cpupri_set_slot, vec_set), SH_CPUPRI_VECS,
+                                    "cpumask_set_cpu on pri_to_cpu[i]"));
+    p.layout.fields.push_back(array("vec_clear", SH_WORDS(sh_cpupri_set_slot, vec_clear), SH_CPUPRI_VECS,
+                                    "cpumask_clear_cpu on pri_to_cpu[i]"));
+    p.layout.fields.push_back(priv(SH_WORDS(sh_cpupri_set_slot, last_pri), 1));
+    p.primary = "calls";
+    p.secondary = {"noop"};
+    p.hist = "lat";
+    p.default_hist = true;
+  }
+  const ProbeSpec& spec() const override { return spec_; }
+  bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
+    if (b == Backend::tracepoint)
+      return role == ProgRole::tracepoint && index == 0 ? s->progs.cpupri_set__tp_switch : nullptr;
+    return function_program(b, role, s->progs.cpupri_set__fentry, s->progs.cpupri_set__fexit,
+                            s->progs.cpupri_set__kprobe, s->progs.cpupri_set__kretprobe);
+  }
+  bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.cpupri_set_slots; }
+  /// The number of cpupri priorities: struct cpupri.pri_to_cpu[]'s length from BTF, 101 when unknown.
+  void configure(schedhot_bpf* s, const KernelFacts& facts) const override {
+    s->rodata->sh_cpupri_nr_prios = facts.cpupri_nr_prios ? static_cast<uint32_t>(facts.cpupri_nr_prios) : 101;
+  }
+  /// trans[old*4 + new]: "RT->NORMAL".
+  std::optional<std::string> label(const std::string& field, uint32_t i) const override {
+    if (field != "trans") return std::nullopt;
+    return fmt::format("{}->{}", kClass[i / SH_CP_NCLASS], kClass[i % SH_CP_NCLASS]);
+  }
+
+ private:
+  ProbeSpec spec_;
+};
+
+class CpupriFind : public ProbeModule {
+ public:
+  CpupriFind() {
+    ProbeSpec& p = spec_;
+    p.id = SH_P_CPUPRI_FIND;
+    p.name = "cpupri_find";
+    p.target = "cpupri_find_fitness";
+    p.what = "calls (cpupri_find tail-calls cpupri_find_fitness), duration, calls that found CPUs";
+    p.symbols = {"cpupri_find_fitness", "cpupri_find"};
+    p.timed = true;
+    p.layout.slot_words = sizeof(sh_cpupri_find_slot) / W;
+    func_fields(p.layout.fields, SH_WORDS(sh_cpupri_find_slot, f));
+    p.layout.fields.push_back(counter("found", SH_WORDS(sh_cpupri_find_slot, found), "calls returning 1"));
+    p.primary = "calls";
+    p.secondary = {"found"};
+    p.hist = "lat";
+  }
+  const ProbeSpec& spec() const override { return spec_; }
+  bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
+    return function_program(b, role, s->progs.cpupri_find__fentry, s->progs.cpupri_find__fexit,
+                            s->progs.cpupri_find__kprobe, s->progs.cpupri_find__kretprobe);
+  }
+  bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.cpupri_find_slots; }
+
+ private:
+  ProbeSpec spec_;
+};
+
+}  // namespace
+
+std::vector<const ProbeModule*> cpupri_modules() {
+  static const CpupriSet set_;
+  static const CpupriFind find_;
+  return {&set_, &find_};
+}
+
+}  // namespace schedhot

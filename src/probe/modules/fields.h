@@ -1,0 +1,57 @@
+// Helpers for the modules' slot layouts: named fields at word offsets of the abi.h structs.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "probe/catalog.h"
+#include "schedhot/abi.h"
+
+namespace schedhot::fields {
+
+inline constexpr uint32_t W = 8;  // bytes per word
+
+/// Word offset of member in struct T.
+#define SH_WORDS(T, member) static_cast<uint32_t>(offsetof(T, member) / ::schedhot::fields::W)
+
+inline Field counter(const char* name, uint32_t off, const char* doc) { return {name, off, 1, FieldKind::counter, doc}; }
+inline Field array(const char* name, uint32_t off, uint32_t n, const char* doc) {
+  return {name, off, n, FieldKind::counter_array, doc};
+}
+inline Field hist(const char* name, uint32_t off, const char* doc) {
+  return {name, off, sizeof(sh_hist) / W, FieldKind::hist, doc};
+}
+inline Field priv(uint32_t off, uint32_t n) { return {"_private", off, n, FieldKind::priv, "BPF-private state"}; }
+
+/// The fields of an embedded struct sh_func at word offset base.
+inline void func_fields(std::vector<Field>& v, uint32_t base) {
+  v.push_back(counter("calls", base + SH_WORDS(sh_func, calls), "function entries"));
+  v.push_back(counter("nested", base + SH_WORDS(sh_func, nested),
+                      "entries that found 4 open entries (exits lost); the timing stack was reset"));
+  v.push_back(counter("orphan_exits", base + SH_WORDS(sh_func, orphan_exits), "exits without a seen entry"));
+  v.push_back(priv(base + SH_WORDS(sh_func, t), sizeof(sh_timing) / W));
+  v.push_back(hist("lat", base + SH_WORDS(sh_func, lat), "entry-to-exit time, ns"));
+}
+
+}  // namespace schedhot::fields
+
+#include "probe/module.h"
+
+namespace schedhot::fields {
+
+/// A function probe's program for (backend, role): the four programs of its .bpf.c
+/// (fexit/kretprobe null when the probe is not timed).
+inline bpf_program* function_program(Backend b, ProgRole role, bpf_program* fentry, bpf_program* fexit,
+                                     bpf_program* kprobe, bpf_program* kretprobe) {
+  if (b == Backend::fentry) return role == ProgRole::entry ? fentry : role == ProgRole::exit ? fexit : nullptr;
+  if (b == Backend::kprobe) return role == ProgRole::entry ? kprobe : role == ProgRole::exit ? kretprobe : nullptr;
+  return nullptr;
+}
+
+/// The address of a text symbol, 0 when absent or not text.
+inline uint64_t text_addr(const KernelFacts& facts, const char* name) {
+  const Symbol* s = facts.kallsyms.find(name);
+  return (s && s->is_text()) ? s->addr : 0;
+}
+
+}  // namespace schedhot::fields

@@ -1,0 +1,51 @@
+// The idle probe (bpf/idle.bpf.c): power:cpu_idle entries, exits, states and residency.
+#include <bpf/libbpf.h>
+
+#include "probe/modules/fields.h"
+#include "schedhot.skel.h"
+
+namespace schedhot {
+
+namespace {
+
+using namespace fields;
+
+class Idle : public ProbeModule {
+ public:
+  Idle() {
+    ProbeSpec& p = spec_;
+    p.id = SH_P_IDLE;
+    p.name = "idle";
+    p.target = "power:cpu_idle";
+    p.what = "idle entries and exits, entries by idle state, idle residency";
+    p.kind = ProbeKind::tracepoint;
+    p.tp_programs = {{"cpu_idle", false}};
+    p.layout.slot_words = sizeof(sh_idle_slot) / W;
+    p.layout.fields = {counter("entries", SH_WORDS(sh_idle_slot, entries), "idle entries"),
+                       counter("exits", SH_WORDS(sh_idle_slot, exits), "idle exits"),
+                       array("by_state", SH_WORDS(sh_idle_slot, by_state), SH_IDLE_STATES,
+                             "entries by idle state index (7 = 7 and deeper)"),
+                       priv(SH_WORDS(sh_idle_slot, ts), 1),
+                       hist("lat", SH_WORDS(sh_idle_slot, lat), "idle residency, ns")};
+    p.primary = "exits";
+    p.secondary = {"entries"};
+    p.hist = "lat";
+  }
+  const ProbeSpec& spec() const override { return spec_; }
+  bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
+    return b == Backend::tracepoint && role == ProgRole::tracepoint && index == 0 ? s->progs.idle__tp_cpu_idle : nullptr;
+  }
+  bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.idle_slots; }
+
+ private:
+  ProbeSpec spec_;
+};
+
+}  // namespace
+
+std::vector<const ProbeModule*> idle_modules() {
+  static const Idle idle_;
+  return {&idle_};
+}
+
+}  // namespace schedhot
