@@ -55,8 +55,8 @@ struct AttachContext {
 class ProbeModule {
  public:
   virtual ~ProbeModule() = default;
-  /// The probe's spec (catalog entry).
-  virtual const ProbeSpec& spec() const = 0;
+  /// The probe's spec (catalog entry), filled by the module's constructor.
+  const ProbeSpec& spec() const { return spec_; }
 
   /// The skeleton's program for (backend, role, index), nullptr when the probe has none
   /// (e.g. no exit program of an untimed probe). Typed: skel->progs.NAME.
@@ -85,6 +85,9 @@ class ProbeModule {
   /// Why the probe, though attached, cannot see its events on `host` with this status; ""
   /// when it can. Default "".
   virtual std::string blind_reason(const HostInfo& host, const ProbeStatus& st) const;
+
+ protected:
+  ProbeSpec spec_;
 };
 
 /// Every module, indexed by sh_probe_id.

@@ -44,7 +44,6 @@ class CpupriSet : public ProbeModule {
     p.hist = "lat";
     p.default_hist = true;
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint)
       return role == ProgRole::tracepoint && index == 0 ? s->progs.cpupri_set__tp_switch : nullptr;
@@ -62,8 +61,6 @@ class CpupriSet : public ProbeModule {
     return fmt::format("{}->{}", kClass[i / SH_CP_NCLASS], kClass[i % SH_CP_NCLASS]);
   }
 
- private:
-  ProbeSpec spec_;
 };
 
 class CpupriFind : public ProbeModule {
@@ -83,15 +80,12 @@ class CpupriFind : public ProbeModule {
     p.secondary = {"found"};
     p.hist = "lat";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.cpupri_find__fentry, s->progs.cpupri_find__fexit,
                             s->progs.cpupri_find__kprobe, s->progs.cpupri_find__kretprobe);
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.cpupri_find_slots; }
 
- private:
-  ProbeSpec spec_;
 };
 
 }  // namespace

@@ -31,14 +31,11 @@ class Idle : public ProbeModule {
     p.secondary = {"entries"};
     p.hist = "lat";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     return b == Backend::tracepoint && role == ProgRole::tracepoint && index == 0 ? s->progs.idle__tp_cpu_idle : nullptr;
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.idle_slots; }
 
- private:
-  ProbeSpec spec_;
 };
 
 }  // namespace

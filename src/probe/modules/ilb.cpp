@@ -37,7 +37,6 @@ class IlbKick : public ProbeModule {
     p.primary = "sent";
     p.secondary = {"received"};
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b != Backend::tracepoint || role != ProgRole::tracepoint) return nullptr;
     return index == 0 ? s->progs.ilb_kick__tp_queue : index == 1 ? s->progs.ilb_kick__tp_entry : nullptr;
@@ -80,8 +79,6 @@ class IlbKick : public ProbeModule {
     return s;
   }
 
- private:
-  ProbeSpec spec_;
 };
 
 }  // namespace

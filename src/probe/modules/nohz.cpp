@@ -34,7 +34,6 @@ class NohzExit : public ProbeModule {
     p.secondary = {"worked"};
     p.hist = "lat";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint) return role == ProgRole::tracepoint && index == 0 ? s->progs.nohz_exit__tp_tick : nullptr;
     return function_program(b, role, s->progs.nohz_exit__fentry, s->progs.nohz_exit__fexit, s->progs.nohz_exit__kprobe,
@@ -47,8 +46,6 @@ class NohzExit : public ProbeModule {
     s->rodata->sh_tick_fn[1] = text_addr(facts, "tick_sched_timer");
   }
 
- private:
-  ProbeSpec spec_;
 };
 
 class NohzEnter : public ProbeModule {
@@ -73,7 +70,6 @@ class NohzEnter : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"first"};
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint)
       return role == ProgRole::tracepoint && index == 0 ? s->progs.nohz_enter__tp_tick_stop : nullptr;
@@ -81,8 +77,6 @@ class NohzEnter : public ProbeModule {
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.nohz_enter_slots; }
 
- private:
-  ProbeSpec spec_;
 };
 
 class NohzKick : public ProbeModule {
@@ -104,15 +98,12 @@ class NohzKick : public ProbeModule {
     p.secondary = {"idle_ticks"};
     p.hist = "lat";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.nohz_kick__fentry, s->progs.nohz_kick__fexit, s->progs.nohz_kick__kprobe,
                             s->progs.nohz_kick__kretprobe);
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.nohz_kick_slots; }
 
- private:
-  ProbeSpec spec_;
 };
 
 }  // namespace

@@ -43,7 +43,6 @@ class BcastLock : public ProbeModule {
                              "calls per lock-taking function, in kBcastSites order")};
     p.primary = "calls";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int i) const override {
     if (role != ProgRole::site || i < 0 || i >= SH_BCAST_SITES) return nullptr;
     // One fentry and one kprobe program per site (BCAST_SITE(i) in tick_bcast.bpf.c).
@@ -71,8 +70,6 @@ class BcastLock : public ProbeModule {
   }
   std::vector<std::string> meta_labels() const override { return {kBcastSites.begin(), kBcastSites.end()}; }
 
- private:
-  ProbeSpec spec_;
 };
 
 /// Reads contention stacks until tick_broadcast_lock's address is learned, then sets it
@@ -128,7 +125,6 @@ class BcastWait : public ProbeModule {
     p.secondary = {"all_locks"};
     p.hist = "lat";
   }
-  const ProbeSpec& spec() const override { return spec_; }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b != Backend::tracepoint || role != ProgRole::tracepoint) return nullptr;
     return index == 0 ? s->progs.bcast_wait__tp_begin : index == 1 ? s->progs.bcast_wait__tp_end : nullptr;
@@ -171,8 +167,6 @@ class BcastWait : public ProbeModule {
     return "";
   }
 
- private:
-  ProbeSpec spec_;
 };
 
 }  // namespace
