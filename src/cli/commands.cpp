@@ -79,6 +79,12 @@ void err(const std::string& msg) {
   (void)n;
 }
 
+int print_output(const CommandOutput& res) {
+  fmt::print("{}", res.out);
+  for (const std::string& e : res.errors) err(e);
+  return res.status;
+}
+
 std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   status = 1;
   if (std::string m = missing_privileges(); !m.empty()) {
@@ -293,10 +299,7 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
   req.to = o.to;
   req.json = o.json;
   req.stop = &g_stop;
-  const CommandOutput res = report_command(src, reader, req);
-  fmt::print("{}", res.out);
-  for (const std::string& e : res.errors) err(e);
-  return res.status;
+  return print_output(report_command(src, reader, req));
 }
 
 }  // namespace

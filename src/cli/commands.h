@@ -13,6 +13,10 @@
 #include "sys/host.h"
 #include "sys/units.h"
 
+namespace schedhot {
+struct CommandOutput;
+}
+
 namespace schedhot::cli {
 
 /// Set by SIGINT/SIGTERM; every loop checks it.
@@ -34,6 +38,10 @@ struct CommonProbeOptions {
 
 /// Prints "schedhot: MSG" on stderr.
 void err(const std::string& msg);
+
+/// Prints what a command's entry point below src/cli returned (view/report.h
+/// CommandOutput): its stdout text, then each error with err(). Returns its exit status.
+int print_output(const CommandOutput& res);
 
 /// errno of the first failed write to stdout, 0 while every write worked.
 extern int g_stdout_errno;

@@ -1,6 +1,6 @@
 #include "store/window.h"
 
-#include "store/recording.h"
+#include <algorithm>
 
 namespace schedhot {
 
@@ -25,10 +25,7 @@ WindowProblem WindowedCursor::seek_start() {
   if (!t0_) return {};
   const uint64_t start_ns = w_.start_ns();
   const bool check = reader_ && (check_ == WindowCheck::any_edge ? (w_.from_s > 0 || w_.to_s >= 0) : start_ns > 0);
-  if (check) {
-    reader_->check_all_frames();
-    bounded_ = !reader_->damage();
-  }
+  if (check) check_frames();
   if (bounded_ && start_ns > 0) {
     if (!reader_->seek_time(*t0_ + start_ns)) {
       done_ = true;  // only the first sample is left
@@ -47,6 +44,68 @@ WindowProblem WindowedCursor::seek_start() {
     }
   }
   return {};
+}
+
+void WindowedCursor::check_frames() {
+  if (!reader_) return;
+  reader_->check_all_frames();
+  bounded_ = !reader_->damage();
+}
+
+std::vector<int> WindowedCursor::online_cpus() {
+  if (!reader_ || !t0_) return {};
+  const uint64_t to_mono =
+      w_.to_s < 0 ? UINT64_MAX : *t0_ + static_cast<uint64_t>((w_.to_s + w_.slack_s()) * 1e9);
+  std::vector<int> online = reader_->online_cpus(*t0_ + w_.start_ns(), to_mono);
+  moved_ = true;
+  return online;
+}
+
+const std::vector<RecordingReader::SamplePos>& WindowedCursor::positions() {
+  static const std::vector<RecordingReader::SamplePos> none;
+  return reader_ ? reader_->sample_positions() : none;
+}
+
+std::optional<size_t> WindowedCursor::index_at(uint64_t mono_ns) {
+  const auto& pos = positions();
+  auto it = std::find_if(pos.begin(), pos.end(), [&](const RecordingReader::SamplePos& p) { return p.mono_ns >= mono_ns; });
+  if (it == pos.end()) return std::nullopt;
+  return static_cast<size_t>(it - pos.begin());
+}
+
+bool WindowedCursor::seek_with(const std::function<bool(RecordingReader&)>& seek) {
+  if (!reader_) return false;
+  // Time zero is the recording's first sample wherever the reader was left.
+  if (!tried_t0_ && reader_->seek_sample(0)) read_t0();
+  tried_t0_ = true;
+  first_.reset();  // time zero is not returned again: the seek says what comes next
+  started_ = true;  // and seek_start() does not move it
+  done_ = !t0_ || !seek(*reader_);
+  return !done_;
+}
+
+bool WindowedCursor::seek_index(size_t i) {
+  return seek_with([i](RecordingReader& r) { return r.seek_sample(i); });
+}
+
+bool WindowedCursor::seek_time(uint64_t mono_ns) {
+  return seek_with([mono_ns](RecordingReader& r) { return r.seek_time(mono_ns); });
+}
+
+std::optional<size_t> WindowedCursor::worst(size_t n, const std::function<double(const Interval&)>& score) {
+  Sample x, y;
+  if (!seek_index(0) || !next(x)) return std::nullopt;
+  double best = -1;
+  size_t at = 0;
+  for (size_t i = 1; i < n && next(y); ++i) {
+    const double s = score(Interval(meta(), x, y));
+    if (s > best) {
+      best = s;
+      at = i;
+    }
+    std::swap(x, y);
+  }
+  return best < 0 ? 0 : at;
 }
 
 bool WindowedCursor::next(Sample& out) {

@@ -1,17 +1,18 @@
-// A --from/--to window over a sample source, read through one cursor: what report and
-// export (and what comes next: diff, fleet report) use instead of seeking a recording
-// themselves. Errors come back as values; the caller words and prints them.
+// A --from/--to window over a sample source, read through one cursor: what report,
+// export and replay (and what comes next: diff, fleet report) use instead of seeking a
+// recording themselves. Errors come back as values; the caller words and prints them.
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include "model/interval.h"
 #include "sample/sample.h"
+#include "store/recording.h"
 
 namespace schedhot {
-
-class RecordingReader;
 
 /// Why a window has nothing to read.
 enum class WindowError {
@@ -44,6 +45,9 @@ enum class WindowCheck {
 /// window's start (RecordingReader::seek_time with the slack), and it ends after the first
 /// sample past --to once two samples fell inside the window. Any other source is read
 /// from its start to its end, unchanged.
+///
+/// A recording can also be read at any position (replay): seek_index(), seek_time() and
+/// index_at() over positions(), and worst() for the interval with the highest score.
 class WindowedCursor : public SampleSource {
  public:
   /// reader: src itself when it is a recording (it can seek), else nullptr. stop (may be
@@ -68,14 +72,45 @@ class WindowedCursor : public SampleSource {
   WindowProblem seek_start();
   /// Frames were checked and are clean, so the cursor seeks and stops at the window's edges.
   bool bounded() const { return bounded_; }
+  /// CRC-checks every frame of the recording now, without decoding them
+  /// (RecordingReader::check_all_frames: afterwards the positions stop at the first bad
+  /// frame, as reading from the start does); bounded() then says whether all are clean.
+  /// seek_start() calls it per WindowCheck. Nothing for a source that is not a recording.
+  void check_frames();
+  /// The CPUs online at some point of the window, ascending (RecordingReader::online_cpus
+  /// from the window's start to its end, with the edges' slack; the whole recording
+  /// without a window). Needs time zero (read_t0()); moves the reader, which seek_start()
+  /// then puts back (as after reader_moved()). Empty when the source is not a recording or
+  /// nothing says (RecordingReader::online_cpus).
+  std::vector<int> online_cpus();
+
+  /// Every sample's position in the recording (RecordingReader::sample_positions: when
+  /// following, each call adds those written since); empty for a source that is not a
+  /// recording.
+  const std::vector<RecordingReader::SamplePos>& positions();
+  /// The number of the first sample of positions() at or after CLOCK_MONOTONIC mono_ns;
+  /// nullopt when there is none (or the source is not a recording).
+  std::optional<size_t> index_at(uint64_t mono_ns);
+  /// The highest score(Interval(meta(), sample i - 1, sample i)) over samples 0..n-1:
+  /// the i of the first interval with it, 0 when no interval scores >= 0, nullopt when
+  /// sample 0 cannot be read. Leaves the cursor after the samples read: seek afterwards.
+  std::optional<size_t> worst(size_t n, const std::function<double(const Interval&)>& score);
 
   const Meta& meta() const override { return src_.meta(); }
   bool next(Sample& out) override;
-  bool seek_index(size_t) override { return false; }
-  bool seek_time(uint64_t) override { return false; }
+  /// Makes the next next() return sample number i of the recording (0-based), time zero
+  /// read first when it was not (from sample 0, wherever the reader was left); from there next() reads on as after seek_start() (a
+  /// bounded window still ends after --to). false when the source is not a recording or
+  /// there is no such sample; next() then returns nothing until a seek succeeds.
+  bool seek_index(size_t i) override;
+  /// Like seek_index() for the first sample with mono_ns >= t (CLOCK_MONOTONIC ns).
+  bool seek_time(uint64_t mono_ns) override;
   std::vector<int> take_status_changes() override { return src_.take_status_changes(); }
 
  private:
+  /// seek_index()/seek_time()'s common part: time zero, then seek(reader).
+  bool seek_with(const std::function<bool(RecordingReader&)>& seek);
+
   SampleSource& src_;
   RecordingReader* reader_;
   SampleWindow w_;

@@ -1,8 +1,14 @@
 #include "view/export.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <climits>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <memory>
 #include <set>
 #include <stdexcept>
@@ -13,6 +19,7 @@
 #include "model/interval.h"
 #include "probe/catalog.h"
 #include "store/recording.h"
+#include "store/window.h"
 #include "sys/cpulist.h"
 #include "sys/json_text.h"
 
@@ -378,6 +385,128 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
 }
 
 // ---- info ------------------------------------------------------------------------
+
+namespace {
+
+std::string damage_text(const RecordingReader& r) {
+  return fmt::format("at byte {}: {}", r.damage()->offset, r.damage()->reason);
+}
+
+}  // namespace
+
+CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stream) {
+  CommandOutput res;
+  auto fail = [&res](int status, std::string msg) {
+    res.status = status;
+    if (!msg.empty()) res.errors.push_back(std::move(msg));
+    return res;
+  };
+  std::unique_ptr<RecordingReader> r;
+  try {
+    r = RecordingReader::open(req.file);
+  } catch (const std::exception& e) {
+    return fail(1, e.what());
+  }
+  for (int c : req.cpus)
+    if (c >= static_cast<int>(r->meta().ncpus))
+      return fail(2, fmt::format("--cpus: CPU {} is not in the recording ({} CPUs)", c, r->meta().ncpus));
+  ExportOptions opts = req.opts;
+  // Time zero is the first sample; with --from, the cursor starts decoding at the window's
+  // start with its slack (the index makes that a short seek): export_samples() applies the window.
+  WindowedCursor cur(*r, r.get(), SampleWindow{opts.from_s, opts.to_s, r->meta().interval_ns}, WindowCheck::seek);
+  if (cur.read_t0())
+    return fail(1, fmt::format("{} has no readable samples{}", req.file,
+                               r->damage() ? " (damaged " + damage_text(*r) + ")" : ""));
+  opts.t0_mono_ns = *cur.t0();
+  {
+    // The CPUs online at some point of the window: the default rows, and what --cpus may name.
+    const std::vector<int> online = cur.online_cpus();
+    for (int c : req.cpus)
+      if (!online.empty() && !std::binary_search(online.begin(), online.end(), c))
+        return fail(2, fmt::format("--cpus: CPU {} was never online in the {} (online at some point: {})", c,
+                                   opts.from_s < 0 && opts.to_s < 0 ? "recording" : "window", format_cpulist(online)));
+    opts.cpus = req.cpus.empty() ? online : req.cpus;
+  }
+  if (cur.seek_start()) return fail(1, fmt::format("{}: no samples at or after --from {}", req.file, req.from));
+  // Where the bytes go: stdout; a device or FIFO named by -o, written in place (/dev/null
+  // stays a device); else a temporary file renamed over the destination at the end, so a
+  // failed export leaves nothing half-written (through a symlink: next to its target, so
+  // the link stays; over an existing file only with --force, keeping its mode and owner).
+  const std::string& output = req.output;
+  const bool to_stdout = output == "-";
+  std::string dest = output;
+  bool in_place = false;
+  struct stat old_st {};
+  const bool existed = !to_stdout && ::stat(output.c_str(), &old_st) == 0;
+  if (existed) {
+    if (S_ISDIR(old_st.st_mode)) return fail(2, fmt::format("-o {}: is a directory", output));
+    struct stat in_st {};
+    if (::stat(req.file.c_str(), &in_st) == 0 && in_st.st_dev == old_st.st_dev && in_st.st_ino == old_st.st_ino)
+      return fail(2, fmt::format("-o {}: is the recording being exported", output));
+    in_place = !S_ISREG(old_st.st_mode);
+    if (!in_place && !req.force) return fail(1, fmt::format("{} exists; choose another name or pass --force", output));
+    if (!in_place)
+      if (char* rp = ::realpath(output.c_str(), nullptr)) {
+        dest = rp;
+        ::free(rp);
+      }
+  }
+  // A dangling symlink (or a chain of them): the export creates the last target, and every
+  // link stays; a loop is an error.
+  struct stat link_st {};
+  for (int hops = 0; !to_stdout && !existed && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode); ++hops) {
+    std::string target(size_t(PATH_MAX), '\0');
+    ssize_t n = hops < 40 ? ::readlink(dest.c_str(), target.data(), target.size()) : -1;
+    if (n <= 0) return fail(1, fmt::format("-o {}: {}", output, hops < 40 ? strerror(errno) : strerror(ELOOP)));
+    target.resize(size_t(n));
+    const auto slash = dest.rfind('/');
+    dest = target[0] == '/' || slash == std::string::npos ? target : dest.substr(0, slash + 1) + target;
+  }
+  const bool via_tmp = !to_stdout && !in_place;
+  const std::string tmp = via_tmp ? fmt::format("{}.tmp{}", dest, getpid()) : "";
+  std::ofstream file;
+  if (!to_stdout) {
+    file.open(via_tmp ? tmp : output, std::ios::binary | std::ios::trunc);
+    if (!file) return fail(1, fmt::format("cannot write {}: {}", output, strerror(errno)));
+  }
+  std::ostream& out = to_stdout ? stdout_stream : file;
+  ExportResult done;
+  try {
+    done = export_samples(cur, out, opts, [&] { return recording_source_info(*r, req.file); });
+    if (!to_stdout) {
+      file.close();
+      if (!file) throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
+    } else if (!stdout_stream.flush()) {
+      throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
+    }
+  } catch (const std::exception& e) {
+    if (to_stdout && errno == EPIPE) return fail(1, "");  // the reader left (| head): quiet, as with SIGPIPE
+    if (via_tmp) ::unlink(tmp.c_str());
+    if (opts.stop && opts.stop->load()) return fail(130, "interrupted");
+    return fail(1, fmt::format("export to {}: {}", to_stdout ? "stdout" : output, e.what()));
+  }
+  if (done.intervals == 0) {
+    if (via_tmp) ::unlink(tmp.c_str());
+    return fail(1, fmt::format("{}: {} sample{} in the window, need two for an interval{}", req.file, done.samples,
+                               done.samples == 1 ? "" : "s",
+                               r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
+  }
+  if (via_tmp) {
+    if (existed) {  // best effort: the replaced file's permissions and owner
+      (void)::chmod(tmp.c_str(), old_st.st_mode & 07777);
+      (void)!::chown(tmp.c_str(), old_st.st_uid, old_st.st_gid);
+    }
+    if (::rename(tmp.c_str(), dest.c_str()) != 0) {
+      std::string why = fmt::format("cannot rename {} to {}: {}", tmp, dest, strerror(errno));
+      ::unlink(tmp.c_str());
+      return fail(1, std::move(why));
+    }
+  }
+  if (r->damage())
+    res.errors.push_back(
+        fmt::format("{} is damaged {}; exported the {} samples before it", req.file, damage_text(*r), done.samples));
+  return res;
+}
 
 nlohmann::json recording_info(RecordingReader& r, const std::string& file, const std::atomic<bool>* stop) {
   Sample s;

@@ -75,7 +75,9 @@ class ReportBuilder {
 
 /// What a command run below src/cli produced, for the CLI to print: stdout text,
 /// messages for stderr (one line each, without the "schedhot: " prefix) and the exit
-/// status (0 success, 1 runtime failure, 130 interrupted).
+/// status (0 success, 1 runtime failure, 2 an option that does not fit the input, 130
+/// interrupted). report_command(), export_command() (view/export.h) and info_command()
+/// (view/info.h) return it.
 struct CommandOutput {
   int status = 0;
   std::string out;

@@ -15,7 +15,13 @@ uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns) {
   return static_cast<uint64_t>(std::llround(double(gap_ns) / double(interval_ns))) - 1;
 }
 
+void ReplayFeed::open_cursor() {
+  cur_.reset();
+  cur_ = std::make_unique<WindowedCursor>(*r_, r_.get(), SampleWindow{});
+}
+
 ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r_(std::move(reader)), follow_(follow) {
+  open_cursor();
   if (follow_) {
     take_positions();
     closed_ = r_->saw_end() || r_->index().has_value();
@@ -29,7 +35,7 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
   // Every frame CRC-checked once (not decoded), index or not: the samples are those before
   // the first bad frame, as a reading from the start gives (the index would jump over a bad
   // frame in the middle), and the reader knows whether the file was closed (END frame).
-  r_->check_all_frames();
+  cur_->check_frames();
   take_positions();
   if (pos_.size() < 2)
     throw std::runtime_error(fmt::format("the recording has {} readable sample{}: replay needs two for rates", pos_.size(),
@@ -51,7 +57,7 @@ std::vector<int> ReplayFeed::online_cpus() const {
 }
 
 void ReplayFeed::take_positions() {
-  const auto& v = r_->sample_positions();
+  const auto& v = cur_->positions();
   for (size_t i = pos_.size(); i < v.size(); ++i) {
     if (i > 0) lost_ += missed_samples(v[i].mono_ns - v[i - 1].mono_ns, meta().interval_ns);
     pos_.push_back(v[i]);
@@ -87,6 +93,7 @@ bool ReplayFeed::poll_growth() {
       return true;
     }
     r_ = std::move(next);
+    open_cursor();
     pos_.clear();
     k_ = 0;
     reader_after_k_ = false;
@@ -131,12 +138,12 @@ bool ReplayFeed::seek(size_t k) {
   if (k < 1 || k >= pos_.size()) return false;
   if (k == k_ + 1 && reader_after_k_) {
     Sample next;
-    if (!r_->next(next)) return false;
+    if (!cur_->next(next)) return false;
     a_ = std::move(b_);
     b_ = std::move(next);
   } else {
     Sample a, b;
-    if (!r_->seek_sample(k - 1) || !r_->next(a) || !r_->next(b)) {
+    if (!cur_->seek_index(k - 1) || !cur_->next(a) || !cur_->next(b)) {
       reader_after_k_ = false;
       return false;
     }
@@ -237,40 +244,26 @@ std::string ReplayFeed::step(int delta) {
 
 std::string ReplayFeed::jump(uint64_t t_ns) {
   if (pos_.size() < 2) return "no interval yet: the recording has fewer than two samples";
-  const uint64_t want = pos_[0].mono_ns + t_ns;
-  size_t i = 0;
-  while (i < pos_.size() && pos_[i].mono_ns < want) ++i;
-  if (i == pos_.size())
+  const std::optional<size_t> at = cur_->index_at(pos_[0].mono_ns + t_ns);
+  if (!at || *at >= pos_.size())  // (following: samples the feed has not taken yet are not shown)
     return fmt::format("+{:.2f} s is after the last sample (+{:.2f} s)", double(t_ns) / 1e9, seconds_at(pos_.size() - 1));
+  const size_t i = *at;
   if (!seek(std::max<size_t>(i, 1))) return fmt::format("cannot read sample {}", i + 1);
   stepped_at_ = Clock::now();
   return "";
 }
 
 std::string ReplayFeed::jump_worst(const std::function<double(const Interval&)>& score) {
-  Sample x, y;
-  if (!r_->seek_sample(0) || !r_->next(x)) {
-    reader_after_k_ = false;
-    return "cannot read the recording";
-  }
-  double best = -1;
-  size_t at = 0;
-  for (size_t i = 1; i < pos_.size() && r_->next(y); ++i) {
-    double s = score(Interval(meta(), x, y));
-    if (s > best) {
-      best = s;
-      at = i;
-    }
-    std::swap(x, y);
-  }
+  const std::optional<size_t> at = cur_->worst(pos_.size(), score);
   reader_after_k_ = false;
-  if (best < 0 || at == 0) {
+  if (!at) return "cannot read the recording";
+  if (*at == 0) {
     if (!seek(k_)) seek(1);
     return "the sort column has no values in this recording";
   }
-  seek(at);
+  seek(*at);
   stepped_at_ = Clock::now();
-  return fmt::format("worst is sample {}/{} (+{:.2f} s)", at + 1, pos_.size(), seconds_at(at));
+  return fmt::format("worst is sample {}/{} (+{:.2f} s)", *at + 1, pos_.size(), seconds_at(*at));
 }
 
 }  // namespace schedhot::tui

@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "store/recording.h"
+#include "store/window.h"
 #include "view/tui_app.h"
 
 namespace schedhot::tui {
@@ -14,7 +15,8 @@ namespace schedhot::tui {
 /// interval_ns: 0 below 1.5 intervals, else round(gap / interval) - 1.
 uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns);
 
-/// Plays a recording. Positions are sample numbers: position k shows the interval from
+/// Plays a recording, read through a WindowedCursor over the whole recording (no
+/// window): its positions, seeks and worst interval. Positions are sample numbers: position k shows the interval from
 /// sample k - 1 to sample k (1 <= k < samples()).
 ///
 /// Following (replay --follow, like tail -f) a recording that is still being written:
@@ -82,17 +84,20 @@ class ReplayFeed : public TuiFeed {
   /// Following: when a poll is due, takes the samples written since (or the rotated
   /// file's). True when the recording grew, was closed or was replaced.
   bool poll_growth();
-  /// Adds the reader's sample positions from pos_.size() on, counting missed samples.
+  /// Adds the cursor's sample positions from pos_.size() on, counting missed samples.
   void take_positions();
+  /// A cursor over the whole of *r_ (replaces the one over the previous file).
+  void open_cursor();
   /// Following has ended: the writer closed the file and no new one came within the grace.
   bool follow_ended() const;
 
   std::unique_ptr<RecordingReader> r_;
+  std::unique_ptr<WindowedCursor> cur_;  ///< over *r_: every sample is read through it
   std::vector<RecordingReader::SamplePos> pos_;
   Sample a_, b_;
   std::vector<int> online_;  ///< RecordingReader::online_cpus() at open
   size_t k_ = 0;
-  bool reader_after_k_ = false;  ///< the reader's next() returns sample k_ + 1
+  bool reader_after_k_ = false;  ///< the cursor's next() returns sample k_ + 1
   bool playing_ = false;
   int speed_ = 1;
   Clock::time_point stepped_at_{};

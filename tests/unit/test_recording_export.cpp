@@ -2,6 +2,8 @@
 // known values.
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <filesystem>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -9,6 +11,7 @@
 #include "store/recording.h"
 #include "test_recording_util.h"
 #include "view/export.h"
+#include "view/info.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;
@@ -281,4 +284,143 @@ TEST(RecordingInfo, NamesADamagedTail) {
   std::string text = render_info_text(j);
   EXPECT_NE(text.find(fmt::format("DAMAGED at byte {}", cut - 100)), std::string::npos) << text;
   EXPECT_NE(text.find("the 7 samples before it are intact"), std::string::npos) << text;
+}
+
+namespace {
+
+ExportRequest export_request(const std::string& file, const std::string& output) {
+  ExportRequest req;
+  req.file = file;
+  req.output = output;
+  return req;
+}
+
+}  // namespace
+
+TEST(ExportCommand, WritesTheFileAndReturnsSuccess) {
+  Known k;
+  TempDir dir("expcmd");
+  const std::string path = k.write(dir / "k.shot");
+  std::ostringstream out;
+  const CommandOutput res = export_command(export_request(path, dir / "k.csv"), out);
+  EXPECT_EQ(res.status, 0);
+  EXPECT_TRUE(res.errors.empty());
+  EXPECT_TRUE(out.str().empty()) << "-o FILE: nothing on stdout";
+  EXPECT_EQ(parse_csv(slurp(dir / "k.csv")).size(), 1u + 2u * 4u) << "a header, 2 intervals x 4 CPUs";
+  const CommandOutput to_stdout = export_command(export_request(path, "-"), out);
+  EXPECT_EQ(to_stdout.status, 0);
+  EXPECT_EQ(out.str(), slurp(dir / "k.csv")) << "the same bytes on stdout";
+}
+
+TEST(ExportCommand, NothingAfterFromIsAnErrorAndWritesNothing) {
+  Known k;
+  TempDir dir("expfrom");
+  const std::string path = k.write(dir / "k.shot");
+  ExportRequest req = export_request(path, dir / "out.csv");
+  req.opts.from_s = 100;
+  req.from = "100s";
+  std::ostringstream out;
+  const CommandOutput res = export_command(req, out);
+  EXPECT_EQ(res.status, 1);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], path + ": no samples at or after --from 100s");
+  EXPECT_FALSE(std::filesystem::exists(dir / "out.csv"));
+}
+
+TEST(ExportCommand, AWindowWithOneSampleIsAnErrorAndLeavesNoFile) {
+  Known k;  // samples at +0, +1, +3 s
+  TempDir dir("expone");
+  const std::string path = k.write(dir / "k.shot");
+  ExportRequest req = export_request(path, dir / "out.csv");
+  req.opts.from_s = 2.5;
+  std::ostringstream out;
+  const CommandOutput res = export_command(req, out);
+  EXPECT_EQ(res.status, 1);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], path + ": 1 sample in the window, need two for an interval");
+  for (const auto& e : std::filesystem::directory_iterator(dir.path))
+    EXPECT_EQ(e.path().filename(), "k.shot") << "no temporary file left";
+}
+
+TEST(ExportCommand, BadOutputPathsAreErrors) {
+  Known k;
+  TempDir dir("expout");
+  const std::string path = k.write(dir / "k.shot");
+  std::ostringstream out;
+  CommandOutput res = export_command(export_request(path, dir.path), out);
+  EXPECT_EQ(res.status, 2) << "a directory is a usage error";
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], "-o " + dir.path + ": is a directory");
+
+  res = export_command(export_request(path, path), out);
+  EXPECT_EQ(res.status, 2);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], "-o " + path + ": is the recording being exported");
+
+  spit(dir / "old.csv", "keep");
+  res = export_command(export_request(path, dir / "old.csv"), out);
+  EXPECT_EQ(res.status, 1);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], dir / "old.csv" + " exists; choose another name or pass --force");
+  EXPECT_EQ(slurp(dir / "old.csv"), "keep");
+
+  res = export_command(export_request(path, dir / "no/such/dir.csv"), out);
+  EXPECT_EQ(res.status, 1);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0].rfind("cannot write " + dir / "no/such/dir.csv" + ": ", 0), 0u) << res.errors[0];
+  EXPECT_TRUE(out.str().empty());
+}
+
+TEST(ExportCommand, ACpuNotInTheRecordingIsAUsageError) {
+  Known k;
+  TempDir dir("expcpu");
+  const std::string path = k.write(dir / "k.shot");
+  ExportRequest req = export_request(path, "-");
+  req.cpus = {7};
+  std::ostringstream out;
+  const CommandOutput res = export_command(req, out);
+  EXPECT_EQ(res.status, 2);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], "--cpus: CPU 7 is not in the recording (4 CPUs)");
+  EXPECT_TRUE(out.str().empty());
+}
+
+TEST(InfoCommand, RendersTheDocumentOrSaysWhyNot) {
+  Known k;
+  TempDir dir("infocmd");
+  const std::string path = k.write(dir / "k.shot");
+  InfoRequest req;
+  req.file = path;
+  req.json = true;
+  CommandOutput res = info_command(req);
+  EXPECT_EQ(res.status, 0);
+  EXPECT_TRUE(res.errors.empty());
+  auto j = nlohmann::json::parse(res.out);
+  EXPECT_EQ(j["schema"], "schedhot.info/1");
+  EXPECT_EQ(j["integrity"]["samples"], 3);
+  req.json = false;
+  res = info_command(req);
+  EXPECT_EQ(res.status, 0);
+  EXPECT_NE(res.out.find("clean (END frame)"), std::string::npos) << res.out;
+
+  req.file = dir / "missing.shot";
+  res = info_command(req);
+  EXPECT_EQ(res.status, 1);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_NE(res.errors[0].find(dir / "missing.shot"), std::string::npos) << res.errors[0];
+  EXPECT_TRUE(res.out.empty());
+
+  spit(dir / "junk.shot", "not a recording at all, just some bytes");
+  req.file = dir / "junk.shot";
+  res = info_command(req);
+  EXPECT_EQ(res.status, 1);
+  EXPECT_EQ(res.errors.size(), 1u);
+
+  std::atomic<bool> stop{true};
+  req.file = path;
+  req.stop = &stop;
+  res = info_command(req);
+  EXPECT_EQ(res.status, 130);
+  ASSERT_EQ(res.errors.size(), 1u);
+  EXPECT_EQ(res.errors[0], "interrupted");
 }
