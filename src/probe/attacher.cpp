@@ -54,87 +54,95 @@ void release_all(BpfLoader& loader, std::vector<LoadHandle>& handles) {
 
 }  // namespace
 
-void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
-                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out) {
+namespace {
+
+/// Adds (b, sym, err) to failures unless b already failed with err: a sites probe's
+/// failed attempts list each backend's error once, not once per site.
+void note_failure_once(std::vector<AttachTry>& failures, Backend b, const std::string& sym, const std::string& err) {
+  if (std::none_of(failures.begin(), failures.end(),
+                   [&](const AttachTry& f) { return f.backend == b && f.error == err; }))
+    failures.push_back({b, sym, err});
+}
+
+}  // namespace
+
+SiteStatus try_site(const ProbeModule& m, const Plan& plan, size_t i, BpfLoader& loader, Refusals& refused,
+                    std::vector<AttachTry>& failures, const std::string& nothing_to_try,
+                    std::optional<ProgRequest>& worked) {
   const ProbeSpec& spec = m.spec();
-  ProbeStatus& st = out.status;
+  worked.reset();
+  SiteStatus ss;
+  ss.site = spec.symbols.at(i);
+  ss.symbol = i < plan.sites.size() ? plan.sites[i] : "";
+  if (ss.symbol.empty()) {
+    ss.error = fmt::format("{} not in this kernel", ss.site);
+    return ss;
+  }
   const Candidate* fc = nullptr;
   const Candidate* kc = nullptr;
   for (auto& c : plan.candidates) (c.backend == Backend::fentry ? fc : kc) = &c;
-  std::vector<ProgRequest> final_progs;
-  // the probe's own list of failed attempts: each backend's error once, not per site
-  auto note_failure = [&](Backend b, const std::string& sym, const std::string& err) {
-    if (std::none_of(failures.begin(), failures.end(),
-                     [&](const AttachTry& f) { return f.backend == b && f.error == err; }))
-      failures.push_back({b, sym, err});
-  };
-  for (size_t i = 0; i < spec.symbols.size(); ++i) {
-    SiteStatus ss;
-    ss.site = spec.symbols[i];
-    ss.symbol = i < plan.sites.size() ? plan.sites[i] : "";
-    if (ss.symbol.empty()) {
-      ss.error = fmt::format("{} not in this kernel", ss.site);
-      st.sites.push_back(ss);
+  std::vector<std::string> errs;
+  for (Backend b : {Backend::fentry, Backend::kprobe}) {
+    const Candidate* c = b == Backend::fentry ? fc : kc;
+    if (!c || i >= c->sites.size() || c->sites[i].empty()) continue;
+    std::string& ref = *refused.of(b);
+    if (!ref.empty()) {
+      errs.push_back(ref);
+      note_failure_once(failures, b, c->sites[i], ref);
       continue;
     }
-    std::vector<std::string> errs;
-    for (Backend b : {Backend::fentry, Backend::kprobe}) {
-      const Candidate* c = b == Backend::fentry ? fc : kc;
-      if (!c || i >= c->sites.size() || c->sites[i].empty()) continue;
-      std::string& ref = *refused.of(b);
-      if (!ref.empty()) {
-        errs.push_back(ref);
-        note_failure(b, c->sites[i], ref);
-        continue;
-      }
-      ProgRequest ps{b, ProgRole::site, int(i), c->sites[i]};
-      LoadResult r = loader.load_attach({&m, {ps}, c->sites[i]});
-      if (r.ok()) {
-        loader.release(r.handle);
-        ss.backend = b;
-        ss.attached = true;
-        final_progs.push_back(ps);
-        break;
-      }
-      if (policy_refusal(r)) ref = r.error;
-      errs.push_back(r.error);
-      note_failure(b, c->sites[i], r.error);
-    }
-    if (!ss.attached) {
-      for (auto& f : failures)
-        if (f.backend == Backend::kprobe || f.backend == Backend::fentry) errs.push_back(f.error);
-      ss.error = errs.empty() ? (nothing_to_try.empty() ? "no backend available" : nothing_to_try) : errs.front();
-      for (size_t k = 1; k < errs.size(); ++k)
-        if (ss.error.find(errs[k]) == std::string::npos) ss.error += "; " + errs[k];
-    }
-    st.sites.push_back(ss);
-  }
-  LoadHandle kept = kNoLoad;
-  if (!final_progs.empty()) {
-    // One object holding every site that worked: fentry and kprobe programs differ in
-    // type, so load them together and attach each with its own backend.
-    LoadRequest req{&m, final_progs, spec.name};
-    req.partial = true;
-    LoadResult r = loader.load_attach(req);
+    ProgRequest ps{b, ProgRole::site, int(i), c->sites[i]};
+    LoadResult r = loader.load_attach({&m, {ps}, c->sites[i]});
     if (r.ok()) {
-      for (size_t k = 0; k < final_progs.size(); ++k) {
-        int e = k < r.attach_errs.size() ? r.attach_errs[k] : 0;
-        if (!e) continue;
-        for (auto& ss : st.sites)
-          if (ss.symbol == final_progs[k].target) {
-            ss.attached = false;
-            ss.error = describe_attach_error(final_progs[k].backend, e, ss.symbol);
-          }
-      }
-      kept = r.handle;
-    } else {
-      for (auto& ss : st.sites) {
-        if (!ss.attached) continue;
-        ss.attached = false;
-        ss.error = describe_attach_error(ss.backend, r.err, ss.symbol);
-      }
+      loader.release(r.handle);
+      ss.backend = b;
+      ss.attached = true;
+      worked = ps;
+      return ss;
     }
+    if (policy_refusal(r)) ref = r.error;
+    errs.push_back(r.error);
+    note_failure_once(failures, b, c->sites[i], r.error);
   }
+  for (auto& f : failures)
+    if (f.backend == Backend::kprobe || f.backend == Backend::fentry) errs.push_back(f.error);
+  ss.error = errs.empty() ? (nothing_to_try.empty() ? "no backend available" : nothing_to_try) : errs.front();
+  for (size_t k = 1; k < errs.size(); ++k)
+    if (ss.error.find(errs[k]) == std::string::npos) ss.error += "; " + errs[k];
+  return ss;
+}
+
+LoadHandle load_sites_object(const ProbeModule& m, const std::vector<ProgRequest>& progs, BpfLoader& loader,
+                             std::vector<SiteStatus>& sites) {
+  if (progs.empty()) return kNoLoad;
+  // fentry and kprobe programs differ in type: load them together and attach each with
+  // its own backend.
+  LoadRequest req{&m, progs, m.spec().name};
+  req.partial = true;
+  LoadResult r = loader.load_attach(req);
+  if (!r.ok()) {
+    for (auto& ss : sites) {
+      if (!ss.attached) continue;
+      ss.attached = false;
+      ss.error = describe_attach_error(ss.backend, r.err, ss.symbol);
+    }
+    return kNoLoad;
+  }
+  for (size_t k = 0; k < progs.size(); ++k) {
+    int e = k < r.attach_errs.size() ? r.attach_errs[k] : 0;
+    if (!e) continue;
+    for (auto& ss : sites)
+      if (ss.symbol == progs[k].target) {
+        ss.attached = false;
+        ss.error = describe_attach_error(progs[k].backend, e, ss.symbol);
+      }
+  }
+  return r.handle;
+}
+
+void conclude_sites(LoadHandle kept, BpfLoader& loader, const std::vector<AttachTry>& failures,
+                    const std::string& nothing_to_try, AttachedProbe& out) {
+  ProbeStatus& st = out.status;
   int nat = 0;
   bool any_f = false, any_k = false;
   for (auto& ss : st.sites) {
@@ -149,77 +157,101 @@ void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Ref
     st.symbol = fmt::format("{} of {} functions", nat, st.sites.size());
     if (any_f && any_k) st.via = "(fentry and kprobe mixed)";
     out.handles.push_back(kept);
-  } else {
-    if (kept != kNoLoad) loader.release(kept);
-    std::string why;
-    for (auto& ss : st.sites)
-      if (!ss.symbol.empty() && !ss.error.empty()) {
-        why = ss.error;
-        break;
-      }
-    if (why.empty())
-      for (auto& f : failures) why += (why.empty() ? "" : "; ") + f.error;
-    st.reason = why.empty() ? (nothing_to_try.empty() ? "no function that takes the lock could be probed" : nothing_to_try)
-                            : why;
+    return;
   }
+  if (kept != kNoLoad) loader.release(kept);
+  std::string why;
+  for (auto& ss : st.sites)
+    if (!ss.symbol.empty() && !ss.error.empty()) {
+      why = ss.error;
+      break;
+    }
+  if (why.empty())
+    for (auto& f : failures) why += (why.empty() ? "" : "; ") + f.error;
+  st.reason = why.empty() ? (nothing_to_try.empty() ? "no function that takes the lock could be probed" : nothing_to_try)
+                          : why;
 }
+
+void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
+                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out) {
+  std::vector<ProgRequest> worked_alone;
+  for (size_t i = 0; i < m.spec().symbols.size(); ++i) {
+    std::optional<ProgRequest> worked;
+    out.status.sites.push_back(try_site(m, plan, i, loader, refused, failures, nothing_to_try, worked));
+    if (worked) worked_alone.push_back(*worked);
+  }
+  const LoadHandle kept = load_sites_object(m, worked_alone, loader, out.status.sites);
+  conclude_sites(kept, loader, failures, nothing_to_try, out);
+}
+
+namespace {
+
+/// One try of a function or tracepoint probe: candidate c loaded and attached (for copy
+/// cs of the target, or copy-less when cs is null: tracepoint programs, the proxy),
+/// sharing the slots of the probe's first object when it has one. A backend refused for
+/// good is not tried; a new policy refusal is recorded in refused. The first success
+/// fills out.status (backend, symbol, via, proxy); each success joins out.handles and
+/// marks cs attached; a failure joins failures and cs->error. True when it attached.
+bool try_candidate(const ProbeModule& m, const Candidate& c, CopyStatus* cs, BpfLoader& loader, Refusals& refused,
+                   std::vector<AttachTry>& failures, AttachedProbe& out) {
+  ProbeStatus& st = out.status;
+  std::string* ref = refused.of(c.backend);
+  auto fail = [&](const std::string& e) {
+    failures.push_back({c.backend, c.symbol, e});
+    if (cs) add_error(cs->error, e);
+  };
+  if (ref && !ref->empty()) {
+    fail(*ref);
+    return false;
+  }
+  LoadRequest req{&m};
+  req.progs = c.backend == Backend::tracepoint ? tp_requests(c.programs)
+                                               : function_requests(m.spec(), c.backend, c.symbol, c.addr);
+  req.what = c.backend == Backend::tracepoint ? tp_names(c.programs)
+             : c.addr                         ? fmt::format("{} at {:#x}", c.symbol, c.addr)
+                                              : c.symbol;
+  req.share_slots = out.handles.empty() ? kNoLoad : out.handles.front();
+  LoadResult r = loader.load_attach(req);
+  if (!r.ok()) {
+    if (ref && policy_refusal(r)) *ref = r.error;
+    fail(r.error);
+    return false;
+  }
+  if (out.handles.empty()) {
+    st.attached = true;
+    st.backend = c.backend;
+    st.symbol = c.backend == Backend::tracepoint ? req.what : c.symbol;
+    st.via = c.via;
+    st.proxy = c.proxy;
+    st.proxy_label = c.proxy_label;
+    st.proxy_error = c.proxy_error;
+  }
+  out.handles.push_back(r.handle);
+  if (cs) {
+    cs->attached = true;
+    cs->backend = c.backend;
+    cs->error.clear();
+  }
+  return true;
+}
+
+}  // namespace
 
 void attach_function(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
                      std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out) {
-  const ProbeSpec& spec = m.spec();
   ProbeStatus& st = out.status;
   std::vector<CopyStatus> copies;
   for (auto& cp : plan.copies) copies.push_back({cp.symbol, cp.addr});
-  auto try_one = [&](const Candidate& c, CopyStatus* cs) {
-    std::string* ref = refused.of(c.backend);
-    auto fail = [&](const std::string& e) {
-      failures.push_back({c.backend, c.symbol, e});
-      if (cs) add_error(cs->error, e);
-    };
-    if (ref && !ref->empty()) {
-      fail(*ref);
-      return false;
-    }
-    LoadRequest req{&m};
-    req.progs = c.backend == Backend::tracepoint ? tp_requests(c.programs)
-                                                 : function_requests(spec, c.backend, c.symbol, c.addr);
-    req.what = c.backend == Backend::tracepoint ? tp_names(c.programs)
-               : c.addr                         ? fmt::format("{} at {:#x}", c.symbol, c.addr)
-                                                : c.symbol;
-    req.share_slots = out.handles.empty() ? kNoLoad : out.handles.front();
-    LoadResult r = loader.load_attach(req);
-    if (!r.ok()) {
-      if (ref && policy_refusal(r)) *ref = r.error;
-      fail(r.error);
-      return false;
-    }
-    if (out.handles.empty()) {
-      st.attached = true;
-      st.backend = c.backend;
-      st.symbol = c.backend == Backend::tracepoint ? req.what : c.symbol;
-      st.via = c.via;
-      st.proxy = c.proxy;
-      st.proxy_label = c.proxy_label;
-      st.proxy_error = c.proxy_error;
-    }
-    out.handles.push_back(r.handle);
-    if (cs) {
-      cs->attached = true;
-      cs->backend = c.backend;
-      cs->error.clear();
-    }
-    return true;
-  };
   for (size_t k = 0; k < copies.size(); ++k) {
     // Reasons the plan ruled out a backend for this copy, in case nothing attaches.
     for (auto& sk : plan.skipped)
       if (sk.symbol == copies[k].symbol && sk.backend != Backend::none) add_error(copies[k].error, sk.error);
     for (const Candidate& c : plan.candidates)
-      if (c.copy == int(k) && try_one(c, &copies[k])) break;
+      if (c.copy == int(k) && try_candidate(m, c, &copies[k], loader, refused, failures, out)) break;
   }
   if (out.handles.empty())
     for (const Candidate& c : plan.candidates)
-      if (c.copy < 0 && try_one(c, nullptr)) break;
+      if (c.copy < 0 && try_candidate(m, c, nullptr, loader, refused, failures, out)) break;
   if (copies.size() > 1) summarize_copies(st, copies, describe_copies(plan), plan.via);
   if (!st.attached) {
     std::string why;

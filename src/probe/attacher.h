@@ -5,6 +5,7 @@
 // libbpf here: tests/unit/test_attach.cpp drives it with a fake loader.
 #pragma once
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -42,9 +43,34 @@ struct AttachedProbe {
   std::unique_ptr<ProbePoller> poller;   ///< the module's work after attach, or null
 };
 
-/// Sites probe (ProbeKind::sites): each site tried alone, fentry then kprobe, in a
-/// throwaway object; then one object with every site that worked (fentry and kprobe
-/// programs together). Fills out.status (sites, backend, symbol, reason) and out.handles;
+/// A sites probe's first step, for site i (spec.symbols[i], resolved as plan.sites[i]):
+/// tried alone in a throwaway object (released at once), fentry then kprobe; a backend
+/// refused for good is skipped with its refusal, and a new policy refusal is recorded in
+/// refused. Returns the site's status (backend, or why no backend worked: its own errors,
+/// then the probe's function failures, else nothing_to_try); worked is the program that
+/// attached, for the final object, or empty. Each backend's error enters failures once.
+SiteStatus try_site(const ProbeModule& m, const Plan& plan, size_t i, BpfLoader& loader, Refusals& refused,
+                    std::vector<AttachTry>& failures, const std::string& nothing_to_try,
+                    std::optional<ProgRequest>& worked);
+
+/// A sites probe's second step: one object with every program that worked alone (progs),
+/// fentry and kprobe programs together, each attached on its own (LoadRequest::partial).
+/// A site whose program fails there, or every attached site when the object does not
+/// load, is marked unattached in sites with describe_attach_error's text. Returns the
+/// object, or kNoLoad when progs is empty or the load failed.
+LoadHandle load_sites_object(const ProbeModule& m, const std::vector<ProgRequest>& progs, BpfLoader& loader,
+                             std::vector<SiteStatus>& sites);
+
+/// A sites probe's last step, from out.status.sites: attached when some site is and kept
+/// is loaded (backend fentry if any site uses it, symbol "N of M functions", via
+/// "(fentry and kprobe mixed)" when both are used; kept joins out.handles); else kept is
+/// released and status.reason is the first resolved site's error, else the failures,
+/// else nothing_to_try or "no function that takes the lock could be probed".
+void conclude_sites(LoadHandle kept, BpfLoader& loader, const std::vector<AttachTry>& failures,
+                    const std::string& nothing_to_try, AttachedProbe& out);
+
+/// Sites probe (ProbeKind::sites): try_site for each site, load_sites_object with every
+/// site that worked, conclude_sites. Fills out.status (sites, backend, symbol, reason) and out.handles;
 /// failures gets each backend's error once.
 void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
                   std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out);

@@ -62,6 +62,8 @@ void ProbeModule::after_attach(AttachContext&) const {}
 std::optional<std::string> ProbeModule::label(const std::string&, uint32_t) const { return std::nullopt; }
 std::vector<std::string> ProbeModule::meta_labels() const { return {}; }
 std::string ProbeModule::blind_reason(const HostInfo&, const ProbeStatus&) const { return ""; }
+void ProbeModule::add_report_section(const WindowTotals&, nlohmann::json&) const {}
+std::string ProbeModule::report_section_text(const nlohmann::json&) const { return ""; }
 
 const std::vector<ProbeSpec>& probe_catalog() {
   static const std::vector<ProbeSpec> c = [] {

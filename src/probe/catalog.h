@@ -66,6 +66,21 @@ enum class ProbeKind {
   tracepoint,  ///< tracepoint programs only
 };
 
+/// What a per-CPU table column of a probe shows.
+enum class ColumnKind {
+  rate,  ///< events/s of a counter field
+  p99,   ///< p99 of a histogram field, ns
+};
+
+/// A column the probe contributes to the per-CPU table (report's table and JSON rows,
+/// top's table), as data: the view resolves field once per interval and evaluates it.
+struct TableColumn {
+  std::string header;  ///< table header, "nohz_exit/s"; also the JSON key of rate columns
+  std::string field;   ///< counter field (rate) or histogram field (p99) of the probe's layout
+  ColumnKind kind = ColumnKind::rate;
+  std::string key;     ///< JSON key when it is not header ("cpupri_set_p99_ns"), else ""
+};
+
 /// One probe of the catalog.
 struct ProbeSpec {
   sh_probe_id id;
@@ -83,6 +98,13 @@ struct ProbeSpec {
   std::vector<std::string> secondary;      ///< other counters shown with rates
   std::string hist;                        ///< histogram field name, "" if none
   bool default_hist = false;               ///< top shows this probe's histogram first
+  std::vector<TableColumn> columns;        ///< its per-CPU table columns, in display order
+  /// Where its columns stand in the per-CPU table: by rank, then sh_probe_id (idle's -1
+  /// puts its column, the default sort, first).
+  int table_rank = 0;
+  /// The report's details list every element of its counter arrays, zeros too (bcast_lock:
+  /// each site, called or not); else only the non-zero ones.
+  bool details_list_zeros = false;
 };
 
 /// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order

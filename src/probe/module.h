@@ -2,7 +2,8 @@
 // bpf/*.bpf.c (src/probe/modules/<family>.cpp): its ProbeSpec (targets, candidates, proxy,
 // slot layout), its typed program handles in the skeleton, what it configures before the
 // BPF object loads (.rodata), what it checks before trying and notes after attaching, the
-// labels of its counter arrays and why it can be blind. The catalog (catalog.h) is the list
+// labels of its counter arrays, why it can be blind, its per-CPU table columns
+// (ProbeSpec::columns) and its own report section. The catalog (catalog.h) is the list
 // of modules; code outside a module asks the module rather than testing a probe's name.
 //
 // Adding a probe: its struct in include/schedhot/abi.h, its programs in bpf/*.bpf.c, and a
@@ -12,6 +13,8 @@
 #include <optional>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json_fwd.hpp>
 
 #include "probe/catalog.h"
 #include "probe/kernel_facts.h"
@@ -52,6 +55,17 @@ struct AttachContext {
   std::unique_ptr<ProbePoller>* poller = nullptr;  ///< set it to keep servicing the probe
 };
 
+/// A probe's counts over a report's window, summed over all CPUs, as a module's report
+/// section reads them (view/report.cpp implements it over model's Interval; probe/ does
+/// not include model/).
+class WindowTotals {
+ public:
+  virtual ~WindowTotals() = default;
+  /// The window's delta of each element of counter array `field`, as many as the
+  /// recording's layout has; empty when the recording has no such field.
+  virtual std::vector<uint64_t> array(std::string_view field) const = 0;
+};
+
 class ProbeModule {
  public:
   virtual ~ProbeModule() = default;
@@ -85,6 +99,14 @@ class ProbeModule {
   /// Why the probe, though attached, cannot see its events on `host` with this status; ""
   /// when it can. Default "".
   virtual std::string blind_reason(const HostInfo& host, const ProbeStatus& st) const;
+
+  /// A report section of the probe's own, added to its object in the report's "probes"
+  /// (report) from the window's totals: cpupri_set's "vectors". Default nothing.
+  virtual void add_report_section(const WindowTotals& totals, nlohmann::json& report) const;
+  /// That section as one item of the probe's line in the text report's details
+  /// ("vectors written: [3] +5/-5"), from its report object; "" when there is nothing to
+  /// show. Default "".
+  virtual std::string report_section_text(const nlohmann::json& report) const;
 
  protected:
   ProbeSpec spec_;

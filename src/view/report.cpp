@@ -18,23 +18,22 @@
 namespace schedhot {
 
 const std::vector<CpuColumn>& cpu_columns() {
-  static const std::vector<CpuColumn> cols = {
-      {"idle/s", "idle", "exits"},
-      {"nohz_exit/s", "nohz_exit", "calls"},
-      {"exit_work/s", "nohz_exit", "worked"},
-      {"nohz_enter/s", "nohz_enter", "calls"},
-      {"nohz_kick/s", "nohz_kick", "calls"},
-      {"ilb_sent/s", "ilb_kick", "sent"},
-      {"ilb_recv/s", "ilb_kick", "received"},
-      {"cpupri_set/s", "cpupri_set", "calls"},
-      {"set_p99", "cpupri_set", "lat", CpuColumnKind::p99, "cpupri_set_p99_ns"},
-      {"cpupri_find/s", "cpupri_find", "calls"},
-      {"bcast_lock/s", "bcast_lock", "calls"},
-      {"bcast_wait/s", "bcast_wait", "contentions"},
-      // Estimated cacheline transfers/s: the coherence model is not there yet, so the
-      // column is blank (top shows it, report leaves it out).
-      {"xfer/s", "", "", CpuColumnKind::model},
-  };
+  static const std::vector<CpuColumn> cols = [] {
+    std::vector<const ProbeModule*> mods = probe_modules();  // by sh_probe_id
+    std::stable_sort(mods.begin(), mods.end(), [](const ProbeModule* a, const ProbeModule* b) {
+      return a->spec().table_rank < b->spec().table_rank;
+    });
+    std::vector<CpuColumn> v;
+    for (const ProbeModule* m : mods)
+      for (const TableColumn& c : m->spec().columns)  // the modules are static: the strings stay
+        v.push_back({c.header.c_str(), m->spec().name.c_str(), c.field.c_str(),
+                     c.kind == ColumnKind::p99 ? CpuColumnKind::p99 : CpuColumnKind::rate,
+                     c.key.empty() ? nullptr : c.key.c_str()});
+    // Estimated cacheline transfers/s: the coherence model is not there yet, so the
+    // column is blank (top shows it, report leaves it out).
+    v.push_back({"xfer/s", "", "", CpuColumnKind::model});
+    return v;
+  }();
   return cols;
 }
 
@@ -138,57 +137,108 @@ nlohmann::json array_json(const Interval& iv, int p, const ProbeMeta& pm, const 
 
 std::string fmt_ns(const nlohmann::json& v) { return v.is_null() ? "-" : format_ns(v.get<double>()); }
 
+/// A probe's "counters": its primary, its secondaries, then its other counters, each with
+/// the window's total and rate (the primary with its peak interval when peak_rate >= 0);
+/// null for those its proxy cannot see.
+nlohmann::json counters_json(const Interval& iv, int p, const ProbeMeta& pm, const ProbeSpec& spec, double peak_rate,
+                             double peak_at_s) {
+  const ProbeStatus& st = pm.status;
+  nlohmann::json counters = nlohmann::json::object();
+  std::vector<std::string> names = {spec.primary};
+  names.insert(names.end(), spec.secondary.begin(), spec.secondary.end());
+  for (auto& f : pm.layout.fields)
+    if (f.kind == FieldKind::counter && std::find(names.begin(), names.end(), f.name) == names.end())
+      names.push_back(f.name);
+  for (auto& n : names) {
+    const Field* f = pm.layout.find(n);
+    if (!f) continue;
+    if (!counter_observed(pm.name, st.proxy, n)) {  // a proxy cannot see it: null, not 0
+      counters[n] = nullptr;
+      continue;
+    }
+    nlohmann::json c = {{"total", iv.count(p, n)}, {"rate_per_s", iv.rate(p, n)}};
+    if (n == spec.primary && peak_rate >= 0) {
+      c["peak_rate_per_s"] = peak_rate;
+      c["peak_at_s"] = peak_at_s;
+    }
+    counters[n] = c;
+  }
+  return counters;
+}
+
+/// A probe's "per_cpu": its primary counter's total and rate, and its histogram's p99,
+/// for each CPU of the table's rows.
+nlohmann::json per_cpu_json(const Interval& iv, int p, const ProbeSpec& spec, const std::vector<int>& cpus) {
+  nlohmann::json per_cpu = nlohmann::json::array();
+  const FieldRef primary = field_ref(iv.meta(), p, spec.primary), hist = field_ref(iv.meta(), p, spec.hist);
+  for (int c : cpus) {
+    if (c < 0 || c >= static_cast<int>(iv.meta().ncpus)) continue;
+    nlohmann::json row = {{"cpu", c}, {"total", iv.count(primary, c)}, {"rate_per_s", iv.rate(primary, c)}};
+    if (!spec.hist.empty()) {
+      HistSummary hs = iv.hist(hist, c);
+      row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
+    }
+    per_cpu.push_back(row);
+  }
+  return per_cpu;
+}
+
+/// The report's "host": the recording's HostInfo and possible CPUs.
+nlohmann::json host_json(const Meta& meta) {
+  const HostInfo& h = meta.host;
+  return {{"hostname", h.hostname},
+          {"kernel_release", h.kernel_release},
+          {"online", format_cpulist(h.online)},
+          {"online_count", h.online.size()},
+          {"possible_cpus", meta.ncpus},
+          {"cacheline_bytes", h.cacheline_bytes},
+          {"arat", h.arat},
+          {"hypervisor", h.hypervisor ? h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor : ""},
+          {"spinlock", to_string(h.spinlock)},
+          {"cpuidle_driver", h.cpuidle_driver},
+          {"broadcast_device", h.broadcast_device}};
+}
+
+/// One probe's window totals over an Interval, for its module's report section.
+class IntervalTotals : public WindowTotals {
+ public:
+  IntervalTotals(const Interval& iv, int probe) : iv_(iv), probe_(probe) {}
+  std::vector<uint64_t> array(std::string_view field) const override {
+    std::vector<uint64_t> v;
+    const FieldRef f = field_ref(iv_.meta(), probe_, field);
+    for (uint32_t i = 0; f && i < f.field->nwords; ++i) v.push_back(iv_.count(f, -1, static_cast<int>(i)));
+    return v;
+  }
+
+ private:
+  const Interval& iv_;
+  int probe_;
+};
+
 
 }  // namespace
 
-nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) const {
-  nlohmann::json r;
-  r["schema"] = "schedhot.report/1";
-  r["source"] = {{"file", src.file}, {"format", src.format}, {"complete", src.complete},
-                 {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
-  const HostInfo& h = meta.host;
-  r["host"] = {{"hostname", h.hostname},
-               {"kernel_release", h.kernel_release},
-               {"online", format_cpulist(h.online)},
-               {"online_count", h.online.size()},
-               {"possible_cpus", meta.ncpus},
-               {"cacheline_bytes", h.cacheline_bytes},
-               {"arat", h.arat},
-               {"hypervisor", h.hypervisor ? h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor : ""},
-               {"spinlock", to_string(h.spinlock)},
-               {"cpuidle_driver", h.cpuidle_driver},
-               {"broadcast_device", h.broadcast_device}};
-  r["percentile_error"] = kPercentileRelError;
-  if (!first_ || !last_ || n_ < 2) {
-    r["window"] = {{"samples", n_}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
-    r["error"] = n_ == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
-  }
-  Sample empty = make_sample(meta);
-  const Sample& a = first_ ? *first_ : empty;
-  const Sample& b = last_ ? *last_ : empty;
-  Interval iv(meta, a, b);
-  if (n_ >= 2)
-    r["window"] = {{"start_wall_ns", a.wall_ns},
-                   {"start", format_utc_time(a.wall_ns)},
-                   {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
-                   {"start_mono_ns", a.mono_ns},
-                   {"end_mono_ns", b.mono_ns},
-                   {"seconds", iv.seconds()},
-                   {"samples", n_},
-                   {"interval_ns", meta.interval_ns}};
+nlohmann::json ReportBuilder::window_json(const Meta& meta, const Sample& a, const Sample& b, const Interval& iv) const {
+  nlohmann::json w = {{"start_wall_ns", a.wall_ns},
+                      {"start", format_utc_time(a.wall_ns)},
+                      {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
+                      {"start_mono_ns", a.mono_ns},
+                      {"end_mono_ns", b.mono_ns},
+                      {"seconds", iv.seconds()},
+                      {"samples", n_},
+                      {"interval_ns", meta.interval_ns}};
   // A window asked to end after the recording's last sample ends there: say so.
-  if (n_ >= 2 && opts_.to_s >= 0) {
+  if (opts_.to_s >= 0) {
     const double end_s = static_cast<double>(b.mono_ns - t0_) / 1e9;
     const double slack_s = static_cast<double>(meta.interval_ns) / 1e9 / 10;
     if (opts_.to_s > end_s + slack_s)
-      r["window"]["note"] = fmt::format("--to {:.2f} s is after the last sample (+{:.2f} s): the window ends there",
-                                        opts_.to_s, end_s);
+      w["note"] = fmt::format("--to {:.2f} s is after the last sample (+{:.2f} s): the window ends there",
+                              opts_.to_s, end_s);
   }
-  const bool have = n_ >= 2;
+  return w;
+}
 
-  // The CPUs of the per-CPU rows: those online in some sample of the window (Sample::online;
-  // the metadata's online CPUs when a sample does not say), and any other that counted
-  // something in the window (online between two samples), so the rows add up to the totals.
+std::vector<int> ReportBuilder::row_cpus(const Meta& meta, const Interval& iv, bool have) const {
   std::vector<int> cpus;
   if (online_unknown_ || online_.size() != meta.ncpus) cpus = meta.host.online;
   for (size_t c = 0; c < online_.size() && c < meta.ncpus; ++c)
@@ -212,91 +262,49 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
     for (uint32_t c = 0; c < meta.ncpus; ++c)
       if (listed[c]) cpus.push_back(static_cast<int>(c));
   }
+  return cpus;
+}
 
-  if (have) r["window"]["online"] = format_cpulist(cpus);  // the CPUs of the per-CPU rows
-
-  nlohmann::json probes = nlohmann::json::array();
-  for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
-    const int p = static_cast<int>(pi);
-    const ProbeMeta& pm = meta.probes[pi];
-    const ProbeStatus& st = pm.status;
-    const ProbeSpec* spec = find_probe(pm.name);
-    nlohmann::json j;
-    j["name"] = pm.name;
-    j["target"] = st.target;
-    j["status"] = st.attached ? "attached" : "unavailable";
-    j["backend"] = st.attached ? st.backend_label() : "";
-    j["symbol"] = st.symbol;
-    j["via"] = st.via;
-    j["proxy"] = st.proxy;
-    j["proxy_error"] = st.proxy_error;
-    j["reason"] = st.reason;
-    j["notes"] = st.notes;
-    const bool present = have && st.attached && iv.present(p);
-    if (std::string why = blind_reason(meta, p); st.attached && !why.empty()) j["blind"] = why;
-    j["primary"] = spec ? spec->primary : "";
-    // A layout without the primary field (a crafted or foreign file) has nothing to show.
-    if (!present || !spec || j.contains("blind") || !pm.layout.find(spec->primary)) {
-      j["counters"] = nullptr;
-      j["latency_ns"] = nullptr;
-      j["per_cpu"] = nullptr;
-      probes.push_back(j);
-      continue;
-    }
-    nlohmann::json counters = nlohmann::json::object();
-    std::vector<std::string> names = {spec->primary};
-    names.insert(names.end(), spec->secondary.begin(), spec->secondary.end());
-    for (auto& f : pm.layout.fields)
-      if (f.kind == FieldKind::counter && std::find(names.begin(), names.end(), f.name) == names.end())
-        names.push_back(f.name);
-    for (auto& n : names) {
-      const Field* f = pm.layout.find(n);
-      if (!f) continue;
-      if (!counter_observed(pm.name, st.proxy, n)) {  // a proxy cannot see it: null, not 0
-        counters[n] = nullptr;
-        continue;
-      }
-      nlohmann::json c = {{"total", iv.count(p, n)}, {"rate_per_s", iv.rate(p, n)}};
-      if (n == spec->primary && peak_[pi].rate >= 0) {
-        c["peak_rate_per_s"] = peak_[pi].rate;
-        c["peak_at_s"] = peak_[pi].at_s;
-      }
-      counters[n] = c;
-    }
-    j["counters"] = counters;
-    nlohmann::json arrays = nlohmann::json::object();
-    for (auto& f : pm.layout.fields)
-      if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);
-    j["arrays"] = arrays;
-    j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));
-    if (pm.name == "cpupri_set") {
-      // Which cpupri vectors were written: each index is one pri_to_cpu[] entry.
-      nlohmann::json vecs = nlohmann::json::object();
-      const Field* fs = pm.layout.find("vec_set");
-      for (uint32_t i = 0; fs && i < fs->nwords; ++i) {
-        uint64_t s = iv.count(p, "vec_set", -1, static_cast<int>(i));
-        uint64_t c = iv.count(p, "vec_clear", -1, static_cast<int>(i));
-        if (s || c) vecs[std::to_string(i)] = {{"set", s}, {"clear", c}};
-      }
-      j["vectors"] = vecs;
-    }
-    nlohmann::json per_cpu = nlohmann::json::array();
-    const FieldRef primary = field_ref(meta, p, spec->primary), hist = field_ref(meta, p, spec->hist);
-    for (int c : cpus) {
-      if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
-      nlohmann::json row = {{"cpu", c}, {"total", iv.count(primary, c)}, {"rate_per_s", iv.rate(primary, c)}};
-      if (!spec->hist.empty()) {
-        HistSummary hs = iv.hist(hist, c);
-        row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
-      }
-      per_cpu.push_back(row);
-    }
-    j["per_cpu"] = per_cpu;
-    probes.push_back(j);
+nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, int p, bool have,
+                                         const std::vector<int>& cpus) const {
+  const ProbeMeta& pm = meta.probes[size_t(p)];
+  const ProbeStatus& st = pm.status;
+  const ProbeSpec* spec = find_probe(pm.name);
+  nlohmann::json j;
+  j["name"] = pm.name;
+  j["target"] = st.target;
+  j["status"] = st.attached ? "attached" : "unavailable";
+  j["backend"] = st.attached ? st.backend_label() : "";
+  j["symbol"] = st.symbol;
+  j["via"] = st.via;
+  j["proxy"] = st.proxy;
+  j["proxy_error"] = st.proxy_error;
+  j["reason"] = st.reason;
+  j["notes"] = st.notes;
+  const bool present = have && st.attached && iv.present(p);
+  if (std::string why = blind_reason(meta, p); st.attached && !why.empty()) j["blind"] = why;
+  j["primary"] = spec ? spec->primary : "";
+  // A layout without the primary field (a crafted or foreign file) has nothing to show.
+  if (!present || !spec || j.contains("blind") || !pm.layout.find(spec->primary)) {
+    j["counters"] = nullptr;
+    j["latency_ns"] = nullptr;
+    j["per_cpu"] = nullptr;
+    return j;
   }
-  r["probes"] = probes;
+  const Peak& peak = peak_[size_t(p)];
+  j["counters"] = counters_json(iv, p, pm, *spec, peak.rate, peak.at_s);
+  nlohmann::json arrays = nlohmann::json::object();
+  for (auto& f : pm.layout.fields)
+    if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);
+  j["arrays"] = arrays;
+  j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));
+  if (const ProbeModule* mod = find_module(pm.name)) mod->add_report_section(IntervalTotals(iv, p), j);
+  j["per_cpu"] = per_cpu_json(iv, p, *spec, cpus);
+  return j;
+}
 
-  // The per-CPU table.
+void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
+                                  nlohmann::json& r) const {
   std::vector<char> measured(meta.probes.size());
   for (size_t pi = 0; pi < meta.probes.size(); ++pi)
     measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
@@ -323,7 +331,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   }
   // Sort by the chosen probe's first column, highest first.
   std::string key = report_sort_key(opts_.sort);
-  if (key.empty()) key = report_sort_key("idle");
+  if (key.empty()) key = cpu_columns().front().json_key();  // the table's first column (idle/s)
   std::vector<nlohmann::json> v(rows.begin(), rows.end());
   std::stable_sort(v.begin(), v.end(), [&](const nlohmann::json& x, const nlohmann::json& y) {
     if (key == "cpu") return x["cpu"].get<int>() < y["cpu"].get<int>();  // lowest first, as top
@@ -335,10 +343,38 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   r["cpus_sorted_by"] = key;
   r["cpus_total"] = v.size();
   r["cpus"] = nlohmann::json(std::vector<nlohmann::json>(v.begin(), v.begin() + static_cast<long>(keep)));
+}
+
+nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) const {
+  nlohmann::json r;
+  r["schema"] = "schedhot.report/1";
+  r["source"] = {{"file", src.file}, {"format", src.format}, {"complete", src.complete},
+                 {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
+  r["host"] = host_json(meta);
+  r["percentile_error"] = kPercentileRelError;
+  if (!first_ || !last_ || n_ < 2) {
+    r["window"] = {{"samples", n_}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
+    r["error"] = n_ == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
+  }
+  Sample empty = make_sample(meta);
+  const Sample& a = first_ ? *first_ : empty;
+  const Sample& b = last_ ? *last_ : empty;
+  Interval iv(meta, a, b);
+  const bool have = n_ >= 2;
+  if (have) r["window"] = window_json(meta, a, b, iv);
+  const std::vector<int> cpus = row_cpus(meta, iv, have);
+  if (have) r["window"]["online"] = format_cpulist(cpus);  // the CPUs of the per-CPU rows
+  nlohmann::json probes = nlohmann::json::array();
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi) probes.push_back(probe_json(meta, iv, static_cast<int>(pi), have, cpus));
+  r["probes"] = probes;
+  add_cpu_table(meta, iv, have, cpus, r);
   return r;
 }
 
-std::string render_report_text(const nlohmann::json& r) {
+namespace {
+
+/// The text report's first lines: host, recording, window (or why there is none).
+std::string text_head(const nlohmann::json& r) {
   std::string out;
   const auto& h = r["host"];
   out += fmt::format("host {}  kernel {}  CPUs {} online ({}) of {} possible  cacheline {} B\n",
@@ -359,70 +395,67 @@ std::string render_report_text(const nlohmann::json& r) {
                        static_cast<double>(w["interval_ns"].get<uint64_t>()) / 1e9, w["start"].get<std::string>());
     if (w.contains("note")) out += fmt::format("window {}\n", w["note"].get<std::string>());
   }
-  out += fmt::format("\n{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "BACKEND", "TOTAL",
-                     "RATE/s", "PEAK/s", "p10", "p50", "p90", "p98", "p99", "max");
-  std::string details, notes;
-  for (const auto& p : r["probes"]) {
-    std::string name = p["name"].get<std::string>();
-    if (p["status"] == "unavailable") {
-      out += fmt::format("{:<12} unavailable: {}\n", name, brief_reason(p["reason"].get<std::string>()));
-      continue;
-    }
-    std::string backend = p["backend"].get<std::string>();
-    std::string via = p["via"].get<std::string>();
-    if (p.contains("blind")) {
-      out += fmt::format("{:<12} {:<34} blind: {}\n", name, backend.substr(0, 34), p["blind"].get<std::string>());
-      continue;
-    }
-    if (p["counters"].is_null()) {
-      out += fmt::format("{:<12} {:<34} (no data in the window)\n", name, backend.substr(0, 34));
-      continue;
-    }
-    std::string prim = p["primary"].get<std::string>();
-    const auto& c = p["counters"][prim];
-    const auto& lat = p["latency_ns"];
-    std::string peak = c.contains("peak_rate_per_s") ? format_rate(c["peak_rate_per_s"].get<double>()) : "-";
-    std::string bl = backend.size() > 34 ? backend.substr(0, 31) + "..." : backend;
-    out += fmt::format("{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", name, bl,
-                       c["total"].get<uint64_t>(), format_rate(c["rate_per_s"].get<double>()), peak,
-                       fmt_ns(lat.is_null() ? lat : lat["p10"]), fmt_ns(lat.is_null() ? lat : lat["p50"]),
-                       fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
-                       fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
-    // Details: other counters and labelled arrays.
-    std::vector<std::string> parts;
-    if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
-      parts.push_back(symbol_with_via(p["symbol"].get<std::string>(), via));
-    for (auto& [k, v] : p["counters"].items())
-      if (k != prim && v.is_null())
-        parts.push_back(fmt::format("{} - (not seen by the proxy)", k));
-      else if (k != prim)
-        parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));
-    for (auto& [k, arr] : p["arrays"].items()) {
-      std::string items;
-      for (auto& [lab, v] : arr.items())
-        if (v.get<uint64_t>() || name == "bcast_lock") items += fmt::format(" {}={}", lab, v.get<uint64_t>());
-      if (!items.empty()) parts.push_back(k + ":" + items);
-    }
-    if (p.contains("vectors") && !p["vectors"].empty()) {
-      std::string items;
-      for (auto& [idx, v] : p["vectors"].items())
-        items += fmt::format(" [{}] +{}/-{}", idx, v["set"].get<uint64_t>(), v["clear"].get<uint64_t>());
-      parts.push_back("vectors written:" + items);
-    }
-    if (!parts.empty()) {
-      std::string d;
-      for (auto& x : parts) d += (d.empty() ? "" : "; ") + x;
-      details += fmt::format("  {}: {}\n", name, d);
-    }
-    if (p["proxy"].get<bool>()) notes += fmt::format("  {}: proxy error: {}\n", name, p["proxy_error"].get<std::string>());
-    for (auto& n : p["notes"]) notes += fmt::format("  {}: {}\n", name, n.get<std::string>());
-  }
-  out += fmt::format("latency columns in ns (us/ms/s where marked); percentiles within +-{:.1f}% (log-linear buckets)\n",
-                     r["percentile_error"].get<double>() * 100);
-  if (!details.empty()) out += "\nDetails:\n" + details;
-  if (!notes.empty()) out += "\nNotes:\n" + notes;
+  return out;
+}
 
-  // Per-CPU table.
+/// Probe p's line of the text report's probe table (appended to out), and its lines of
+/// the details (other counters, labelled arrays, its module's section) and of the notes.
+void probe_text(const nlohmann::json& p, std::string& out, std::string& details, std::string& notes) {
+  std::string name = p["name"].get<std::string>();
+  if (p["status"] == "unavailable") {
+    out += fmt::format("{:<12} unavailable: {}\n", name, brief_reason(p["reason"].get<std::string>()));
+    return;
+  }
+  std::string backend = p["backend"].get<std::string>();
+  std::string via = p["via"].get<std::string>();
+  if (p.contains("blind")) {
+    out += fmt::format("{:<12} {:<34} blind: {}\n", name, backend.substr(0, 34), p["blind"].get<std::string>());
+    return;
+  }
+  if (p["counters"].is_null()) {
+    out += fmt::format("{:<12} {:<34} (no data in the window)\n", name, backend.substr(0, 34));
+    return;
+  }
+  std::string prim = p["primary"].get<std::string>();
+  const auto& c = p["counters"][prim];
+  const auto& lat = p["latency_ns"];
+  std::string peak = c.contains("peak_rate_per_s") ? format_rate(c["peak_rate_per_s"].get<double>()) : "-";
+  std::string bl = backend.size() > 34 ? backend.substr(0, 31) + "..." : backend;
+  out += fmt::format("{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", name, bl,
+                     c["total"].get<uint64_t>(), format_rate(c["rate_per_s"].get<double>()), peak,
+                     fmt_ns(lat.is_null() ? lat : lat["p10"]), fmt_ns(lat.is_null() ? lat : lat["p50"]),
+                     fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
+                     fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
+  // Details: other counters and labelled arrays.
+  std::vector<std::string> parts;
+  if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
+    parts.push_back(symbol_with_via(p["symbol"].get<std::string>(), via));
+  for (auto& [k, v] : p["counters"].items())
+    if (k != prim && v.is_null())
+      parts.push_back(fmt::format("{} - (not seen by the proxy)", k));
+    else if (k != prim)
+      parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));
+  const ProbeModule* mod = find_module(name);
+  const bool zeros = mod && mod->spec().details_list_zeros;
+  for (auto& [k, arr] : p["arrays"].items()) {
+    std::string items;
+    for (auto& [lab, v] : arr.items())
+      if (v.get<uint64_t>() || zeros) items += fmt::format(" {}={}", lab, v.get<uint64_t>());
+    if (!items.empty()) parts.push_back(k + ":" + items);
+  }
+  if (std::string sec = mod ? mod->report_section_text(p) : ""; !sec.empty()) parts.push_back(sec);
+  if (!parts.empty()) {
+    std::string d;
+    for (auto& x : parts) d += (d.empty() ? "" : "; ") + x;
+    details += fmt::format("  {}: {}\n", name, d);
+  }
+  if (p["proxy"].get<bool>()) notes += fmt::format("  {}: proxy error: {}\n", name, p["proxy_error"].get<std::string>());
+  for (auto& n : p["notes"]) notes += fmt::format("  {}: {}\n", name, n.get<std::string>());
+}
+
+/// The text report's per-CPU table ("" when it has no rows).
+std::string cpu_table_text(const nlohmann::json& r) {
+  std::string out;
   const auto& cpus = r["cpus"];
   if (!cpus.empty()) {
     std::string by = r["cpus_sorted_by"].get<std::string>();  // a JSON key: say it as the column's header
@@ -446,6 +479,23 @@ std::string render_report_text(const nlohmann::json& r) {
       out += "\n";
     }
   }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report_text(const nlohmann::json& r) {
+  std::string out = text_head(r);
+  out += fmt::format("\n{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "BACKEND", "TOTAL",
+                     "RATE/s", "PEAK/s", "p10", "p50", "p90", "p98", "p99", "max");
+  std::string details, notes;
+  for (const auto& p : r["probes"]) probe_text(p, out, details, notes);
+  out += fmt::format("latency columns in ns (us/ms/s where marked); percentiles within +-{:.1f}% (log-linear buckets)\n",
+                     r["percentile_error"].get<double>() * 100);
+  if (!details.empty()) out += "\nDetails:\n" + details;
+  if (!notes.empty()) out += "\nNotes:\n" + notes;
+
+  out += cpu_table_text(r);
   return out;
 }
 

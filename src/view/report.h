@@ -55,6 +55,22 @@ class ReportBuilder {
   nlohmann::json build(const Meta& meta, const SourceInfo& src) const;
 
  private:
+  // The steps of build():
+  /// The report's "window" from its first sample a to its last b (with two or more).
+  nlohmann::json window_json(const Meta& meta, const Sample& a, const Sample& b, const Interval& iv) const;
+  /// The CPUs of the per-CPU rows: those online in some sample of the window
+  /// (Sample::online; the metadata's online CPUs when a sample does not say), and any other
+  /// that counted something in the window (online between two samples), so the rows add up
+  /// to the totals. have: the window has an interval.
+  std::vector<int> row_cpus(const Meta& meta, const Interval& iv, bool have) const;
+  /// Probe p's object in "probes": status, counters, arrays, latency, its module's
+  /// section and per-CPU figures (null figures when unavailable, blind or without data).
+  nlohmann::json probe_json(const Meta& meta, const Interval& iv, int p, bool have, const std::vector<int>& cpus) const;
+  /// The per-CPU table (cpu_columns()) as r's "cpus", sorted by opts_.sort, with
+  /// "cpus_sorted_by" and "cpus_total".
+  void add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
+                     nlohmann::json& r) const;
+
   const Meta& meta_;
   ReportOptions opts_;
   std::optional<Sample> first_, last_, prev_;
@@ -114,7 +130,8 @@ enum class CpuColumnKind {
 };
 
 /// The per-CPU table's columns, in display order: report's table and JSON rows and
-/// top's table all read this one list.
+/// top's table all read this one list, built once from the modules' ProbeSpec::columns
+/// (ordered by ProbeSpec::table_rank, then sh_probe_id) and the blank model column xfer/s.
 struct CpuColumn {
   const char* header;  ///< table header; also the JSON key of rate columns ("idle/s")
   const char* probe;   ///< probe name ("" for model columns)

@@ -1,9 +1,12 @@
 // The generic attach loop (src/probe/attacher.h) on fixture KernelFacts and a fake
 // BpfLoader that fails per (backend, symbol) with a chosen errno: refusals shared across
-// probes, fallbacks, the tried list, sites, copies, reasons and the modules' notes.
+// probes, fallbacks, the tried list, sites, copies, reasons and the modules' notes; the
+// sites probe's steps one by one; the modules' table columns and report sections.
 #include <gtest/gtest.h>
 #include <cerrno>
 #include <map>
+
+#include <nlohmann/json.hpp>
 
 #include "probe/attacher.h"
 #include "probe/module.h"
@@ -315,6 +318,154 @@ TEST(Attach, SlotsThatCannotBeMappedUnattachAndRelease) {
   EXPECT_FALSE(v[SH_P_CPUPRI_SET].status.attached);
   EXPECT_EQ(v[SH_P_CPUPRI_SET].status.reason, "cannot map the cpupri_set slots: Cannot allocate memory");
   EXPECT_EQ(L.live_count(), 0);
+}
+
+TEST(AttachSteps, TrySiteSkipsARefusedBackendOnceAndReleasesItsTrial) {
+  KernelFacts f = make_facts(k612, {"__tick_broadcast_oneshot_control", "tick_broadcast_offline"});
+  const ProbeModule& m = *find_module("bcast_lock");
+  Plan plan = resolve_probe(m.spec(), f, BackendPref::automatic);
+  FakeLoader L;
+  Refusals refused;
+  refused.fentry = kFentryRefused;
+  std::vector<AttachTry> failures;
+  std::optional<ProgRequest> worked;
+  // Site 0: fentry is refused for good, so only kprobe is loaded, and released at once.
+  SiteStatus s0 = try_site(m, plan, 0, L, refused, failures, "", worked);
+  EXPECT_TRUE(s0.attached);
+  EXPECT_EQ(s0.backend, Backend::kprobe);
+  EXPECT_EQ(s0.symbol, "__tick_broadcast_oneshot_control");
+  ASSERT_TRUE(worked.has_value());
+  EXPECT_EQ(worked->backend, Backend::kprobe);
+  EXPECT_EQ(worked->role, ProgRole::site);
+  EXPECT_EQ(worked->index, 0);
+  ASSERT_EQ(L.requests.size(), 1u);
+  EXPECT_EQ(L.requests[0].progs.at(0).backend, Backend::kprobe);
+  EXPECT_EQ(L.live_count(), 0);
+  // Site 3 meets the same refusal: failures keeps it once.
+  SiteStatus s3 = try_site(m, plan, 3, L, refused, failures, "", worked);
+  EXPECT_TRUE(s3.attached);
+  EXPECT_EQ(worked->index, 3);
+  ASSERT_EQ(failures.size(), 1u);
+  EXPECT_EQ(failures[0].backend, Backend::fentry);
+  EXPECT_EQ(failures[0].error, kFentryRefused);
+  // Site 1 is not in this kernel: nothing is loaded.
+  SiteStatus s1 = try_site(m, plan, 1, L, refused, failures, "", worked);
+  EXPECT_FALSE(s1.attached);
+  EXPECT_FALSE(worked.has_value());
+  EXPECT_EQ(s1.error, "tick_handle_oneshot_broadcast not in this kernel");
+  EXPECT_EQ(L.requests.size(), 2u);
+}
+
+TEST(AttachSteps, TrySiteThatFailsBothBackendsGivesBothErrors) {
+  KernelFacts f = make_facts(k612, {"tick_broadcast_offline"});
+  const ProbeModule& m = *find_module("bcast_lock");
+  Plan plan = resolve_probe(m.spec(), f, BackendPref::automatic);
+  FakeLoader L;
+  L.fail_attach[{Backend::fentry, "tick_broadcast_offline"}] = EBUSY;
+  L.fail_attach[{Backend::kprobe, "tick_broadcast_offline"}] = EINVAL;
+  Refusals refused;
+  std::vector<AttachTry> failures;
+  std::optional<ProgRequest> worked;
+  SiteStatus s = try_site(m, plan, 3, L, refused, failures, "", worked);
+  EXPECT_FALSE(s.attached);
+  EXPECT_FALSE(worked.has_value());
+  EXPECT_EQ(s.error, describe_attach_error(Backend::fentry, EBUSY, "tick_broadcast_offline") + "; " +
+                         describe_attach_error(Backend::kprobe, EINVAL, "tick_broadcast_offline"));
+  EXPECT_EQ(failures.size(), 2u);
+  EXPECT_TRUE(refused.fentry.empty());  // not a policy refusal: later probes still try fentry
+  EXPECT_EQ(L.live_count(), 0);
+}
+
+TEST(AttachSteps, SitesObjectThatDoesNotLoadUnattachesEverySite) {
+  const ProbeModule& m = *find_module("bcast_lock");
+  std::vector<SiteStatus> sites(2);
+  sites[0] = {"__tick_broadcast_oneshot_control", "__tick_broadcast_oneshot_control", Backend::fentry, true, ""};
+  sites[1] = {"tick_broadcast_offline", "tick_broadcast_offline", Backend::kprobe, true, ""};
+  std::vector<ProgRequest> progs = {{Backend::fentry, ProgRole::site, 0, "__tick_broadcast_oneshot_control"},
+                                    {Backend::kprobe, ProgRole::site, 3, "tick_broadcast_offline"}};
+  FakeLoader L;
+  EXPECT_EQ(load_sites_object(m, {}, L, sites), kNoLoad);  // nothing worked alone: no object
+  EXPECT_TRUE(L.requests.empty());
+  L.fail_load[{Backend::kprobe, "tick_broadcast_offline"}] = E2BIG;
+  EXPECT_EQ(load_sites_object(m, progs, L, sites), kNoLoad);
+  ASSERT_EQ(L.requests.size(), 1u);
+  EXPECT_TRUE(L.requests[0].partial);
+  EXPECT_EQ(L.requests[0].progs.size(), 2u);
+  EXPECT_FALSE(sites[0].attached);
+  EXPECT_FALSE(sites[1].attached);
+  EXPECT_EQ(sites[0].error, describe_attach_error(Backend::fentry, E2BIG, "__tick_broadcast_oneshot_control"));
+  EXPECT_EQ(sites[1].error, describe_attach_error(Backend::kprobe, E2BIG, "tick_broadcast_offline"));
+  // Nothing attached: conclude_sites gives the first resolved site's error as the reason.
+  AttachedProbe out;
+  out.status.sites = sites;
+  conclude_sites(kNoLoad, L, {}, "", out);
+  EXPECT_FALSE(out.status.attached);
+  EXPECT_TRUE(out.handles.empty());
+  EXPECT_EQ(out.status.reason, sites[0].error);
+}
+
+TEST(AttachSteps, ConcludeSitesCountsTheAttachedSitesAndKeepsTheObject) {
+  std::vector<SiteStatus> sites(3);
+  sites[0] = {"a", "a", Backend::kprobe, true, ""};
+  sites[1] = {"b", "", Backend::none, false, "b not in this kernel"};
+  sites[2] = {"c", "c", Backend::kprobe, true, ""};
+  FakeLoader L;
+  AttachedProbe out;
+  out.status.sites = sites;
+  conclude_sites(LoadHandle{7}, L, {}, "", out);
+  EXPECT_TRUE(out.status.attached);
+  EXPECT_EQ(out.status.backend, Backend::kprobe);
+  EXPECT_EQ(out.status.symbol, "2 of 3 functions");
+  EXPECT_EQ(out.status.via, "");  // kprobe only: not mixed
+  EXPECT_EQ(out.handles, std::vector<LoadHandle>{7});
+  EXPECT_TRUE(L.released.empty());
+}
+
+/// Window totals from a fixed table, for a module's report section.
+struct FixedTotals : WindowTotals {
+  std::map<std::string, std::vector<uint64_t>, std::less<>> arrays;
+  std::vector<uint64_t> array(std::string_view field) const override {
+    auto it = arrays.find(field);
+    return it == arrays.end() ? std::vector<uint64_t>{} : it->second;
+  }
+};
+
+TEST(Modules, CpupriSetReportsTheVectorsItWrote) {
+  const ProbeModule& m = *find_module("cpupri_set");
+  FixedTotals t;
+  t.arrays["vec_set"] = {0, 5, 0, 2};
+  t.arrays["vec_clear"] = {0, 5, 0};  // shorter: the missing element counts 0
+  nlohmann::json j = nlohmann::json::object();
+  m.add_report_section(t, j);
+  EXPECT_EQ(j.dump(), R"({"vectors":{"1":{"clear":5,"set":5},"3":{"clear":0,"set":2}}})");
+  EXPECT_EQ(m.report_section_text(j), "vectors written: [1] +5/-5 [3] +2/-0");
+  // Nothing written: an empty object, and no details item.
+  nlohmann::json none = nlohmann::json::object();
+  m.add_report_section(FixedTotals{}, none);
+  EXPECT_EQ(none.dump(), R"({"vectors":{}})");
+  EXPECT_EQ(m.report_section_text(none), "");
+  // Other modules add nothing.
+  nlohmann::json other = nlohmann::json::object();
+  find_module("cpupri_find")->add_report_section(t, other);
+  EXPECT_EQ(other.dump(), "{}");
+}
+
+TEST(Modules, EveryProbeDeclaresItsTableColumnsOverItsOwnFields) {
+  for (const ProbeModule* m : probe_modules()) {
+    const ProbeSpec& s = m->spec();
+    EXPECT_FALSE(s.columns.empty()) << s.name;
+    for (const TableColumn& c : s.columns) {
+      const Field* f = s.layout.find(c.field);
+      ASSERT_NE(f, nullptr) << s.name << " " << c.header;
+      if (c.kind == ColumnKind::p99)
+        EXPECT_EQ(f->kind, FieldKind::hist) << s.name << " " << c.header;
+      else  // a counter, or an array's sum (bcast_lock's calls over its sites)
+        EXPECT_TRUE(f->kind == FieldKind::counter || f->kind == FieldKind::counter_array) << s.name << " " << c.header;
+    }
+  }
+  EXPECT_EQ(find_module("idle")->spec().table_rank, -1);  // its column leads the table
+  EXPECT_TRUE(find_module("bcast_lock")->spec().details_list_zeros);
+  EXPECT_FALSE(find_module("cpupri_set")->spec().details_list_zeros);
 }
 
 TEST(Modules, LabelsAndBlindReasonComeFromTheModule) {

@@ -68,6 +68,17 @@ TEST(TuiText, CellsFitClip) {
   EXPECT_EQ(l.spans[0].len, 2);
 }
 
+TEST(TuiColumns, TheModulesColumnsInTableRankThenProbeOrder) {
+  // Built from each module's ProbeSpec::columns: idle (rank -1) first, then by sh_probe_id,
+  // then the model column.
+  std::string heads;
+  for (auto& c : cpu_columns()) heads += std::string(heads.empty() ? "" : " ") + c.header + "=" + c.probe;
+  EXPECT_EQ(heads,
+            "idle/s=idle nohz_exit/s=nohz_exit exit_work/s=nohz_exit nohz_enter/s=nohz_enter nohz_kick/s=nohz_kick "
+            "ilb_sent/s=ilb_kick ilb_recv/s=ilb_kick cpupri_set/s=cpupri_set set_p99=cpupri_set "
+            "cpupri_find/s=cpupri_find bcast_lock/s=bcast_lock bcast_wait/s=bcast_wait xfer/s=");
+}
+
 TEST(TuiColumns, ExtendReportColumns) {
   // top's columns are report's list: the p99 and the placeholder model column included.
   const auto& cols = cpu_columns();

@@ -1,6 +1,7 @@
 // The RT push/pull cpupri probes (bpf/cpupri.bpf.c): cpupri_set, cpupri_find.
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "probe/modules/fields.h"
 #include "schedhot.skel.h"
@@ -43,6 +44,7 @@ class CpupriSet : public ProbeModule {
     p.secondary = {"noop"};
     p.hist = "lat";
     p.default_hist = true;
+    p.columns = {{"cpupri_set/s", "calls"}, {"set_p99", "lat", ColumnKind::p99, "cpupri_set_p99_ns"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint)
@@ -60,7 +62,25 @@ class CpupriSet : public ProbeModule {
     if (field != "trans") return std::nullopt;
     return fmt::format("{}->{}", kClass[i / SH_CP_NCLASS], kClass[i % SH_CP_NCLASS]);
   }
-
+  /// "vectors": which cpupri vectors the window wrote, each index one pri_to_cpu[] entry
+  /// ({"3": {"set": 5, "clear": 5}}, the written ones only).
+  void add_report_section(const WindowTotals& t, nlohmann::json& report) const override {
+    const std::vector<uint64_t> set = t.array("vec_set"), clear = t.array("vec_clear");
+    nlohmann::json vecs = nlohmann::json::object();
+    for (size_t i = 0; i < set.size(); ++i) {
+      const uint64_t c = i < clear.size() ? clear[i] : 0;
+      if (set[i] || c) vecs[std::to_string(i)] = {{"set", set[i]}, {"clear", c}};
+    }
+    report["vectors"] = vecs;
+  }
+  /// "vectors written: [3] +5/-5 [4] +1/-0".
+  std::string report_section_text(const nlohmann::json& report) const override {
+    if (!report.contains("vectors") || report["vectors"].empty()) return "";
+    std::string items;
+    for (auto& [idx, v] : report["vectors"].items())
+      items += fmt::format(" [{}] +{}/-{}", idx, v["set"].get<uint64_t>(), v["clear"].get<uint64_t>());
+    return "vectors written:" + items;
+  }
 };
 
 class CpupriFind : public ProbeModule {
@@ -79,6 +99,7 @@ class CpupriFind : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"found"};
     p.hist = "lat";
+    p.columns = {{"cpupri_find/s", "calls"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.cpupri_find__fentry, s->progs.cpupri_find__fexit,

@@ -30,6 +30,8 @@ class Idle : public ProbeModule {
     p.primary = "exits";
     p.secondary = {"entries"};
     p.hist = "lat";
+    p.columns = {{"idle/s", "exits"}};
+    p.table_rank = -1;  // the table's first column and default sort
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     return b == Backend::tracepoint && role == ProgRole::tracepoint && index == 0 ? s->progs.idle__tp_cpu_idle : nullptr;

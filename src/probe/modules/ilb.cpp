@@ -36,6 +36,7 @@ class IlbKick : public ProbeModule {
                              "sent kicks by target rq->nohz_flags & 0xf (BALANCE=1 STATS=2 NEWILB=4 NEXT=8)")};
     p.primary = "sent";
     p.secondary = {"received"};
+    p.columns = {{"ilb_sent/s", "sent"}, {"ilb_recv/s", "received"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b != Backend::tracepoint || role != ProgRole::tracepoint) return nullptr;

@@ -33,6 +33,7 @@ class NohzExit : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"worked"};
     p.hist = "lat";
+    p.columns = {{"nohz_exit/s", "calls"}, {"exit_work/s", "worked"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint) return role == ProgRole::tracepoint && index == 0 ? s->progs.nohz_exit__tp_tick : nullptr;
@@ -69,6 +70,7 @@ class NohzEnter : public ProbeModule {
                                "calls with rq->nohz_tick_stopped clear: set the mask bit")};
     p.primary = "calls";
     p.secondary = {"first"};
+    p.columns = {{"nohz_enter/s", "calls"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint)
@@ -97,6 +99,7 @@ class NohzKick : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"idle_ticks"};
     p.hist = "lat";
+    p.columns = {{"nohz_kick/s", "calls"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.nohz_kick__fentry, s->progs.nohz_kick__fexit, s->progs.nohz_kick__kprobe,

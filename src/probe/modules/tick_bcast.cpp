@@ -42,6 +42,8 @@ class BcastLock : public ProbeModule {
     p.layout.fields = {array("calls", SH_WORDS(sh_bcast_lock_slot, calls), SH_BCAST_SITES,
                              "calls per lock-taking function, in kBcastSites order")};
     p.primary = "calls";
+    p.columns = {{"bcast_lock/s", "calls"}};
+    p.details_list_zeros = true;  // every site, called or not
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int i) const override {
     if (role != ProgRole::site || i < 0 || i >= SH_BCAST_SITES) return nullptr;
@@ -124,6 +126,7 @@ class BcastWait : public ProbeModule {
     p.primary = "contentions";
     p.secondary = {"all_locks"};
     p.hist = "lat";
+    p.columns = {{"bcast_wait/s", "contentions"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b != Backend::tracepoint || role != ProgRole::tracepoint) return nullptr;
