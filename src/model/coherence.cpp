@@ -270,7 +270,7 @@ void ExactCoherence::feed(const LineAccess& a) {
     throw std::invalid_argument(fmt::format("exact coherence: access at {} ns comes after one at {} ns (not in time order)",
                                             a.ts_ns, last_ts_));
   if (a.cpu >= ncpus_)
-    throw std::invalid_argument(fmt::format("exact coherence: cpu {} out of range (0..{})", a.cpu, ncpus_ - 1));
+    throw std::invalid_argument(fmt::format("exact coherence: cpu {} out of range ({} CPUs)", a.cpu, ncpus_));
   if (a.line >= lines_.size())
     throw std::invalid_argument(fmt::format("exact coherence: line {} out of range ({} lines)", a.line, lines_.size()));
   last_ts_ = a.ts_ns;

@@ -1,7 +1,7 @@
 // Coherence traffic of one shared cacheline: how many times per second the line moves
 // between CPUs, how far, and at what estimated stall cost. Two ways to count (issue 11):
 //
-//  * CoherenceModel (coherence_model): from each CPU's read and write rates over an
+//  * coherence_model(): from each CPU's read and write rates over an
 //    interval, the expected transfers under independent arrivals (formulas below).
 //  * ExactCoherence: the same ownership machine run over traced (time, CPU, line, r/w)
 //    accesses in time order.
@@ -28,7 +28,8 @@
 //   c with probability pr_c = r_c/L, a write by c with pw_c = w_c/L; p_c = pr_c + pw_c,
 //   W_-c = sum_{j!=c} pw_j. By the iid marks, the accesses before a given access are
 //   independent of it, so the line state it meets is found by scanning its past backwards
-//   (stationary: the past is long, so some write is always found):
+//   (stationary: the past is long, so some write is always found; with no writes at all
+//   nothing misses):
 //   - Write by c hits iff holders == {c} iff, scanning back, the first access that is not
 //     a read by c is a write by c (c's own reads keep holders == {c}; any other CPU's
 //     access adds or makes another holder). Reads by c are skipped, so
@@ -60,8 +61,7 @@
 //     every time, and a's next write finds b holding the line; the model expects half of
 //     each (model 0.5x exact; 0.87x with 14 independent CPUs around them);
 //   - a CPU that reads right after its own write always hits; the model may put another
-//     CPU's write in between (over-counts its reads: +9 % in the test's mix, while its
-//     writes are under-counted by 12 %).
+//     CPU's write in between (the test's mix: reads +9 %, writes -12 %, total +2 %).
 //   test_coherence.cpp measures and prints these errors.
 // ---------------------------------------------------------------------------------------
 #pragma once

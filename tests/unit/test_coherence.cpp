@@ -149,6 +149,22 @@ TEST(Coherence, UnknownTopologyFieldsShareNothing) {
     for (uint32_t j = 0; j < t.size(); ++j) EXPECT_EQ(idx.distance(i, j), xfer_distance(t[i], t[j])) << i << j;
   EXPECT_EQ(idx.package_group(2), -1);
   EXPECT_EQ(idx.llc_group(3), -1);
+  // A CPU listed twice: its first entry counts; negative ids are skipped.
+  const TopologyIndex dup({{.cpu = 0, .package = 0, .core = 0, .llc = 0, .node = 0},
+                           {.cpu = 1, .package = 0, .core = 0, .llc = 0, .node = 0},
+                           {.cpu = 1, .package = 1, .core = 0, .llc = 1, .node = 1},
+                           {.cpu = -1, .package = 1, .core = 0, .llc = 1, .node = 1}});
+  EXPECT_EQ(dup.size(), 2u);
+  EXPECT_EQ(dup.distance(0, 1), XferDistance::smt);
+  EXPECT_EQ(dup.package_groups(), 1);
+  // An empty topology accepts no CPU unless told how many.
+  const TopologyIndex none;
+  ExactCoherence ex(none, 1);
+  EXPECT_EQ(error_of([&] { ex.feed({1, 0, 0, true}); }), "exact coherence: cpu 0 out of range (0 CPUs)");
+  ExactCoherence ex4(none, 1, 4);
+  ex4.feed({1, 0, 0, true});
+  ex4.feed({2, 3, 0, true});
+  EXPECT_EQ(ex4.counts(0).at(0).by_distance[kRemote], 1u);  // outside the topology: remote
 }
 
 // ---------------------------------------------------------------------------------------
@@ -229,7 +245,7 @@ TEST(Coherence, ExactRejectsOutOfOrderAndOutOfRange) {
   ex.feed({100, 1, 0, false});  // equal times are fine: feed order
   EXPECT_EQ(error_of([&] { ex.feed({99, 0, 0, true}); }),
             "exact coherence: access at 99 ns comes after one at 100 ns (not in time order)");
-  EXPECT_EQ(error_of([&] { ex.feed({200, 2, 0, true}); }), "exact coherence: cpu 2 out of range (0..1)");
+  EXPECT_EQ(error_of([&] { ex.feed({200, 2, 0, true}); }), "exact coherence: cpu 2 out of range (2 CPUs)");
   EXPECT_EQ(error_of([&] { ex.feed({200, 0, 1, true}); }), "exact coherence: line 1 out of range (1 lines)");
   EXPECT_EQ(ex.accesses(0), 2u);  // the rejected ones changed nothing
   ex.feed({101, 0, 0, true});
