@@ -59,6 +59,9 @@ class SymbolTable {
   std::optional<std::pair<const Symbol*, uint64_t>> symbolize(uint64_t addr) const;
   /// "name+0xoff" or "0xaddr".
   std::string describe(uint64_t addr) const;
+  /// Every parsed symbol (core kernel and modules), in file order: for scans by address
+  /// range, e.g. the data symbols that share a cacheline (probe/layout.h).
+  const std::vector<Symbol>& symbols() const { return syms_; }
 
  private:
   std::vector<Symbol> syms_;
