@@ -129,7 +129,9 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
 }
 
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
-  return schedhot::live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
+  Meta m = schedhot::live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
+  m.layout = a.facts.layout;
+  return m;
 }
 
 namespace {
@@ -294,6 +296,14 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
   req.opts.all_cpus = o.all_cpus;
   req.opts.top = o.top;
   req.opts.sort = o.sort;
+  if (!o.xfer_cost.empty()) {
+    try {
+      req.opts.xfer_cost = parse_xfer_cost(o.xfer_cost);
+    } catch (const std::invalid_argument& e) {
+      err(e.what());
+      return 2;
+    }
+  }
   req.file = o.file;
   req.from = o.from;
   req.to = o.to;
@@ -308,7 +318,7 @@ int run_report(const ReportCmd& o) {
   if (report_sort_key(o.sort).empty()) {
     std::string names;
     for (auto& c : cpu_columns())
-      if (c.kind != CpuColumnKind::model) names += fmt::format("{}{}", names.empty() ? "" : ", ", c.header);
+      names += fmt::format("{}{}", names.empty() ? "" : ", ", c.header);
     err(fmt::format("--sort: no column '{}' (a probe name or one of: cpu, {})", o.sort, names));
     return 2;
   }

@@ -96,6 +96,7 @@ struct ReportCmd {
   bool all_cpus = false;
   int top = 10;
   std::string sort = "idle";
+  std::string xfer_cost;  ///< --xfer-cost smt=15,llc=40,package=80,remote=150 (ns)
   std::string from, to;
   bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
 };

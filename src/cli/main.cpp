@@ -110,6 +110,7 @@ int main(int argc, char** argv) {
   cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name, a column header (set_p99, ilb_recv/s) or cpu (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
+  cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150");
 
   InfoCmd info;
   auto* ci = app.add_subcommand("info", "a recording's metadata and integrity: frames, samples, time span, damage");

@@ -81,6 +81,30 @@ struct TableColumn {
   std::string key;     ///< JSON key when it is not header ("cpupri_set_p99_ns"), else ""
 };
 
+/// One kind of access to a kernel field that every counted event of a probe makes: the
+/// coherence model's input (src/model/lines.h). The events of an interval are the delta of
+/// `counter` (minus that of `minus`), per CPU; for a counter_array, `element` picks one
+/// element, kEachElement gives each element its own events with "#" in `field` replaced by
+/// the element's index (cpupri vector i), and `element_bits` sums the elements whose index
+/// has any of those bits (ILB kicks with BALANCE). "[cpu]" in `field` is the event's CPU
+/// (its bit of a cpumask, its cpu_to_pri[] entry). Fields the traced kernel does not have
+/// (nohz.nr_cpus from 7.0) are dropped when lines are built from its layout. One event
+/// touches a line once (as a write if any of its accesses there writes): accesses of one
+/// counter selection on a line are one access, and the events of all selections sharing a
+/// `bound` are at most that counter's delta (nohz_enter's calls bound its first calls).
+struct FieldAccess {
+  static constexpr int kEachElement = -2;
+  std::string counter;       ///< slot field whose delta counts the events
+  std::string minus;         ///< subtracted counter ("" none): busy ticks = calls - idle_ticks
+  int element = -1;          ///< -1 the whole field (sum), >= 0 one element, kEachElement
+  uint32_t element_bits = 0; ///< != 0: the elements whose index & element_bits != 0
+  std::string field;         ///< "nohz.nr_cpus", "cpupri.pri_to_cpu[#].count", "cpupri.cpu_to_pri[cpu]"
+  bool write = false;        ///< store or atomic read-modify-write; else a load
+  std::string source;        ///< the kernel code that makes it ("fair.c nohz_balance_exit_idle(): atomic_dec")
+  std::string assumption;    ///< "" when the counter counts exactly these accesses, else what is assumed
+  std::string bound;         ///< counter bounding these events per line ("" the probe's primary)
+};
+
 /// One probe of the catalog.
 struct ProbeSpec {
   sh_probe_id id;
@@ -105,6 +129,7 @@ struct ProbeSpec {
   /// The report's details list every element of its counter arrays, zeros too (bcast_lock:
   /// each site, called or not); else only the non-zero ones.
   bool details_list_zeros = false;
+  std::vector<FieldAccess> accesses;       ///< the modeled kernel fields each event touches
 };
 
 /// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order

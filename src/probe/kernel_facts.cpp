@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 
 #include <bpf/btf.h>
@@ -37,7 +38,8 @@ std::string raw_btf_size_problem(const std::string& path, uint64_t file_bytes) {
 
 /// Reads vmlinux BTF: from path (--btf) when not empty, else libbpf's search. A bad path
 /// throws; a kernel without BTF leaves f.btf false with the reason in f.btf_error.
-void read_btf(KernelFacts& f, const std::string& path) {
+/// Loads the BTF and reads its facts into f; returns it (the caller frees it) or nullptr.
+struct btf* read_btf(KernelFacts& f, const std::string& path) {
   struct btf* btf = nullptr;
   if (!path.empty()) {
     // Only a regular file: libbpf would read a FIFO or /dev/zero without end.
@@ -64,7 +66,7 @@ void read_btf(KernelFacts& f, const std::string& path) {
       const int e = errno;
       f.btf = false;
       f.btf_error = describe_vmlinux_btf_error(e, ::access(kSysfsVmlinuxBtf, F_OK) == 0);
-      return;
+      return nullptr;
     }
   }
   f.btf = true;
@@ -92,7 +94,17 @@ void read_btf(KernelFacts& f, const std::string& path) {
       if (at && btf_is_array(at)) f.cpupri_nr_prios = static_cast<int>(btf_array(at)->nelems);
     }
   }
-  btf__free(btf);
+  return btf;
+}
+
+/// cpu0's L1d line size from sysfs (what HostInfo::cacheline_bytes reads), 64 when unreadable.
+int sysfs_line_bytes() {
+  int v = 0;
+  if (FILE* fp = std::fopen("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size", "r")) {
+    if (std::fscanf(fp, "%d", &v) != 1) v = 0;
+    std::fclose(fp);
+  }
+  return (v >= 16 && v <= 4096 && (v & (v - 1)) == 0) ? v : 64;
 }
 
 void read_kprobes(KernelFacts& f) {
@@ -124,8 +136,9 @@ KernelFacts read_kernel_facts(const std::string& system_map_path, const std::str
   struct utsname u {};
   if (uname(&u) == 0) f.release = u.release;
   libbpf_print_fn_t old = libbpf_set_print(nullptr);
+  std::unique_ptr<struct btf, void (*)(struct btf*)> btf(nullptr, btf__free);
   try {
-    read_btf(f, btf_path);
+    btf.reset(read_btf(f, btf_path));
   } catch (...) {
     libbpf_set_print(old);
     throw;
@@ -147,6 +160,10 @@ KernelFacts read_kernel_facts(const std::string& system_map_path, const std::str
     f.system_map = std::move(*sm);
     f.system_map_path = system_map_path;
   }
+  const SymbolTable* syms = f.system_map ? &*f.system_map : (f.kallsyms_error.empty() ? &f.kallsyms : nullptr);
+  f.layout = read_coherence_layout(btf.get(), syms, sysfs_line_bytes(),
+                                   btf ? (f.btf_path.empty() ? std::string(kSysfsVmlinuxBtf) : f.btf_path) : "",
+                                   f.system_map ? f.system_map_path : "/proc/kallsyms");
   return f;
 }
 

@@ -6,6 +6,7 @@
 #include <unordered_set>
 
 #include "probe/kallsyms.h"
+#include "probe/layout.h"
 
 namespace schedhot {
 
@@ -30,6 +31,10 @@ struct KernelFacts {
   /// --btf FILE: the BTF read from it, also given to libbpf for CO-RE relocation
   /// (bpf_object_open_opts.btf_custom_path); "" = libbpf's search (/sys/kernel/btf/vmlinux...).
   std::string btf_path;
+  /// The hot lines' layout (probe/layout.h) from this BTF and symbol table (the System.map
+  /// when given, else kallsyms), for the cacheline size of cpu0's L1d (sysfs
+  /// coherency_line_size, 64 when unreadable).
+  CoherenceLayout layout;
 };
 
 /// Where the running kernel exposes its own BTF (CONFIG_DEBUG_INFO_BTF).

@@ -76,6 +76,7 @@ void to_json(nlohmann::json& j, const Meta& m) {
        {"interval_ns", m.interval_ns},
        {"hist", {{"sub_bits", m.hist_sub_bits}, {"max_msb", m.hist_max_msb}, {"buckets", SH_HIST_BUCKETS}}},
        {"probes", probes}};
+  if (m.layout) j["layout"] = *m.layout;
 }
 
 void from_json(const nlohmann::json& j, Meta& m) {
@@ -119,6 +120,8 @@ void from_json(const nlohmann::json& j, Meta& m) {
       m.probes.push_back(std::move(p));
     }
     if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
+    m.layout.reset();
+    if (auto it = j.find("layout"); it != j.end() && !it->is_null()) m.layout = it->get<CoherenceLayout>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
   }

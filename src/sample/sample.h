@@ -3,12 +3,14 @@
 // Sample; every view computes from two of them (design: one pipeline, two sources).
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
 
 #include "probe/catalog.h"
+#include "probe/layout.h"
 #include "probe/status.h"
 #include "sys/host.h"
 
@@ -54,6 +56,9 @@ struct Meta {
   uint32_t hist_sub_bits = SH_HIST_SUB_BITS;
   uint32_t hist_max_msb = SH_HIST_MAX_MSB;
   std::vector<ProbeMeta> probes;
+  /// The traced kernel's hot-line layout (probe/layout.h), read at attach; absent in
+  /// recordings made before it was recorded (format 1.2 files of schedhot <= 0.1.0).
+  std::optional<CoherenceLayout> layout;
 
   /// Index of a probe by name in probes, or -1.
   int probe_index(std::string_view name) const;

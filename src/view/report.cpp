@@ -13,6 +13,7 @@
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/cpulist.h"
+#include "view/cachelines.h"
 #include "sys/json_text.h"
 
 namespace schedhot {
@@ -29,15 +30,15 @@ const std::vector<CpuColumn>& cpu_columns() {
         v.push_back({c.header.c_str(), m->spec().name.c_str(), c.field.c_str(),
                      c.kind == ColumnKind::p99 ? CpuColumnKind::p99 : CpuColumnKind::rate,
                      c.key.empty() ? nullptr : c.key.c_str()});
-    // Estimated cacheline transfers/s: the coherence model is not there yet, so the
-    // column is blank (top shows it, report leaves it out).
+    // Estimated cacheline transfers/s missed by the CPU, every modeled line (model/lines.h).
     v.push_back({"xfer/s", "", "", CpuColumnKind::model});
     return v;
   }();
   return cols;
 }
 
-ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts) : meta_(meta), opts_(std::move(opts)) {
+ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
+    : meta_(meta), opts_(std::move(opts)), coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
   for (size_t p = 0; p < meta.probes.size(); ++p)
@@ -63,6 +64,7 @@ void ReportBuilder::add(const Sample& s) {
         double r = iv.rate(primary_[p]);
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }
+      coh_->add(iv);
     }
   }
   if (s.online.empty()) online_unknown_ = true;
@@ -78,7 +80,7 @@ void ReportBuilder::add(const Sample& s) {
 std::string report_sort_key(const std::string& name) {
   if (name == "cpu" || name == "CPU") return "cpu";
   for (auto& col : cpu_columns())
-    if (col.kind != CpuColumnKind::model && (name == col.probe || name == col.header)) return col.json_key();
+    if ((col.kind != CpuColumnKind::model && name == col.probe) || name == col.header) return col.json_key();
   return "";
 }
 
@@ -304,7 +306,7 @@ nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, i
 }
 
 void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
-                                  nlohmann::json& r) const {
+                                  const CoherenceSummary& coh, nlohmann::json& r) const {
   std::vector<char> measured(meta.probes.size());
   for (size_t pi = 0; pi < meta.probes.size(); ++pi)
     measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
@@ -317,7 +319,10 @@ void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool hav
     nlohmann::json row = {{"cpu", c}};
     for (size_t ci = 0; ci < cpu_columns().size(); ++ci) {
       const CpuColumn& col = cpu_columns()[ci];
-      if (col.kind == CpuColumnKind::model) continue;
+      if (col.kind == CpuColumnKind::model) {
+        row[col.json_key()] = num_or_null(have, have ? coh.cpu_xfers_per_s(c) : 0);
+        continue;
+      }
       int p = meta.probe_index(col.probe);
       bool ok = have && p >= 0 && measured[size_t(p)] && iv.present(p);
       if (col.kind == CpuColumnKind::rate) {
@@ -367,7 +372,9 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   nlohmann::json probes = nlohmann::json::array();
   for (size_t pi = 0; pi < meta.probes.size(); ++pi) probes.push_back(probe_json(meta, iv, static_cast<int>(pi), have, cpus));
   r["probes"] = probes;
-  add_cpu_table(meta, iv, have, cpus, r);
+  const CoherenceSummary coh = coh_->summary();
+  r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost) : nlohmann::json(nullptr);
+  add_cpu_table(meta, iv, have, cpus, coh, r);
   return r;
 }
 
@@ -460,18 +467,16 @@ std::string cpu_table_text(const nlohmann::json& r) {
   if (!cpus.empty()) {
     std::string by = r["cpus_sorted_by"].get<std::string>();  // a JSON key: say it as the column's header
     for (auto& col : cpu_columns())
-      if (col.kind != CpuColumnKind::model && col.json_key() == by) by = col.header;
+      if (col.json_key() == by) by = col.header;
     if (by == "cpu") by = "CPU";
     out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = not measured: probe unavailable, blind, or a proxy's "
                        "duration):\n{:>4}",
                        cpus.size(), r["cpus_total"].get<size_t>(), by, "CPU");
-    for (auto& col : cpu_columns())
-      if (col.kind != CpuColumnKind::model) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
+    for (auto& col : cpu_columns()) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
     out += "\n";
     for (auto& row : cpus) {
       out += fmt::format("{:>4}", row["cpu"].get<int>());
       for (auto& col : cpu_columns()) {
-        if (col.kind == CpuColumnKind::model) continue;
         const auto& v = row[col.json_key()];
         std::string cell = col.kind == CpuColumnKind::p99 ? fmt_ns(v) : v.is_null() ? "-" : format_rate(v.get<double>());
         out += fmt::format(" {:>{}}", cell, std::max<size_t>(8, strlen(col.header)));
@@ -496,6 +501,7 @@ std::string render_report_text(const nlohmann::json& r) {
   if (!notes.empty()) out += "\nNotes:\n" + notes;
 
   out += cpu_table_text(r);
+  if (r.contains("cachelines")) out += cachelines_text(r["cachelines"]);
   return out;
 }
 

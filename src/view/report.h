@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/interval.h"
+#include "model/lines.h"
 #include "sample/sample.h"
 
 namespace schedhot {
@@ -25,6 +27,7 @@ struct ReportOptions {
   bool all_cpus = false;    ///< per-CPU table for every CPU, not the top 10
   int top = 10;             ///< rows of the per-CPU table without all_cpus
   std::string sort = "idle";  ///< per-CPU sort column (a probe name or a column header)
+  XferCost xfer_cost;       ///< --xfer-cost: per-distance stall estimate of one transfer
 };
 
 /// The per-CPU table's column (its JSON key, e.g. "cpupri_set/s") that --sort NAME
@@ -69,7 +72,7 @@ class ReportBuilder {
   /// The per-CPU table (cpu_columns()) as r's "cpus", sorted by opts_.sort, with
   /// "cpus_sorted_by" and "cpus_total".
   void add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
-                     nlohmann::json& r) const;
+                     const CoherenceSummary& coh, nlohmann::json& r) const;
 
   const Meta& meta_;
   ReportOptions opts_;
@@ -85,6 +88,7 @@ class ReportBuilder {
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
   std::vector<FieldRef> primary_;  ///< per probe: its primary counter (empty: unknown to this build)
+  std::unique_ptr<CoherenceAccumulator> coh_;  ///< the coherence model over the window's intervals
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
   bool online_unknown_ = false;  ///< a window sample did not say which CPUs were online
 };
@@ -126,7 +130,7 @@ std::string render_report_text(const nlohmann::json& report);
 enum class CpuColumnKind {
   rate,   ///< events/s of a counter field (Interval::rate)
   p99,    ///< p99 of a histogram field, ns (Interval::hist)
-  model,  ///< estimated from a model that does not exist yet: always blank, not in the report
+  model,  ///< the coherence model's transfers/s missed by the CPU (model/lines.h)
 };
 
 /// The per-CPU table's columns, in display order: report's table and JSON rows and

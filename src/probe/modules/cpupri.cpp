@@ -43,6 +43,20 @@ class CpupriSet : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"noop"};
     p.hist = "lat";
+    // cpupri.c cpupri_set() (kernel-notes 2.2): vec_set[i] / vec_clear[i] count the writes
+    // to pri_to_cpu[i]; every call that changes the priority stores cpu_to_pri[cpu].
+    p.accesses = {
+        {"vec_set", "", FieldAccess::kEachElement, 0, "cpupri.pri_to_cpu[#].mask[cpu]", true,
+         "cpupri.c cpupri_set(): cpumask_set_cpu(cpu, vec->mask) (lock bts)", ""},
+        {"vec_set", "", FieldAccess::kEachElement, 0, "cpupri.pri_to_cpu[#].count", true,
+         "cpupri.c cpupri_set(): atomic_inc(&vec->count) after smp_mb__before_atomic()", ""},
+        {"vec_clear", "", FieldAccess::kEachElement, 0, "cpupri.pri_to_cpu[#].count", true,
+         "cpupri.c cpupri_set(): atomic_dec(&vec->count), then smp_mb__after_atomic()", ""},
+        {"vec_clear", "", FieldAccess::kEachElement, 0, "cpupri.pri_to_cpu[#].mask[cpu]", true,
+         "cpupri.c cpupri_set(): cpumask_clear_cpu(cpu, vec->mask) (lock btr)", ""},
+        {"calls", "", -1, 0, "cpupri.cpu_to_pri[cpu]", false, "cpupri.c cpupri_set(): oldpri = *currpri", ""},
+        {"calls", "noop", -1, 0, "cpupri.cpu_to_pri[cpu]", true, "cpupri.c cpupri_set(): *currpri = newpri", ""},
+    };
     p.default_hist = true;
     p.columns = {{"cpupri_set/s", "calls"}, {"set_p99", "lat", ColumnKind::p99, "cpupri_set_p99_ns"}};
   }
@@ -100,6 +114,14 @@ class CpupriFind : public ProbeModule {
     p.secondary = {"found"};
     p.hist = "lat";
     p.columns = {{"cpupri_find/s", "calls"}};
+    // cpupri.c __cpupri_find() for idx = 0 .. task_pri-1 (kernel-notes 2.2)
+    p.accesses = {
+        {"calls", "", -1, 0, "cpupri.pri_to_cpu[0].count", false,
+         "cpupri.c __cpupri_find(): atomic_read(&vec->count), then smp_rmb()",
+         "only vector 0 (NORMAL) is counted: the search reads vectors 0 .. task_pri-1, so higher ones are a lower bound"},
+        {"calls", "", -1, 0, "cpupri.pri_to_cpu[0].mask", false,
+         "cpupri.c __cpupri_find(): cpumask_any_and(&p->cpus_mask, vec->mask)", "read only when count was non-zero"},
+    };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.cpupri_find__fentry, s->progs.cpupri_find__fexit,

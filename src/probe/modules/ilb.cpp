@@ -37,6 +37,19 @@ class IlbKick : public ProbeModule {
     p.primary = "sent";
     p.secondary = {"received"};
     p.columns = {{"ilb_sent/s", "sent"}, {"ilb_recv/s", "received"}};
+    // fair.c kick_ilb() and _nohz_idle_balance() (kernel-notes 1.3, 1.4, 2.1)
+    p.accesses = {
+        {"flags", "", -1, 0x1, "nohz.next_balance", true,
+         "fair.c kick_ilb(): nohz.next_balance = jiffies + 1 on a BALANCE kick",
+         "kicks counted by the target's flags after the kick: a BALANCE bit left pending by an earlier kick counts too",
+         "sent"},
+        {"received", "", -1, 0, "nohz.idle_cpus_mask", false,
+         "fair.c _nohz_idle_balance(): for_each_cpu_wrap(balance_cpu, nohz.idle_cpus_mask, ...)",
+         "every received kick runs _nohz_idle_balance() (a kick cancelled by need_resched still counts)", "received"},
+        {"received", "", -1, 0, "nohz.has_blocked", true,
+         "fair.c _nohz_idle_balance(): WRITE_ONCE(nohz.has_blocked, 0) / nohz.needs_update / nohz.next_balance",
+         "every received kick writes the nohz line once", "received"},
+    };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b != Backend::tracepoint || role != ProgRole::tracepoint) return nullptr;

@@ -34,6 +34,12 @@ class NohzExit : public ProbeModule {
     p.secondary = {"worked"};
     p.hist = "lat";
     p.columns = {{"nohz_exit/s", "calls"}, {"exit_work/s", "worked"}};
+    // fair.c nohz_balance_exit_idle(), when rq->nohz_tick_stopped (kernel-notes 1.1)
+    p.accesses = {
+        {"worked", "", -1, 0, "nohz.idle_cpus_mask[cpu]", true,
+         "fair.c nohz_balance_exit_idle(): cpumask_clear_cpu(rq->cpu, nohz.idle_cpus_mask) (lock btr)", ""},
+        {"worked", "", -1, 0, "nohz.nr_cpus", true, "fair.c nohz_balance_exit_idle(): atomic_dec(&nohz.nr_cpus) (<= 6.19)", ""},
+    };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint) return role == ProgRole::tracepoint && index == 0 ? s->progs.nohz_exit__tp_tick : nullptr;
@@ -71,6 +77,15 @@ class NohzEnter : public ProbeModule {
     p.primary = "calls";
     p.secondary = {"first"};
     p.columns = {{"nohz_enter/s", "calls"}};
+    // fair.c nohz_balance_enter_idle() (kernel-notes 1.2)
+    p.accesses = {
+        {"calls", "", -1, 0, "nohz.has_blocked", true,
+         "fair.c nohz_balance_enter_idle(): WRITE_ONCE(nohz.has_blocked, 1), every call", ""},
+        {"first", "", -1, 0, "nohz.idle_cpus_mask[cpu]", true,
+         "fair.c nohz_balance_enter_idle(): cpumask_set_cpu(cpu, nohz.idle_cpus_mask) (lock bts)", ""},
+        {"first", "", -1, 0, "nohz.nr_cpus", true, "fair.c nohz_balance_enter_idle(): atomic_inc(&nohz.nr_cpus) (<= 6.19)", ""},
+        {"first", "", -1, 0, "nohz.needs_update", true, "fair.c nohz_balance_enter_idle(): WRITE_ONCE(nohz.needs_update, 1)", ""},
+    };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
     if (b == Backend::tracepoint)
@@ -100,6 +115,17 @@ class NohzKick : public ProbeModule {
     p.secondary = {"idle_ticks"};
     p.hist = "lat";
     p.columns = {{"nohz_kick/s", "calls"}};
+    // fair.c nohz_balancer_kick() on a busy tick (calls - idle_ticks; kernel-notes 1.3)
+    p.accesses = {
+        {"calls", "idle_ticks", -1, 0, "nohz.nr_cpus", false,
+         "fair.c nohz_balancer_kick(): atomic_read(&nohz.nr_cpus), the first check of every busy tick (<= 6.19)", ""},
+        {"calls", "idle_ticks", -1, 0, "nohz.has_blocked", false,
+         "fair.c nohz_balancer_kick(): READ_ONCE(nohz.has_blocked) (7.0+: the first check)",
+         "read on every busy tick; <= 6.19 skips it while nohz.nr_cpus is 0"},
+        {"calls", "idle_ticks", -1, 0, "nohz.next_balance", false,
+         "fair.c nohz_balancer_kick(): time_before(now, nohz.next_balance)",
+         "read on every busy tick; skipped while nohz.nr_cpus is 0 (<= 6.19)"},
+    };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int) const override {
     return function_program(b, role, s->progs.nohz_kick__fentry, s->progs.nohz_kick__fexit, s->progs.nohz_kick__kprobe,

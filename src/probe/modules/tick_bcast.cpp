@@ -44,6 +44,10 @@ class BcastLock : public ProbeModule {
     p.primary = "calls";
     p.columns = {{"bcast_lock/s", "calls"}};
     p.details_list_zeros = true;  // every site, called or not
+    // tick-broadcast.c: every counted function takes raw_spin_lock(&tick_broadcast_lock)
+    p.accesses = {{"calls", "", -1, 0, "tick_broadcast_lock", true,
+                   "tick-broadcast.c: raw_spin_lock(&tick_broadcast_lock) (queued_spin_lock: cmpxchg) and its unlock",
+                   "one acquisition per call (an upper bound: some paths return before the lock)"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int i) const override {
     if (role != ProgRole::site || i < 0 || i >= SH_BCAST_SITES) return nullptr;
@@ -125,6 +129,9 @@ class BcastWait : public ProbeModule {
                        hist("lat", SH_WORDS(sh_bcast_wait_slot, lat), "wait time contention_begin -> end, ns")};
     p.primary = "contentions";
     p.secondary = {"all_locks"};
+    p.accesses = {{"contentions", "", -1, 0, "tick_broadcast_lock", false,
+                   "qspinlock.c queued_spin_lock_slowpath(): the waiter spins reading the lock word",
+                   "one read per contention (a waiter re-reads the line each time the holder writes it)"}};
     p.hist = "lat";
     p.columns = {{"bcast_wait/s", "contentions"}};
   }

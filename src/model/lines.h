@@ -1,0 +1,137 @@
+// The hot shared cachelines of an interval: which CPU reads and writes which line how
+// often, built from the probes' counters and the traced kernel's layout. Each probe module
+// declares the kernel fields every counted event touches (ProbeSpec::accesses, e.g. a
+// nohz_balance_exit_idle() that found the tick stopped writes nohz.idle_cpus_mask[cpu] and
+// nohz.nr_cpus); the layout (probe/layout.h, from BTF) says which line each field lives in.
+// The coherence model (model/coherence.h) turns these rates into transfers.
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "model/coherence.h"
+#include "model/interval.h"
+#include "probe/layout.h"
+
+namespace schedhot {
+
+/// A cacheline: line `line` (0-based, line_bytes each) of a kernel object ("nohz",
+/// "root_domain", "nohz.idle_cpus_mask", "cpupri.pri_to_cpu[3].mask", "cpupri.cpu_to_pri",
+/// "tick_broadcast_lock").
+struct LineKey {
+  std::string object;
+  int64_t line = 0;
+  auto operator<=>(const LineKey&) const = default;
+};
+
+/// One probe's accesses to a line from one CPU, events/s. An event that touches the line
+/// several times (a load then a store, two fields of it) counts once: as a write if any of
+/// its accesses writes.
+struct LineCpuRate {
+  int cpu = -1;
+  int probe = -1;
+  double reads = 0, writes = 0;
+};
+
+/// A modeled line over one interval.
+struct LineAccesses {
+  LineKey key;
+  std::string family;               ///< "nohz", "cpupri", "tick_broadcast_lock": what-if groups
+  std::string name;                 ///< shown: "nohz", "root_domain line 2 (cpupri vec 0)"
+  std::vector<std::string> fields;  ///< kernel fields accessed in it ("nohz.nr_cpus")
+  std::vector<std::string> assumptions;  ///< of its accesses and its placement, one line each
+  std::vector<LineCpuRate> rates;   ///< by (cpu, probe); only non-zero entries
+};
+
+/// Which kernel fields a what-if removes (a seed patch that this kernel lacks).
+struct WhatIf {
+  std::string id;        ///< "nohz_nr_cpus", "cpupri_count"
+  std::string title;     ///< "sched/fair: Remove nohz.nr_cpus (5d86d542, v7.0)"
+  std::string family;    ///< the lines it changes
+};
+/// The seed patches the model can replay: nohz.nr_cpus removed, cpupri_vec.count removed.
+const std::vector<WhatIf>& what_ifs();
+/// layout with the what-if's field removed and the struct re-laid out (later members move
+/// down to their natural alignment), as the patched kernel would have it. Unchanged when
+/// the field is already absent.
+CoherenceLayout apply_what_if(const CoherenceLayout& layout, const WhatIf& w);
+
+/// The layout assumed for a recording that has none (made before layouts were recorded, or
+/// with no BTF): Debian's distro shape (CONFIG_CPUMASK_OFFSTACK=y; nohz with nr_cpus before
+/// 7.0; cpupri_vec with count; tick_broadcast_lock in its own line), with one note saying so.
+CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes);
+
+/// The lines every present probe's declared accesses touch over iv, per CPU and probe
+/// (rates in events/s), in LineKey order. Fields the layout lacks are skipped; a field
+/// whose placement is not known (a separate allocation: an OFFSTACK cpumask, cpu_to_pri[])
+/// is modeled as its own line-aligned object, said in the line's assumptions. Cost:
+/// O(probes x accesses x measured CPUs); idle CPUs add nothing.
+std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout);
+
+/// The layout a recording's lines are modeled on: its own (Meta::layout) or, when it has
+/// none, assumed_layout() of its kernel release.
+CoherenceLayout layout_of(const Meta& meta);
+
+/// One line over a span of intervals: time-averaged access rates and modeled transfers.
+struct LineSummary {
+  LineKey key;
+  std::string family, name;
+  std::vector<std::string> fields, assumptions;
+  double reads_per_s = 0, writes_per_s = 0;
+  LineTraffic traffic;  ///< modeled transfers/s, per CPU (ascending) and in total
+  /// Transfers/s by the probe whose access missed (index into Meta::probes): a CPU's
+  /// misses shared out by its probes' share of its reads and writes of the line.
+  std::vector<std::pair<int, double>> by_probe;
+};
+
+/// A seed patch replayed on this run's accesses.
+struct WhatIfResult {
+  WhatIf what;
+  bool applies = false;      ///< the kernel still has the field the patch removes
+  std::string reason;        ///< when it does not apply: "this kernel has it (nohz.nr_cpus absent)"
+  double before_xfers_per_s = 0, after_xfers_per_s = 0;  ///< the family's lines, summed
+  double before_stall_ns_per_s = 0, after_stall_ns_per_s = 0;
+};
+
+/// The model over a span: every line, the what-ifs, and the notes on the layout used.
+struct CoherenceSummary {
+  double seconds = 0;
+  int line_bytes = 64;
+  std::vector<LineSummary> lines;  ///< LineKey order
+  std::vector<WhatIfResult> what_if;
+  std::vector<std::string> notes;  ///< layout notes (what was read, what is assumed)
+  /// Transfers/s missed by one CPU over every line (0 when it has none).
+  double cpu_xfers_per_s(int cpu) const;
+};
+
+/// Adds the model of consecutive intervals, each weighted by its length: the span's
+/// figures are time averages of the per-interval model (which is not linear in the rates,
+/// so this differs from the model of the span's average rates when rates change).
+class CoherenceAccumulator {
+ public:
+  /// meta must outlive the accumulator. cost: the per-distance stall estimate.
+  CoherenceAccumulator(const Meta& meta, XferCost cost = {});
+  void add(const Interval& iv);
+  CoherenceSummary summary() const;
+  const CoherenceLayout& layout() const { return layout_; }
+  const XferCost& cost() const { return cost_; }
+
+ private:
+  struct Acc {
+    LineAccesses line;
+    double reads = 0, writes = 0;     // x seconds
+    std::map<uint32_t, CpuXfers> cpus;  // x seconds
+    std::map<int, double> by_probe;     // x seconds
+  };
+  const Meta& meta_;
+  CoherenceLayout layout_;
+  XferCost cost_;
+  TopologyIndex topo_;
+  double seconds_ = 0;
+  std::map<LineKey, Acc> acc_;
+  std::vector<std::pair<double, double>> what_if_;  // per what_ifs(): before, after transfers x s
+  std::vector<std::pair<double, double>> what_if_stall_;
+};
+
+}  // namespace schedhot

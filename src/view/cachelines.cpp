@@ -1,0 +1,167 @@
+#include "view/cachelines.h"
+
+#include <algorithm>
+#include <fmt/format.h>
+
+namespace schedhot {
+
+namespace {
+
+nlohmann::json opt_bool(const std::optional<bool>& b) { return b ? nlohmann::json(*b) : nlohmann::json(nullptr); }
+
+std::string fmt_rate(double r) {
+  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
+  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  return fmt::format("{:.1f}", r);
+}
+
+/// The probes of meta whose declared accesses reach `family` but that measure nothing
+/// (unavailable or blind): their share of the line is missing from the figures.
+std::vector<std::string> unmeasured(const Meta& meta, const std::string& family) {
+  std::vector<std::string> out;
+  for (size_t p = 0; p < meta.probes.size(); ++p) {
+    const ProbeSpec* spec = find_probe(meta.probes[p].name);
+    if (!spec) continue;
+    bool touches = false;
+    for (const FieldAccess& a : spec->accesses) touches |= a.field.rfind(family, 0) == 0;
+    if (!touches) continue;
+    const ProbeStatus& st = meta.probes[p].status;
+    const std::string blind = blind_reason(meta, static_cast<int>(p));
+    if (!st.attached) out.push_back(fmt::format("{}: unavailable ({})", meta.probes[p].name, st.reason));
+    else if (!blind.empty()) out.push_back(fmt::format("{}: blind ({})", meta.probes[p].name, blind));
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top) {
+  nlohmann::json c;
+  c["model"] = "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
+  c["line_bytes"] = s.line_bytes;
+  c["cost_ns"] = nlohmann::json::object();
+  for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
+  const CoherenceLayout L = layout_of(meta);
+  c["layout"] = {{"recorded", meta.layout.has_value()}, {"btf", L.btf_source}, {"notes", s.notes}};
+  FixesPresent fx;
+  if (meta.layout) {
+    fx = fixes_present(*meta.layout);
+  } else {
+    fx.nohz_reason = fx.cpupri_reason = fx.bcast_reason = "layout not recorded";
+  }
+  c["fixes"] = {{"nohz_nr_cpus_removed", opt_bool(fx.nohz_nr_cpus_removed)},
+                {"cpupri_count_removed", opt_bool(fx.cpupri_count_removed)},
+                {"bcast_lock_own_line", opt_bool(fx.bcast_lock_own_line)},
+                {"text", to_string(fx)}};
+  nlohmann::json lines = nlohmann::json::array();
+  for (const LineSummary& l : s.lines) {
+    nlohmann::json j;
+    j["name"] = l.name;
+    j["object"] = l.key.object;
+    j["line"] = l.key.line;
+    j["family"] = l.family;
+    j["fields"] = l.fields;
+    j["assumptions"] = l.assumptions;
+    j["reads_per_s"] = l.reads_per_s;
+    j["writes_per_s"] = l.writes_per_s;
+    j["xfers_per_s"] = l.traffic.total();
+    j["read_xfers_per_s"] = l.traffic.read_xfers_per_s;
+    j["write_xfers_per_s"] = l.traffic.write_xfers_per_s;
+    j["bytes_per_s"] = l.traffic.total() * s.line_bytes;
+    nlohmann::json by = nlohmann::json::object();
+    for (int d = 0; d < kXferDistances; ++d) by[to_string(XferDistance(d))] = l.traffic.by_distance[size_t(d)];
+    j["by_distance"] = by;
+    j["stall_ns_per_s"] = stall_ns_per_s(l.traffic, cost);
+    std::vector<CpuXfers> cpus = l.traffic.cpus;
+    std::stable_sort(cpus.begin(), cpus.end(), [](const CpuXfers& a, const CpuXfers& b) { return a.total() > b.total(); });
+    nlohmann::json tc = nlohmann::json::array();
+    for (size_t i = 0; i < cpus.size() && static_cast<int>(i) < top; ++i)
+      if (cpus[i].total() > 0) tc.push_back({{"cpu", cpus[i].cpu}, {"xfers_per_s", cpus[i].total()}});
+    j["top_cpus"] = tc;
+    nlohmann::json bp = nlohmann::json::object();
+    for (auto [p, x] : l.by_probe)
+      if (p >= 0 && p < static_cast<int>(meta.probes.size())) bp[meta.probes[size_t(p)].name] = x;
+    j["by_probe"] = bp;
+    j["unmeasured"] = unmeasured(meta, l.family);
+    lines.push_back(j);
+  }
+  c["lines"] = lines;
+  nlohmann::json wi = nlohmann::json::array();
+  for (const WhatIfResult& w : s.what_if) {
+    nlohmann::json j = {{"id", w.what.id}, {"patch", w.what.title}, {"lines", w.what.family}, {"applies", w.applies}};
+    if (!meta.layout) j["assumed_layout"] = true;  // applies / reason come from assumed_layout()
+    if (!w.applies) {
+      j["reason"] = meta.layout ? w.reason : w.reason + " (in the layout assumed for kernel " + meta.host.kernel_release + ")";
+    } else {
+      j["before_xfers_per_s"] = w.before_xfers_per_s;
+      j["after_xfers_per_s"] = w.after_xfers_per_s;
+      j["ratio"] = w.before_xfers_per_s > 0 ? nlohmann::json(w.after_xfers_per_s / w.before_xfers_per_s)
+                                           : nlohmann::json(nullptr);
+      j["before_stall_ns_per_s"] = w.before_stall_ns_per_s;
+      j["after_stall_ns_per_s"] = w.after_stall_ns_per_s;
+    }
+    wi.push_back(j);
+  }
+  c["what_if"] = wi;
+  return c;
+}
+
+std::string cachelines_text(const nlohmann::json& c) {
+  if (c.is_null()) return "";
+  std::string out;
+  const auto& cost = c["cost_ns"];
+  out += fmt::format(
+      "\nCachelines (model: independent arrivals; {} B lines; xfer = an access that finds the line owned elsewhere; "
+      "stall at smt {} llc {} package {} remote {} ns, estimates):\n",
+      c["line_bytes"].get<int>(), cost["smt"].get<double>(), cost["llc"].get<double>(), cost["package"].get<double>(),
+      cost["remote"].get<double>());
+  out += fmt::format("  {}\n", c["fixes"]["text"].get<std::string>());
+  if (c["lines"].empty()) {
+    out += "  no modeled line was accessed in the window\n";
+  } else {
+    out += fmt::format("  {:<40} {:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>6} {:>10}\n", "LINE", "READ/s", "WRITE/s",
+                       "XFER/s", "KB/s", "smt%", "llc%", "pkg%", "remot%", "stall us/s");
+  }
+  for (const auto& l : c["lines"]) {
+    const double x = l["xfers_per_s"].get<double>();
+    auto pct = [&](const char* d) { return x > 0 ? fmt::format("{:.0f}", 100 * l["by_distance"][d].get<double>() / x) : "-"; };
+    out += fmt::format("  {:<40} {:>8} {:>8} {:>8} {:>8.1f} {:>5} {:>5} {:>5} {:>6} {:>10.2f}\n", l["name"].get<std::string>(),
+                       fmt_rate(l["reads_per_s"].get<double>()), fmt_rate(l["writes_per_s"].get<double>()), fmt_rate(x),
+                       l["bytes_per_s"].get<double>() / 1024, pct("smt"), pct("llc"), pct("package"), pct("remote"),
+                       l["stall_ns_per_s"].get<double>() / 1e3);
+    std::string fields;
+    for (const auto& f : l["fields"]) fields += (fields.empty() ? "" : " ") + f.get<std::string>();
+    std::string tops;
+    for (const auto& t : l["top_cpus"])
+      tops += fmt::format("{}{} ({}/s)", tops.empty() ? "" : ", ", t["cpu"].get<int>(), fmt_rate(t["xfers_per_s"].get<double>()));
+    std::string probes;
+    for (const auto& [p, v] : l["by_probe"].items())
+      if (x > 0) probes += fmt::format("{}{} {:.0f}%", probes.empty() ? "" : ", ", p, 100 * v.get<double>() / x);
+    out += fmt::format("    fields: {}\n", fields);
+    if (!tops.empty()) out += fmt::format("    top CPUs: {}; caused by: {}\n", tops, probes);
+    for (const auto& u : l["unmeasured"]) out += fmt::format("    not counted: {}\n", u.get<std::string>());
+  }
+  for (const auto& w : c["what_if"]) {
+    if (!w["applies"].get<bool>()) {
+      out += fmt::format("  what-if {}: {}\n", w["patch"].get<std::string>(), w["reason"].get<std::string>());
+      continue;
+    }
+    const double b = w["before_xfers_per_s"].get<double>(), a = w["after_xfers_per_s"].get<double>();
+    out += fmt::format("  what-if {}: {} lines {} -> {} xfer/s ({}), stall {:.2f} -> {:.2f} us/s\n",
+                       w["patch"].get<std::string>(), w["lines"].get<std::string>(), fmt_rate(b), fmt_rate(a),
+                       w["ratio"].is_null() ? std::string("no traffic before") : fmt::format("x{:.2f}", a / b),
+                       w["before_stall_ns_per_s"].get<double>() / 1e3, w["after_stall_ns_per_s"].get<double>() / 1e3);
+  }
+  std::vector<std::string> seen;
+  for (const auto& l : c["lines"])
+    for (const auto& a : l["assumptions"]) {
+      std::string s = a.get<std::string>();
+      if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
+    }
+  for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
+  for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);
+  return out;
+}
+
+}  // namespace schedhot

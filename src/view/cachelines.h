@@ -1,0 +1,23 @@
+// The report's "cachelines" section: the coherence model's figures per hot line (what
+// shares it, reads and writes, transfers/s and bytes/s by distance, stall estimate, top
+// CPUs, the probes that cause them), the fixes this kernel has, and the seed patches'
+// what-ifs. JSON first (schema in README "Cachelines"); the text view renders it.
+#pragma once
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "model/lines.h"
+
+namespace schedhot {
+
+/// The section's JSON for summary s over the probes of meta: {"model", "line_bytes",
+/// "layout": {source, notes}, "fixes", "lines": [...], "what_if": [...], "cost_ns"}.
+/// top: CPUs listed per line (highest transfers first). Rates in events/s, transfers/s,
+/// bytes/s; stall in ns per second.
+nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top = 3);
+
+/// The text view of cachelines_json's object ("" for null).
+std::string cachelines_text(const nlohmann::json& c);
+
+}  // namespace schedhot
