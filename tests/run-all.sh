@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds schedhot with its tests and runs every test (unit, BPF in the kernel, live, the
-# recording reader's fuzzer, and the QEMU kernels when tests/vm is present), then the unit
+# recording reader's fuzzer, and the QEMU kernels when tests/vm is present), the
+# benchmarks' short mode (label bench, their figures printed), then the unit
 # tests again under ASan+UBSan. Needs root for the BPF and live tests.
 # Usage: sudo tests/run-all.sh [ctest arguments...]
 set -euo pipefail
@@ -35,7 +36,10 @@ summarize_failures() {   # BUILD_DIR
 # ctest leaves LastTestsFailed.log of an earlier run in place: only this run's may count.
 rm -f "$build/Testing/Temporary/LastTestsFailed.log"
 trap 'summarize_failures "$build"' EXIT
-(cd "$build" && ctest --output-on-failure --timeout 3600 "$@") || status=$?
+(cd "$build" && ctest --output-on-failure --timeout 3600 -LE bench "$@") || status=$?
+# The benchmarks in their short mode (label bench, a few seconds each: tests/bench/run.sh),
+# alone on the machine and verbose so that their figures stay in the log.
+(cd "$build" && ctest -V --output-on-failure --timeout 600 -L bench "$@") || status=$?
 # The unit tests once more under ASan and UBSan, in their own build directory
 # ($SCHEDHOT_ASAN_BUILD, default build-asan/). SCHEDHOT_NO_ASAN=1 skips this pass.
 if [ -z "${SCHEDHOT_NO_ASAN:-}" ]; then

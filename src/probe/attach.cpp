@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "probe/module.h"
+#include "sample/sample.h"
 #include "schedhot.skel.h"
 
 namespace schedhot {
@@ -260,15 +261,7 @@ bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
     words.clear();
     return false;
   }
-  const SlotLayout& L = probe_modules()[i]->spec().layout;
-  const size_t n = size_t(ncpus_) * L.slot_words;
-  words.resize(n);
-  std::memcpy(words.data(), slots, n * sizeof(uint64_t));
-  for (auto& f : L.fields) {
-    if (f.kind != FieldKind::priv) continue;
-    for (uint32_t c = 0; c < ncpus_; ++c)
-      std::memset(words.data() + size_t(c) * L.slot_words + f.offset, 0, f.nwords * sizeof(uint64_t));
-  }
+  copy_slots(slots, ncpus_, probe_modules()[i]->spec().layout, words);
   return true;
 }
 

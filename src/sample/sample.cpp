@@ -3,6 +3,7 @@
 #include "probe/module.h"
 
 #include <algorithm>
+#include <cstring>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -124,6 +125,17 @@ void from_json(const nlohmann::json& j, Meta& m) {
     if (auto it = j.find("layout"); it != j.end() && !it->is_null()) m.layout = it->get<CoherenceLayout>();
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
+  }
+}
+
+void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& L, std::vector<uint64_t>& words) {
+  const size_t n = size_t(ncpus) * L.slot_words;
+  words.resize(n);
+  std::memcpy(words.data(), slots, n * sizeof(uint64_t));
+  for (auto& f : L.fields) {
+    if (f.kind != FieldKind::priv) continue;
+    for (uint32_t c = 0; c < ncpus; ++c)
+      std::memset(words.data() + size_t(c) * L.slot_words + f.offset, 0, f.nwords * sizeof(uint64_t));
   }
 }
 

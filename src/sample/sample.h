@@ -76,6 +76,11 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
 
+/// Copies one probe's slot array (ncpus * layout.slot_words u64 words, CPU-major, as the
+/// BPF array map holds it) into words, resized to fit, with the private words zeroed:
+/// what ProbeSet::read does with a mapped map (and the user-space benchmark with a fake).
+void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& layout, std::vector<uint64_t>& words);
+
 void to_json(nlohmann::json& j, const Meta& m);
 /// Throws std::runtime_error on a malformed or inconsistent document (never trusts sizes);
 /// its message says what is wrong, without a "bad metadata" prefix (callers add context).

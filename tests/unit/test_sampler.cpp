@@ -303,3 +303,28 @@ TEST(LiveSource, PollNeverWaitsAndReturnsOnlyWhatIsDue) {
   EXPECT_FALSE(src.finish(s));
   EXPECT_EQ(r.reads, 2);
 }
+
+// copy_slots (sample.h), what ProbeSet::read does with a mapped BPF map: every word is
+// copied CPU-major except the private ones (nohz_exit's timing stack), which read as 0.
+TEST(CopySlots, CopiesEveryWordButThePrivateOnes) {
+  const ProbeSpec* spec = find_probe("nohz_exit");
+  ASSERT_NE(spec, nullptr);
+  const SlotLayout& L = spec->layout;
+  const uint32_t ncpus = 3;
+  std::vector<uint64_t> map(size_t(ncpus) * L.slot_words);
+  for (size_t i = 0; i < map.size(); ++i) map[i] = i + 1;
+  std::vector<uint64_t> words = {42};
+  copy_slots(map.data(), ncpus, L, words);
+  ASSERT_EQ(words.size(), map.size());
+  size_t priv = 0;
+  for (uint32_t c = 0; c < ncpus; ++c)
+    for (uint32_t w = 0; w < L.slot_words; ++w) {
+      bool is_priv = false;
+      for (const auto& f : L.fields)
+        if (f.kind == FieldKind::priv && w >= f.offset && w < f.offset + f.nwords) is_priv = true;
+      const size_t i = size_t(c) * L.slot_words + w;
+      EXPECT_EQ(words[i], is_priv ? 0 : map[i]) << "cpu " << c << " word " << w;
+      priv += is_priv;
+    }
+  EXPECT_EQ(priv, ncpus * (1 + SH_MAX_DEPTH));  // struct sh_timing: depth and ts[]
+}
