@@ -211,6 +211,7 @@ class Checker:
         self.proxies = []
         self.graph = []
         self.noarat = []
+        self.lines = []
         self.stops = []     # the last sample after the SIGINT, ms
         self.lines = []
 
@@ -368,9 +369,52 @@ def check_backend(ck, kver, variant, backend, d, binary):
         ck.expect(total(ik, "sent") > 0, tag, "ilb_kick: no kick seen")
 
     check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w)
+    check_cachelines(ck, tag, kver, variant, report, probes)
 
     idle = probes.get("idle")
     ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
+
+
+def check_cachelines(ck, tag, kver, variant, report, probes):
+    """Issue 11: the guest's own layout (BTF, kallsyms) and fixes, and the model's lines."""
+    c = report.get("cachelines")
+    if not ck.expect(c is not None, tag, "report has no cachelines section"):
+        return
+    lay = c["layout"]
+    ck.expect(lay["recorded"] and lay["btf"] == "/sys/kernel/btf/vmlinux", tag,
+              f"layout not read from the guest's BTF: {lay}")
+    fx = c["fixes"]
+    want_nr = kver.startswith("7.")  # nohz.nr_cpus removed in 7.0 (5d86d542)
+    ck.expect(fx["nohz_nr_cpus_removed"] is want_nr, tag, f"fixes: nohz.nr_cpus removed = {fx['nohz_nr_cpus_removed']}, "
+                                                             f"expected {want_nr} on {kver}")
+    ck.expect(fx["cpupri_count_removed"] is False, tag, f"fixes: cpupri_vec.count removed = {fx['cpupri_count_removed']}")
+    # Debian builds with KALLSYMS_ALL: the lock's address is known and it is alone in its line (4.11+)
+    ck.expect(fx["bcast_lock_own_line"] is True, tag, f"fixes: tick_broadcast_lock own line = {fx['bcast_lock_own_line']} "
+                                                        f"({fx['text']})")
+    lines = {l["name"]: l for l in c["lines"]}
+    # Debian: CPUMASK_OFFSTACK=y, so the idle mask is its own allocation
+    ck.expect("nohz.idle_cpus_mask" in lines, tag, f"no separate nohz.idle_cpus_mask line (lines: {sorted(lines)})")
+    wi = {w["id"]: w for w in c["what_if"]}
+    ck.expect(wi["nohz_nr_cpus"]["applies"] is (not want_nr), tag, f"nr_cpus what-if applies={wi['nohz_nr_cpus']['applies']}")
+    for name, l in sorted(lines.items()):
+        ck.say(f"   line   {name:<40} reads {l['reads_per_s']:>9.1f}/s writes {l['writes_per_s']:>9.1f}/s "
+               f"xfer {l['xfers_per_s']:>9.1f}/s" + (f"  exact {l['exact']['xfers_per_s']:.1f}/s" if l.get("exact") else ""))
+        ck.lines.append({"kernel": kver, "variant": variant, "line": name, "xfers_per_s": l["xfers_per_s"],
+                         "exact_xfers_per_s": (l.get("exact") or {}).get("xfers_per_s")})
+    for w in c["what_if"]:
+        if w["applies"]:
+            ck.say(f"   whatif {w['id']:<14} {w['before_xfers_per_s']:.1f} -> {w['after_xfers_per_s']:.1f} xfer/s")
+    if variant == "plain":
+        fam = {l["family"] for l in c["lines"] if l["xfers_per_s"] > 0}
+        ck.expect({"nohz", "cpupri"} <= fam, tag, f"the workload moved no nohz or cpupri line (families with transfers: {fam})")
+    else:
+        tb = lines.get("tick_broadcast_lock")
+        ck.expect(tb is not None and tb["xfers_per_s"] > 0, tag,
+                  f"no-ARAT guest: tick_broadcast_lock line has no transfers ({tb and tb['xfers_per_s']})")
+        if tb:
+            bw = probes.get("bcast_wait") or {}
+            ck.say(f"   bcast  tick_broadcast_lock {tb['xfers_per_s']:.0f} xfer/s next to "
+                   f"{total(bw, 'contentions') if bw.get('counters') else 'unmeasured'} contentions")
 
 
 def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w):
@@ -607,7 +651,7 @@ def main(argv):
     for t in times:
         ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
     summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
-               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "stops": ck.stops,
+               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "lines": ck.lines, "stops": ck.stops,
                "failures": ck.failures}
     with open(os.path.join(OUT, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
