@@ -9,58 +9,34 @@ namespace schedhot {
 
 namespace {
 
-/// Where one access lands: a line, and whether the field's placement was assumed.
-struct Place {
-  LineKey key;
-  std::string family;
-  std::string assumption;
-};
-
 constexpr const char* kSeparate =
     "a separately allocated bitmap, modeled as its own line-aligned object (slab neighbours not known)";
 
 /// Byte offset -> line of the object.
 int64_t lof(int64_t off, int lb) { return line_of(off, lb); }
 
-/// The lines of a bitmap of nbits bits starting at byte `base` of its object: the line of
-/// bit `cpu` (cpu >= 0), or every line of the bitmap (cpu < 0: a scan such as
-/// for_each_cpu or cpumask_any_and).
-void bitmap_lines(std::vector<int64_t>& out, int64_t base, int cpu, int64_t nbits, int lb) {
-  if (cpu >= 0) {
-    out.push_back(lof(base + int64_t(cpu / 64) * 8, lb));
-    return;
-  }
-  const int64_t bytes = std::max<int64_t>(8, (nbits + 63) / 64 * 8);
-  for (int64_t l = lof(base, lb); l <= lof(base + bytes - 1, lb); ++l) out.push_back(l);
-}
+}  // namespace
 
-/// The places of kernel field `field` (element `elem` already substituted for "#"; "[cpu]"
-/// stands for cpu) on a kernel with `layout`, for a machine with ncpus possible CPUs.
-/// Empty when the kernel has no such field.
-std::vector<Place> places(const std::string& field, int cpu, int ncpus, const CoherenceLayout& L) {
-  const int lb = L.line_bytes;
-  std::vector<Place> out;
+std::optional<FieldTarget> field_target(const std::string& field, int ncpus, const CoherenceLayout& L) {
   std::string f = field;
   bool per_cpu = false;
   if (auto p = f.find("[cpu]"); p != std::string::npos) {
     per_cpu = true;
     f.erase(p, 5);
   }
-  const int c = per_cpu ? cpu : -1;
+  // A cpumask at byte base of object: CPU c's word (per_cpu) or the whole bitmap (a scan).
+  auto mask = [&](std::string object, std::string family, int64_t base, int64_t nbits, std::string assumption) {
+    FieldTarget t{std::move(object), std::move(family), std::move(assumption), base,
+                  per_cpu ? FieldTarget::bit : FieldTarget::scan, nbits};
+    return t;
+  };
   if (f.rfind("nohz.", 0) == 0) {
-    if (!L.nohz) return out;
+    if (!L.nohz) return std::nullopt;
     const NohzLayout& n = *L.nohz;
     const std::string m = f.substr(5);
     if (m == "idle_cpus_mask") {
-      std::vector<int64_t> ls;
-      if (n.mask_is_pointer) {
-        bitmap_lines(ls, 0, c, ncpus, lb);
-        for (auto l : ls) out.push_back({{"nohz.idle_cpus_mask", l}, "nohz", kSeparate});
-      } else {
-        bitmap_lines(ls, n.idle_cpus_mask.offset, c, n.mask_bytes * 8, lb);
-        for (auto l : ls) out.push_back({{"nohz", l}, "nohz", ""});
-      }
-      return out;
+      if (n.mask_is_pointer) return mask("nohz.idle_cpus_mask", "nohz", 0, ncpus, kSeparate);
+      return mask("nohz", "nohz", n.idle_cpus_mask.offset, n.mask_bytes * 8, "");
     }
     const MemberLayout* mem = nullptr;
     if (m == "nr_cpus" && n.nr_cpus) mem = &*n.nr_cpus;
@@ -68,45 +44,53 @@ std::vector<Place> places(const std::string& field, int cpu, int ncpus, const Co
     if (m == "needs_update" && n.needs_update) mem = &*n.needs_update;
     if (m == "next_balance") mem = &n.next_balance;
     if (m == "next_blocked") mem = &n.next_blocked;
-    if (mem) out.push_back({{"nohz", lof(mem->offset, lb)}, "nohz", ""});
-    return out;
+    if (!mem) return std::nullopt;
+    return FieldTarget{"nohz", "nohz", "", mem->offset, FieldTarget::fixed, 0};
   }
   if (f.rfind("cpupri.", 0) == 0) {
-    if (!L.cpupri) return out;
+    if (!L.cpupri) return std::nullopt;
     const CpupriLayout& cp = *L.cpupri;
-    if (f == "cpupri.cpu_to_pri") {
-      out.push_back({{"cpupri.cpu_to_pri", lof(int64_t(std::max(c, 0)) * 4, lb)}, "cpupri",
-                     "cpu_to_pri[] (kcalloc'd ints) modeled as starting on a line boundary"});
-      return out;
-    }
-    // cpupri.pri_to_cpu[i].count / .mask
+    if (f == "cpupri.cpu_to_pri")
+      return FieldTarget{"cpupri.cpu_to_pri", "cpupri", "cpu_to_pri[] (kcalloc'd ints) modeled as starting on a line boundary",
+                         0, per_cpu ? FieldTarget::int32 : FieldTarget::fixed, 0};
     int i = -1;
     char what[16] = {};
-    if (std::sscanf(f.c_str(), "cpupri.pri_to_cpu[%d].%15s", &i, what) != 2 || i < 0 || i >= cp.nr_prios) return out;
+    if (std::sscanf(f.c_str(), "cpupri.pri_to_cpu[%d].%15s", &i, what) != 2 || i < 0 || i >= cp.nr_prios)
+      return std::nullopt;
     const std::string w = what;
     if (w == "count") {
-      if (!cp.count_offset) return out;
-      out.push_back({{"root_domain", lof(cp.vec_offset(i) + *cp.count_offset, lb)}, "cpupri",
-                     "root_domain modeled as starting on a line boundary (kzalloc'd, kmalloc-2k or larger)"});
-    } else if (w == "mask") {
-      std::vector<int64_t> ls;
-      if (cp.mask_is_pointer) {
-        bitmap_lines(ls, 0, c, ncpus, lb);
-        for (auto l : ls) out.push_back({{fmt::format("cpupri.pri_to_cpu[{}].mask", i), l}, "cpupri", kSeparate});
-      } else {
-        bitmap_lines(ls, cp.vec_offset(i) + cp.mask_offset, c, cp.mask_bytes * 8, lb);
-        for (auto l : ls) out.push_back({{"root_domain", l}, "cpupri", ""});
-      }
+      if (!cp.count_offset) return std::nullopt;
+      return FieldTarget{"root_domain", "cpupri", "root_domain modeled as starting on a line boundary (kzalloc'd, kmalloc-2k or larger)",
+                         cp.vec_offset(i) + *cp.count_offset, FieldTarget::fixed, 0};
     }
-    return out;
+    if (w == "mask") {
+      if (cp.mask_is_pointer) return mask(fmt::format("cpupri.pri_to_cpu[{}].mask", i), "cpupri", 0, ncpus, kSeparate);
+      return mask("root_domain", "cpupri", cp.vec_offset(i) + cp.mask_offset, cp.mask_bytes * 8, "");
+    }
+    return std::nullopt;
   }
   if (f == "tick_broadcast_lock") {
     std::string a;
     if (!L.bcast_lock.own_line) a = "placement unknown (" + L.bcast_lock.reason + "): modeled as its own line";
-    out.push_back({{"tick_broadcast_lock", 0}, "tick_broadcast_lock", a});
+    return FieldTarget{"tick_broadcast_lock", "tick_broadcast_lock", a, 0, FieldTarget::fixed, 0};
   }
-  return out;
+  return std::nullopt;
 }
+
+void FieldTarget::lines(int cpu, int line_bytes, std::vector<int64_t>& out) const {
+  switch (mode) {
+    case fixed: out.push_back(lof(base, line_bytes)); return;
+    case bit: out.push_back(lof(base + int64_t(std::max(cpu, 0) / 64) * 8, line_bytes)); return;
+    case int32: out.push_back(lof(base + int64_t(std::max(cpu, 0)) * 4, line_bytes)); return;
+    case scan: {
+      const int64_t bytes = std::max<int64_t>(8, (nbits + 63) / 64 * 8);
+      for (int64_t l = lof(base, line_bytes); l <= lof(base + bytes - 1, line_bytes); ++l) out.push_back(l);
+      return;
+    }
+  }
+}
+
+namespace {
 
 /// Shown name of a line: the object, its line number when it has several, and what it holds.
 std::string line_name(const LineKey& k, const CoherenceLayout& L) {
@@ -130,12 +114,6 @@ std::string line_name(const LineKey& k, const CoherenceLayout& L) {
   return fmt::format("{} line {}", k.object, k.line);
 }
 
-/// Events of one access declaration on one CPU (element elem of an array, -1 the field).
-double events(const Interval& iv, int p, const FieldRef& counter, const FieldRef& minus, int cpu, int elem) {
-  double n = static_cast<double>(iv.count(counter, cpu, elem));
-  if (minus) n -= static_cast<double>(iv.count(minus, cpu, -1));
-  return std::max(0.0, n);
-}
 
 }  // namespace
 
@@ -229,115 +207,162 @@ CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes
   return L;
 }
 
-namespace {
-
-/// Registers access `a` of kernel field `field` in line `pl` (name, fields, assumptions).
-LineAccesses& note_line(std::map<LineKey, LineAccesses>& lines, const Place& pl, const std::string& field,
-                        const FieldAccess& a, const CoherenceLayout& layout) {
-  LineAccesses& la = lines[pl.key];
-  if (la.family.empty()) {
-    la.key = pl.key;
-    la.family = pl.family;
-    la.name = line_name(pl.key, layout);
-  }
-  if (std::find(la.fields.begin(), la.fields.end(), field) == la.fields.end()) la.fields.push_back(field);
-  for (const std::string& s : {pl.assumption, a.assumption})
-    if (!s.empty() && std::find(la.assumptions.begin(), la.assumptions.end(), s) == la.assumptions.end())
-      la.assumptions.push_back(s);
-  return la;
-}
-
-}  // namespace
-
-std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout) {
-  const Meta& meta = iv.meta();
+LinePlan::LinePlan(const Meta& meta, const CoherenceLayout& layout) : meta_(meta), layout_(layout) {
   const int ncpus = static_cast<int>(meta.ncpus);
-  const double secs = iv.seconds();
-  std::map<LineKey, LineAccesses> lines;
-  if (secs <= 0) return {};
-  // For the probe being built: (line, cpu, bound) -> (selection -> its reads and writes).
-  // One selection (counter, minus, element) is one kind of event: its accesses to a line
-  // count once (a write if any writes). Kinds sharing a bound add up to at most the
-  // bound's delta (an event touches a line once).
-  struct Acc {
-    double r = 0, w = 0;
-  };
-  using Slot = std::tuple<LineKey, int, std::string>;
-  std::map<Slot, std::map<std::string, Acc>> kinds;
-  std::map<Slot, double> bounds;
+  probe_res_.assign(meta.probes.size(), {0, 0});
   for (int p = 0; p < static_cast<int>(meta.probes.size()); ++p) {
-    if (!iv.present(p)) continue;
+    probe_res_[size_t(p)].first = res_.size();
     const ProbeModule* mod = find_module(meta.probes[size_t(p)].name);
-    if (!mod) continue;
-    kinds.clear();
-    bounds.clear();
+    if (!mod) {
+      probe_res_[size_t(p)].second = res_.size();
+      continue;
+    }
+    std::map<std::string, int> bound_ids, kind_ids;
     for (const FieldAccess& a : mod->spec().accesses) {
       const FieldRef counter = field_ref(meta, p, a.counter);
       const FieldRef minus = a.minus.empty() ? FieldRef{} : field_ref(meta, p, a.minus);
       const std::string bname = a.bound.empty() ? mod->spec().primary : a.bound;
       const FieldRef bound = field_ref(meta, p, bname);
       if (!counter || !bound) continue;
-      std::vector<int> elems;  // -1: the field as a whole
-      const bool each = a.element == FieldAccess::kEachElement;
-      if (each || a.element_bits) {
-        for (uint32_t e = 0; e < counter.field->nwords; ++e)
-          if (each || (e & a.element_bits)) elems.push_back(static_cast<int>(e));
+      auto [bit, bnew] = bound_ids.emplace(bname, static_cast<int>(bounds_.size()));
+      if (bnew) bounds_.push_back(bound);
+      std::vector<int> elems;  // -1: the field as a whole (or the element_bits sum)
+      if (a.element == FieldAccess::kEachElement) {
+        for (uint32_t e = 0; e < counter.field->nwords; ++e) elems.push_back(static_cast<int>(e));
       } else {
-        elems.push_back(a.element);
+        elems.push_back(a.element_bits ? -1 : a.element);
       }
-      for (int cpu = 0; cpu < ncpus; ++cpu) {
-        if (!iv.online(cpu)) continue;
-        if (iv.count(counter, cpu, -1) == 0) continue;  // idle CPUs cost nothing
-        // element_bits: one kind, the sum of its elements; kEachElement: a kind per element.
-        std::vector<std::pair<int, double>> evs;
-        double summed = 0;
-        for (int e : elems) {
-          const double n = events(iv, p, counter, minus, cpu, e);
-          if (n <= 0) continue;
-          if (a.element_bits) summed += n;
-          else evs.push_back({e, n});
-        }
-        if (a.element_bits && summed > 0) evs.push_back({-1, summed});
-        for (auto [e, n] : evs) {
-          std::string field = a.field;
-          if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(e));
-          const std::string kind = a.counter + "-" + a.minus + "#" + std::to_string(a.element_bits ? -1 : e);
-          for (const Place& pl : places(field, cpu, ncpus, layout)) {
-            note_line(lines, pl, field, a, layout);
-            const Slot slot{pl.key, cpu, bname};
-            Acc& acc = kinds[slot][kind];
-            (a.write ? acc.w : acc.r) = std::max(a.write ? acc.w : acc.r, n);
-            bounds[slot] = static_cast<double>(iv.count(bound, cpu, -1));
-          }
-        }
+      for (int e : elems) {
+        std::string field = a.field;
+        if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(e));
+        std::optional<FieldTarget> t = field_target(field, ncpus, layout);
+        if (!t) continue;  // not in this kernel
+        const std::string kname = a.counter + "-" + a.minus + "#" + std::to_string(e);
+        auto [kit, knew] = kind_ids.emplace(kname, static_cast<int>(kind_ids.size()));
+        (void)knew;
+        res_.push_back({p, counter, minus, e, a.element_bits, a.write, bit->second, kit->second, field, a.assumption,
+                        std::move(*t)});
       }
     }
-    // Per line and CPU: the bounded sums of the kinds, then this probe's rates.
-    std::map<std::pair<LineKey, int>, Acc> per_cpu;
-    for (const auto& [slot, ks] : kinds) {
-      double w = 0, r = 0;
-      for (const auto& [k, acc] : ks) {
-        w += acc.w;
-        r += std::max(0.0, acc.r - acc.w);
-      }
-      const double cap = bounds[slot];
-      w = std::min(w, cap);
-      r = std::min(r, std::max(0.0, cap - w));
-      Acc& t = per_cpu[{std::get<0>(slot), std::get<1>(slot)}];
-      t.w += w;
-      t.r += r;
-    }
-    for (const auto& [kc, acc] : per_cpu)
-      if (acc.w > 0 || acc.r > 0) lines[kc.first].rates.push_back({kc.second, p, acc.r / secs, acc.w / secs});
+    probe_res_[size_t(p)].second = res_.size();
   }
+}
+
+std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
+  const Meta& meta = iv.meta();
+  const int ncpus = static_cast<int>(meta.ncpus);
+  const double secs = iv.seconds();
+  if (secs <= 0) return {};
+  const int lb = layout_.line_bytes;
+  // Lines met so far: (object, line) -> index into out; and which resolved accesses
+  // reached each (for its fields and assumptions).
+  std::map<LineKey, size_t> ids;
   std::vector<LineAccesses> out;
-  for (auto& [k, la] : lines) {
+  std::vector<std::vector<size_t>> used;
+  auto line_id = [&](const Resolved& r, int64_t line) {
+    auto [it, fresh] = ids.emplace(LineKey{r.target.object, line}, out.size());
+    if (fresh) {
+      LineAccesses la;
+      la.key = it->first;
+      la.family = r.target.family;
+      la.name = line_name(la.key, layout_);
+      out.push_back(std::move(la));
+      used.emplace_back();
+    }
+    return it->second;
+  };
+  // One probe on one CPU: an entry per (line, bound, kind) it reached. One kind's accesses
+  // to a line count once (a write if any writes); kinds sharing a bound add up to at most
+  // the bound's delta (an event touches a line once).
+  struct Entry {
+    size_t line;
+    int bound, kind;
+    double r, w;
+  };
+  std::vector<Entry> ents;
+  std::vector<int64_t> ls;
+  for (int p = 0; p < static_cast<int>(meta.probes.size()) && size_t(p) < probe_res_.size(); ++p) {
+    const auto [b, e] = probe_res_[size_t(p)];
+    if (b == e || !iv.present(p)) continue;
+    for (int cpu = 0; cpu < ncpus; ++cpu) {
+      if (!iv.online(cpu)) continue;
+      ents.clear();
+      for (size_t i = b; i < e; ++i) {
+        const Resolved& r = res_[i];
+        double n = 0;
+        if (r.bits) {
+          for (uint32_t k = 0; k < r.counter.field->nwords; ++k)
+            if (k & r.bits) n += static_cast<double>(iv.count(r.counter, cpu, static_cast<int>(k)));
+        } else {
+          n = static_cast<double>(iv.count(r.counter, cpu, r.elem));
+        }
+        if (n <= 0) continue;
+        if (r.minus) n = std::max(0.0, n - static_cast<double>(iv.count(r.minus, cpu, -1)));
+        if (n <= 0) continue;
+        ls.clear();
+        r.target.lines(cpu, lb, ls);
+        for (int64_t l : ls) {
+          const size_t id = line_id(r, l);
+          if (std::find(used[id].begin(), used[id].end(), i) == used[id].end()) used[id].push_back(i);
+          ents.push_back({id, r.bound, r.kind, r.write ? 0 : n, r.write ? n : 0});
+        }
+      }
+      if (ents.empty()) continue;
+      std::sort(ents.begin(), ents.end(), [](const Entry& x, const Entry& y) {
+        return std::tie(x.line, x.bound, x.kind) < std::tie(y.line, y.bound, y.kind);
+      });
+      for (size_t i = 0; i < ents.size();) {
+        const size_t line = ents[i].line;
+        double rs = 0, ws = 0;
+        while (i < ents.size() && ents[i].line == line) {
+          const int bound = ents[i].bound;
+          double br = 0, bw = 0;
+          while (i < ents.size() && ents[i].line == line && ents[i].bound == bound) {
+            const int kind = ents[i].kind;
+            double kr = 0, kw = 0;
+            for (; i < ents.size() && ents[i].line == line && ents[i].bound == bound && ents[i].kind == kind; ++i) {
+              kr = std::max(kr, ents[i].r);
+              kw = std::max(kw, ents[i].w);
+            }
+            bw += kw;
+            br += std::max(0.0, kr - kw);
+          }
+          const double cap = static_cast<double>(iv.count(bounds_[size_t(bound)], cpu, -1));
+          bw = std::min(bw, cap);
+          br = std::min(br, std::max(0.0, cap - bw));
+          ws += bw;
+          rs += br;
+        }
+        if (ws > 0 || rs > 0) out[line].rates.push_back({cpu, p, rs / secs, ws / secs});
+      }
+    }
+  }
+  // Fields and assumptions of each line, in declaration order; lines in LineKey order.
+  for (size_t id = 0; id < out.size(); ++id) {
+    std::sort(used[id].begin(), used[id].end());
+    for (size_t i : used[id]) {
+      const Resolved& r = res_[i];
+      auto add = [](std::vector<std::string>& v, const std::string& x) {
+        if (!x.empty() && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+      };
+      add(out[id].fields, r.field);
+      add(out[id].assumptions, r.target.assumption);
+      add(out[id].assumptions, r.assumption);
+    }
+  }
+  std::vector<LineAccesses> sorted;
+  for (auto& [k, id] : ids) {
+    LineAccesses& la = out[id];
     if (la.rates.empty()) continue;
     std::sort(la.rates.begin(), la.rates.end(),
               [](const LineCpuRate& a, const LineCpuRate& b) { return std::tie(a.cpu, a.probe) < std::tie(b.cpu, b.probe); });
-    out.push_back(std::move(la));
+    sorted.push_back(std::move(la));
   }
-  return out;
+  return sorted;
+}
+
+std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout) {
+  return LinePlan(iv.meta(), layout).accesses(iv);
 }
 
 CoherenceLayout layout_of(const Meta& meta) {
@@ -383,7 +408,8 @@ double family_total(const std::vector<LineAccesses>& lines, const std::vector<Li
 }  // namespace
 
 CoherenceAccumulator::CoherenceAccumulator(const Meta& meta, XferCost cost)
-    : meta_(meta), layout_(layout_of(meta)), cost_(cost), topo_(meta.host.topology) {
+    : meta_(meta), layout_(layout_of(meta)), cost_(cost), topo_(meta.host.topology), plan_(meta, layout_) {
+  for (const WhatIf& w : what_ifs()) what_if_plans_.emplace_back(meta, apply_what_if(layout_, w));
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
 }
@@ -392,7 +418,7 @@ void CoherenceAccumulator::add(const Interval& iv) {
   const double secs = iv.seconds();
   if (secs <= 0) return;
   seconds_ += secs;
-  const std::vector<LineAccesses> lines = line_accesses(iv, layout_);
+  const std::vector<LineAccesses> lines = plan_.accesses(iv);
   const std::vector<LineTraffic> traffic = model_lines(topo_, lines);
   for (size_t i = 0; i < lines.size(); ++i) {
     const LineAccesses& l = lines[i];
@@ -429,11 +455,10 @@ void CoherenceAccumulator::add(const Interval& iv) {
   }
   for (size_t w = 0; w < what_ifs().size(); ++w) {
     const WhatIf& wi = what_ifs()[w];
-    const CoherenceLayout after = apply_what_if(layout_, wi);
     const bool applies = (wi.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
                          (wi.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset);
     if (!applies) continue;
-    const std::vector<LineAccesses> la = line_accesses(iv, after);
+    const std::vector<LineAccesses> la = what_if_plans_[w].accesses(iv);
     const std::vector<LineTraffic> ta = model_lines(topo_, la);
     what_if_[w].first += family_total(lines, traffic, wi.family, nullptr) * secs;
     what_if_[w].second += family_total(la, ta, wi.family, nullptr) * secs;

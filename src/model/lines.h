@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -61,6 +62,57 @@ CoherenceLayout apply_what_if(const CoherenceLayout& layout, const WhatIf& w);
 /// with no BTF): Debian's distro shape (CONFIG_CPUMASK_OFFSTACK=y; nohz with nr_cpus before
 /// 7.0; cpupri_vec with count; tick_broadcast_lock in its own line), with one note saying so.
 CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes);
+
+/// Where a kernel field of FieldAccess::field lives: byte `base` of `object` (line-aligned,
+/// line_bytes lines); fixed (one line), bit (CPU c's word of a cpumask: base + c/64*8),
+/// int32 (CPU c's int: base + 4c) or scan (every word of an nbits-bit cpumask).
+struct FieldTarget {
+  std::string object, family, assumption;
+  int64_t base = 0;
+  enum Mode { fixed, bit, int32, scan } mode = fixed;
+  int64_t nbits = 0;
+  /// The line(s) of the object an access from `cpu` touches, appended to out.
+  void lines(int cpu, int line_bytes, std::vector<int64_t>& out) const;
+};
+/// The target of kernel field `field` ("#" already replaced by the element; "[cpu]" marks
+/// a per-CPU element) in `layout`, on a machine of ncpus possible CPUs; nullopt when the
+/// kernel has no such field (nohz.nr_cpus on 7.0+, cpupri_vec.count once removed).
+std::optional<FieldTarget> field_target(const std::string& field, int ncpus, const CoherenceLayout& layout);
+
+/// line_accesses' work resolved once for a Meta and a layout: every probe's declared
+/// accesses (per element of a counter array) with their counters, bounds and targets.
+/// accesses() then costs O(measured CPUs x declared accesses) per interval, with no
+/// lookup by name.
+class LinePlan {
+ public:
+  /// meta must outlive the plan.
+  LinePlan(const Meta& meta, const CoherenceLayout& layout);
+  /// As line_accesses(iv, layout); iv must be of this plan's Meta.
+  std::vector<LineAccesses> accesses(const Interval& iv) const;
+  const CoherenceLayout& layout() const { return layout_; }
+
+  /// One declared access of one element, resolved.
+  struct Resolved {
+    int probe = -1;
+    FieldRef counter, minus;
+    int elem = -1;            ///< counter_array element, -1 the field (or the element_bits sum)
+    uint32_t bits = 0;        ///< element_bits
+    bool write = false;
+    int bound = -1;           ///< index into bounds_
+    int kind = -1;            ///< same counter, minus and element: one kind of event
+    std::string field;        ///< with "#" replaced
+    std::string assumption;   ///< FieldAccess::assumption
+    FieldTarget target;
+  };
+  const std::vector<Resolved>& resolved() const { return res_; }
+
+ private:
+  const Meta& meta_;
+  CoherenceLayout layout_;
+  std::vector<Resolved> res_;            ///< grouped by probe, in probe order
+  std::vector<FieldRef> bounds_;         ///< the bounding counters
+  std::vector<std::pair<size_t, size_t>> probe_res_;  ///< per probe: [begin, end) of res_
+};
 
 /// The lines every present probe's declared accesses touch over iv, per CPU and probe
 /// (rates in events/s), in LineKey order. Fields the layout lacks are skipped; a field
@@ -128,6 +180,8 @@ class CoherenceAccumulator {
   CoherenceLayout layout_;
   XferCost cost_;
   TopologyIndex topo_;
+  LinePlan plan_;
+  std::vector<LinePlan> what_if_plans_;  ///< per what_ifs()
   double seconds_ = 0;
   std::map<LineKey, Acc> acc_;
   std::vector<std::pair<double, double>> what_if_;  // per what_ifs(): before, after transfers x s
