@@ -247,7 +247,61 @@ LineAccesses& note_line(std::map<LineKey, LineAccesses>& lines, const Place& pl,
   return la;
 }
 
+/// The elements of access a's counter it counts: -1 the counter as a whole (an element_bits
+/// selection is summed into one kind), else each element index.
+std::vector<int> access_elements(const FieldAccess& a, const FieldRef& counter) {
+  std::vector<int> elems;
+  const bool each = a.element == FieldAccess::kEachElement;
+  if (each || a.element_bits) {
+    for (uint32_t e = 0; e < counter.field->nwords; ++e)
+      if (each || (e & a.element_bits)) elems.push_back(static_cast<int>(e));
+  } else {
+    elems.push_back(a.element);
+  }
+  return elems;
+}
+
+/// a.field with element e put for its "#" (the kernel field one event of element e touches).
+std::string element_field(const FieldAccess& a, int e) {
+  std::string field = a.field;
+  if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(e));
+  return field;
+}
+
 }  // namespace
+
+std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout& layout) {
+  const int ncpus = static_cast<int>(meta.ncpus);
+  std::map<LineKey, PossibleLine> lines;
+  for (int p = 0; p < static_cast<int>(meta.probes.size()); ++p) {
+    const ProbeModule* mod = find_module(meta.probes[size_t(p)].name);
+    if (!mod) continue;
+    for (const FieldAccess& a : mod->spec().accesses) {
+      const FieldRef counter = field_ref(meta, p, a.counter);
+      const FieldRef bound = field_ref(meta, p, a.bound.empty() ? mod->spec().primary : a.bound);
+      if (!counter || !bound) continue;
+      std::vector<int> elems = access_elements(a, counter);
+      if (a.element_bits) elems = {-1};  // summed into one kind, as line_accesses() does
+      const bool per_cpu = a.field.find("[cpu]") != std::string::npos;
+      for (int e : elems) {
+        const std::string field = element_field(a, e);
+        for (int cpu = 0; cpu < (per_cpu ? ncpus : std::min(ncpus, 1)); ++cpu)
+          for (const Place& pl : places(field, cpu, ncpus, layout)) {
+            PossibleLine& l = lines[pl.key];
+            if (l.family.empty()) {
+              l.key = pl.key;
+              l.family = pl.family;
+              l.name = line_name(pl.key, layout);
+            }
+            if (l.probes.empty() || l.probes.back() != p) l.probes.push_back(p);
+          }
+      }
+    }
+  }
+  std::vector<PossibleLine> out;
+  for (auto& [k, l] : lines) out.push_back(std::move(l));
+  return out;
+}
 
 std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout) {
   const Meta& meta = iv.meta();
@@ -277,14 +331,7 @@ std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayou
       const std::string bname = a.bound.empty() ? mod->spec().primary : a.bound;
       const FieldRef bound = field_ref(meta, p, bname);
       if (!counter || !bound) continue;
-      std::vector<int> elems;  // -1: the field as a whole
-      const bool each = a.element == FieldAccess::kEachElement;
-      if (each || a.element_bits) {
-        for (uint32_t e = 0; e < counter.field->nwords; ++e)
-          if (each || (e & a.element_bits)) elems.push_back(static_cast<int>(e));
-      } else {
-        elems.push_back(a.element);
-      }
+      const std::vector<int> elems = access_elements(a, counter);  // -1: the field as a whole
       for (int cpu = 0; cpu < ncpus; ++cpu) {
         if (!iv.online(cpu)) continue;
         if (iv.count(counter, cpu, -1) == 0) continue;  // idle CPUs cost nothing
@@ -299,8 +346,7 @@ std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayou
         }
         if (a.element_bits && summed > 0) evs.push_back({-1, summed});
         for (auto [e, n] : evs) {
-          std::string field = a.field;
-          if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(e));
+          const std::string field = element_field(a, e);
           const std::string kind = a.counter + "-" + a.minus + "#" + std::to_string(a.element_bits ? -1 : e);
           for (const Place& pl : places(field, cpu, ncpus, layout)) {
             note_line(lines, pl, field, a, layout);
