@@ -23,6 +23,7 @@
 #include "store/driver.h"
 #include "store/rotate.h"
 #include "sys/privileges.h"
+#include "view/cachelines.h"
 #include "view/report.h"
 #include "sys/json_text.h"
 
@@ -175,12 +176,16 @@ int run_probes(const ProbesCmd& o) {
   auto a = attach(o.common, status);
   if (!a) return status;
   const auto& st = a->probes->statuses();
+  const CoherenceLayout& layout = a->facts.layout;
+  const FixesPresent fixes = fixes_present(layout);
   if (o.json) {
     nlohmann::json j = {{"schema", "schedhot.probes/1"},
                         {"kernel", a->host.kernel_release},
                         {"btf", a->facts.btf},
                         {"kprobes", a->facts.kprobes},
                         {"kallsyms", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error},
+                        {"layout", layout},
+                        {"fixes", fixes_json(fixes)},
                         {"probes", st}};
     fmt::print("{}\n", json_text(j, 2));
     return 0;
@@ -188,6 +193,13 @@ int run_probes(const ProbesCmd& o) {
   fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release,
              !a->facts.btf ? "no" : a->facts.btf_path.empty() ? "yes" : "yes (--btf " + a->facts.btf_path + ")",
              a->facts.kprobes ? "yes" : "no", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error);
+  // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
+  const std::string symbols = a->facts.system_map ? a->facts.system_map_path
+                              : a->facts.kallsyms_error.empty() ? std::string("/proc/kallsyms")
+                                                                : "none (" + a->facts.kallsyms_error + ")";
+  fmt::print("layout {}; symbols {}\n", layout_source_text(layout), symbols);
+  for (const std::string& n : layout.notes) fmt::print("  {}\n", n);
+  fmt::print("{}\n", to_string(fixes));
   for (const ProbeStatus& s : st) {
     if (s.attached) {
       fmt::print("{:<12} attached     {}\n", s.probe, s.proxy ? s.proxy_label : std::string(to_string(s.backend)));

@@ -365,6 +365,33 @@ std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayou
   return LinePlan(iv.meta(), layout).accesses(iv);
 }
 
+std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout& layout) {
+  const LinePlan plan(meta, layout);
+  const int ncpus = static_cast<int>(meta.ncpus);
+  std::map<LineKey, PossibleLine> lines;
+  std::vector<int64_t> ls;
+  for (const LinePlan::Resolved& r : plan.resolved()) {
+    const bool per_cpu = r.target.mode == FieldTarget::bit || r.target.mode == FieldTarget::int32;
+    ls.clear();
+    for (int cpu = 0; cpu < (per_cpu ? ncpus : std::min(ncpus, 1)); ++cpu) r.target.lines(cpu, layout.line_bytes, ls);
+    for (int64_t l : ls) {
+      PossibleLine& pl = lines[LineKey{r.target.object, l}];
+      if (pl.family.empty()) {
+        pl.key = LineKey{r.target.object, l};
+        pl.family = r.target.family;
+        pl.name = line_name(pl.key, layout);
+      }
+      if (std::find(pl.probes.begin(), pl.probes.end(), r.probe) == pl.probes.end()) pl.probes.push_back(r.probe);
+    }
+  }
+  std::vector<PossibleLine> out;
+  for (auto& [k, l] : lines) {
+    std::sort(l.probes.begin(), l.probes.end());
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
 CoherenceLayout layout_of(const Meta& meta) {
   if (meta.layout) return *meta.layout;
   return assumed_layout(meta.host.kernel_release, meta.host.cacheline_bytes);

@@ -121,6 +121,20 @@ class LinePlan {
 /// O(probes x accesses x measured CPUs); idle CPUs add nothing.
 std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout);
 
+/// A line that line_accesses() can return for a recording, whatever its counts.
+struct PossibleLine {
+  LineKey key;
+  std::string family;       ///< as LineAccesses::family
+  std::string name;         ///< as LineAccesses::name
+  std::vector<int> probes;  ///< the probes (index into Meta::probes) whose declared accesses reach it, ascending
+};
+
+/// Every line line_accesses(iv, layout) can return for an Interval of a recording with
+/// meta: the declared accesses of every probe of meta (attached or not: the same list for
+/// every file of a run) over every element of their counters and the possible CPUs
+/// 0..ncpus-1, in LineKey order. Cost: O(probes x accesses x elements x ncpus), once.
+std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout& layout);
+
 /// The layout a recording's lines are modeled on: its own (Meta::layout) or, when it has
 /// none, assumed_layout() of its kernel release.
 CoherenceLayout layout_of(const Meta& meta);

@@ -36,6 +36,33 @@ std::vector<std::string> unmeasured(const Meta& meta, const std::string& family)
 
 }  // namespace
 
+nlohmann::json fixes_json(const FixesPresent& f) {
+  return {{"nohz_nr_cpus_removed", opt_bool(f.nohz_nr_cpus_removed)},
+          {"cpupri_count_removed", opt_bool(f.cpupri_count_removed)},
+          {"bcast_lock_own_line", opt_bool(f.bcast_lock_own_line)},
+          {"text", to_string(f)}};
+}
+
+FixesPresent recording_fixes(const Meta& meta) {
+  if (meta.layout) return fixes_present(*meta.layout);
+  FixesPresent fx;
+  fx.nohz_reason = fx.cpupri_reason = fx.bcast_reason = "layout not recorded";
+  return fx;
+}
+
+std::string layout_source_text(const CoherenceLayout& l) {
+  const BcastLockLayout& b = l.bcast_lock;
+  std::string lock;
+  if (b.address)
+    lock = fmt::format("0x{:x} from {}", *b.address, b.source.empty() ? "the symbol table" : b.source);
+  else
+    lock = fmt::format("unknown ({})", b.reason.rfind("unknown: ", 0) == 0 ? b.reason.substr(9)
+                                       : b.reason.empty()                  ? "not found"
+                                                                           : b.reason);
+  return fmt::format("BTF {}; tick_broadcast_lock {}; cacheline {} B", l.btf_source.empty() ? "none" : l.btf_source,
+                     lock, l.line_bytes);
+}
+
 nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top) {
   nlohmann::json c;
   c["model"] = "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
@@ -44,16 +71,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
   const CoherenceLayout L = layout_of(meta);
   c["layout"] = {{"recorded", meta.layout.has_value()}, {"btf", L.btf_source}, {"notes", s.notes}};
-  FixesPresent fx;
-  if (meta.layout) {
-    fx = fixes_present(*meta.layout);
-  } else {
-    fx.nohz_reason = fx.cpupri_reason = fx.bcast_reason = "layout not recorded";
-  }
-  c["fixes"] = {{"nohz_nr_cpus_removed", opt_bool(fx.nohz_nr_cpus_removed)},
-                {"cpupri_count_removed", opt_bool(fx.cpupri_count_removed)},
-                {"bcast_lock_own_line", opt_bool(fx.bcast_lock_own_line)},
-                {"text", to_string(fx)}};
+  c["fixes"] = fixes_json(recording_fixes(meta));
   nlohmann::json lines = nlohmann::json::array();
   for (const LineSummary& l : s.lines) {
     nlohmann::json j;

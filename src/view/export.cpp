@@ -17,11 +17,13 @@
 
 #include "model/histogram.h"
 #include "model/interval.h"
+#include "model/lines.h"
 #include "probe/catalog.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/cpulist.h"
 #include "sys/json_text.h"
+#include "view/cachelines.h"
 
 namespace schedhot {
 
@@ -87,7 +89,48 @@ struct IntervalValues {
   std::vector<Cell> cells;
   std::vector<Cell> total;
   std::vector<char> present;  ///< per metric
+  std::vector<char> online;   ///< per exported CPU: Interval::online
+  /// The coherence model of this interval alone (one CoherenceAccumulator, one add()):
+  /// the lines with a counted access, in LineKey order.
+  CoherenceSummary coh;
+  /// Per line of possible_lines(): its index in coh.lines (-1: no counted access), and
+  /// whether any probe whose accesses reach it was present and not blind (else unmeasured).
+  std::vector<int> line_index;
+  std::vector<char> line_measured;
 };
+
+/// The coherence model of iv into v.coh, v.line_index and v.line_measured. lines:
+/// possible_lines() of the recording; measuring[p]: probe p is not blind.
+void compute_lines(const Interval& iv, const std::vector<PossibleLine>& lines, const std::vector<char>& measuring,
+                   IntervalValues& v) {
+  CoherenceAccumulator acc(iv.meta());
+  acc.add(iv);
+  v.coh = acc.summary();
+  v.line_index.assign(lines.size(), -1);
+  v.line_measured.assign(lines.size(), 0);
+  size_t k = 0;  // both in LineKey order
+  for (size_t i = 0; i < lines.size(); ++i) {
+    for (int p : lines[i].probes) v.line_measured[i] |= iv.present(p) && measuring[size_t(p)];
+    while (k < v.coh.lines.size() && v.coh.lines[k].key < lines[i].key) ++k;
+    if (k < v.coh.lines.size() && v.coh.lines[k].key == lines[i].key) v.line_index[i] = static_cast<int>(k);
+  }
+}
+
+/// Transfers/s of line i of v missed by `cpu` (0 when it had none), nullopt when the line is
+/// unmeasured in v.
+Cell line_cpu_xfers(const IntervalValues& v, size_t i, int cpu) {
+  if (!v.line_measured[i]) return std::nullopt;
+  if (v.line_index[i] < 0) return 0.0;
+  for (const CpuXfers& c : v.coh.lines[size_t(v.line_index[i])].traffic.cpus)
+    if (static_cast<int>(c.cpu) == cpu) return c.total();
+  return 0.0;
+}
+
+/// Transfers/s of line i of v over all CPUs (as line_cpu_xfers).
+Cell line_xfers(const IntervalValues& v, size_t i) {
+  if (!v.line_measured[i]) return std::nullopt;
+  return v.line_index[i] < 0 ? 0.0 : v.coh.lines[size_t(v.line_index[i])].traffic.total();
+}
 
 void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const std::vector<int>& cpus,
              IntervalValues& v) {
@@ -95,6 +138,8 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
   v.cells.assign(metrics.size() * nc, std::nullopt);
   v.total.assign(metrics.size(), std::nullopt);
   v.present.assign(metrics.size(), 0);
+  v.online.assign(nc, 0);
+  for (size_t i = 0; i < nc; ++i) v.online[i] = iv.online(cpus[i]);
   for (size_t m = 0; m < metrics.size(); ++m) {
     const ExportMetric& em = metrics[m];
     if (!iv.present(em.probe)) continue;
@@ -139,8 +184,9 @@ void append_value(fmt::memory_buffer& b, const ExportMetric& m, double v) {
 /// One output format.
 class Sink {
  public:
-  Sink(const Meta& meta, const std::vector<ExportMetric>& metrics, const std::vector<int>& cpus, std::ostream& out)
-      : meta_(meta), metrics_(metrics), cpus_(cpus), out_(out) {}
+  Sink(const Meta& meta, const std::vector<ExportMetric>& metrics, const std::vector<int>& cpus,
+       const std::vector<PossibleLine>& lines, std::ostream& out)
+      : meta_(meta), metrics_(metrics), cpus_(cpus), lines_(lines), out_(out) {}
   virtual ~Sink() = default;
   virtual void begin() = 0;
   virtual void interval(const IntervalValues& v) = 0;
@@ -154,6 +200,7 @@ class Sink {
   const Meta& meta_;
   const std::vector<ExportMetric>& metrics_;
   const std::vector<int>& cpus_;
+  const std::vector<PossibleLine>& lines_;  ///< possible_lines() of the recording
   std::ostream& out_;
 };
 
@@ -164,6 +211,7 @@ class CsvSink : public Sink {
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "time_s,cpu");
     for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_field(m.name));
+    for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("xfers_per_s:" + l.name));
     b.push_back('\n');
     flush(b);
   }
@@ -175,6 +223,12 @@ class CsvSink : public Sink {
       for (size_t m = 0; m < metrics_.size(); ++m) {
         b.push_back(',');
         if (const Cell& c = v.cells[m * nc + i]) append_value(b, metrics_[m], *c);
+      }
+      const bool online = v.online[i];
+      for (size_t l = 0; l < lines_.size(); ++l) {
+        b.push_back(',');
+        if (!online) continue;
+        if (const Cell c = line_cpu_xfers(v, l, cpus_[i])) fmt::format_to(std::back_inserter(b), "{:.3f}", *c);
       }
       b.push_back('\n');
     }
@@ -214,7 +268,8 @@ class JsonSink : public Sink {
         {"start_wall_ns", meta_.start_wall_ns},
         {"cpus", cpus_},
         {"probes", probes},
-        {"metrics", metrics}};
+        {"metrics", metrics},
+        {"cachelines", cachelines_head()}};
     std::string s = json_text(head);
     s.pop_back();  // reopen the object: intervals follow
     out_ << s << ",\"intervals\":[";
@@ -233,8 +288,16 @@ class JsonSink : public Sink {
       values[metrics_[m].name] = std::move(a);
       total[metrics_[m].name] = cell_json(v.total[m]);
     }
+    nlohmann::json lines = nlohmann::json::array();
+    for (const LineSummary& l : v.coh.lines) {
+      nlohmann::json by = nlohmann::json::object();
+      for (int d = 0; d < kXferDistances; ++d) by[to_string(XferDistance(d))] = l.traffic.by_distance[size_t(d)];
+      lines.push_back({{"name", l.name}, {"reads_per_s", l.reads_per_s}, {"writes_per_s", l.writes_per_s},
+                       {"xfers_per_s", l.traffic.total()}, {"by_distance", by}});
+    }
     nlohmann::json j = {{"time_s", v.time_s},           {"seconds", v.seconds}, {"mono_ns", v.end_mono_ns},
-                        {"wall_ns", v.end_wall_ns},     {"values", values},     {"total", total}};
+                        {"wall_ns", v.end_wall_ns},     {"values", values},     {"total", total},
+                        {"lines", lines}};
     out_ << (first_ ? "\n" : ",\n") << json_text(j);
     first_ = false;
   }
@@ -244,6 +307,22 @@ class JsonSink : public Sink {
   }
 
  private:
+  /// The modeled lines: which layout, and every line an interval's "lines" can name.
+  nlohmann::json cachelines_head() const {
+    const CoherenceLayout L = layout_of(meta_);
+    nlohmann::json lines = nlohmann::json::array();
+    for (const PossibleLine& l : lines_) {
+      nlohmann::json probes = nlohmann::json::array();
+      for (int p : l.probes) probes.push_back(meta_.probes[size_t(p)].name);
+      lines.push_back({{"name", l.name}, {"object", l.key.object}, {"line", l.key.line}, {"family", l.family},
+                       {"probes", probes}});
+    }
+    return {{"model", "independent arrivals (Poisson) per interval; an estimate, see README 'Cachelines'"},
+            {"line_bytes", L.line_bytes},
+            {"layout_recorded", meta_.layout.has_value()},
+            {"notes", L.notes},
+            {"lines", lines}};
+  }
   bool first_ = true;
 };
 
@@ -260,6 +339,8 @@ class PerfettoSink : public Sink {
     names_.clear();
     for (auto& p : meta_.probes) names_.push_back(json_str(p.name));
     for (auto& m : metrics_) columns_.push_back(json_str(m.column));
+    for (auto& l : lines_) line_names_.push_back(json_str("xfer/s " + l.name));
+    line_started_.assign(lines_.size(), 0);
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     fmt::format_to(std::back_inserter(b), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
@@ -310,9 +391,19 @@ class PerfettoSink : public Sink {
       }
       m0 = m1;
     }
+    // A track per line under "all CPUs", from the first interval with a counted access on;
+    // an unmeasured interval has no event (the track holds), an idle one is 0.
+    for (size_t l = 0; l < lines_.size(); ++l) {
+      const Cell x = line_xfers(v, l);
+      if (!x || (!line_started_[l] && v.line_index[l] < 0)) continue;
+      line_started_[l] = 1;
+      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{\"xfers_per_s\":{:.3f}}}}}",
+                     kAllPid, ts, line_names_[l], *x);
+    }
     flush(b);
   }
-  std::vector<std::string> names_, columns_;
+  std::vector<std::string> names_, columns_, line_names_;
+  std::vector<char> line_started_;
   IntervalValues last_;
   bool have_last_ = false;
 };
@@ -322,13 +413,13 @@ class PerfettoSink : public Sink {
 }
 
 std::unique_ptr<Sink> make_sink(ExportFormat f, const Meta& meta, const std::vector<ExportMetric>& metrics,
-                                const std::vector<int>& cpus, std::ostream& out) {
+                                const std::vector<int>& cpus, const std::vector<PossibleLine>& lines, std::ostream& out) {
   switch (f) {
-    case ExportFormat::json: return std::make_unique<JsonSink>(meta, metrics, cpus, out);
-    case ExportFormat::perfetto: return std::make_unique<PerfettoSink>(meta, metrics, cpus, out);
+    case ExportFormat::json: return std::make_unique<JsonSink>(meta, metrics, cpus, lines, out);
+    case ExportFormat::perfetto: return std::make_unique<PerfettoSink>(meta, metrics, cpus, lines, out);
     case ExportFormat::csv: break;
   }
-  return std::make_unique<CsvSink>(meta, metrics, cpus, out);
+  return std::make_unique<CsvSink>(meta, metrics, cpus, lines, out);
 }
 
 }  // namespace
@@ -342,7 +433,10 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     if (c >= 0 && c < static_cast<int>(meta.ncpus)) cpus.push_back(c);
   if (o.cpus.empty() && cpus.empty())
     for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
-  auto sink = make_sink(o.format, meta, metrics, cpus, out);
+  const std::vector<PossibleLine> lines = possible_lines(meta, layout_of(meta));
+  std::vector<char> measuring(meta.probes.size(), 0);  // not blind: its counters count
+  for (size_t p = 0; p < meta.probes.size(); ++p) measuring[p] = blind_reason(meta, static_cast<int>(p)).empty();
+  auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
   sink->begin();
   ExportResult res;
   Sample prev, cur;
@@ -365,6 +459,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
       Interval iv(src.meta(), prev, cur);
       if (iv.seconds() > 0) {
         compute(iv, metrics, cpus, v);
+        compute_lines(iv, lines, measuring, v);
         v.time_s = t;
         v.seconds = iv.seconds();
         v.start_mono_ns = prev.mono_ns;
@@ -549,6 +644,9 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
     j["topology"] = {{"cpus", h.topology.size()}, {"packages", packages.size()}, {"dies", dies.size()},
                      {"cores", cores.size()},     {"llcs", llcs.size()},         {"numa_nodes", nodes.size()}};
   }
+  // The hot lines' layout as read at attach (null: not recorded, an older file) and the fixes it shows.
+  j["layout"] = m.layout ? nlohmann::json(*m.layout) : nlohmann::json(nullptr);
+  j["fixes"] = fixes_json(recording_fixes(m));
   j["interval_ns"] = m.interval_ns;
   j["start_wall_ns"] = m.start_wall_ns;
   j["start"] = format_utc_time(m.start_wall_ns);
@@ -626,6 +724,14 @@ std::string render_info_text(const nlohmann::json& j) {
                             h["broadcast_device"].get<std::string>().empty() ? "?" : h["broadcast_device"].get<std::string>(),
                             h["cpuidle_driver"].get<std::string>().empty() ? "none" : h["cpuidle_driver"].get<std::string>(),
                             h["spinlock"].get<std::string>(), hv.empty() ? "" : "; hypervisor " + hv));
+  if (j.contains("layout")) {  // documents of older builds have neither key
+    if (j["layout"].is_null())
+      add("layout", "layout not recorded (an older recording): report and export model the lines on Debian's layout");
+    else
+      add("layout", layout_source_text(j["layout"].get<CoherenceLayout>()));
+    const std::string fx = j["fixes"]["text"].get<std::string>();
+    add("fixes", fx.rfind("fixes: ", 0) == 0 ? fx.substr(7) : fx);
+  }
   add("started", fmt::format("{} (CLOCK_MONOTONIC {:.3f} s), interval {:.3f} s", j["start"].get<std::string>(),
                              j["start_mono_ns"].get<uint64_t>() / 1e9, j["interval_ns"].get<uint64_t>() / 1e9));
   add("probes", fmt::format("{} of {} attached", j["probes_attached"].get<int>(), j["probes"].size()));

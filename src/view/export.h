@@ -6,6 +6,10 @@
 // window, its rates are events/s over that interval and its percentiles come from the
 // interval's delta histogram. A probe that is absent in an interval (unavailable, or
 // not attached yet) is an empty CSV cell, a JSON null, or no trace event: never 0.
+// Each interval also carries the coherence model's figures per modeled line
+// (model/lines.h: one CoherenceAccumulator per interval, so their time-weighted average
+// is the report's "cachelines"): CSV columns xfers_per_s:LINE per CPU, a JSON "lines"
+// array per interval, a Perfetto counter track per line.
 // Schemas: README "Export formats" and "Info JSON".
 #pragma once
 #include <atomic>

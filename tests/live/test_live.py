@@ -62,6 +62,38 @@ check(probes.returncode == 0, f"probes --json exits 0 (got {probes.returncode}: 
 pj = json.loads(probes.stdout)
 by_name = {p["probe"]: p for p in pj["probes"]}
 
+# The hot lines' layout and the seed-patch fixes, read from this kernel's BTF and kallsyms.
+# Independent facts: nohz.nr_cpus went in v7.0 (5d86d542); cpupri_vec.count is in every
+# released kernel; tick_broadcast_lock is in /proc/kallsyms only with CONFIG_KALLSYMS_ALL.
+release = os.uname().release
+major = int(re.match(r"(\d+)", release).group(1))
+with open("/proc/kallsyms") as f:
+    lock_listed = any(l.rstrip().endswith(" tick_broadcast_lock") for l in f)
+with open("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size") as f:
+    line_size = int(f.read())
+lay, fx = pj.get("layout") or {}, pj.get("fixes") or {}
+check(lay.get("btf_source") == "/sys/kernel/btf/vmlinux", f"layout read from the kernel's BTF: {lay.get('btf_source')!r}")
+check(lay.get("line_bytes") == line_size, f"layout line size {lay.get('line_bytes')} = sysfs {line_size}")
+ptext = run("probes")
+first = ptext.stdout.splitlines()[1:2]
+check(first and first[0].startswith("layout BTF /sys/kernel/btf/vmlinux; tick_broadcast_lock ")
+      and first[0].endswith(f"; cacheline {line_size} B; symbols /proc/kallsyms"), f"probes says where the layout was read: {first}")
+fixes_lines = [l for l in ptext.stdout.splitlines() if l.startswith("fixes: ")]
+check(fixes_lines == [fx.get("text")], f"probes prints the fixes line of --json: {fixes_lines} vs {fx.get('text')!r}")
+if major == 6:
+    check(fx.get("nohz_nr_cpus_removed") is False and lay["nohz"]["nr_cpus"] is not None,
+          f"6.x: nohz.nr_cpus present ({fx}, {lay.get('nohz')})")
+    check(fx.get("cpupri_count_removed") is False and lay["cpupri"]["count_offset"] is not None,
+          f"6.x: cpupri_vec.count present ({fx})")
+    check("nohz.nr_cpus present (fix absent); cpupri_vec.count present (fix absent)" in fx.get("text", ""),
+          f"fixes text: {fx.get('text')!r}")
+if not lock_listed:
+    check(fx.get("bcast_lock_own_line") is None and lay["tick_broadcast_lock"]["address"] is None,
+          f"tick_broadcast_lock not in kallsyms: its line is unknown ({fx})")
+    check("tick_broadcast_lock unknown (KALLSYMS_ALL off" in fx.get("text", ""), f"fixes text names why: {fx.get('text')!r}")
+else:
+    check(fx.get("bcast_lock_own_line") in (True, False), f"tick_broadcast_lock in kallsyms: own line known ({fx})")
+
 def tracefs():
     """The tracefs mount point, mounting it when needed; None when there is none."""
     for path in ("/sys/kernel/tracing", "/sys/kernel/debug/tracing"):
@@ -135,6 +167,14 @@ check(j["schema"] == "schedhot.report/1", "report schema")
 check(j["window"]["samples"] == 4, f"4 samples for -d 3 -i 1 (got {j['window']['samples']})")
 check(abs(j["window"]["seconds"] - 3.0) < 0.2, f"window is 3 s (got {j['window']['seconds']})")
 probes_rep = {p["name"]: p for p in j["probes"]}
+
+# info of the live recording: the layout recorded at attach, the same fixes as probes.
+inf = run("info", "--json", rec)
+ij = json.loads(inf.stdout) if inf.returncode == 0 else {}
+check(ij.get("fixes") == fx, f"info --json fixes = probes --json fixes ({ij.get('fixes')} vs {fx})")
+check((ij.get("layout") or {}).get("btf_source") == "/sys/kernel/btf/vmlinux", "info --json: layout recorded")
+itext = run("info", rec).stdout
+check(f"fixes      {fx.get('text', '')[len('fixes: '):]}\n" in itext, f"info prints the fixes: {itext}")
 
 # Every probe: attached with numbers, attached but blind (why, and no numbers), or
 # unavailable with a reason and no numbers.

@@ -3,11 +3,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cmath>
 #include <filesystem>
+#include <map>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "model/lines.h"
 #include "store/recording.h"
 #include "test_recording_util.h"
 #include "view/export.h"
@@ -423,4 +426,257 @@ TEST(InfoCommand, RendersTheDocumentOrSaysWhyNot) {
   EXPECT_EQ(res.status, 130);
   ASSERT_EQ(res.errors.size(), 1u);
   EXPECT_EQ(res.errors[0], "interrupted");
+}
+
+// ---- the coherence model's lines in the export ---------------------------------------
+
+namespace {
+
+/// Two samples of 4 CPUs 1 s apart: cpupri_set calls +100 on CPUs 1 and 2 (no noop), so
+/// each stores cpu_to_pri[cpu] 100 times/s, both in line 0 of cpu_to_pri[]. The model
+/// (model/coherence.h): write transfers of c = w_c (L - r_c - w_c) / (L - r_c) =
+/// 100 x 100 / 200 = 50/s per CPU, 100/s on the line.
+struct TwoWriters {
+  Meta m;
+  std::vector<Sample> s;
+  explicit TwoWriters(std::vector<std::string> unavailable = {}) : m(synthetic_meta(4, unavailable)) {
+    const int cs = m.probe_index("cpupri_set");
+    Sample a = make_sample(m);
+    a.mono_ns = 10'000'000'000;
+    s.push_back(a);
+    a.seq = 1;
+    a.mono_ns += 1'000'000'000;
+    if (m.probes[size_t(cs)].status.attached)
+      for (int cpu : {1, 2}) a.probes[cs].words[word(m, cs, cpu, "calls")] += 100;
+    s.push_back(a);
+  }
+  std::string write(const std::string& path) const {
+    WriterOptions wo;
+    wo.overwrite = true;
+    RecordingWriter w(path, m, wo);
+    for (auto& x : s) w.write_sample(x);
+    w.close();
+    return path;
+  }
+};
+
+const char* kToPri = "cpupri.cpu_to_pri line 0";
+
+}  // namespace
+
+TEST(RecordingExport, CsvHasAColumnPerModeledLineWithEachCpusTransfers) {
+  TwoWriters k;
+  TempDir dir("lines_csv");
+  auto rows = parse_csv(run_export(k.write(dir / "k.shot"), ExportOptions{}));
+  ASSERT_EQ(rows.size(), 1u + 4);
+  const auto& head = rows[0];
+  auto col = [&](const std::string& n) {
+    auto it = std::find(head.begin(), head.end(), n);
+    EXPECT_NE(it, head.end()) << n;
+    return static_cast<size_t>(it - head.begin());
+  };
+  const size_t pri = col(std::string("xfers_per_s:") + kToPri), nohz = col("xfers_per_s:nohz"),
+               vec0 = col("xfers_per_s:cpupri.pri_to_cpu[0].mask"), lock = col("xfers_per_s:tick_broadcast_lock");
+  EXPECT_GT(pri, col("idle.lat_p99_ns")) << "after the probe metrics";
+  for (auto& r : rows) ASSERT_EQ(r.size(), head.size());
+  EXPECT_EQ(rows[1][pri], "0.000") << "CPU 0 does not touch it";
+  EXPECT_EQ(rows[2][pri], "50.000");
+  EXPECT_EQ(rows[3][pri], "50.000");
+  EXPECT_EQ(rows[4][pri], "0.000");
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][nohz], "0.000") << "measured (nohz_exit, nohz_enter attached) and idle: 0";
+    EXPECT_EQ(rows[i][vec0], "0.000");
+    EXPECT_EQ(rows[i][lock], "0.000");
+  }
+  // Every pri_to_cpu[i].mask of the assumed (OFFSTACK) layout has its column: the columns
+  // depend on the recording's probes and layout, not on what this file's counts touched.
+  EXPECT_NE(std::find(head.begin(), head.end(), "xfers_per_s:cpupri.pri_to_cpu[100].mask"), head.end());
+}
+
+TEST(RecordingExport, ALineWhoseProbesAreAllAbsentIsBlankNeverZero) {
+  TwoWriters k({"cpupri_set", "cpupri_find"});
+  TempDir dir("lines_blank");
+  const std::string path = k.write(dir / "k.shot");
+  auto rows = parse_csv(run_export(path, ExportOptions{}));
+  const auto& head = rows[0];
+  const auto pri = std::find(head.begin(), head.end(), std::string("xfers_per_s:") + kToPri) - head.begin();
+  const auto nohz = std::find(head.begin(), head.end(), "xfers_per_s:nohz") - head.begin();
+  ASSERT_LT(size_t(pri), head.size());
+  ASSERT_LT(size_t(nohz), head.size());
+  for (size_t i = 1; i < rows.size(); ++i) {
+    EXPECT_EQ(rows[i][size_t(pri)], "") << "only cpupri_set touches cpu_to_pri[], and it is unavailable";
+    EXPECT_EQ(rows[i][size_t(nohz)], "0.000");
+  }
+  auto j = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::json}));
+  EXPECT_TRUE(j["intervals"][0]["lines"].empty());
+  for (auto& e : nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::perfetto}))["traceEvents"])
+    EXPECT_NE(e.value("name", ""), std::string("xfer/s ") + kToPri);
+}
+
+TEST(RecordingExport, JsonListsEachIntervalsLinesAndPerfettoHasATrackPerLine) {
+  TwoWriters k;
+  TempDir dir("lines_json");
+  const std::string path = k.write(dir / "k.shot");
+  auto j = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::json}));
+  const auto& head = j["cachelines"];
+  EXPECT_EQ(head["line_bytes"], 64);
+  EXPECT_EQ(head["layout_recorded"], false);
+  bool listed = false;
+  for (auto& l : head["lines"])
+    if (l["name"] == kToPri) {
+      listed = true;
+      EXPECT_EQ(l["object"], "cpupri.cpu_to_pri");
+      EXPECT_EQ(l["family"], "cpupri");
+      EXPECT_EQ(l["probes"], nlohmann::json({"cpupri_set"}));
+    }
+  EXPECT_TRUE(listed);
+  const auto& lines = j["intervals"][0]["lines"];
+  ASSERT_EQ(lines.size(), 1u) << lines.dump();
+  EXPECT_EQ(lines[0]["name"], kToPri);
+  EXPECT_DOUBLE_EQ(lines[0]["reads_per_s"].get<double>(), 0.0);
+  EXPECT_DOUBLE_EQ(lines[0]["writes_per_s"].get<double>(), 200.0);
+  EXPECT_DOUBLE_EQ(lines[0]["xfers_per_s"].get<double>(), 100.0);
+  double by = 0;
+  for (auto& [d, x] : lines[0]["by_distance"].items()) by += x.get<double>();
+  EXPECT_DOUBLE_EQ(by, 100.0);
+  EXPECT_EQ(lines[0]["by_distance"].size(), 4u);
+
+  auto t = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::perfetto}));
+  std::vector<nlohmann::json> track;
+  for (auto& e : t["traceEvents"])
+    if (e["ph"] == "C" && e["name"] == std::string("xfer/s ") + kToPri) track.push_back(e);
+  ASSERT_EQ(track.size(), 2u) << "the interval and the closing event";
+  EXPECT_EQ(track[0]["pid"], 1) << "under all CPUs";
+  EXPECT_DOUBLE_EQ(track[0]["ts"].get<double>(), 10'000'000.0);
+  EXPECT_DOUBLE_EQ(track[0]["args"]["xfers_per_s"].get<double>(), 100.0);
+  EXPECT_DOUBLE_EQ(track[1]["ts"].get<double>(), 11'000'000.0);
+}
+
+// The export's per-interval figures, averaged over time, are the report's: both come from
+// the same model (one CoherenceAccumulator), over the same window.
+TEST(RecordingExport, LineFiguresAverageToTheReportsCachelines) {
+  const std::string file = std::string(SCHEDHOT_DATA) + "/vm-7.3.shot";
+  for (auto [from, to] : {std::pair{-1.0, -1.0}, std::pair{2.0, 6.0}}) {
+    SCOPED_TRACE(fmt::format("window {} .. {}", from, to));
+    ExportRequest er = export_request(file, "-");
+    er.opts.format = ExportFormat::json;
+    er.opts.from_s = from;
+    er.opts.to_s = to;
+    std::ostringstream out;
+    ASSERT_EQ(export_command(er, out).status, 0);
+    const auto ex = nlohmann::json::parse(out.str());
+    ReportRequest rr;
+    rr.file = file;
+    rr.json = true;
+    rr.opts.from_s = from;
+    rr.opts.to_s = to;
+    auto reader = RecordingReader::open(file);
+    const CommandOutput rep = report_command(*reader, reader.get(), rr);
+    ASSERT_EQ(rep.status, 0);
+    const auto c = nlohmann::json::parse(rep.out)["cachelines"];
+    ASSERT_FALSE(c["lines"].empty());
+    struct Sum {
+      double reads = 0, writes = 0, xfers = 0;
+      std::map<std::string, double> by;
+    };
+    std::map<std::string, Sum> sums;
+    double secs = 0;
+    for (auto& iv : ex["intervals"]) {
+      const double s = iv["seconds"].get<double>();
+      secs += s;
+      for (auto& l : iv["lines"]) {
+        Sum& x = sums[l["name"].get<std::string>()];
+        x.reads += l["reads_per_s"].get<double>() * s;
+        x.writes += l["writes_per_s"].get<double>() * s;
+        x.xfers += l["xfers_per_s"].get<double>() * s;
+        for (auto& [d, v] : l["by_distance"].items()) x.by[d] += v.get<double>() * s;
+      }
+    }
+    EXPECT_NEAR(secs, nlohmann::json::parse(rep.out)["window"]["seconds"].get<double>(), 1e-9);
+    EXPECT_EQ(sums.size(), c["lines"].size()) << "the same lines";
+    int nonzero = 0;
+    for (auto& l : c["lines"]) {
+      const std::string name = l["name"].get<std::string>();
+      SCOPED_TRACE(name);
+      ASSERT_TRUE(sums.count(name));
+      const Sum& x = sums[name];
+      auto near = [](double a, double b) { EXPECT_NEAR(a, b, 1e-9 * std::max(1.0, std::abs(b))); };
+      near(x.reads / secs, l["reads_per_s"].get<double>());
+      near(x.writes / secs, l["writes_per_s"].get<double>());
+      near(x.xfers / secs, l["xfers_per_s"].get<double>());
+      for (auto& [d, v] : l["by_distance"].items()) near(x.by.at(d) / secs, v.get<double>());
+      nonzero += l["xfers_per_s"].get<double>() > 1;
+    }
+    EXPECT_GE(nonzero, 5) << "the recording has traffic on most lines";
+  }
+}
+
+// CSV rows of an interval add up to that interval's line total in the JSON.
+TEST(RecordingExport, CsvLineColumnsAddUpToTheJsonLineTotals) {
+  const std::string file = std::string(SCHEDHOT_DATA) + "/vm-7.3.shot";
+  ExportRequest er = export_request(file, "-");
+  std::ostringstream csv, json;
+  ASSERT_EQ(export_command(er, csv).status, 0);
+  er.opts.format = ExportFormat::json;
+  ASSERT_EQ(export_command(er, json).status, 0);
+  const auto rows = parse_csv(csv.str());
+  const auto ex = nlohmann::json::parse(json.str());
+  const size_t ncpus = ex["cpus"].size();
+  ASSERT_EQ(rows.size(), 1 + ncpus * ex["intervals"].size());
+  int checked = 0;
+  for (size_t i = 0; i < ex["intervals"].size(); ++i)
+    for (auto& l : ex["intervals"][i]["lines"]) {
+      const auto c = std::find(rows[0].begin(), rows[0].end(), "xfers_per_s:" + l["name"].get<std::string>()) - rows[0].begin();
+      ASSERT_LT(size_t(c), rows[0].size()) << l["name"];
+      double sum = 0;
+      for (size_t r = 0; r < ncpus; ++r) {
+        const std::string& cell = rows[1 + i * ncpus + r][size_t(c)];
+        if (!cell.empty()) sum += std::stod(cell);
+      }
+      EXPECT_NEAR(sum, l["xfers_per_s"].get<double>(), 0.0005 * ncpus + 1e-9) << l["name"] << " interval " << i;
+      ++checked;
+    }
+  EXPECT_GT(checked, 10);
+}
+
+TEST(InfoCommand, ShowsTheRecordedLayoutAndFixesOrSaysItIsNotRecorded) {
+  TempDir dir("info_layout");
+  Known old;  // no layout: made before layouts were recorded
+  const std::string a = old.write(dir / "old.shot");
+  CommandOutput res = info_command(InfoRequest{a, false});
+  ASSERT_EQ(res.status, 0);
+  EXPECT_NE(res.out.find("\nlayout     layout not recorded (an older recording)"), std::string::npos) << res.out;
+  EXPECT_NE(res.out.find("\nfixes      nohz.nr_cpus unknown (layout not recorded); cpupri_vec.count unknown (layout "
+                         "not recorded); tick_broadcast_lock unknown (layout not recorded)\n"),
+            std::string::npos)
+      << res.out;
+  auto j = nlohmann::json::parse(info_command(InfoRequest{a, true}).out);
+  EXPECT_TRUE(j["layout"].is_null());
+  EXPECT_TRUE(j["fixes"]["nohz_nr_cpus_removed"].is_null());
+  EXPECT_TRUE(j["fixes"]["bcast_lock_own_line"].is_null());
+
+  Known k;  // a 6.x layout read from BTF, KALLSYMS_ALL off
+  CoherenceLayout L = assumed_layout("6.18.44", 64);
+  L.notes = {"cacheline size 64 B"};
+  L.btf_source = "/sys/kernel/btf/vmlinux";
+  L.bcast_lock.reason = "unknown: KALLSYMS_ALL off (no static data symbols in the symbol table)";
+  k.m.layout = L;
+  const std::string b = k.write(dir / "new.shot");
+  res = info_command(InfoRequest{b, false});
+  ASSERT_EQ(res.status, 0);
+  EXPECT_NE(res.out.find("\nlayout     BTF /sys/kernel/btf/vmlinux; tick_broadcast_lock unknown (KALLSYMS_ALL off (no "
+                         "static data symbols in the symbol table)); cacheline 64 B\n"),
+            std::string::npos)
+      << res.out;
+  EXPECT_NE(res.out.find("\nfixes      nohz.nr_cpus present (fix absent); cpupri_vec.count present (fix absent); "
+                         "tick_broadcast_lock unknown (KALLSYMS_ALL off (no static data symbols in the symbol table))\n"),
+            std::string::npos)
+      << res.out;
+  j = nlohmann::json::parse(info_command(InfoRequest{b, true}).out);
+  EXPECT_EQ(j["layout"]["btf_source"], "/sys/kernel/btf/vmlinux");
+  EXPECT_EQ(j["layout"]["line_bytes"], 64);
+  EXPECT_EQ(j["fixes"]["nohz_nr_cpus_removed"], false);
+  EXPECT_EQ(j["fixes"]["cpupri_count_removed"], false);
+  EXPECT_TRUE(j["fixes"]["bcast_lock_own_line"].is_null());
+  EXPECT_EQ(j["fixes"]["text"], to_string(fixes_present(L)));
 }
