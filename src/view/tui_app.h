@@ -89,8 +89,8 @@ class TuiFeed {
   virtual bool await_more() { return false; }
 };
 
-/// The four views.
-enum class View { cpus, hist, topo, summary };
+/// The views: per-CPU table, histogram, topology table, per-probe summary, cachelines (l).
+enum class View { cpus, hist, topo, summary, lines };
 
 /// Screens drawn over a view until a key closes them: the keys (?) and the probe details (p).
 /// Taller than the terminal, they scroll with the arrows, PgUp/PgDn, Home/End.
@@ -107,6 +107,7 @@ struct TuiOptions {
   bool reverse = false;
   std::vector<int> filter;        ///< CPUs shown; empty = every CPU online at some point
   bool utf8 = true;               ///< block characters for histogram bars
+  XferCost xfer_cost;             ///< per-distance stall estimate of one transfer (the l view)
   /// Parses j's time ("30", "2.5s", "1m") to ns; throws std::invalid_argument with a
   /// one-line message.
   std::function<uint64_t(const std::string&)> parse_time;
@@ -159,7 +160,11 @@ class TuiApp {
   /// scroll and close it.
   Screen render_overlay(int width, int height);
   std::vector<Line> body(int width, int height);
-  std::vector<Line> table_body(const Interval& iv, int width, int height);
+  /// The coherence model of iv alone (a CoherenceAccumulator fed with it): computed once
+  /// per frame, for the xfer/s column and the lines view.
+  CoherenceSummary model_of(const Interval& iv) const;
+  std::vector<Line> table_body(const Interval& iv, int width, int height, const ModelColumn* model);
+  std::vector<Line> lines_body(const Interval& iv, int width, int height);
 
   TuiFeed& feed_;
   TuiOptions opts_;

@@ -119,7 +119,8 @@ int main(int argc, char** argv) {
       const char* keys;  ///< keys that switch to it from the previous one
     } views[] = {{"per-CPU, by idle/s", ""},       {"LLCs, by idle/s", "o"},
                  {"idle histogram, all CPUs", "h"}, {"summary (6 histograms)", "s"},
-                 {"per-CPU, by set_p99", "c>>>>>>>>"}, {"LLCs, by set_p99", "o"}};
+                 {"per-CPU, by set_p99", "c>>>>>>>>"}, {"LLCs, by set_p99", "o"},
+                 {"per-CPU, by xfer/s", "c>>>>"},   {"cachelines (l)", "l"}};
     const int runs = n > 2048 ? 5 : 20;
     for (const View& v : views) {
       for (const char* k = v.keys; *k; ++k) app.on_key(*k);
