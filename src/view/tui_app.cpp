@@ -63,10 +63,18 @@ std::vector<int> TuiApp::shown_cpus() const {
   return ever_online();
 }
 
-CoherenceSummary TuiApp::model_of(const Interval& iv) const {
-  CoherenceAccumulator acc(iv.meta(), opts_.xfer_cost);
-  acc.add(iv);
-  return acc.summary();
+const CoherenceSummary& TuiApp::model_of(const Interval& iv) const {
+  // The feed's meta is the only one shown; the two samples name the interval.
+  ModelCache& c = model_cache_;
+  const Sample &a = iv.first(), &b = iv.last();
+  if (!c.valid || c.a_seq != a.seq || c.a_mono != a.mono_ns || c.b_seq != b.seq || c.b_mono != b.mono_ns) {
+    CoherenceAccumulator acc(iv.meta(), opts_.xfer_cost);
+    acc.add(iv);
+    c.summary = acc.summary();
+    c.a_seq = a.seq, c.a_mono = a.mono_ns, c.b_seq = b.seq, c.b_mono = b.mono_ns;
+    c.valid = true;
+  }
+  return c.summary;
 }
 
 double TuiApp::worst_score(const Interval& iv) const {
@@ -343,7 +351,7 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height, 
 std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) {
   // The title, the fixes and the column header; the lines from first_row_ (scrolled as the
   // tables are); then the what-ifs and notes, as far as they fit.
-  const CoherenceSummary sum = model_of(iv);
+  const CoherenceSummary& sum = model_of(iv);
   LinesView v = render_lines(iv.meta(), sum, opts_.xfer_cost, width);
   row_count_ = sum.lines.empty() ? 0 : static_cast<int>(v.rows.size());
   page_ = std::max(height - 3 - static_cast<int>(v.tail.size()), std::min(kMinTableRows, std::max(height - 3, 1)));

@@ -160,14 +160,23 @@ class TuiApp {
   /// scroll and close it.
   Screen render_overlay(int width, int height);
   std::vector<Line> body(int width, int height);
-  /// The coherence model of iv alone (a CoherenceAccumulator fed with it): computed once
-  /// per frame, for the xfer/s column and the lines view.
-  CoherenceSummary model_of(const Interval& iv) const;
+  /// The coherence model of iv alone (a CoherenceAccumulator fed with it), for the xfer/s
+  /// column and the lines view: computed once per interval (kept while the same two
+  /// samples are shown, so keys that only redraw do not recompute it).
+  const CoherenceSummary& model_of(const Interval& iv) const;
   std::vector<Line> table_body(const Interval& iv, int width, int height, const ModelColumn* model);
   std::vector<Line> lines_body(const Interval& iv, int width, int height);
 
   TuiFeed& feed_;
   TuiOptions opts_;
+  /// model_of()'s last interval (its samples' seq and mono_ns) and its model.
+  struct ModelCache {
+    bool valid = false;
+    uint32_t a_seq = 0, b_seq = 0;
+    uint64_t a_mono = 0, b_mono = 0;
+    CoherenceSummary summary;
+  };
+  mutable ModelCache model_cache_;
   View view_ = View::cpus;
   Overlay overlay_ = Overlay::none;
   int overlay_top_ = 0;    ///< first line of the overlay shown

@@ -136,6 +136,16 @@ int main(int argc, char** argv) {
       double b = median(build), d = median(draw);
       fmt::print(out, "{:>6} {:<26} {:>9.2f} {:>9.2f} {:>9.2f}\n", n, v.name, b, d, b + d);
     }
+    {
+      // The coherence model of the interval shown (the xfer/s column, the l view): TuiApp
+      // computes it once per new interval and keeps it while the interval stays.
+      auto m0 = Clock::now();
+      CoherenceAccumulator acc(feed.meta());
+      acc.add(Interval(feed.meta(), *feed.first(), *feed.last()));
+      const CoherenceSummary sum = acc.summary();
+      fmt::print(out, "{:>6} coherence model of one interval (once per new sample): {:.0f} ms, {} lines\n", n, ms_since(m0),
+                 sum.lines.size());
+    }
     fmt::print(out, "{:>6} (writing the 3-sample recording took {:.0f} ms)\n", n, write_ms);
     fflush(out);
     std::remove(path.c_str());
