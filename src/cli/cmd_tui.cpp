@@ -161,8 +161,9 @@ class LiveFeed : public tui::TuiFeed {
   bool paused_ = false;
 };
 
-/// Checks --sort and the syntax of --cpus; prints one line and returns false when bad.
-bool parse_view_options(const std::string& sort, const std::string& cpus, tui::TuiOptions& out) {
+/// Checks --sort, the syntax of --cpus and --xfer-cost; prints one line and returns false when bad.
+bool parse_view_options(const std::string& sort, const std::string& cpus, const std::string& xfer_cost,
+                        tui::TuiOptions& out) {
   out.sort_col = tui::find_column(sort);
   if (out.sort_col < 0) {
     std::string names = "cpu";
@@ -174,6 +175,12 @@ bool parse_view_options(const std::string& sort, const std::string& cpus, tui::T
     out.filter = cpus.empty() ? std::vector<int>{} : parse_cpulist(cpus);
   } catch (const std::invalid_argument& e) {
     err(fmt::format("--cpus: {}", e.what()));
+    return false;
+  }
+  try {
+    if (!xfer_cost.empty()) out.xfer_cost = parse_xfer_cost(xfer_cost);
+  } catch (const std::invalid_argument& e) {
+    err(e.what());
     return false;
   }
   out.parse_time = [](const std::string& s) { return parse_duration_ns(s, "time"); };
@@ -261,7 +268,7 @@ int run_top(const TopCmd& o) {
     err("-n/--iterations must be 0 or more");
     return 2;
   }
-  if (!parse_view_options(o.sort, o.cpus, opts)) return 2;
+  if (!parse_view_options(o.sort, o.cpus, o.xfer_cost, opts)) return 2;
   if (o.record.empty() && (!o.max_size.empty() || o.rotate >= 0)) {
     err(fmt::format("{} needs --record FILE", o.max_size.empty() ? "--rotate" : "--max-size"));
     return 2;
@@ -302,7 +309,7 @@ int run_top(const TopCmd& o) {
 
 int run_replay(const ReplayCmd& o) {
   tui::TuiOptions opts;
-  if (!parse_view_options(o.sort, o.cpus, opts)) return 2;
+  if (!parse_view_options(o.sort, o.cpus, o.xfer_cost, opts)) return 2;
   uint64_t at = 0;
   try {
     if (!o.at.empty()) at = parse_duration_ns(o.at, "--at");

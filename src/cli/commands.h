@@ -115,6 +115,7 @@ struct TopCmd {
   int rotate = -1;           ///< --rotate N: closed files kept (-1 = not given)
   std::string sort = "idle"; ///< initial sort column: a probe, a column header or "cpu"
   std::string cpus;          ///< initial CPU filter ("" = all)
+  std::string xfer_cost;     ///< --xfer-cost for the l view's stall estimate ("" = the defaults)
   std::string command_line;
 };
 int run_top(const TopCmd& o);
@@ -125,6 +126,7 @@ struct ReplayCmd {
   std::string at;            ///< start time since the first sample ("" = first interval)
   std::string sort = "idle";
   std::string cpus;
+  std::string xfer_cost;     ///< --xfer-cost, as top's
   bool follow = false;       ///< keep up with a recording being written (tail -f)
 };
 int run_replay(const ReplayCmd& o);

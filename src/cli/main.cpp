@@ -30,10 +30,11 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
 }
 
-/// top's and replay's initial sort column and CPU filter.
-void add_view_options(CLI::App* c, std::string& sort, std::string& cpus) {
+/// top's and replay's initial sort column and CPU filter, and the stall cost of the l view.
+void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost) {
   c->add_option("--sort", sort, "initial sort column: a probe or column name, or cpu (default idle)");
   c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");
+  c->add_option("--xfer-cost", xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150");
 }
 
 /// A whole number from 0 to 1,000,000 (rows, files kept), with a short message.
@@ -139,7 +140,7 @@ int main(int argc, char** argv) {
   ct->add_option("--max-size", top.max_size, "with --record: rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
   ct->add_option("--rotate", top.rotate, "with --record: closed files to keep as FILE.1 (newest) .. FILE.N")
       ->check(kCount);
-  add_view_options(ct, top.sort, top.cpus);
+  add_view_options(ct, top.sort, top.cpus, top.xfer_cost);
 
   ReplayCmd replay;
   auto* cy = app.add_subcommand("replay", "a recording in top's UI: step, jump, play, worst sample");
@@ -147,7 +148,7 @@ int main(int argc, char** argv) {
   cy->add_option("--at", replay.at, "start at this time since the first sample, e.g. 30s (default: the first interval)");
   cy->add_flag("--follow", replay.follow,
                "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
-  add_view_options(cy, replay.sort, replay.cpus);
+  add_view_options(cy, replay.sort, replay.cpus, replay.xfer_cost);
 
   {
     std::string names;

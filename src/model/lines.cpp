@@ -456,6 +456,8 @@ void CoherenceAccumulator::add(const Interval& iv) {
     for (const std::string& f : l.assumptions)
       if (std::find(a.line.assumptions.begin(), a.line.assumptions.end(), f) == a.line.assumptions.end())
         a.line.assumptions.push_back(f);
+    for (const LineCpuRate& r : l.rates)
+      if (r.reads > 0 || r.writes > 0) a.rw[static_cast<uint32_t>(r.cpu)] |= uint8_t((r.reads > 0 ? 1 : 0) | (r.writes > 0 ? 2 : 0));
     // per CPU: its totals, and its misses shared out to its probes
     size_t r = 0;
     for (const CpuXfers& c : traffic[i].cpus) {
@@ -509,6 +511,10 @@ CoherenceSummary CoherenceAccumulator::summary() const {
     l.assumptions = a.line.assumptions;
     l.reads_per_s = a.reads / T;
     l.writes_per_s = a.writes / T;
+    for (const auto& [cpu, f] : a.rw) {
+      l.readers += (f & 1) != 0;
+      l.writers += (f & 2) != 0;
+    }
     for (const auto& [cpu, c] : a.cpus) {
       CpuXfers x = c;
       x.read_xfers_per_s /= T;

@@ -145,6 +145,7 @@ struct LineSummary {
   std::string family, name;
   std::vector<std::string> fields, assumptions;
   double reads_per_s = 0, writes_per_s = 0;
+  int readers = 0, writers = 0;  ///< CPUs that read / wrote the line in some interval of the span
   LineTraffic traffic;  ///< modeled transfers/s, per CPU (ascending) and in total
   /// Transfers/s by the probe whose access missed (index into Meta::probes): a CPU's
   /// misses shared out by its probes' share of its reads and writes of the line.
@@ -189,6 +190,7 @@ class CoherenceAccumulator {
     double reads = 0, writes = 0;     // x seconds
     std::map<uint32_t, CpuXfers> cpus;  // x seconds
     std::map<int, double> by_probe;     // x seconds
+    std::map<uint32_t, uint8_t> rw;     // CPUs that accessed it: 1 read, 2 wrote
   };
   const Meta& meta_;
   CoherenceLayout layout_;

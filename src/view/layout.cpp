@@ -86,11 +86,19 @@ std::vector<int> column_probes(const Interval& iv) {
 namespace {
 
 /// column_value() with the column's field already resolved (ref: field_ref of probe).
-double value_of(const Interval& iv, const CpuColumn& col, int probe, const FieldRef& ref, std::span<const int> cpus) {
-  if (col.kind == CpuColumnKind::model) return kBlank;
-  if (probe < 0) return kUnavailable;
+double value_of(const Interval& iv, const CpuColumn& col, int probe, const FieldRef& ref, std::span<const int> cpus,
+                const ModelColumn* model = nullptr) {
+  if (col.kind == CpuColumnKind::model && !model) return kBlank;
+  if (col.kind != CpuColumnKind::model && probe < 0) return kUnavailable;
   // CPUs that were offline over the whole interval measured nothing: "-", not 0.
   if (std::none_of(cpus.begin(), cpus.end(), [&](int c) { return iv.online(c); })) return kUnavailable;
+  if (col.kind == CpuColumnKind::model) {
+    if (!model->measured) return kUnavailable;
+    double x = 0;
+    for (int c : cpus)
+      if (c >= 0 && size_t(c) < model->xfers_per_cpu.size()) x += model->xfers_per_cpu[size_t(c)];
+    return x;
+  }
   if (col.kind == CpuColumnKind::rate) return iv.rate(ref, cpus);
   if (iv.meta().probes[size_t(probe)].status.proxy) return kUnavailable;  // a proxy times nothing: "-", as report
   HistSummary h = iv.hist(ref, cpus);
@@ -108,12 +116,12 @@ struct ColumnRefs {
 };
 
 /// Values of row: every column (only == kEveryColumn) or table column `only` alone.
-void fill_values(const Interval& iv, const ColumnRefs& refs, TableRow& row, int only) {
+void fill_values(const Interval& iv, const ColumnRefs& refs, TableRow& row, int only, const ModelColumn* model) {
   const auto& cols = cpu_columns();
   row.v.assign(cols.size(), kBlank);
   for (size_t i = 0; i < cols.size(); ++i)
     if (only == kEveryColumn || only == static_cast<int>(i) + 1)
-      row.v[i] = value_of(iv, cols[i], refs.probes[i], refs.fields[i], row.cpus);
+      row.v[i] = value_of(iv, cols[i], refs.probes[i], refs.fields[i], row.cpus, model);
 }
 
 }  // namespace
@@ -122,12 +130,28 @@ double column_value(const Interval& iv, const CpuColumn& col, int probe, std::sp
   return value_of(iv, col, probe, field_ref(iv.meta(), probe, col.field), cpus);
 }
 
-void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count) {
-  const ColumnRefs refs(iv);
-  for (size_t i = first; i < rows.size() && i - first < count; ++i) fill_values(iv, refs, rows[i], kEveryColumn);
+ModelColumn model_column(const Interval& iv, const CoherenceSummary& summary) {
+  ModelColumn m;
+  const Meta& meta = iv.meta();
+  for (size_t p = 0; p < meta.probes.size() && !m.measured; ++p) {
+    const ProbeSpec* spec = find_probe(meta.probes[p].name);
+    m.measured = spec && !spec->accesses.empty() && meta.probes[p].status.attached && iv.present(static_cast<int>(p));
+  }
+  m.xfers_per_cpu.assign(meta.ncpus, 0);
+  for (const LineSummary& l : summary.lines)
+    for (const CpuXfers& c : l.traffic.cpus) {
+      if (c.cpu >= m.xfers_per_cpu.size()) m.xfers_per_cpu.resize(size_t(c.cpu) + 1, 0);
+      m.xfers_per_cpu[c.cpu] += c.total();
+    }
+  return m;
 }
 
-std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only) {
+void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count, const ModelColumn* model) {
+  const ColumnRefs refs(iv);
+  for (size_t i = first; i < rows.size() && i - first < count; ++i) fill_values(iv, refs, rows[i], kEveryColumn, model);
+}
+
+std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only, const ModelColumn* model) {
   const ColumnRefs refs(iv);
   std::vector<TableRow> rows;
   rows.reserve(cpus.size());
@@ -136,7 +160,7 @@ std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, in
     r.label = std::to_string(c);
     r.cpus = {c};
     r.key = c;
-    fill_values(iv, refs, r, only);
+    fill_values(iv, refs, r, only, model);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -191,7 +215,8 @@ std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus
   return out;
 }
 
-std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only) {
+std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only,
+                                 const ModelColumn* model) {
   const ColumnRefs refs(iv);
   std::vector<TableRow> rows;
   for (const CpuGroup& g : groups) {
@@ -199,7 +224,7 @@ std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>
     r.label = g.label;
     r.cpus = g.cpus;
     r.key = g.cpus.empty() ? 0 : g.cpus.front();
-    fill_values(iv, refs, r, only);
+    fill_values(iv, refs, r, only, model);
     rows.push_back(std::move(r));
   }
   return rows;
@@ -397,6 +422,117 @@ std::vector<Line> render_histogram(const std::string& title, std::span<const uin
   return out;
 }
 
+// ---- cachelines (the l view) ----------------------------------------------------------
+
+std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost) {
+  std::vector<LineRow> out;
+  out.reserve(s.lines.size());
+  for (const LineSummary& l : s.lines) {
+    LineRow r;
+    r.name = l.name;
+    r.reads_per_s = l.reads_per_s;
+    r.writes_per_s = l.writes_per_s;
+    r.xfers_per_s = l.traffic.total();
+    r.kb_per_s = r.xfers_per_s * s.line_bytes / 1024.0;
+    for (int d = 0; d < kXferDistances; ++d)
+      r.pct[size_t(d)] = r.xfers_per_s > 0 ? 100 * l.traffic.by_distance[size_t(d)] / r.xfers_per_s : -1;
+    r.stall_us_per_s = stall_ns_per_s(l.traffic, cost) / 1e3;
+    // The 3 CPUs with the most transfers: a partial sort of the line's CPUs (ascending cpu,
+    // so ties keep the lower CPU first).
+    std::vector<std::pair<int, double>> cpus;
+    cpus.reserve(l.traffic.cpus.size());
+    for (const CpuXfers& c : l.traffic.cpus)
+      if (c.total() > 0) cpus.emplace_back(static_cast<int>(c.cpu), c.total());
+    const size_t n = std::min<size_t>(3, cpus.size());
+    std::partial_sort(cpus.begin(), cpus.begin() + std::ptrdiff_t(n), cpus.end(), [](const auto& a, const auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    r.top.assign(cpus.begin(), cpus.begin() + std::ptrdiff_t(n));
+    r.readers = l.readers;
+    r.writers = l.writers;
+    out.push_back(std::move(r));
+  }
+  std::stable_sort(out.begin(), out.end(), [](const LineRow& a, const LineRow& b) { return a.xfers_per_s > b.xfers_per_s; });
+  return out;
+}
+
+std::string fixes_text(const Meta& meta) {
+  if (!meta.layout) return "fixes: layout not recorded";
+  return to_string(fixes_present(*meta.layout));
+}
+
+std::string fixes_short(const Meta& meta) {
+  if (!meta.layout) return "fixes: layout not recorded";
+  const FixesPresent f = fixes_present(*meta.layout);
+  auto field = [](const std::optional<bool>& removed) {
+    return !removed ? "?" : *removed ? "gone" : "present";
+  };
+  const char* lock = !f.bcast_lock_own_line ? "?" : *f.bcast_lock_own_line ? "alone" : "shared";
+  return fmt::format("fixes: nohz.nr_cpus {}, cpupri_vec.count {}, bcast_lock line {}", field(f.nohz_nr_cpus_removed),
+                     field(f.cpupri_count_removed), lock);
+}
+
+LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width) {
+  LinesView v;
+  v.fixes.add(fixes_text(meta), Role::label);
+  clip(v.fixes, width);
+  const std::vector<LineRow> rows = line_rows(s, cost);
+  int name_w = 4;
+  for (const LineRow& r : rows) name_w = std::max(name_w, cells(r.name));
+  name_w = std::min(name_w, 40);
+  const std::string cols = "{:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>10} {:>5} {:>5}  {}";
+  v.head.add(" " + fit("LINE", name_w) + " " +
+                 fmt::format(fmt::runtime(cols), "read/s", "write/s", "xfer/s", "KB/s", "smt%", "llc%", "pkg%", "rem%",
+                             "stall us/s", "rd", "wr", "top CPUs (xfer/s)"),
+             Role::head);
+  if (v.head.width() < width) v.head.add(std::string(size_t(width - v.head.width()), ' '), Role::head);
+  clip(v.head, width);
+  for (const LineRow& r : rows) {
+    auto pct = [&](int d) { return r.pct[size_t(d)] < 0 ? std::string("-") : fmt::format("{:.0f}", r.pct[size_t(d)]); };
+    std::string top;
+    for (auto [cpu, x] : r.top) top += fmt::format("{}{} ({})", top.empty() ? "" : ", ", cpu, format_rate(x));
+    Line l;
+    l.add(" " + fit(r.name, name_w) + " ");
+    l.add(fmt::format(fmt::runtime(cols), format_rate(r.reads_per_s), format_rate(r.writes_per_s), format_rate(r.xfers_per_s),
+                      fmt::format("{:.1f}", r.kb_per_s), pct(0), pct(1), pct(2), pct(3),
+                      fmt::format("{:.2f}", r.stall_us_per_s), r.readers, r.writers, top));
+    clip(l, width);
+    v.rows.push_back(std::move(l));
+  }
+  if (rows.empty()) v.rows.push_back(Line().add(" no modeled line was accessed in this interval", Role::dim));
+  for (const WhatIfResult& w : s.what_if) {
+    Line l;
+    l.add("what-if ", Role::label).add(w.what.title).add(": ");
+    if (!w.applies) {
+      l.add(meta.layout ? w.reason : w.reason + " (in the layout assumed for kernel " + meta.host.kernel_release + ")",
+            Role::dim);
+    } else {
+      l.add(fmt::format("{} lines {} -> {} xfer/s", w.what.family, format_rate(w.before_xfers_per_s),
+                        format_rate(w.after_xfers_per_s)));
+      l.add(w.before_xfers_per_s > 0 ? fmt::format(" (x{:.2f})", w.after_xfers_per_s / w.before_xfers_per_s)
+                                     : std::string(" (no traffic before)"),
+            Role::title);
+      l.add(fmt::format(", stall {:.2f} -> {:.2f} us/s", w.before_stall_ns_per_s / 1e3, w.after_stall_ns_per_s / 1e3));
+    }
+    clip(l, width);
+    v.tail.push_back(std::move(l));
+  }
+  for (const std::string& n : s.notes) {
+    Line l;
+    l.add("layout: " + n, Role::dim);
+    clip(l, width);
+    v.tail.push_back(std::move(l));
+  }
+  Line e;
+  e.add(fmt::format("model: independent arrivals, {} B lines; stall at smt {} llc {} package {} remote {} ns: estimates "
+                    "(README 'Cachelines')",
+                    s.line_bytes, cost.ns[0], cost.ns[1], cost.ns[2], cost.ns[3]),
+        Role::dim);
+  clip(e, width);
+  v.tail.push_back(std::move(e));
+  return v;
+}
+
 // ---- header, summary, help ------------------------------------------------------------
 
 namespace {
@@ -518,6 +654,9 @@ std::vector<Line> render_header(const Meta& meta, const HeaderInfo& h, int width
   c.add("lost", Role::label).add(fmt::format(" {}", h.lost), h.lost ? Role::bad : Role::normal);
   c.add("  cost", Role::label).add(" " + h.cost);
   if (!h.state.empty()) c.add("  ").add(h.state, Role::title);
+  // The fixes this kernel has, short, where the line has room (the l view has them in full).
+  const std::string fixes = fixes_short(meta);
+  if (c.width() + 2 + cells(fixes) <= width) c.add("  ").add(fixes, Role::dim);
   clip(c, width);
   out.push_back(std::move(c));
   return out;
@@ -644,6 +783,8 @@ std::vector<Line> render_help(bool live, int width) {
       {"h H", "histogram view: next / previous probe (filtered CPUs, or all)", 0},
       {"o", "topology view: CPUs folded into LLCs, then nodes, packages, cores (o again: next level)", 0},
       {"s", "one summary line per probe", 0},
+      {"l", "cachelines view: per modeled line reads, writes, transfers/s by distance, stall, readers/writers, top CPUs; "
+            "fixes, what-ifs", 0},
       {"Esc", "back to the per-CPU table; cancels a prompt", 0},
   };
   std::vector<Line> out;
@@ -658,8 +799,9 @@ std::vector<Line> render_help(bool live, int width) {
   }
   out.push_back(Line());
   out.push_back(Line().add("Rates are events/s between two adjacent samples; times in ns (us/ms/s where marked).", Role::dim));
-  out.push_back(Line().add("'-' = not measured: probe unavailable or blind, CPU offline, or a proxy's duration. xfer/s (cacheline "
-                           "transfers) stays blank: the model is not there yet.",
+  out.push_back(Line().add("'-' = not measured: probe unavailable or blind, CPU offline, or a proxy's duration.", Role::dim));
+  out.push_back(Line().add("xfer/s: cacheline transfers/s the CPU misses on the modeled lines, from the coherence model "
+                           "(an estimate; README 'Cachelines'); l: per line.",
                            Role::dim));
   for (auto& l : out) clip(l, width);
   return out;

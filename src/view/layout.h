@@ -6,6 +6,7 @@
 // Every number comes from an Interval (src/model/interval.h); columns are cpu_columns()
 // (src/view/report.h).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -14,6 +15,7 @@
 
 #include "model/histogram.h"
 #include "model/interval.h"
+#include "model/lines.h"
 #include "sample/sample.h"
 #include "view/report.h"
 
@@ -86,16 +88,32 @@ std::vector<int> column_probes(const Interval& iv);
 /// nothing), kBlank for model columns and for a p99 without events.
 double column_value(const Interval& iv, const CpuColumn& col, int probe, std::span<const int> cpus);
 
+/// The model column (xfer/s) of one interval: the coherence model's transfers/s missed by
+/// each CPU over every modeled line (CoherenceSummary::cpu_xfers_per_s), resolved once per
+/// frame so that a row costs O(its CPUs), not O(lines x CPUs).
+struct ModelColumn {
+  /// Some probe whose events touch a modeled line (ProbeSpec::accesses) has data in the
+  /// interval; when none has, the column is "-" (not measured), never 0.
+  bool measured = false;
+  std::vector<double> xfers_per_cpu;  ///< by CPU id; 0 for CPUs past its end
+};
+/// summary: a CoherenceAccumulator fed with iv alone (or the span the table shows).
+/// O(lines x CPUs with accesses).
+ModelColumn model_column(const Interval& iv, const CoherenceSummary& summary);
+
 /// For cpu_rows/group_rows: compute every column. Otherwise `only` is a table column
 /// (layout: 0 = the label, i >= 1 = cpu_columns()[i - 1]) and only its values are computed,
 /// the others left kBlank until fill_rows(): on 8192 CPUs, sort on one column, then
 /// compute the page shown.
 inline constexpr int kEveryColumn = -1;
 
-/// One row per CPU of cpus.
-std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only = kEveryColumn);
+/// One row per CPU of cpus. model: the xfer/s column's figures (model_column() of iv);
+/// nullptr leaves that column blank.
+std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, int only = kEveryColumn,
+                               const ModelColumn* model = nullptr);
 /// Computes every column of rows[first, first + count) (clamped to the rows there are).
-void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count);
+void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count,
+               const ModelColumn* model = nullptr);
 
 /// Levels of the topology view, smallest first.
 enum class TopoLevel { core, llc, node, package };
@@ -110,8 +128,10 @@ struct CpuGroup {
 /// Folds cpus into groups at level from the host's topology (the recording's, or sysfs
 /// for a live run), ordered by first CPU.
 std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus, TopoLevel level);
-/// One row per group: rates summed over the group's CPUs, p99 over their merged histogram.
-std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only = kEveryColumn);
+/// One row per group: rates (and modeled transfers) summed over the group's CPUs, p99 over
+/// their merged histogram.
+std::vector<TableRow> group_rows(const Interval& iv, const std::vector<CpuGroup>& groups, int only = kEveryColumn,
+                                 const ModelColumn* model = nullptr);
 
 /// Table columns: 0 is the label (CPU or group), i >= 1 is cpu_columns()[i - 1].
 int table_columns();
@@ -160,6 +180,42 @@ std::vector<HistRow> hist_rows(std::span<const uint64_t> buckets, const HistSumm
 /// for bars ('#' otherwise).
 std::vector<Line> render_histogram(const std::string& title, std::span<const uint64_t> buckets, const HistSummary& s,
                                    int width, int height, bool utf8);
+
+// ---- cachelines (the l view) ----------------------------------------------------------
+
+/// One row of the lines view: a modeled line over the interval shown (LineSummary).
+struct LineRow {
+  std::string name;                 ///< LineSummary::name
+  double reads_per_s = 0, writes_per_s = 0;
+  double xfers_per_s = 0;           ///< modeled transfers/s (every CPU)
+  double kb_per_s = 0;              ///< transfers x line size / 1024
+  /// Share of the transfers by XferDistance (smt, llc, package, remote), %; -1 when the
+  /// line has no transfers.
+  std::array<double, kXferDistances> pct{};
+  double stall_us_per_s = 0;        ///< stall estimate (XferCost), us per second
+  std::vector<std::pair<int, double>> top;  ///< up to 3 CPUs with the most transfers/s (> 0), highest first
+  int readers = 0, writers = 0;     ///< CPUs that read / wrote it
+};
+/// The rows of s's lines, highest xfer/s first (ties in LineKey order).
+std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost);
+
+/// The fixes this kernel has (fixes_present() of the recorded layout): the full text
+/// (to_string(FixesPresent)), or "fixes: layout not recorded" when META has no layout.
+std::string fixes_text(const Meta& meta);
+/// Its short form for the header: "fixes: nohz.nr_cpus present, cpupri_vec.count present,
+/// bcast_lock line ?" (gone / present / ?; alone / shared / ?).
+std::string fixes_short(const Meta& meta);
+
+/// The lines view's parts, each clipped to width: the fixes line, the column header, one
+/// line per LineRow (as line_rows orders them), and below them the what-if lines (one per
+/// WhatIfResult) and the notes (layout notes; that the figures are a model's estimate).
+struct LinesView {
+  Line fixes;
+  Line head;
+  std::vector<Line> rows;
+  std::vector<Line> tail;
+};
+LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width);
 
 // ---- header, summary, help ------------------------------------------------------------
 

@@ -63,11 +63,30 @@ std::vector<int> TuiApp::shown_cpus() const {
   return ever_online();
 }
 
+const CoherenceSummary& TuiApp::model_of(const Interval& iv) const {
+  // The feed's meta is the only one shown; the two samples name the interval.
+  ModelCache& c = model_cache_;
+  const Sample &a = iv.first(), &b = iv.last();
+  if (!c.valid || c.a_seq != a.seq || c.a_mono != a.mono_ns || c.b_seq != b.seq || c.b_mono != b.mono_ns) {
+    CoherenceAccumulator acc(iv.meta(), opts_.xfer_cost);
+    acc.add(iv);
+    c.summary = acc.summary();
+    c.a_seq = a.seq, c.a_mono = a.mono_ns, c.b_seq = b.seq, c.b_mono = b.mono_ns;
+    c.valid = true;
+  }
+  return c.summary;
+}
+
 double TuiApp::worst_score(const Interval& iv) const {
   if (sort_col_ < 1 || sort_col_ >= table_columns()) return -1;
   std::vector<int> cpus = shown_cpus();
-  std::vector<TableRow> rows = view_ == View::topo ? group_rows(iv, fold_topology(iv.meta().host, cpus, level_), sort_col_)
-                                                   : cpu_rows(iv, cpus, sort_col_);
+  // The model only when the sort column is its own (w scores every interval).
+  ModelColumn mc;
+  const bool model = cpu_columns()[size_t(sort_col_ - 1)].kind == CpuColumnKind::model;
+  if (model) mc = model_column(iv, model_of(iv));
+  const ModelColumn* mp = model ? &mc : nullptr;
+  std::vector<TableRow> rows = view_ == View::topo ? group_rows(iv, fold_topology(iv.meta().host, cpus, level_), sort_col_, mp)
+                                                   : cpu_rows(iv, cpus, sort_col_, mp);
   double peak = column_peak(rows, sort_col_);
   return peak >= 0 ? peak : -1;
 }
@@ -243,6 +262,10 @@ bool TuiApp::on_key(int key) {
       if (view_ != View::summary) first_row_ = 0;
       view_ = View::summary;
       break;
+    case 'l':
+      if (view_ != View::lines) first_row_ = 0;
+      view_ = View::lines;
+      break;
     case 't':
     case 'T':
       message_ = keyed(key, feed_.step(key == 't' ? -1 : 1));
@@ -283,18 +306,18 @@ std::string rows_text(int first, int shown, int total) {
 
 }  // namespace
 
-std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) {
+std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height, const ModelColumn* model) {
   const Meta& m = iv.meta();
   std::vector<int> cpus = shown_cpus();
   std::vector<TableRow> rows;
   std::string what;
   if (view_ == View::topo) {
     std::vector<CpuGroup> groups = fold_topology(m.host, cpus, level_);
-    rows = group_rows(iv, groups, sort_col_);
+    rows = group_rows(iv, groups, sort_col_, model);
     what = fmt::format("Topology by {}: {} group{} over {} CPUs", to_string(level_), groups.size(),
                        groups.size() == 1 ? "" : "s", cpus.size());
   } else {
-    rows = cpu_rows(iv, cpus, sort_col_);
+    rows = cpu_rows(iv, cpus, sort_col_, model);
     what = fmt::format("Per CPU: {} of {} CPUs", cpus.size(), ever_online().size());
   }
   sort_rows(rows, sort_col_, reverse_);
@@ -302,7 +325,7 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) 
   row_count_ = static_cast<int>(rows.size());
   first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
   const int shown = std::min(page_, row_count_ - first_row_);
-  fill_rows(iv, rows, size_t(first_row_), size_t(shown));
+  fill_rows(iv, rows, size_t(first_row_), size_t(shown), model);
   std::string sort_name = sort_col_ == 0 && view_ == View::topo ? std::string(to_string(level_)) : column_header(sort_col_);
   Line title;
   title.add(what, Role::title);
@@ -325,6 +348,28 @@ std::vector<Line> TuiApp::table_body(const Interval& iv, int width, int height) 
   return out;
 }
 
+std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) {
+  // The title, the fixes and the column header; the lines from first_row_ (scrolled as the
+  // tables are); then the what-ifs and notes, as far as they fit.
+  const CoherenceSummary& sum = model_of(iv);
+  LinesView v = render_lines(iv.meta(), sum, opts_.xfer_cost, width);
+  row_count_ = sum.lines.empty() ? 0 : static_cast<int>(v.rows.size());
+  page_ = std::max(height - 3 - static_cast<int>(v.tail.size()), std::min(kMinTableRows, std::max(height - 3, 1)));
+  first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
+  const int shown = std::min(page_, static_cast<int>(v.rows.size()) - first_row_);
+  Line title;
+  title.add(fmt::format("Cachelines: {} modeled line{} over {:.3g} s, every CPU", sum.lines.size(),
+                        sum.lines.size() == 1 ? "" : "s", iv.seconds()),
+            Role::title);
+  title.add("  sorted by ", Role::label).add("xfer/s (highest first)");
+  if (shown < row_count_) title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);
+  clip(title, width);
+  std::vector<Line> out = {title, v.fixes, v.head};
+  for (int i = 0; i < shown; ++i) out.push_back(std::move(v.rows[size_t(first_row_ + i)]));
+  for (Line& l : v.tail) out.push_back(std::move(l));
+  return out;
+}
+
 std::vector<Line> TuiApp::body(int width, int height) {
   const Meta& m = feed_.meta();
   if (!feed_.first() || !feed_.last()) {
@@ -337,8 +382,12 @@ std::vector<Line> TuiApp::body(int width, int height) {
   std::string over = filter_.empty() ? "all CPUs" : "CPUs " + filter_text_;
   switch (view_) {
     case View::cpus:
-    case View::topo:
-      return table_body(iv, width, height);
+    case View::topo: {
+      const ModelColumn mc = model_column(iv, model_of(iv));
+      return table_body(iv, width, height, &mc);
+    }
+    case View::lines:
+      return lines_body(iv, width, height);
     case View::summary: {
       // Its header line, then the probes' lines from first_row_ (scrolled as the tables are).
       std::vector<Line> sum = render_summary(iv, cpus, width);
@@ -417,7 +466,8 @@ std::string TuiApp::render_text() {
   if (!feed_.first() || !feed_.last()) return "";
   Interval iv(feed_.meta(), *feed_.first(), *feed_.last());
   std::vector<Line> lines = header(160, feed_.live());
-  for (Line& l : table_body(iv, 4096, 1 << 30)) lines.push_back(std::move(l));
+  const ModelColumn mc = model_column(iv, model_of(iv));
+  for (Line& l : table_body(iv, 4096, 1 << 30, &mc)) lines.push_back(std::move(l));
   std::string out;
   for (const Line& l : lines) {
     size_t end = l.text.find_last_not_of(' ');
@@ -435,7 +485,7 @@ Screen TuiApp::render(int width, int height) {
   } else {
     // The header gets what the view leaves after the key line, its fixed lines (title,
     // table header; the histogram's title and percentiles too) and kMinTableRows rows.
-    const int fixed = view_ == View::hist ? 4 : 2;
+    const int fixed = view_ == View::hist ? 4 : view_ == View::lines ? 3 : 2;
     s = header(width, true, height - 1 - fixed - kMinTableRows);
     const int body_h = height - static_cast<int>(s.size()) - 1;
     std::vector<Line> b = body(width, body_h);
@@ -451,9 +501,9 @@ Screen TuiApp::render(int width, int height) {
       foot.add(message_, Role::bad);
     } else {
       foot.add(feed_.live() ? "q quit  ? help  space pause  +/- interval  </> sort  r reverse  / filter  c cpus  h histogram  "
-                              "o topology  s summary"
+                              "o topology  s summary  l lines"
                             : "q quit  ? help  space play  +/- speed  t/T sample  j jump  w worst  </> sort  r reverse  / filter  "
-                              "h histogram  o topology  s summary",
+                              "h histogram  o topology  s summary  l lines",
                Role::status);
     }
     clip(foot, width);

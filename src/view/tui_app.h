@@ -89,8 +89,8 @@ class TuiFeed {
   virtual bool await_more() { return false; }
 };
 
-/// The four views.
-enum class View { cpus, hist, topo, summary };
+/// The views: per-CPU table, histogram, topology table, per-probe summary, cachelines (l).
+enum class View { cpus, hist, topo, summary, lines };
 
 /// Screens drawn over a view until a key closes them: the keys (?) and the probe details (p).
 /// Taller than the terminal, they scroll with the arrows, PgUp/PgDn, Home/End.
@@ -107,6 +107,7 @@ struct TuiOptions {
   bool reverse = false;
   std::vector<int> filter;        ///< CPUs shown; empty = every CPU online at some point
   bool utf8 = true;               ///< block characters for histogram bars
+  XferCost xfer_cost;             ///< per-distance stall estimate of one transfer (the l view)
   /// Parses j's time ("30", "2.5s", "1m") to ns; throws std::invalid_argument with a
   /// one-line message.
   std::function<uint64_t(const std::string&)> parse_time;
@@ -159,10 +160,23 @@ class TuiApp {
   /// scroll and close it.
   Screen render_overlay(int width, int height);
   std::vector<Line> body(int width, int height);
-  std::vector<Line> table_body(const Interval& iv, int width, int height);
+  /// The coherence model of iv alone (a CoherenceAccumulator fed with it), for the xfer/s
+  /// column and the lines view: computed once per interval (kept while the same two
+  /// samples are shown, so keys that only redraw do not recompute it).
+  const CoherenceSummary& model_of(const Interval& iv) const;
+  std::vector<Line> table_body(const Interval& iv, int width, int height, const ModelColumn* model);
+  std::vector<Line> lines_body(const Interval& iv, int width, int height);
 
   TuiFeed& feed_;
   TuiOptions opts_;
+  /// model_of()'s last interval (its samples' seq and mono_ns) and its model.
+  struct ModelCache {
+    bool valid = false;
+    uint32_t a_seq = 0, b_seq = 0;
+    uint64_t a_mono = 0, b_mono = 0;
+    CoherenceSummary summary;
+  };
+  mutable ModelCache model_cache_;
   View view_ = View::cpus;
   Overlay overlay_ = Overlay::none;
   int overlay_top_ = 0;    ///< first line of the overlay shown

@@ -56,6 +56,8 @@ std::vector<BenchView> all_views(const Meta& m) {
   v.push_back({"probes overlay", "xp"});   // x closes the help, p opens the probes
   v.push_back({"per-CPU, by set_p99", "xc>>>>>>>>"});
   v.push_back({"topology LLC, by set_p99", "o"});
+  v.push_back({"per-CPU, by xfer/s", "c>>>>"});  // the model's column, last
+  v.push_back({"cachelines (l)", "l"});
   return v;
 }
 
@@ -130,6 +132,16 @@ int main(int argc, char** argv) {
       fmt::print(out, "{:>6} where it goes: one histogram summed over all CPUs {:.2f} ms; a histogram summary on each "
                  "CPU (a p99 column) {:.2f} ms; a rate on each CPU {:.2f} ms{}\n",
                  n, median(all_hist), median(cpu_p99), median(rates), sink < 0 ? "!" : "");
+    }
+    {
+      // The coherence model of the interval shown (the xfer/s column, the l view): TuiApp
+      // computes it once per new interval and keeps it while the interval stays.
+      auto m0 = Clock::now();
+      CoherenceAccumulator acc(feed.meta());
+      acc.add(Interval(feed.meta(), *feed.first(), *feed.last()));
+      const CoherenceSummary sum = acc.summary();
+      fmt::print(out, "{:>6} coherence model of one interval (once per new sample): {:.0f} ms, {} lines\n", n, ms_since(m0),
+                 sum.lines.size());
     }
     fmt::print(out, "{:>6} slowest view {:.2f} ms against the goal {} ms: {} (writing the 3-sample recording took {:.0f} ms)\n",
                n, worst_frame, kFrameGoalMs, verdict(worst_frame, kFrameGoalMs), write_ms);

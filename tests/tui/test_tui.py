@@ -189,10 +189,11 @@ def quit_and_check(t, before, how="q", rc=0):
 
 
 # Exact rows of the first interval (interval 1, sorted by idle/s), from tui_fixture.h.
+# xfer/s (the last column) is the coherence model's, as report's tests/data/golden/report-tui16-3-5.txt.
 ROW15 = ("   15     250        50.0        25.0         50.0        1000          0          0          100  35.8us"
-         "          40.0            -            0")
+         "          40.0            -            0     712")
 ROW2 = ("    2     120         180        90.0          180        1000          0          0          300  22.0us"
-        "          40.0            -          3.0")
+        "          40.0            -          3.0    1161")
 
 
 def s_values(t):
@@ -205,7 +206,8 @@ def s_values(t):
     check(row_of(screen, "15") == ROW15, f"CPU 15's row: {row_of(screen, '15')!r}", screen)
     check(row_of(screen, "2") == ROW2, f"CPU 2's row: {row_of(screen, '2')!r}", screen)
     check(table_rows(screen) == list(range(15, -1, -1)), "16 rows by idle/s, highest first", screen)
-    check(" xfer/s" in screen, "the xfer/s column is there (blank)", screen)
+    check(" xfer/s" in screen, "the xfer/s column is there", screen)
+    check("fixes: layout not recorded" in screen, "header: the fixes (this recording has no layout)", screen)
     quit_and_check(t, before)
 
 
@@ -317,6 +319,30 @@ def s_topology(t):
     screen = t.wait_text("Topology by core: 8 groups over 16 CPUs")
     check(row_of(screen, "pkg1 core3").startswith(" pkg1 core3    2 7,15         420"), "core 3 of package 1: CPUs 7,15",
           screen)
+    quit_and_check(t, before)
+
+
+def s_lines(t):
+    before, screen = start_replay(t, "--sort", "xfer/s")
+    screen = t.wait_text("sorted by xfer/s (highest first)")
+    check(table_rows(screen)[:3] == [2, 5, 1], "by xfer/s: CPU 2 (1161/s), 5 (1134/s), 1 (1130/s) first", screen)
+    t.keys("l")
+    screen = t.wait_text("Cachelines: 6 modeled lines over 1 s")
+    check("\nfixes: layout not recorded" in screen, "the fixes line", screen)
+    check(" LINE " in screen and " xfer/s " in screen and " stall us/s " in screen, "the column header", screen)
+    rows = [l for l in screen.split("\n") if re.match(r"^ (nohz|cpupri|root_domain|tick_broadcast_lock)", l)]
+    names = [re.split(r"\s{2,}", r.strip())[0] for r in rows]
+    check(names == ["nohz", "cpupri.cpu_to_pri line 0", "nohz.idle_cpus_mask", "cpupri.pri_to_cpu[0].mask",
+                    "root_domain line 2 (cpupri vec 0)", "tick_broadcast_lock"], f"the lines, hottest first: {names}", screen)
+    check(rows[0].split()[1:14] == ["9600", "3160", "10.7k", "666.6", "7", "13", "27", "53", "1147.88", "16", "16", "0",
+                                    "(765),"], f"the nohz line's figures: {rows[0]!r}", screen)
+    check("what-if sched/fair: remove nohz.nr_cpus" in screen and "nohz lines 12.6k -> 11.1k xfer/s (x0.88)" in screen,
+          "the nohz.nr_cpus what-if", screen)
+    t.keys("T")
+    screen = t.wait_text("sample 3/11")
+    check("Cachelines: 6 modeled lines" in screen, "the lines view follows the sample shown", screen)
+    t.keys("Escape")
+    screen = t.wait_text("Per CPU: 16 of 16 CPUs")
     quit_and_check(t, before)
 
 

@@ -330,7 +330,7 @@ TEST_F(Replay, SmallTerminalsShowTheTableAndTheKeyLineInEveryView) {
   // kMinTableRows rows and the key line: the header's probe list folds to make room, and
   // bcast_lock stays visible as unavailable in every form.
   const std::regex cpu_row(R"(^ +\d+ +\d)"), llc_row("^ LLC \\d"), bar_row(R"(^ +[\d.]+\w* +[\d.]+)"),
-      probe_row("^[a-z_]+ +[a-z(]");
+      probe_row("^[a-z_]+ +[a-z(]"), line_row(R"(^ [a-z_.\[\]0-9]+ .* \d)");
   struct V {
     const char* keys;
     const char* title;
@@ -340,7 +340,8 @@ TEST_F(Replay, SmallTerminalsShowTheTableAndTheKeyLineInEveryView) {
   const V views[] = {{"c", "Per CPU: 16 of 16 CPUs", "  CPU ", &cpu_row},
                      {"o", "Topology by LLC: 4 groups", " LLC ", &llc_row},
                      {"ch", "Histogram of cpupri_set", "    from", &bar_row},
-                     {"s", "Summary per probe over all CPUs", "PROBE", &probe_row}};
+                     {"s", "Summary per probe over all CPUs", "PROBE", &probe_row},
+                     {"l", "Cachelines: 6 modeled lines", " LINE ", &line_row}};
   while (app->sort_col() != find_column("cpupri_set/s")) keys(">");  // h opens cpupri_set's histogram
   for (auto [w, h] : {std::pair{60, 12}, {64, 13}, {70, 14}, {75, 16}, {80, 17}, {100, 24}, {160, 50}}) {
     for (const V& v : views) {
@@ -365,6 +366,119 @@ TEST_F(Replay, SmallTerminalsShowTheTableAndTheKeyLineInEveryView) {
   Screen s = screen(60, 12);
   EXPECT_EQ(line(s, 2), "probes 8 attached, 1 unavailable (bcast_lock)  p: details") << text(s);
   EXPECT_EQ(rows_under(s, "  CPU ", cpu_row, 16), 12 - 4 - 2 - 1) << text(s);  // header, title + table header, key line
+}
+
+namespace {
+
+/// The model of the interval a feed shows, as the UI builds it.
+CoherenceSummary model_shown(const TuiFeed& f) {
+  CoherenceAccumulator acc(f.meta());
+  acc.add(Interval(f.meta(), *f.first(), *f.last()));
+  return acc.summary();
+}
+
+/// The last cell of CPU c's row (the xfer/s column, the table's last), or "" when none.
+std::string xfer_cell(const Screen& s, int c) {
+  const std::regex row(fmt::format(R"(^ +{} +\d.*\s(\S+)\s*$)", c));
+  int h = find_line(s, "  CPU ");
+  for (size_t i = size_t(h + 1); h >= 0 && i < s.size(); ++i) {
+    std::smatch m;
+    if (std::regex_match(s[i].text, m, row)) return m[1];
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_F(Replay, XferColumnShowsTheModelOfTheIntervalShown) {
+  for (int step = 0; step < 2; ++step) {
+    if (step) keys("TTTTT");  // sample 7: CPU 3's idle spike
+    const CoherenceSummary sum = model_shown(*feed);
+    Screen s = screen();
+    ASSERT_NE(line(s, size_t(find_line(s, "  CPU "))).find("xfer/s"), std::string::npos) << text(s);
+    for (int c = 0; c < 16; ++c) {
+      ASSERT_GT(sum.cpu_xfers_per_s(c), 0) << c;
+      EXPECT_EQ(xfer_cell(s, c), format_rate(sum.cpu_xfers_per_s(c))) << "CPU " << c << "\n" << text(s);
+    }
+    // Plain output (top -b, replay | cat) has the same cells.
+    std::string plain = app->render_text();
+    EXPECT_NE(plain.find(" " + format_rate(sum.cpu_xfers_per_s(0)) + "\n"), std::string::npos) << plain;
+  }
+}
+
+TEST_F(Replay, SortByXferPerSecond) {
+  TuiOptions o;
+  o.parse_time = parse_seconds;
+  o.sort_col = find_column("xfer/s");  // --sort xfer/s
+  ASSERT_GT(o.sort_col, 0);
+  app = std::make_unique<TuiApp>(*feed, o);
+  const CoherenceSummary sum = model_shown(*feed);
+  int best = 0;
+  for (int c = 1; c < 16; ++c)
+    if (sum.cpu_xfers_per_s(c) > sum.cpu_xfers_per_s(best)) best = c;
+  Screen s = screen();
+  EXPECT_NE(text(s).find("sorted by xfer/s (highest first)"), std::string::npos) << text(s);
+  EXPECT_EQ(first_cpu(s), best) << text(s);
+  // The sort keys reach it, and w scores intervals by it.
+  app = std::make_unique<TuiApp>(*feed, TuiOptions{});
+  while (app->sort_col() != find_column("xfer/s")) keys(">");
+  EXPECT_EQ(first_cpu(screen()), best);
+  double worst = -1;
+  size_t at = 0;
+  feed->jump(0);
+  for (;;) {
+    double peak = 0;
+    const CoherenceSummary m = model_shown(*feed);
+    for (int c = 0; c < 16; ++c) peak = std::max(peak, m.cpu_xfers_per_s(c));
+    if (peak > worst) worst = peak, at = feed->position();
+    if (feed->position() + 1 >= feed->samples()) break;
+    feed->step(1);
+  }
+  EXPECT_EQ(feed->position(), 10u);
+  feed->jump(0);
+  keys("w");
+  EXPECT_EQ(feed->position(), at) << app->message();
+  EXPECT_EQ(app->message().rfind("w: worst is sample", 0), 0u) << app->message();
+}
+
+TEST_F(Replay, LinesViewOnL) {
+  EXPECT_EQ(line(screen(), 49).find("l lines") != std::string::npos, true) << line(screen(), 49);
+  keys("l");
+  EXPECT_EQ(app->view(), View::lines);
+  for (int step = 0; step < 2; ++step) {
+    if (step) keys("TTTTT");
+    const CoherenceSummary sum = model_shown(*feed);
+    const std::vector<LineRow> rows = line_rows(sum, XferCost{});
+    ASSERT_FALSE(rows.empty());
+    Screen s = screen();
+    std::string t = text(s);
+    const int title = find_line(s, "Cachelines: ");
+    ASSERT_GE(title, 0) << t;
+    EXPECT_EQ(line(s, size_t(title)).rfind(fmt::format("Cachelines: {} modeled lines over 1 s", rows.size()), 0), 0u) << t;
+    EXPECT_EQ(line(s, size_t(title + 1)), "fixes: layout not recorded") << t;
+    EXPECT_EQ(line(s, size_t(title + 2)).rfind(" LINE ", 0), 0u) << t;
+    // The rows: the model's lines, hottest first, with their figures.
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const std::string l = line(s, size_t(title + 3) + i);
+      EXPECT_EQ(l.substr(1, rows[i].name.size()), rows[i].name) << t;
+      EXPECT_NE(l.find(" " + format_rate(rows[i].reads_per_s) + " "), std::string::npos) << l;
+      EXPECT_NE(l.find(" " + format_rate(rows[i].xfers_per_s) + " "), std::string::npos) << l;
+      EXPECT_NE(l.find(fmt::format(" {:.1f} ", rows[i].kb_per_s)), std::string::npos) << l;
+    }
+    // Below them, the what-ifs.
+    EXPECT_EQ(line(s, size_t(title + 3) + rows.size()).rfind("what-if ", 0), 0u) << t;
+    for (const WhatIfResult& w : sum.what_if) EXPECT_NE(t.find("what-if " + w.what.title), std::string::npos) << t;
+  }
+  // The header's fixes, once.
+  std::string head = text(screen());
+  EXPECT_NE(head.find("  fixes: layout not recorded\n"), std::string::npos) << head;
+  keys("c");
+  EXPECT_EQ(app->view(), View::cpus);
+  keys("l");
+  ASSERT_TRUE(app->on_key(kKeyEsc));
+  EXPECT_EQ(app->view(), View::cpus);
+  keys("?");
+  EXPECT_NE(text(screen()).find("  l                 cachelines view"), std::string::npos) << text(screen());
 }
 
 TEST_F(Replay, SummaryScrollsWhereItDoesNotFit) {

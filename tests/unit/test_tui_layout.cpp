@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <regex>
+#include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include <algorithm>
 
@@ -534,4 +537,170 @@ TEST_F(Fixture, CommittedRecordingMatchesGenerator) {
   EXPECT_EQ(n, size_t(fx::kSamples));
   EXPECT_TRUE(r->saw_end());
   EXPECT_FALSE(r->damage());
+}
+
+// ---- the coherence model in the table and the lines view (issue 11) -----------------
+
+namespace {
+
+/// The model of iv alone, as top/replay build it: a CoherenceAccumulator fed with iv.
+CoherenceSummary model_of(const Interval& iv) {
+  CoherenceAccumulator acc(iv.meta());
+  acc.add(iv);
+  return acc.summary();
+}
+
+}  // namespace
+
+TEST_F(Fixture, XferColumnIsTheModelsTransfersPerCpu) {
+  for (int k : {1, 6}) {  // an ordinary interval and the one with CPU 3's spike
+    Interval iv(m, s[size_t(k)], s[size_t(k + 1)]);
+    const CoherenceSummary sum = model_of(iv);
+    ASSERT_FALSE(sum.lines.empty());
+    const ModelColumn mc = model_column(iv, sum);
+    EXPECT_TRUE(mc.measured);
+    auto rows = cpu_rows(iv, all(), kEveryColumn, &mc);
+    double most = 0;
+    for (int c = 0; c < 16; ++c) {
+      EXPECT_DOUBLE_EQ(rows[size_t(c)].v[col("xfer/s")], sum.cpu_xfers_per_s(c)) << "interval " << k << " CPU " << c;
+      EXPECT_GT(rows[size_t(c)].v[col("xfer/s")], 0) << c;  // every CPU writes the nohz mask and reads nohz
+      most = std::max(most, sum.cpu_xfers_per_s(c));
+    }
+    // Sorting by it: the CPU with the most transfers first; the peak is its value.
+    const int xc = find_column("xfer/s");
+    ASSERT_EQ(xc, int(col("xfer/s")) + 1);
+    sort_rows(rows, xc, false);
+    EXPECT_DOUBLE_EQ(rows[0].v[col("xfer/s")], most);
+    for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].v[col("xfer/s")], rows[i].v[col("xfer/s")]);
+    EXPECT_DOUBLE_EQ(column_peak(rows, xc), most);
+    // Only the sort column computed (the 8192-CPU path), then the page filled: same values.
+    auto one = cpu_rows(iv, all(), xc, &mc);
+    EXPECT_EQ(one[0].v[col("idle/s")], kBlank);
+    EXPECT_DOUBLE_EQ(one[5].v[col("xfer/s")], sum.cpu_xfers_per_s(5));
+    fill_rows(iv, one, 0, 16, &mc);
+    EXPECT_DOUBLE_EQ(one[5].v[col("idle/s")], 150);
+    EXPECT_DOUBLE_EQ(one[5].v[col("xfer/s")], sum.cpu_xfers_per_s(5));
+    // Groups: the sum over their CPUs (LLC 0 = CPUs 0, 1, 8, 9).
+    auto g = group_rows(iv, fold_topology(m.host, all(), TopoLevel::llc), kEveryColumn, &mc);
+    EXPECT_NEAR(g[0].v[col("xfer/s")],
+                sum.cpu_xfers_per_s(0) + sum.cpu_xfers_per_s(1) + sum.cpu_xfers_per_s(8) + sum.cpu_xfers_per_s(9), 1e-9);
+    // Shown as a rate.
+    EXPECT_EQ(cell_text(cpu_columns()[col("xfer/s")], rows[0].v[col("xfer/s")]), format_rate(most));
+  }
+}
+
+TEST_F(Fixture, XferColumnIsNotMeasuredWithoutTheProbesThatTouchTheLines) {
+  // No probe that declares accesses measures: "-", never 0.
+  Meta none = m;
+  for (auto& p : none.probes) {
+    const ProbeSpec* spec = find_probe(p.name);
+    if (spec && !spec->accesses.empty()) p.status.attached = false;
+  }
+  Interval iv(none, s[1], s[2]);
+  const ModelColumn mc = model_column(iv, model_of(iv));
+  EXPECT_FALSE(mc.measured);
+  auto rows = cpu_rows(iv, all(), kEveryColumn, &mc);
+  EXPECT_EQ(rows[0].v[col("xfer/s")], kUnavailable);
+  EXPECT_EQ(cell_text(cpu_columns()[col("xfer/s")], rows[0].v[col("xfer/s")]), "-");
+}
+
+TEST_F(Fixture, LinesViewRowsAreTheModelsLines) {
+  Interval iv(m, s[1], s[2]);
+  const CoherenceSummary sum = model_of(iv);
+  const XferCost cost;
+  const std::vector<LineRow> rows = line_rows(sum, cost);
+  ASSERT_EQ(rows.size(), sum.lines.size());
+  // Readers and writers per line, counted here from the per-CPU accesses of the interval.
+  const std::vector<LineAccesses> acc = line_accesses(iv, layout_of(m));
+  ASSERT_EQ(acc.size(), sum.lines.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (i) EXPECT_GE(rows[i - 1].xfers_per_s, rows[i].xfers_per_s);  // hottest first
+    const LineRow& r = rows[i];
+    auto it = std::find_if(sum.lines.begin(), sum.lines.end(), [&](const LineSummary& l) { return l.name == r.name; });
+    ASSERT_NE(it, sum.lines.end()) << r.name;
+    const LineSummary& l = *it;
+    EXPECT_DOUBLE_EQ(r.reads_per_s, l.reads_per_s) << r.name;
+    EXPECT_DOUBLE_EQ(r.writes_per_s, l.writes_per_s) << r.name;
+    EXPECT_DOUBLE_EQ(r.xfers_per_s, l.traffic.total()) << r.name;
+    EXPECT_DOUBLE_EQ(r.kb_per_s, l.traffic.total() * 64 / 1024) << r.name;
+    EXPECT_DOUBLE_EQ(r.stall_us_per_s, stall_ns_per_s(l.traffic, cost) / 1e3) << r.name;
+    double pct = 0;
+    for (int d = 0; d < kXferDistances; ++d) {
+      if (l.traffic.total() > 0) EXPECT_DOUBLE_EQ(r.pct[size_t(d)], 100 * l.traffic.by_distance[size_t(d)] / l.traffic.total());
+      pct += r.pct[size_t(d)];
+    }
+    if (l.traffic.total() > 0) EXPECT_NEAR(pct, 100, 1e-9) << r.name;
+    // Top CPUs: the highest transfers of the line, highest first.
+    double best = 0;
+    for (const CpuXfers& c : l.traffic.cpus) best = std::max(best, c.total());
+    if (best > 0) {
+      ASSERT_FALSE(r.top.empty()) << r.name;
+      EXPECT_DOUBLE_EQ(r.top[0].second, best);
+    }
+    for (size_t t = 1; t < r.top.size(); ++t) EXPECT_GE(r.top[t - 1].second, r.top[t].second);
+    const LineAccesses& a = *std::find_if(acc.begin(), acc.end(), [&](const LineAccesses& x) { return x.name == r.name; });
+    std::set<int> rd, wr;
+    for (const LineCpuRate& x : a.rates) {
+      if (x.reads > 0) rd.insert(x.cpu);
+      if (x.writes > 0) wr.insert(x.cpu);
+    }
+    EXPECT_EQ(r.readers, int(rd.size())) << r.name;
+    EXPECT_EQ(r.writers, int(wr.size())) << r.name;
+  }
+  // The nohz line (nr_cpus, written by every CPU's tick-stop exits; read by the kicks):
+  // every CPU reads and writes it.
+  auto nohz = std::find_if(rows.begin(), rows.end(), [](const LineRow& r) { return r.name == "nohz"; });
+  ASSERT_NE(nohz, rows.end());
+  EXPECT_EQ(nohz->readers, 16);
+  EXPECT_EQ(nohz->writers, 16);
+
+  const LinesView v = render_lines(m, sum, cost, 200);
+  EXPECT_EQ(v.fixes.text, "fixes: layout not recorded");  // the fixture records no layout
+  EXPECT_EQ(v.head.text.substr(0, 6), " LINE ");
+  EXPECT_NE(v.head.text.find("xfer/s"), std::string::npos);
+  EXPECT_NE(v.head.text.find("stall us/s"), std::string::npos);
+  ASSERT_EQ(v.rows.size(), rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_EQ(v.rows[i].text.substr(1, rows[i].name.size()), rows[i].name);
+    EXPECT_NE(v.rows[i].text.find(" " + format_rate(rows[i].xfers_per_s) + " "), std::string::npos) << v.rows[i].text;
+    EXPECT_NE(v.rows[i].text.find(fmt::format(" {:.2f} ", rows[i].stall_us_per_s)), std::string::npos) << v.rows[i].text;
+    if (!rows[i].top.empty())
+      EXPECT_NE(v.rows[i].text.find(fmt::format("  {} ({})", rows[i].top[0].first, format_rate(rows[i].top[0].second))),
+                std::string::npos)
+          << v.rows[i].text;
+  }
+  // One what-if line per seed patch, with its before -> after figures.
+  std::string tail = screen_text(v.tail);
+  ASSERT_EQ(sum.what_if.size(), 2u);
+  for (const WhatIfResult& w : sum.what_if) {
+    EXPECT_NE(tail.find("what-if " + w.what.title + ": "), std::string::npos) << tail;
+    if (w.applies)
+      EXPECT_NE(tail.find(fmt::format("{} -> {} xfer/s", format_rate(w.before_xfers_per_s), format_rate(w.after_xfers_per_s))),
+                std::string::npos)
+          << tail;
+  }
+  for (int w : {60, 120})
+    for (const Line& l : render_lines(m, sum, cost, w).rows) EXPECT_LE(l.width(), w);
+}
+
+TEST_F(Fixture, FixesInTheHeaderWhereTheyFit) {
+  HeaderInfo hi;
+  hi.mode = "replay";
+  hi.cost = "not recorded";
+  std::string head = screen_text(render_header(m, hi, 160));
+  EXPECT_NE(head.find("lost 0  cost not recorded  fixes: layout not recorded"), std::string::npos) << head;
+  // A recorded layout: the short form, from fixes_present().
+  Meta lm = m;
+  lm.layout = assumed_layout("6.12.0", 64);
+  const FixesPresent f = fixes_present(*lm.layout);
+  ASSERT_TRUE(f.nohz_nr_cpus_removed.has_value());
+  EXPECT_EQ(fixes_short(lm), fmt::format("fixes: nohz.nr_cpus {}, cpupri_vec.count {}, bcast_lock line {}",
+                                         *f.nohz_nr_cpus_removed ? "gone" : "present",
+                                         !f.cpupri_count_removed ? "?" : *f.cpupri_count_removed ? "gone" : "present",
+                                         !f.bcast_lock_own_line ? "?" : *f.bcast_lock_own_line ? "alone" : "shared"));
+  EXPECT_EQ(fixes_text(lm), to_string(f));
+  head = screen_text(render_header(lm, hi, 160));
+  EXPECT_NE(head.find("  " + fixes_short(lm)), std::string::npos) << head;
+  // Where it does not fit, it is left out whole, never cut.
+  for (auto& l : render_header(lm, hi, 60)) EXPECT_EQ(l.text.find("fixes"), std::string::npos) << l.text;
 }
