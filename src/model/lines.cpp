@@ -108,6 +108,16 @@ std::vector<Place> places(const std::string& field, int cpu, int ncpus, const Co
   return out;
 }
 
+/// The kernel field access `a` names for counter element elem ("#" replaced by it; -1: the
+/// field as a whole) and its places for an event on cpu: the one mapping from the probes'
+/// declarations to lines, used by line_accesses() (counters) and event_lines() (records).
+std::vector<Place> access_places(const FieldAccess& a, int elem, int cpu, int ncpus, const CoherenceLayout& L,
+                                 std::string& field) {
+  field = a.field;
+  if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(elem));
+  return places(field, cpu, ncpus, L);
+}
+
 /// Shown name of a line: the object, its line number when it has several, and what it holds.
 std::string line_name(const LineKey& k, const CoherenceLayout& L) {
   if (k.object == "root_domain" && L.cpupri) {
@@ -299,10 +309,10 @@ std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayou
         }
         if (a.element_bits && summed > 0) evs.push_back({-1, summed});
         for (auto [e, n] : evs) {
-          std::string field = a.field;
-          if (auto h = field.find('#'); h != std::string::npos) field.replace(h, 1, std::to_string(e));
+          std::string field;
+          const std::vector<Place> pls = access_places(a, e, cpu, ncpus, layout, field);
           const std::string kind = a.counter + "-" + a.minus + "#" + std::to_string(a.element_bits ? -1 : e);
-          for (const Place& pl : places(field, cpu, ncpus, layout)) {
+          for (const Place& pl : pls) {
             note_line(lines, pl, field, a, layout);
             const Slot slot{pl.key, cpu, bname};
             Acc& acc = kinds[slot][kind];
@@ -337,6 +347,45 @@ std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayou
               [](const LineCpuRate& a, const LineCpuRate& b) { return std::tie(a.cpu, a.probe) < std::tie(b.cpu, b.probe); });
     out.push_back(std::move(la));
   }
+  return out;
+}
+
+std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const CoherenceLayout& layout, int probe,
+                                                  uint32_t word, int cpu) {
+  std::vector<std::pair<LineKey, bool>> out;
+  if (probe < 0 || probe >= static_cast<int>(meta.probes.size())) return out;
+  const ProbeModule* mod = find_module(meta.probes[size_t(probe)].name);
+  if (!mod) return out;
+  const Field* f = nullptr;
+  for (const Field& x : meta.probes[size_t(probe)].layout.fields)
+    if (x.kind != FieldKind::priv && word >= x.offset && word < x.offset + x.nwords) f = &x;
+  if (!f) return out;
+  const int elem = f->kind == FieldKind::counter_array ? static_cast<int>(word - f->offset) : -1;
+  const auto& acc = mod->spec().accesses;
+  // A minus counter's record (abi.h): the base counter's event in the case the minus
+  // counts: its accesses without a minus apply, those that subtract it do not.
+  std::string base;
+  for (const FieldAccess& a : acc)
+    if (!a.minus.empty() && a.minus == f->name) base = a.counter;
+  const int ncpus = static_cast<int>(meta.ncpus);
+  for (const FieldAccess& a : acc) {
+    bool applies = false;
+    if (a.counter == f->name) {
+      if (a.element == FieldAccess::kEachElement || (a.element == -1 && !a.element_bits)) applies = true;
+      else if (a.element_bits) applies = elem >= 0 && (uint32_t(elem) & a.element_bits);
+      else applies = elem == a.element;
+    } else if (!base.empty() && a.counter == base) {
+      applies = a.minus.empty();
+    }
+    if (!applies) continue;
+    std::string field;
+    for (const Place& pl : access_places(a, a.element == FieldAccess::kEachElement ? elem : -1, cpu, ncpus, layout, field)) {
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& e) { return e.first == pl.key; });
+      if (it == out.end()) out.push_back({pl.key, a.write});
+      else it->second = it->second || a.write;
+    }
+  }
+  std::sort(out.begin(), out.end());
   return out;
 }
 
@@ -492,6 +541,42 @@ CoherenceSummary CoherenceAccumulator::summary() const {
     s.what_if.push_back(r);
   }
   return s;
+}
+
+ExactAccumulator::ExactAccumulator(const Meta& meta) : meta_(meta), layout_(layout_of(meta)), topo_(meta.host.topology) {}
+
+void ExactAccumulator::add(double seconds, const ExactBatch& b) {
+  ++batches_;
+  if (seconds > 0) seconds_ += seconds;
+  lost_ += b.lost;
+  for (auto& [k, m] : lines_) m.add_lost(b.lost);
+  for (const ExactRecord& r : b.records) {
+    if (r.ts_ns < last_ts_ || r.cpu >= meta_.ncpus) {
+      ++skipped_;
+      continue;
+    }
+    last_ts_ = r.ts_ns;
+    ++records_;
+    ++by_word_[{r.probe, r.word}];
+    const uint64_t key = (uint64_t(r.probe) << 48) | (uint64_t(r.word) << 32) | r.cpu;
+    auto it = cache_.find(key);
+    if (it == cache_.end())
+      it = cache_.emplace(key, event_lines(meta_, layout_, r.probe, r.word, static_cast<int>(r.cpu))).first;
+    for (const auto& [line, write] : it->second) {
+      auto m = lines_.find(line);
+      if (m == lines_.end()) {
+        m = lines_.emplace(std::piecewise_construct, std::forward_as_tuple(line), std::forward_as_tuple(topo_, 1, meta_.ncpus)).first;
+        m->second.add_lost(lost_);
+      }
+      m->second.feed({r.ts_ns, r.cpu, 0, write});
+    }
+  }
+}
+
+std::optional<LineTraffic> ExactAccumulator::traffic(const LineKey& k) const {
+  auto it = lines_.find(k);
+  if (it == lines_.end()) return std::nullopt;
+  return it->second.traffic(0, seconds_);
 }
 
 }  // namespace schedhot
