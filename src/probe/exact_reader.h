@@ -8,7 +8,8 @@
 
 #include "sample/exact.h"
 
-struct perf_buffer;
+#include <bpf/libbpf.h>
+
 
 namespace schedhot {
 
@@ -32,6 +33,7 @@ class ExactReader : public ExactSource {
  private:
   static void on_sample(void* ctx, int cpu, void* data, uint32_t size);
   static void on_lost(void* ctx, int cpu, unsigned long long cnt);
+  static enum bpf_perf_event_ret event(void* ctx, int cpu, struct perf_event_header* e);
   perf_buffer* pb_ = nullptr;
   std::vector<std::vector<ExactRecord>> pending_;  ///< per CPU, arrival order
   uint64_t lost_ = 0, lost_total_ = 0, received_ = 0;
