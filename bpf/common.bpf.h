@@ -115,4 +115,36 @@ static __always_inline int sh_current_pid(void)
 	return (int)(bpf_get_current_pid_tgid() & 0xffffffff);
 }
 
+
+/*
+ * --exact (abi.h struct sh_exact_rec): weak definitions, one in every .bpf.c
+ * that includes this; bpftool gen object links them into one flag and one
+ * map. sh_exact is .rodata: when 0 the verifier drops every sh_exact_emit()
+ * as dead code.
+ */
+const volatile __u32 sh_exact __weak = 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} sh_exact_events SEC(".maps") __weak;
+
+/* Word offset of member in slot struct T (abi.h): struct sh_exact_rec.word. */
+#define SH_WORD(T, member) ((__u16)(__builtin_offsetof(T, member) / 8))
+
+/* Sends one --exact record: counter `word` of probe `probe` was incremented on
+ * this CPU now. ctx: the program's context (any tracing program type). */
+static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word)
+{
+	struct sh_exact_rec r;
+
+	if (!sh_exact)
+		return;
+	r.ts = bpf_ktime_get_ns();
+	r.cpu = bpf_get_smp_processor_id();
+	r.probe = probe;
+	r.word = word;
+	bpf_perf_event_output(ctx, &sh_exact_events, BPF_F_CURRENT_CPU, &r, sizeof(r));
+}
+
 #endif /* SCHEDHOT_COMMON_BPF_H */

@@ -55,20 +55,24 @@ static __always_inline __u32 sh_cpupri_class(int cpupri, __u32 nr_prios)
 }
 
 /* vec[idx]++ for a cpupri vector index, ignoring -1 (invalid). */
-static __always_inline void sh_vec_inc(__u64 *vec, int idx)
+/* Returns whether it counted (then an --exact record goes with it). */
+static __always_inline bool sh_vec_inc(__u64 *vec, int idx)
 {
 	__u64 i = (__u32)idx;
 
 	if (i >= SH_CPUPRI_VECS)
-		return;
+		return false;
 	barrier_var(i);
-	if (i < SH_CPUPRI_VECS)
+	if (i < SH_CPUPRI_VECS) {
 		SH_INC(&vec[i]);
+		return true;
+	}
+	return false;
 }
 
 /* One cpupri_set() seen: old and new are converted priorities. timed: an
  * entry whose exit will be timed (fentry/kprobe), else a proxy count. */
-static __always_inline void cpupri_set_core(__u64 now, int old, int new, __u32 nr_prios, bool timed)
+static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int new, __u32 nr_prios, bool timed)
 {
 	struct sh_cpupri_set_slot *s = SH_THIS_SLOT(cpupri_set_slots);
 	__u32 t;
@@ -81,12 +85,17 @@ static __always_inline void cpupri_set_core(__u64 now, int old, int new, __u32 n
 		SH_INC(&s->f.calls);
 	if (old == new) {
 		SH_INC(&s->noop);
+		/* one record per call: noop when new == old, calls otherwise (abi.h) */
+		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, noop));
 		return;
 	}
+	sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, f.calls));
 	t = sh_cpupri_class(old, nr_prios) * SH_CP_NCLASS + sh_cpupri_class(new, nr_prios);
 	SH_INC(&s->trans[SH_BOUND(t, SH_CP_NCLASS * SH_CP_NCLASS)]);
-	sh_vec_inc(s->vec_set, new);
-	sh_vec_inc(s->vec_clear, old);
+	if (sh_vec_inc(s->vec_set, new))
+		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_set) + (__u16)new);
+	if (sh_vec_inc(s->vec_clear, old))
+		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_clear) + (__u16)old);
 }
 
 static __always_inline void cpupri_set_exit(__u64 now)
@@ -108,18 +117,18 @@ static __always_inline int read_cpu_to_pri(struct cpupri *cp, int cpu)
 	return v;
 }
 
-static __always_inline void cpupri_set_entry(struct cpupri *cp, int cpu, int newpri)
+static __always_inline void cpupri_set_entry(void *ctx, struct cpupri *cp, int cpu, int newpri)
 {
 	int old = read_cpu_to_pri(cp, cpu);
 
-	cpupri_set_core(bpf_ktime_get_ns(), old, sh_convert_prio(newpri, sh_cpupri_nr_prios),
+	cpupri_set_core(ctx, bpf_ktime_get_ns(), old, sh_convert_prio(newpri, sh_cpupri_nr_prios),
 			sh_cpupri_nr_prios, true);
 }
 
 SEC("fentry")
 int BPF_PROG(cpupri_set__fentry, struct cpupri *cp, int cpu, int newpri)
 {
-	cpupri_set_entry(cp, cpu, newpri);
+	cpupri_set_entry(ctx, cp, cpu, newpri);
 	return 0;
 }
 
@@ -133,7 +142,7 @@ int BPF_PROG(cpupri_set__fexit)
 SEC("kprobe")
 int BPF_KPROBE(cpupri_set__kprobe, struct cpupri *cp, int cpu, int newpri)
 {
-	cpupri_set_entry(cp, cpu, newpri);
+	cpupri_set_entry(ctx, cp, cpu, newpri);
 	return 0;
 }
 
@@ -169,18 +178,20 @@ int BPF_PROG(cpupri_set__tp_switch, bool preempt, struct task_struct *prev)
 	s->last_pri = (__u64)(cur + 2);
 	if (last == 0 || last == (__u64)(cur + 2))
 		return 0;
-	cpupri_set_core(0, (int)last - 2, cur, sh_cpupri_nr_prios, false);
+	cpupri_set_core(ctx, 0, (int)last - 2, cur, sh_cpupri_nr_prios, false);
 	return 0;
 }
 
 /* ---- cpupri_find: cpupri_find_fitness(cp, p, lowest_mask, fitness_fn) -- */
 
-static __always_inline void cpupri_find_entry(__u64 now)
+static __always_inline void cpupri_find_entry(void *ctx, __u64 now)
 {
 	struct sh_cpupri_find_slot *s = SH_THIS_SLOT(cpupri_find_slots);
 
-	if (s)
-		sh_func_enter(&s->f, now);
+	if (!s)
+		return;
+	sh_func_enter(&s->f, now);
+	sh_exact_emit(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls));
 }
 
 static __always_inline void cpupri_find_exit(__u64 now, __u64 ret)
@@ -197,7 +208,7 @@ static __always_inline void cpupri_find_exit(__u64 now, __u64 ret)
 SEC("fentry")
 int BPF_PROG(cpupri_find__fentry)
 {
-	cpupri_find_entry(bpf_ktime_get_ns());
+	cpupri_find_entry(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -216,7 +227,7 @@ int BPF_PROG(cpupri_find__fexit)
 SEC("kprobe")
 int BPF_KPROBE(cpupri_find__kprobe)
 {
-	cpupri_find_entry(bpf_ktime_get_ns());
+	cpupri_find_entry(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -237,7 +248,7 @@ int test_cpupri_set(__u64 *ctx)
 	__u32 nr = (__u32)ctx[4];
 
 	if (ctx[0] == 0)
-		cpupri_set_core(ctx[1], (int)ctx[2], sh_convert_prio((int)ctx[3], nr), nr, true);
+		cpupri_set_core(ctx, ctx[1], (int)ctx[2], sh_convert_prio((int)ctx[3], nr), nr, true);
 	else
 		cpupri_set_exit(ctx[1]);
 	return 0;
@@ -248,7 +259,7 @@ SEC("raw_tp")
 int test_cpupri_find(__u64 *ctx)
 {
 	if (ctx[0] == 0)
-		cpupri_find_entry(ctx[1]);
+		cpupri_find_entry(ctx, ctx[1]);
 	else
 		cpupri_find_exit(ctx[1], ctx[2]);
 	return 0;

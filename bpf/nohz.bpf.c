@@ -24,7 +24,7 @@ SH_SLOT_MAP(ilb_kick_slots, struct sh_ilb_slot);
 /* ---- nohz_exit: nohz_balance_exit_idle(struct rq *rq) ---------------- */
 
 /* timed: an fentry/kprobe entry whose exit follows; else a proxy count. */
-static __always_inline void nohz_exit_enter(__u64 now, __u64 tick_stopped, bool timed)
+static __always_inline void nohz_exit_enter(void *ctx, __u64 now, __u64 tick_stopped, bool timed)
 {
 	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
 
@@ -34,8 +34,10 @@ static __always_inline void nohz_exit_enter(__u64 now, __u64 tick_stopped, bool 
 		sh_func_enter(&s->f, now);
 	else
 		SH_INC(&s->f.calls);
-	if (tick_stopped)
+	if (tick_stopped) {
 		SH_INC(&s->worked);
+		sh_exact_emit(ctx, SH_P_NOHZ_EXIT, SH_WORD(struct sh_nohz_exit_slot, worked));
+	}
 }
 
 static __always_inline void nohz_exit_exit(__u64 now)
@@ -49,7 +51,7 @@ static __always_inline void nohz_exit_exit(__u64 now)
 SEC("fentry")
 int BPF_PROG(nohz_exit__fentry, struct rq *rq)
 {
-	nohz_exit_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
+	nohz_exit_enter(ctx, bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
 	return 0;
 }
 
@@ -63,7 +65,7 @@ int BPF_PROG(nohz_exit__fexit, struct rq *rq)
 SEC("kprobe")
 int BPF_KPROBE(nohz_exit__kprobe, struct rq *rq)
 {
-	nohz_exit_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
+	nohz_exit_enter(ctx, bpf_ktime_get_ns(), BPF_CORE_READ(rq, nohz_tick_stopped), true);
 	return 0;
 }
 
@@ -97,21 +99,24 @@ int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
 	if (sh_current_pid() == 0 && BPF_CORE_READ(rq, nr_running) == 0 &&
 	    !(bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending)))
 		return 0; /* idle_cpu(): the kick path returns before the call */
-	nohz_exit_enter(0, BPF_CORE_READ(rq, nohz_tick_stopped), false);
+	nohz_exit_enter(ctx, 0, BPF_CORE_READ(rq, nohz_tick_stopped), false);
 	return 0;
 }
 
 /* ---- nohz_enter: nohz_balance_enter_idle(int cpu) -------------------- */
 
-static __always_inline void nohz_enter_hit(__u64 tick_stopped)
+static __always_inline void nohz_enter_hit(void *ctx, __u64 tick_stopped)
 {
 	struct sh_nohz_enter_slot *s = SH_THIS_SLOT(nohz_enter_slots);
 
 	if (!s)
 		return;
 	SH_INC(&s->calls);
-	if (!tick_stopped)
+	sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, calls));
+	if (!tick_stopped) {
 		SH_INC(&s->first);
+		sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, first));
+	}
 }
 
 static __always_inline __u64 current_rq_tick_stopped(void)
@@ -124,14 +129,14 @@ static __always_inline __u64 current_rq_tick_stopped(void)
 SEC("fentry")
 int BPF_PROG(nohz_enter__fentry, int cpu)
 {
-	nohz_enter_hit(current_rq_tick_stopped());
+	nohz_enter_hit(ctx, current_rq_tick_stopped());
 	return 0;
 }
 
 SEC("kprobe")
 int BPF_KPROBE(nohz_enter__kprobe, int cpu)
 {
-	nohz_enter_hit(current_rq_tick_stopped());
+	nohz_enter_hit(ctx, current_rq_tick_stopped());
 	return 0;
 }
 
@@ -144,13 +149,13 @@ int BPF_PROG(nohz_enter__tp_tick_stop, int success, int dependency)
 {
 	if (success != 1 || sh_current_pid() != 0)
 		return 0;
-	nohz_enter_hit(current_rq_tick_stopped());
+	nohz_enter_hit(ctx, current_rq_tick_stopped());
 	return 0;
 }
 
 /* ---- nohz_kick: nohz_balancer_kick(struct rq *rq), usually inlined --- */
 
-static __always_inline void nohz_kick_enter(__u64 now, __u64 idle_balance)
+static __always_inline void nohz_kick_enter(void *ctx, __u64 now, __u64 idle_balance)
 {
 	struct sh_nohz_kick_slot *s = SH_THIS_SLOT(nohz_kick_slots);
 
@@ -159,6 +164,9 @@ static __always_inline void nohz_kick_enter(__u64 now, __u64 idle_balance)
 	sh_func_enter(&s->f, now);
 	if (idle_balance)
 		SH_INC(&s->idle_ticks);
+	/* one record per call: idle_ticks on an idle tick, calls on a busy one (abi.h) */
+	sh_exact_emit(ctx, SH_P_NOHZ_KICK, idle_balance ? SH_WORD(struct sh_nohz_kick_slot, idle_ticks)
+							: SH_WORD(struct sh_nohz_kick_slot, f.calls));
 }
 
 static __always_inline void nohz_kick_exit(__u64 now)
@@ -172,7 +180,7 @@ static __always_inline void nohz_kick_exit(__u64 now)
 SEC("fentry")
 int BPF_PROG(nohz_kick__fentry, struct rq *rq)
 {
-	nohz_kick_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
+	nohz_kick_enter(ctx, bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
 	return 0;
 }
 
@@ -186,7 +194,7 @@ int BPF_PROG(nohz_kick__fexit, struct rq *rq)
 SEC("kprobe")
 int BPF_KPROBE(nohz_kick__kprobe, struct rq *rq)
 {
-	nohz_kick_enter(bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
+	nohz_kick_enter(ctx, bpf_ktime_get_ns(), BPF_CORE_READ(rq, idle_balance));
 	return 0;
 }
 
@@ -199,7 +207,7 @@ int BPF_KRETPROBE(nohz_kick__kretprobe)
 
 /* ---- ilb_kick: csd:csd_queue_cpu / csd:csd_function_entry ------------ */
 
-static __always_inline void ilb_sent(__u32 target, __u32 this_cpu, __u64 flags)
+static __always_inline void ilb_sent(void *ctx, __u32 target, __u32 this_cpu, __u64 flags)
 {
 	struct sh_ilb_slot *s = SH_THIS_SLOT(ilb_kick_slots);
 
@@ -209,14 +217,17 @@ static __always_inline void ilb_sent(__u32 target, __u32 this_cpu, __u64 flags)
 	if (target == this_cpu)
 		SH_INC(&s->sent_self);
 	SH_INC(&s->flags[SH_BOUND(flags, SH_ILB_FLAGS)]);
+	sh_exact_emit(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, flags) + (__u16)SH_BOUND(flags, SH_ILB_FLAGS));
 }
 
-static __always_inline void ilb_received(void)
+static __always_inline void ilb_received(void *ctx)
 {
 	struct sh_ilb_slot *s = SH_THIS_SLOT(ilb_kick_slots);
 
-	if (s)
-		SH_INC(&s->received);
+	if (!s)
+		return;
+	SH_INC(&s->received);
+	sh_exact_emit(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, received));
 }
 
 /* raw_tp, not tp_btf: the verifier refuses tp_btf reads of the func argument
@@ -234,7 +245,7 @@ int ilb_kick__tp_queue(__u64 *ctx)
 	rq = BPF_CORE_READ(csd, info);
 	if (rq)
 		flags = BPF_CORE_READ(rq, nohz_flags.counter);
-	ilb_sent((__u32)ctx[0], bpf_get_smp_processor_id(), flags);
+	ilb_sent(ctx, (__u32)ctx[0], bpf_get_smp_processor_id(), flags);
 	return 0;
 }
 
@@ -244,7 +255,7 @@ int ilb_kick__tp_entry(__u64 *ctx)
 {
 	if (!sh_nohz_csd_func || ctx[0] != sh_nohz_csd_func)
 		return 0;
-	ilb_received();
+	ilb_received(ctx);
 	return 0;
 }
 
@@ -255,9 +266,9 @@ SEC("raw_tp")
 int test_nohz_exit(__u64 *ctx)
 {
 	if (ctx[0] == 0)
-		nohz_exit_enter(ctx[1], ctx[2], true);
+		nohz_exit_enter(ctx, ctx[1], ctx[2], true);
 	else if (ctx[0] == 2)
-		nohz_exit_enter(ctx[1], ctx[2], false);
+		nohz_exit_enter(ctx, ctx[1], ctx[2], false);
 	else
 		nohz_exit_exit(ctx[1]);
 	return 0;
@@ -267,7 +278,7 @@ int test_nohz_exit(__u64 *ctx)
 SEC("raw_tp")
 int test_nohz_enter(__u64 *ctx)
 {
-	nohz_enter_hit(ctx[0]);
+	nohz_enter_hit(ctx, ctx[0]);
 	return 0;
 }
 
@@ -276,7 +287,7 @@ SEC("raw_tp")
 int test_nohz_kick(__u64 *ctx)
 {
 	if (ctx[0] == 0)
-		nohz_kick_enter(ctx[1], ctx[2]);
+		nohz_kick_enter(ctx, ctx[1], ctx[2]);
 	else
 		nohz_kick_exit(ctx[1]);
 	return 0;
@@ -287,8 +298,8 @@ SEC("raw_tp")
 int test_ilb_kick(__u64 *ctx)
 {
 	if (ctx[0] == 0)
-		ilb_sent((__u32)ctx[1], bpf_get_smp_processor_id(), ctx[2]);
+		ilb_sent(ctx, (__u32)ctx[1], bpf_get_smp_processor_id(), ctx[2]);
 	else
-		ilb_received();
+		ilb_received(ctx);
 	return 0;
 }

@@ -31,7 +31,7 @@ struct {
 
 /* ---- bcast_lock: one counter per lock-taking site --------------------- */
 
-static __always_inline void bcast_site_hit(__u32 site)
+static __always_inline void bcast_site_hit(void *ctx, __u32 site)
 {
 	struct sh_bcast_lock_slot *s = SH_THIS_SLOT(bcast_lock_slots);
 	__u64 i = site;
@@ -39,13 +39,14 @@ static __always_inline void bcast_site_hit(__u32 site)
 	if (!s || i >= SH_BCAST_SITES)
 		return;
 	SH_INC(&s->calls[SH_BOUND(i, SH_BCAST_SITES)]);
+	sh_exact_emit(ctx, SH_P_BCAST_LOCK, SH_WORD(struct sh_bcast_lock_slot, calls) + (__u16)SH_BOUND(i, SH_BCAST_SITES));
 }
 
 #define BCAST_SITE(i)                                         \
 	SEC("fentry")                                         \
-	int BPF_PROG(bcast_lock__fentry_##i) { bcast_site_hit(i); return 0; } \
+	int BPF_PROG(bcast_lock__fentry_##i) { bcast_site_hit(ctx, i); return 0; } \
 	SEC("kprobe")                                         \
-	int BPF_KPROBE(bcast_lock__kprobe_##i) { bcast_site_hit(i); return 0; }
+	int BPF_KPROBE(bcast_lock__kprobe_##i) { bcast_site_hit(ctx, i); return 0; }
 
 BCAST_SITE(0)
 BCAST_SITE(1)
@@ -58,7 +59,7 @@ BCAST_SITE(7)
 
 /* ---- bcast_wait: contention on tick_broadcast_lock -------------------- */
 
-static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(__u64 lock, __u64 now)
+static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __u64 lock, __u64 now)
 {
 	struct sh_bcast_wait_slot *s = SH_THIS_SLOT(bcast_wait_slots);
 	__u64 want = sh_bcast_lock_addr;
@@ -69,6 +70,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(__u64 lock, _
 	if (want && lock == want) {
 		SH_INC(&s->contentions);
 		s->ts = now;
+		sh_exact_emit(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions));
 	}
 	return s;
 }
@@ -93,7 +95,7 @@ static __always_inline void bcast_end_core(__u64 lock, __u64 now)
 SEC("tp_btf/contention_begin")
 int BPF_PROG(bcast_wait__tp_begin, void *lock, unsigned int flags)
 {
-	struct sh_bcast_wait_slot *s = bcast_begin_core((__u64)lock, bpf_ktime_get_ns());
+	struct sh_bcast_wait_slot *s = bcast_begin_core(ctx, (__u64)lock, bpf_ktime_get_ns());
 	struct sh_learn_event ev = {};
 	long n;
 
@@ -123,7 +125,7 @@ int BPF_PROG(bcast_wait__tp_end, void *lock, int ret)
 SEC("raw_tp")
 int test_bcast_lock(__u64 *ctx)
 {
-	bcast_site_hit((__u32)ctx[0]);
+	bcast_site_hit(ctx, (__u32)ctx[0]);
 	return 0;
 }
 
@@ -132,7 +134,7 @@ SEC("raw_tp")
 int test_bcast_wait(__u64 *ctx)
 {
 	if (ctx[0] == 0)
-		bcast_begin_core(ctx[1], ctx[2]);
+		bcast_begin_core(ctx, ctx[1], ctx[2]);
 	else
 		bcast_end_core(ctx[1], ctx[2]);
 	return 0;

@@ -229,4 +229,35 @@ struct sh_learn_event {
 	__u64 ip[SH_LEARN_FRAMES];
 };
 
+
+/*
+ * --exact records (issue 11): with the .rodata flag sh_exact set, every place
+ * where a probe increments a counter that one of its modeled field accesses
+ * uses (ProbeSpec::accesses, src/probe/modules/) also sends one record
+ * through the per-CPU perf buffers of sh_exact_events
+ * (BPF_MAP_TYPE_PERF_EVENT_ARRAY, BPF_F_CURRENT_CPU: each CPU writes its own
+ * buffer). Off (the default) the flag is a frozen .rodata constant and the
+ * verifier prunes the branch: no cost.
+ *
+ * word: the word offset in the probe's slot of the counter that was
+ * incremented; for a counter array, the element's word (base + index).
+ * Counters with a `minus` (the case that makes no access) send ONE record per
+ * call, whose word says which case happened:
+ *   nohz_kick:  f.calls on a busy tick, idle_ticks on an idle tick
+ *               (records(calls) = delta(calls) - delta(idle_ticks));
+ *   cpupri_set: f.calls when the priority changed, noop when new == old
+ *               (records(calls) = delta(calls) - delta(noop)).
+ * So a record with a minus counter's word stands for "the base counter and the
+ * minus counter were incremented": user space (model/lines.h event_lines)
+ * applies the base counter's accesses that have no minus, and not those that
+ * subtract it. Other counters send one record per increment (nohz_enter's
+ * first call sends calls and first, two records at nearly the same time).
+ */
+struct sh_exact_rec {
+	__u64 ts;     /* bpf_ktime_get_ns(): CLOCK_MONOTONIC ns */
+	__u32 cpu;    /* bpf_get_smp_processor_id() */
+	__u16 probe;  /* enum sh_probe_id */
+	__u16 word;   /* counter word offset in the probe's slot (see above) */
+};
+
 #endif /* SCHEDHOT_ABI_H */

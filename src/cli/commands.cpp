@@ -101,6 +101,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     return nullptr;
   }
   ao.only = split_commas(o.probes);
+  ao.exact = o.exact;
   if (!o.probes.empty() && ao.only.empty()) {
     err(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;
@@ -269,7 +270,7 @@ int run_record(const RecordCmd& o) {
   WriterOptions wo;
   wo.compress = !o.no_compress;
   wo.overwrite = o.force;
-  RecordingDriver rec(src, RecordingTarget{o.output, wo, rot});
+  RecordingDriver rec(src, RecordingTarget{o.output, wo, rot, a->probes->exact()});
   Sample s;
   if (!rec.next(s)) {  // the baseline; the file is created with it
     err(rec.error().value_or("no sample"));

@@ -34,6 +34,7 @@ struct CommonProbeOptions {
   std::string system_map;
   std::string btf;         ///< --btf FILE: vmlinux BTF when not at /sys/kernel/btf/vmlinux ("" = libbpf's search)
   bool verbose = false;
+  bool exact = false;      ///< --exact (record): probes also send per-access records (AttachOptions::exact)
 };
 
 /// Prints "schedhot: MSG" on stderr.

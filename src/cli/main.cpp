@@ -93,6 +93,8 @@ int main(int argc, char** argv) {
   cr->add_option("-o,--output", rec.output, "recording file, - for stdout (required)");
   cr->add_flag("-f,--force", rec.force, "overwrite FILE if it exists");
   cr->add_flag("--no-compress", rec.no_compress, "store samples without zstd");
+  cr->add_flag("--exact", rec.common.exact,
+               "also record every modeled cacheline access (per-CPU perf buffers) for exact transfer counts");
   cr->add_flag("-q,--quiet", rec.quiet, "no progress messages");
   cr->add_option("--max-size", rec.max_size, "rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
   cr->add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")

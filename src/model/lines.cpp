@@ -552,4 +552,84 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   return s;
 }
 
+std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t word, int cpu) const {
+  std::vector<std::pair<LineKey, bool>> out;
+  if (probe < 0 || size_t(probe) >= probe_res_.size()) return out;
+  const Field* f = nullptr;
+  for (const Field& x : meta_.probes[size_t(probe)].layout.fields)
+    if (x.kind != FieldKind::priv && word >= x.offset && word < x.offset + x.nwords) f = &x;
+  if (!f) return out;
+  const int elem = f->kind == FieldKind::counter_array ? static_cast<int>(word - f->offset) : -1;
+  // A minus counter's record (abi.h): the base counter's event in the case the minus
+  // counts: its accesses without a minus apply, those that subtract it do not.
+  const Field* base = nullptr;
+  const auto [b, e] = probe_res_[size_t(probe)];
+  for (size_t i = b; i < e; ++i)
+    if (res_[i].minus && res_[i].minus.field == f) base = res_[i].counter.field;
+  std::vector<int64_t> ls;
+  for (size_t i = b; i < e; ++i) {
+    const Resolved& r = res_[i];
+    bool applies = false;
+    if (r.counter.field == f) {
+      if (r.bits) applies = elem >= 0 && (uint32_t(elem) & r.bits);
+      else applies = r.elem == -1 || r.elem == elem;
+    } else if (base && r.counter.field == base) {
+      applies = !r.minus;
+    }
+    if (!applies) continue;
+    ls.clear();
+    r.target.lines(cpu, layout_.line_bytes, ls);
+    for (int64_t l : ls) {
+      const LineKey k{r.target.object, l};
+      auto it = std::find_if(out.begin(), out.end(), [&](const auto& x) { return x.first == k; });
+      if (it == out.end()) out.push_back({k, r.write});
+      else it->second = it->second || r.write;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const CoherenceLayout& layout, int probe,
+                                                  uint32_t word, int cpu) {
+  return LinePlan(meta, layout).event_lines(probe, word, cpu);
+}
+
+ExactAccumulator::ExactAccumulator(const Meta& meta)
+    : meta_(meta), layout_(layout_of(meta)), topo_(meta.host.topology), plan_(meta, layout_) {}
+
+void ExactAccumulator::add(double seconds, const ExactBatch& b) {
+  ++batches_;
+  if (seconds > 0) seconds_ += seconds;
+  lost_ += b.lost;
+  for (auto& [k, m] : lines_) m.add_lost(b.lost);
+  for (const ExactRecord& r : b.records) {
+    if (r.ts_ns < last_ts_ || r.cpu >= meta_.ncpus) {
+      ++skipped_;
+      continue;
+    }
+    last_ts_ = r.ts_ns;
+    ++records_;
+    ++by_word_[{r.probe, r.word}];
+    const uint64_t key = (uint64_t(r.probe) << 48) | (uint64_t(r.word) << 32) | r.cpu;
+    auto it = cache_.find(key);
+    if (it == cache_.end())
+      it = cache_.emplace(key, plan_.event_lines(r.probe, r.word, static_cast<int>(r.cpu))).first;
+    for (const auto& [line, write] : it->second) {
+      auto m = lines_.find(line);
+      if (m == lines_.end()) {
+        m = lines_.emplace(std::piecewise_construct, std::forward_as_tuple(line), std::forward_as_tuple(topo_, 1, meta_.ncpus)).first;
+        m->second.add_lost(lost_);
+      }
+      m->second.feed({r.ts_ns, r.cpu, 0, write});
+    }
+  }
+}
+
+std::optional<LineTraffic> ExactAccumulator::traffic(const LineKey& k) const {
+  auto it = lines_.find(k);
+  if (it == lines_.end()) return std::nullopt;
+  return it->second.traffic(0, seconds_);
+}
+
 }  // namespace schedhot

@@ -105,6 +105,8 @@ class LinePlan {
     FieldTarget target;
   };
   const std::vector<Resolved>& resolved() const { return res_; }
+  /// event_lines() of this plan's Meta and layout.
+  std::vector<std::pair<LineKey, bool>> event_lines(int probe, uint32_t word, int cpu) const;
 
  private:
   const Meta& meta_;
@@ -134,6 +136,18 @@ struct PossibleLine {
 /// every file of a run) over every element of their counters and the possible CPUs
 /// 0..ncpus-1, in LineKey order. Cost: O(probes x accesses x elements x ncpus), once.
 std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout& layout);
+
+/// The lines one --exact record touches (include/schedhot/abi.h sh_exact_rec: counter word
+/// `word` of probe `probe`'s slot, in the recording's layout, was incremented on cpu), with
+/// whether the event writes each (a write if any of its accesses there writes), in LineKey
+/// order. The accesses are the module's declarations of that counter (an element of a
+/// counter array selects like line_accesses(): element, kEachElement, element_bits); a
+/// record of a `minus` counter (idle_ticks, noop) stands for the base counter's event in
+/// that case: the base counter's accesses without a minus apply, the others not. Fields are
+/// mapped to lines as line_accesses() does (same code). Empty: a word no access uses, a
+/// probe index or word out of range, or an unknown probe.
+std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const CoherenceLayout& layout, int probe,
+                                                  uint32_t word, int cpu);
 
 /// The layout a recording's lines are modeled on: its own (Meta::layout) or, when it has
 /// none, assumed_layout() of its kernel release.
@@ -202,6 +216,38 @@ class CoherenceAccumulator {
   std::map<LineKey, Acc> acc_;
   std::vector<std::pair<double, double>> what_if_;  // per what_ifs(): before, after transfers x s
   std::vector<std::pair<double, double>> what_if_stall_;
+};
+
+/// --exact: the ownership machine (ExactCoherence) of every line the window's records
+/// touch (event_lines() on the recording's layout, layout_of()), fed in time order.
+class ExactAccumulator {
+ public:
+  /// meta must outlive the accumulator.
+  explicit ExactAccumulator(const Meta& meta);
+  /// One interval's records (in time order, after the previous batch's) and its length.
+  /// A record out of time order or naming a CPU out of range is skipped (counted in skipped()).
+  void add(double seconds, const ExactBatch& b);
+  /// Some interval had a batch (the recording has EXACT frames in the window).
+  bool any() const { return batches_ > 0; }
+  uint64_t records() const { return records_; }
+  uint64_t lost() const { return lost_; }
+  uint64_t skipped() const { return skipped_; }
+  double seconds() const { return seconds_; }
+  /// The line's exact transfers over seconds(); nullopt when no record touched it.
+  std::optional<LineTraffic> traffic(const LineKey& k) const;
+  /// Records per (probe index, slot word).
+  const std::map<std::pair<int, uint32_t>, uint64_t>& by_word() const { return by_word_; }
+
+ private:
+  const Meta& meta_;
+  CoherenceLayout layout_;
+  TopologyIndex topo_;
+  LinePlan plan_;
+  std::map<LineKey, ExactCoherence> lines_;
+  std::map<uint64_t, std::vector<std::pair<LineKey, bool>>> cache_;  // (probe, word, cpu) -> event_lines
+  std::map<std::pair<int, uint32_t>, uint64_t> by_word_;
+  uint64_t records_ = 0, lost_ = 0, skipped_ = 0, batches_ = 0, last_ts_ = 0;
+  double seconds_ = 0;
 };
 
 }  // namespace schedhot

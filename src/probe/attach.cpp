@@ -13,6 +13,7 @@
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
 
+#include "probe/exact_reader.h"
 #include "probe/module.h"
 #include "sample/sample.h"
 #include "schedhot.skel.h"
@@ -76,7 +77,20 @@ struct Loaded {
 /// the requested programs autoloaded, every module's .rodata written and maps sized.
 class LibbpfLoader : public BpfLoader {
  public:
-  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus) : facts_(facts), ncpus_(ncpus) {}
+  /// exact: every object records --exact records into one perf map, created here.
+  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact) : facts_(facts), ncpus_(ncpus) {
+    if (!exact) return;
+    exact_fd_ = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sh_exact_events", sizeof(uint32_t), sizeof(uint32_t),
+                               ncpus, nullptr);
+    if (exact_fd_ < 0)
+      throw std::runtime_error(fmt::format("--exact: cannot create the perf event map: {}", strerror(errno)));
+  }
+  ~LibbpfLoader() override {
+    objs_.clear();
+    if (exact_fd_ >= 0) close(exact_fd_);
+  }
+  /// The shared --exact perf map, -1 without --exact.
+  int exact_fd() const { return exact_fd_; }
 
   LoadResult load_attach(const LoadRequest& req) override {
     LoadResult r;
@@ -142,6 +156,11 @@ class LibbpfLoader : public BpfLoader {
     for (const ProbeModule* m : probe_modules()) {
       m->configure(s, facts_);
       m->size_maps(s, m == &mod, ncpus_);
+    }
+    if (exact_fd_ >= 0) {
+      s->rodata->sh_exact = 1;
+      int e = bpf_map__reuse_fd(s->maps.sh_exact_events, exact_fd_);
+      if (e) return fail(r, -e, fmt::format("--exact: cannot share the perf event map: {}", errno_name(-e)));
     }
     if (req.share_slots != kNoLoad) {
       schedhot_bpf* first = object(req.share_slots);
@@ -219,6 +238,7 @@ class LibbpfLoader : public BpfLoader {
   uint32_t ncpus_;
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
+  int exact_fd_ = -1;
 };
 
 }  // namespace
@@ -229,14 +249,18 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   int n = libbpf_num_possible_cpus();
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
-  loader_ = std::make_unique<LibbpfLoader>(facts, ncpus_);
+  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact);
+  const int exact_fd = loader->exact_fd();
+  loader_ = std::move(loader);
   probes_ = attach_all(facts, host, opts, *loader_);
   for (auto& p : probes_) status_.push_back(p.status);
+  if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_);
 }
 
 ProbeSet::~ProbeSet() { detach(); }
 
 void ProbeSet::detach() {
+  exact_.reset();
   for (auto& p : probes_) {
     p.poller.reset();
     p.slots = nullptr;
@@ -268,14 +292,17 @@ bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
 std::vector<int> ProbeSet::poll(int timeout_ms) {
   std::vector<int> changed;
   bool any = false;
+  // --exact: the records' buffers take the wait; the pollers then only take what is there.
+  const int wait = exact_ ? 0 : timeout_ms;
   for (size_t i = 0; i < probes_.size(); ++i) {
     auto& poller = probes_[i].poller;
     if (!poller) continue;
     any = true;
-    if (poller->poll(timeout_ms, status_[i])) changed.push_back(static_cast<int>(i));
+    if (poller->poll(wait, status_[i])) changed.push_back(static_cast<int>(i));
     if (poller->done()) poller.reset();
   }
-  if (!any && timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  if (exact_) exact_->service(timeout_ms);
+  else if (!any && timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
   return changed;
 }
 

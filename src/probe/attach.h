@@ -11,6 +11,7 @@
 #include "probe/kernel_facts.h"
 #include "probe/loader.h"
 #include "probe/status.h"
+#include "sample/exact.h"
 #include "sys/host.h"
 
 namespace schedhot {
@@ -43,8 +44,12 @@ class ProbeSet {
   std::vector<int> program_fds() const;
   /// Detaches everything now.
   void detach();
+  /// --exact (AttachOptions::exact): the reader of the probes' records, serviced by
+  /// poll(); nullptr without --exact.
+  ExactSource* exact() const { return exact_.get(); }
 
  private:
+  std::unique_ptr<ExactSource> exact_;
   uint32_t ncpus_ = 0;
   std::vector<ProbeStatus> status_;
   std::unique_ptr<BpfLoader> loader_;

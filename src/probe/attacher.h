@@ -22,6 +22,9 @@ struct AttachOptions {
   BackendPref pref = BackendPref::automatic;
   std::vector<std::string> only;  ///< probe names to attach; empty = all
   bool verbose = false;           ///< libbpf and verifier messages to stderr
+  /// --exact: every object gets sh_exact = 1 and shares one sh_exact_events perf map
+  /// (ProbeSet::exact() reads it).
+  bool exact = false;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):

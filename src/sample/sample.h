@@ -24,6 +24,24 @@ struct ProbeSample {
 };
 
 /// All probes at one instant.
+/// One --exact record (include/schedhot/abi.h struct sh_exact_rec): counter word `word` of
+/// probe `probe`'s slot was incremented on `cpu` at CLOCK_MONOTONIC ts_ns.
+struct ExactRecord {
+  uint64_t ts_ns = 0;
+  uint32_t cpu = 0;
+  uint16_t probe = 0;
+  uint16_t word = 0;
+  bool operator==(const ExactRecord&) const = default;
+};
+
+/// The --exact records of one interval in time order, and the records the kernel lost
+/// (perf buffer full) in it.
+struct ExactBatch {
+  std::vector<ExactRecord> records;
+  uint64_t lost = 0;
+  bool operator==(const ExactBatch&) const = default;
+};
+
 struct Sample {
   uint32_t seq = 0;       ///< 0 for the baseline taken right after attach
   uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
@@ -34,6 +52,9 @@ struct Sample {
   /// their values while it is offline (BPF per-CPU maps survive hotplug), so an interval
   /// measures a CPU that was online at either end (Interval::online).
   std::vector<int> online;
+  /// --exact: the records with ts_ns in (previous sample's mono_ns, mono_ns], in time order.
+  /// nullopt when the run was not recorded with --exact (or for the baseline).
+  std::optional<ExactBatch> exact;
 };
 
 /// What a probe was in the recording (or live run): its layout and attach status.

@@ -14,7 +14,12 @@ bool RecordingDriver::next(Sample& out) { return !error_ && src_.next(out) && re
 
 bool RecordingDriver::poll(Sample& out) { return !error_ && src_.poll(out) && record(out); }
 
-bool RecordingDriver::record(const Sample& s) {
+bool RecordingDriver::record(Sample& s) {
+  if (target_.exact) {
+    ExactBatch b = target_.exact->take(s.mono_ns);
+    if (exact_started_) s.exact = std::move(b);
+    exact_started_ = true;
+  }
   const std::vector<int> changed = src_.take_status_changes();
   changed_.insert(changed_.end(), changed.begin(), changed.end());
   if (!recording() || closed_) return true;

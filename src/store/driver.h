@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "sample/exact.h"
 #include "sample/sampler.h"
 #include "store/rotate.h"
 
@@ -20,6 +21,10 @@ struct RecordingTarget {
   std::string path;
   WriterOptions writer;
   RotateOptions rotate;  ///< max_bytes 0: one file, no rotation
+  /// --exact: each sample (but the first) gets the records of its interval from here
+  /// (Sample::exact, also in the sample handed back) and the file an EXACT frame; the
+  /// records before the first sample are dropped. nullptr: none. Must outlive the driver.
+  ExactSource* exact = nullptr;
 };
 
 /// Reads a LiveCursor and records every sample it returns. The file is created at the
@@ -64,7 +69,7 @@ class RecordingDriver {
 
  private:
   /// Records s (and the status changes src has) unless recording failed; false then.
-  bool record(const Sample& s);
+  bool record(Sample& s);
   void fail(const std::exception& e);
 
   LiveCursor& src_;
@@ -73,6 +78,7 @@ class RecordingDriver {
   std::vector<int> changed_;
   std::optional<std::string> error_;
   bool closed_ = false;
+  bool exact_started_ = false;
 };
 
 }  // namespace schedhot

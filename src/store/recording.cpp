@@ -381,6 +381,33 @@ bool RecordingWriter::write_sample(const Sample& s) {
       flags |= kFlagZstd;
     }
   }
+  // 1.3: the interval's --exact records.
+  std::string exact;
+  uint8_t exact_flags = 0;
+  if (s.exact) {
+    put<uint32_t>(exact, static_cast<uint32_t>(s.exact->records.size()));
+    put<uint64_t>(exact, s.exact->lost);
+    uint64_t last = have_prev_ ? prev_.mono_ns : 0;
+    for (const ExactRecord& r : s.exact->records) {
+      // in time order: a record before the previous one (or the previous sample) is stored
+      // at the previous time rather than refused
+      const uint64_t ts = std::max(r.ts_ns, last);
+      put_varint(exact, ts - last);
+      put_varint(exact, r.cpu);
+      put_varint(exact, r.probe);
+      put_varint(exact, r.word);
+      last = ts;
+    }
+    if (opts_.compress && exact.size() > 256) {
+      std::string z(ZSTD_compressBound(exact.size()), '\0');
+      size_t n = ZSTD_compress(z.data(), z.size(), exact.data(), exact.size(), opts_.zstd_level);
+      if (!ZSTD_isError(n) && n < exact.size()) {
+        z.resize(n);
+        exact.swap(z);
+        exact_flags |= kFlagZstd;
+      }
+    }
+  }
   // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
   std::string online;
   if (s.online.empty()) {
@@ -390,7 +417,11 @@ bool RecordingWriter::write_sample(const Sample& s) {
     for (int c : s.online)
       if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) online[size_t(c) / 8] |= static_cast<char>(1u << (c % 8));
   }
-  if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()), key)) return false;
+  if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()) +
+                (s.exact ? kFrameHeaderBytes + exact.size() : 0),
+            key))
+    return false;
+  if (s.exact) write_frame(FrameType::exact, exact_flags, s.mono_ns, exact);
   if (!online.empty()) {
     write_frame(FrameType::online, 0, s.mono_ns, online);
     online_written_ = s.online;
@@ -790,6 +821,61 @@ bool RecordingReader::decode_online(const std::string& payload, std::string& why
   return true;
 }
 
+bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
+  std::string raw;
+  if (f.flags & kFlagZstd) {
+    unsigned long long sz = ZSTD_getFrameContentSize(f.payload.data(), f.payload.size());
+    if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > kMaxFramePayload) {
+      why = "compressed exact frame with a bad or oversized content size";
+      return false;
+    }
+    raw.resize(sz);
+    size_t n = ZSTD_decompress(raw.data(), raw.size(), f.payload.data(), f.payload.size());
+    if (ZSTD_isError(n) || n != sz) {
+      why = "compressed exact frame does not decompress";
+      return false;
+    }
+  } else {
+    raw = f.payload;
+  }
+  Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
+  const uint32_t n = c.get<uint32_t>();
+  ExactBatch b;
+  b.lost = c.get<uint64_t>();
+  if (!c.ok || uint64_t(n) * 4 > c.left()) {  // a record takes at least 4 bytes
+    why = "bad exact frame: record count larger than its payload";
+    return false;
+  }
+  b.records.reserve(n);
+  uint64_t ts = have_state_ ? state_.mono_ns : 0;
+  for (uint32_t i = 0; i < n && c.ok; ++i) {
+    ExactRecord r;
+    const uint64_t gap = c.varint();
+    if (ts + gap < ts) c.ok = false;
+    ts += gap;
+    r.ts_ns = ts;
+    const uint64_t cpu = c.varint(), probe = c.varint(), word = c.varint();
+    if (cpu >= meta_.ncpus || probe > 0xffff || word > 0xffff) {
+      why = fmt::format("bad exact frame: record {} names CPU {} probe {} word {}", i, cpu, probe, word);
+      return false;
+    }
+    r.cpu = static_cast<uint32_t>(cpu);
+    r.probe = static_cast<uint16_t>(probe);
+    r.word = static_cast<uint16_t>(word);
+    b.records.push_back(r);
+  }
+  if (!c.ok || c.left()) {
+    why = "bad exact frame: truncated or trailing bytes";
+    return false;
+  }
+  ++stats_.exact_frames;
+  stats_.exact_records += n;
+  stats_.exact_lost += b.lost;
+  pending_exact_ = std::move(b);
+  pending_exact_ns_ = f.mono_ns;
+  return true;
+}
+
 bool RecordingReader::parse_online(const std::string& payload, std::vector<int>& cpus, std::string& why) const {
   if (payload.size() != online_bitmap_bytes(meta_.ncpus)) {
     why = fmt::format("online frame of {} bytes for {} CPUs", payload.size(), meta_.ncpus);
@@ -865,6 +951,9 @@ bool RecordingReader::next_state() {
           have_state_ = false;
           return false;
         }
+        state_.exact.reset();
+        if (pending_exact_ && pending_exact_ns_ == state_.mono_ns) state_.exact = std::move(pending_exact_);
+        pending_exact_.reset();
         if (!stats_.sample_frames) stats_.first_mono_ns = state_.mono_ns;
         stats_.last_mono_ns = state_.mono_ns;
         ++stats_.sample_frames;
@@ -898,6 +987,18 @@ bool RecordingReader::next_state() {
           return false;
         }
         ++stats_.online_frames;
+        break;
+      }
+      case FrameType::exact: {
+        if (minor_ < 3) {
+          ++stats_.unknown_frames;
+          break;
+        }
+        std::string why;
+        if (!decode_exact(f, why)) {
+          set_damage(f.at, why);
+          return false;
+        }
         break;
       }
       case FrameType::end: saw_end_ = true; break;
@@ -1088,6 +1189,7 @@ bool RecordingReader::seek_sample(size_t i) {
   }
   have_state_ = false;
   have_online_ = false;
+  pending_exact_.reset();
   if (minor_ >= 2) {
     // A 1.2 keyframe's online set is the ONLINE frame right before it (fixed size).
     const uint64_t back = kFrameHeaderBytes + online_bitmap_bytes(meta_.ncpus);

@@ -44,10 +44,22 @@
 //               has a fixed size). A sample's online set is the last ONLINE frame's. A
 //               sample with none (1.0/1.1 files; a 1.2 writer that did not know) counts
 //               as online: META host.online plus every CPU with a non-zero slot word.
-//   Unknown frame types (of later minor versions) are skipped by readers.
+//     7 EXACT   (1.3) --exact records of the next SAMPLE frame's interval (after the previous
+//               sample, up to its mono_ns, which is this frame's mono_ns), written right before
+//               it (before its ONLINE frame, so a seek's ONLINE look-back is unchanged); zstd
+//               when that is smaller (flag 1):
+//                 u32 n records, u64 records lost in the interval, then per record:
+//                 varint ts gap (ns after the previous record; the first: after the
+//                 previous sample's mono_ns, or absolute when there is none), varint CPU,
+//                 varint probe id, varint slot word (include/schedhot/abi.h sh_exact_rec).
+//               A reader gives a SAMPLE the EXACT frame just before it when their mono_ns
+//               agree (a seek starts after it: the first sample read after a seek has none,
+//               which only covers the time before it).
+//   Unknown frame types (of later minor versions) are skipped by readers: a 1.2 reader
+//   reads a 1.3 file as if it had no EXACT frames (RecordingReader::next_state's default).
 //
 // Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
-// the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run). A reader reads every minor of its major and refuses a
+// the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run), 1.3 (EXACT frames: --exact). A reader reads every minor of its major and refuses a
 // newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
@@ -67,7 +79,7 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 2;
+inline constexpr uint16_t kFormatMinor = 3;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
 inline constexpr uint32_t kFileHeaderBytes = 32;
@@ -83,7 +95,7 @@ inline constexpr uint64_t kMaxStateWords = 40ull << 20;
 /// Largest CPU count a reader accepts: the kernel's largest NR_CPUS (x86 MAXSMP, ppc64).
 inline constexpr uint32_t kMaxCpus = 8192;
 
-enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6 };
+enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7 };
 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
@@ -113,7 +125,8 @@ class RecordingWriter {
   RecordingWriter(const RecordingWriter&) = delete;
   RecordingWriter& operator=(const RecordingWriter&) = delete;
 
-  /// Appends one sample (shaped like the Meta's probes). Returns false, writing nothing,
+  /// Appends one sample (shaped like the Meta's probes), preceded by its EXACT frame when
+  /// s.exact is set (1.3; its records with the times they have). Returns false, writing nothing,
   /// when the frame would take the closed file past WriterOptions::max_bytes. Throws
   /// std::runtime_error on a write error (disk full...): the partial frame is cut off
   /// again where possible, the file is closed without END, and every frame before it
@@ -198,6 +211,9 @@ struct ReadStats {
   uint64_t raw_bytes = 0;      ///< their payload bytes after decompression
   uint64_t note_frames = 0;
   uint64_t online_frames = 0;  ///< 1.2 ONLINE frames
+  uint64_t exact_frames = 0;   ///< 1.3 EXACT frames
+  uint64_t exact_records = 0;  ///< records in them
+  uint64_t exact_lost = 0;     ///< lost records they report
   uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
   uint64_t first_mono_ns = 0;  ///< first sample read
   uint64_t last_mono_ns = 0;   ///< last sample read
@@ -319,6 +335,8 @@ class RecordingReader : public SampleSource {
   /// The CPUs an ONLINE frame names (ascending); false with why when it is malformed.
   bool parse_online(const std::string& payload, std::vector<int>& cpus, std::string& why) const;
   bool decode_online(const std::string& payload, std::string& why);
+  /// An EXACT frame (raw or zstd) into pending_exact_; false (with why) when malformed.
+  bool decode_exact(const Frame& f, std::string& why);
   /// state_.online from online_ when known, else META host.online plus nonzero_cpu_.
   void set_state_online();
   /// next() without the copy out: advances state_ to the next sample.
@@ -347,6 +365,8 @@ class RecordingReader : public SampleSource {
   bool have_state_ = false;
   std::vector<int> online_;          ///< the last ONLINE frame's CPUs (1.2)
   bool have_online_ = false;         ///< online_ holds for the samples decoded since
+  std::optional<ExactBatch> pending_exact_;  ///< the last EXACT frame, for the next sample
+  uint64_t pending_exact_ns_ = 0;            ///< its mono_ns
   std::vector<char> nonzero_cpu_;    ///< per CPU: a slot word of state_ is non-zero
   std::optional<Damage> damage_;
   bool saw_end_ = false;

@@ -63,7 +63,8 @@ std::string layout_source_text(const CoherenceLayout& l) {
                      lock, l.line_bytes);
 }
 
-nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top) {
+nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top,
+                               const ExactAccumulator* exact) {
   nlohmann::json c;
   c["model"] = "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
   c["line_bytes"] = s.line_bytes;
@@ -102,6 +103,20 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
       if (p >= 0 && p < static_cast<int>(meta.probes.size())) bp[meta.probes[size_t(p)].name] = x;
     j["by_probe"] = bp;
     j["unmeasured"] = unmeasured(meta, l.family);
+    if (exact) {
+      const LineTraffic t = exact->traffic(l.key).value_or(LineTraffic{});
+      nlohmann::json e;
+      e["xfers_per_s"] = t.total();
+      e["read_xfers_per_s"] = t.read_xfers_per_s;
+      e["write_xfers_per_s"] = t.write_xfers_per_s;
+      nlohmann::json eb = nlohmann::json::object();
+      for (int d = 0; d < kXferDistances; ++d) eb[to_string(XferDistance(d))] = t.by_distance[size_t(d)];
+      e["by_distance"] = eb;
+      e["lost"] = exact->lost();
+      e["lower_bound"] = exact->lost() > 0;
+      e["ratio"] = t.total() > 0 ? nlohmann::json(l.traffic.total() / t.total()) : nlohmann::json(nullptr);
+      j["exact"] = e;
+    }
     lines.push_back(j);
   }
   c["lines"] = lines;
@@ -122,6 +137,20 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
     wi.push_back(j);
   }
   c["what_if"] = wi;
+  if (exact) {
+    nlohmann::json bp = nlohmann::json::object();
+    for (const auto& [pw, n] : exact->by_word()) {
+      const auto [p, w] = pw;
+      if (p < 0 || p >= static_cast<int>(meta.probes.size())) continue;
+      std::string name = fmt::format("word {}", w);
+      for (const Field& f : meta.probes[size_t(p)].layout.fields)
+        if (f.kind != FieldKind::priv && w >= f.offset && w < f.offset + f.nwords)
+          name = f.kind == FieldKind::counter_array ? fmt::format("{}[{}]", f.name, w - f.offset) : f.name;
+      bp[meta.probes[size_t(p)].name][name] = n;
+    }
+    c["exact"] = {{"records", exact->records()}, {"lost", exact->lost()}, {"skipped", exact->skipped()},
+                  {"seconds", exact->seconds()}, {"by_probe", bp}};
+  }
   return c;
 }
 
@@ -158,6 +187,13 @@ std::string cachelines_text(const nlohmann::json& c) {
       if (x > 0) probes += fmt::format("{}{} {:.0f}%", probes.empty() ? "" : ", ", p, 100 * v.get<double>() / x);
     out += fmt::format("    fields: {}\n", fields);
     if (!tops.empty()) out += fmt::format("    top CPUs: {}; caused by: {}\n", tops, probes);
+    if (l.contains("exact")) {
+      const auto& e = l["exact"];
+      const double ex = e["xfers_per_s"].get<double>();
+      out += fmt::format("    exact: {} xfer/s{} (model {}, model/exact {})\n", fmt_rate(ex),
+                         e["lower_bound"].get<bool>() ? fmt::format(" (lower bound: {} records lost)", e["lost"].get<uint64_t>()) : "",
+                         fmt_rate(x), e["ratio"].is_null() ? std::string("-") : fmt::format("x{:.2f}", e["ratio"].get<double>()));
+    }
     for (const auto& u : l["unmeasured"]) out += fmt::format("    not counted: {}\n", u.get<std::string>());
   }
   for (const auto& w : c["what_if"]) {
@@ -177,6 +213,12 @@ std::string cachelines_text(const nlohmann::json& c) {
       std::string s = a.get<std::string>();
       if (std::find(seen.begin(), seen.end(), s) == seen.end()) seen.push_back(s);
     }
+  if (c.contains("exact")) {
+    const auto& e = c["exact"];
+    out += fmt::format("  exact (--exact): {} records over {:.1f} s, {} lost{}\n", e["records"].get<uint64_t>(),
+                       e["seconds"].get<double>(), e["lost"].get<uint64_t>(),
+                       e["lost"].get<uint64_t>() ? ": exact figures are lower bounds" : "");
+  }
   for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
   for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);
   return out;

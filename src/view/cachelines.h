@@ -15,7 +15,12 @@ namespace schedhot {
 /// "layout": {source, notes}, "fixes", "lines": [...], "what_if": [...], "cost_ns"}.
 /// top: CPUs listed per line (highest transfers first). Rates in events/s, transfers/s,
 /// bytes/s; stall in ns per second.
-nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top = 3);
+/// exact (the window had --exact records): each line also gets "exact": {xfers_per_s,
+/// read_xfers_per_s, write_xfers_per_s, by_distance, lost, lower_bound (lost > 0),
+/// ratio (model / exact, null when exact is 0)}, and the section "exact": {records, lost,
+/// seconds, skipped, by_probe: {probe: {counter or counter[i]: records}}}; both absent without.
+nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top = 3,
+                               const ExactAccumulator* exact = nullptr);
 
 /// The "fixes" object of report, probes and info JSON: {"nohz_nr_cpus_removed",
 /// "cpupri_count_removed", "bcast_lock_own_line": true | false | null (unknown), "text":

@@ -38,7 +38,8 @@ const std::vector<CpuColumn>& cpu_columns() {
 }
 
 ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
-    : meta_(meta), opts_(std::move(opts)), coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)) {
+    : meta_(meta), opts_(std::move(opts)), coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
+      exact_(std::make_unique<ExactAccumulator>(meta)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
   for (size_t p = 0; p < meta.probes.size(); ++p)
@@ -65,6 +66,7 @@ void ReportBuilder::add(const Sample& s) {
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }
       coh_->add(iv);
+      if (s.exact) exact_->add(iv.seconds(), *s.exact);
     }
   }
   if (s.online.empty()) online_unknown_ = true;
@@ -373,7 +375,7 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   for (size_t pi = 0; pi < meta.probes.size(); ++pi) probes.push_back(probe_json(meta, iv, static_cast<int>(pi), have, cpus));
   r["probes"] = probes;
   const CoherenceSummary coh = coh_->summary();
-  r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost) : nlohmann::json(nullptr);
+  r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost, 3, exact_->any() ? exact_.get() : nullptr) : nlohmann::json(nullptr);
   add_cpu_table(meta, iv, have, cpus, coh, r);
   return r;
 }

@@ -6,6 +6,8 @@
 //                                   as a recorder killed mid-write leaves it
 //   v<major>.<minor>-hotplug.shot   (1.2 on) 4 CPUs, 70 samples: CPU 3 offline until sample
 //                                   10, CPU 2 offline from sample 50 (their counters frozen)
+//   v<major>.<minor>-exact.shot     (1.3 on) 4 CPUs, 70 samples, each after the first with an
+//                                   EXACT frame (--exact records: i % 5 records, 1 lost every 7th)
 // each with a .expect.json of values computed from the samples as written. Existing files
 // are never replaced: fixtures of released versions stay as they were made.
 //
@@ -41,6 +43,7 @@ struct Spec {
   bool note;           ///< write a NOTE frame after sample 10
   int cut_in_sample;   ///< >= 0: cut the file inside this sample's frame
   bool hotplug = false;  ///< CPU 3 online from sample 10, CPU 2 offline from sample 50
+  bool exact = false;    ///< samples carry --exact records (1.3)
 };
 
 /// The online CPUs of sample i (1.2 on: every sample says).
@@ -108,6 +111,15 @@ int make(const std::string& dir, const Spec& sp) {
           }
         }
       }
+      if (sp.exact && i) {
+        ExactBatch b;
+        for (uint32_t k = 0; k < i % 5; ++k)
+          b.records.push_back({s.mono_ns - m.interval_ns + (k + 1) * 1000, k % sp.ncpus, 2, uint16_t(k % 2 ? 4 : 0)});
+        b.lost = i % 7 == 0 ? 1 : 0;
+        s.exact = b;
+      } else {
+        s.exact.reset();
+      }
       w.write_sample(s);
       written.push_back(s);
       if (sp.note && i == 10) {
@@ -137,6 +149,7 @@ int make(const std::string& dir, const Spec& sp) {
     while (r->next(s)) {
       hr = hash_sample(hr, s);
       if (s.online != written[n].online) throw std::runtime_error(fmt::format("{}: sample {} online differs", shot, n));
+      if (s.exact != written[n].exact) throw std::runtime_error(fmt::format("{}: sample {} exact records differ", shot, n));
       ++n;
     }
     if (n != kept || hr != h) throw std::runtime_error(fmt::format("{}: read back {} samples, hash differs", shot, n));
@@ -173,6 +186,16 @@ int make(const std::string& dir, const Spec& sp) {
       {"samples_fnv1a", fmt::format("{:016x}", h)},
       {"checks", checks},
       {"online", online}};
+  if (sp.exact) {
+    uint64_t recs = 0, lost = 0;
+    for (uint32_t i = 0; i < kept; ++i)
+      if (written[i].exact) {
+        recs += written[i].exact->records.size();
+        lost += written[i].exact->lost;
+      }
+    e["exact_records"] = recs;
+    e["exact_lost"] = lost;
+  }
   std::ofstream(expect) << e.dump(2) << "\n";
   fmt::print("{}: {} samples, {} bytes\n", shot, kept, slurp(shot).size());
   return 0;
@@ -186,7 +209,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   const Spec specs[] = {{"basic", 4, 70, true, true, -1}, {"raw", 2, 5, false, false, -1},
-                        {"unclosed", 4, 70, true, true, 8}, {"hotplug", 4, 70, true, false, -1, true}};
+                        {"unclosed", 4, 70, true, true, 8}, {"hotplug", 4, 70, true, false, -1, true},
+                        {"exact", 4, 70, true, false, -1, false, true}};
   try {
     for (const Spec& s : specs) make(argv[1], s);
   } catch (const std::exception& e) {

@@ -97,6 +97,18 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
     if (e.contains("online"))
       for (auto& c : e["online"])
         EXPECT_EQ(format_cpulist(got.at(c["sample"].get<uint32_t>()).online), c["online"].get<std::string>()) << c.dump();
+    // 1.3 on: --exact records (v1.3-exact); read from the start, every sample's EXACT frame.
+    if (e.contains("exact_records")) {
+      uint64_t recs = 0, lost = 0;
+      for (auto& x : got)
+        if (x.exact) {
+          recs += x.exact->records.size();
+          lost += x.exact->lost;
+        }
+      EXPECT_EQ(recs, e["exact_records"].get<uint64_t>());
+      EXPECT_EQ(lost, e["exact_lost"].get<uint64_t>());
+      EXPECT_FALSE(got.front().exact.has_value());
+    }
     EXPECT_EQ(r->saw_end(), e["complete"].get<bool>());
     if (e["damage_contains"].is_null()) {
       EXPECT_FALSE(r->damage().has_value()) << r->damage()->reason;

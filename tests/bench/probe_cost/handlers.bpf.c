@@ -126,7 +126,7 @@ int pc_cpupri(void *ctx)
 		return 1;
 	old = (s->f.calls & 1) ? 50 : 0;
 	new = (s->f.calls & 1) ? 0 : 50;
-	cpupri_set_core(0, old, new, sh_cpupri_nr_prios, false);
+	cpupri_set_core(ctx, 0, old, new, sh_cpupri_nr_prios, false);
 	return 1;
 }
 
