@@ -96,7 +96,10 @@ run_backend() {   # run_backend BACKEND
     cpuidle_deep off
     if [ "$ORACLE" = 1 ]; then ftrace_count_start $FUNCS || return 1; fi
     : > "$_log"   # record and the workloads both append: neither overwrites the other
-    /bin/schedhot record --backend "$_b" -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
+    # the default backend also records every modeled access (--exact, issue 11): the
+    # coherence model is then checked against the ownership machine over the same accesses
+    _x=""; [ "$_b" = auto ] && _x="--exact"
+    /bin/schedhot record --backend "$_b" $_x -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
     _pid=$!
     _n=0   # the first sample is taken right after attach; record then says "recording"
     until grep -q '^schedhot: recording' "$_log"; do

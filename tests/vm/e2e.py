@@ -369,13 +369,13 @@ def check_backend(ck, kver, variant, backend, d, binary):
         ck.expect(total(ik, "sent") > 0, tag, "ilb_kick: no kick seen")
 
     check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w)
-    check_cachelines(ck, tag, kver, variant, report, probes)
+    check_cachelines(ck, tag, kver, variant, backend, report, probes)
 
     idle = probes.get("idle")
     ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
 
 
-def check_cachelines(ck, tag, kver, variant, report, probes):
+def check_cachelines(ck, tag, kver, variant, backend, report, probes):
     """Issue 11: the guest's own layout (BTF, kallsyms) and fixes, and the model's lines."""
     c = report.get("cachelines")
     if not ck.expect(c is not None, tag, "report has no cachelines section"):
@@ -401,6 +401,14 @@ def check_cachelines(ck, tag, kver, variant, report, probes):
                f"xfer {l['xfers_per_s']:>9.1f}/s" + (f"  exact {l['exact']['xfers_per_s']:.1f}/s" if l.get("exact") else ""))
         ck.lines.append({"kernel": kver, "variant": variant, "line": name, "xfers_per_s": l["xfers_per_s"],
                          "exact_xfers_per_s": (l.get("exact") or {}).get("xfers_per_s")})
+    ex = c.get("exact")
+    if backend == "auto":
+        if ck.expect(ex is not None and ex["records"] > 0, tag, "record --exact stored no access records"):
+            ck.say(f"   exact  {ex['records']} records, {ex['lost']} lost, {ex['skipped']} skipped")
+            ck.expect(ex["skipped"] == 0, tag, f"{ex['skipped']} exact records out of order or out of range")
+            for name, l in sorted(lines.items()):
+                if l["family"] in ("nohz", "cpupri") and l["xfers_per_s"] > 0:
+                    ck.expect(l.get("exact") is not None, tag, f"line {name}: a model figure but no exact one")
     for w in c["what_if"]:
         if w["applies"]:
             ck.say(f"   whatif {w['id']:<14} {w['before_xfers_per_s']:.1f} -> {w['after_xfers_per_s']:.1f} xfer/s")
