@@ -213,7 +213,7 @@ class Checker:
         self.noarat = []
         self.lines = []
         self.stops = []     # the last sample after the SIGINT, ms
-        self.lines = []
+        self.cachelines = []
 
     def say(self, msg=""):
         print(msg, flush=True)
@@ -399,7 +399,7 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
     for name, l in sorted(lines.items()):
         ck.say(f"   line   {name:<40} reads {l['reads_per_s']:>9.1f}/s writes {l['writes_per_s']:>9.1f}/s "
                f"xfer {l['xfers_per_s']:>9.1f}/s" + (f"  exact {l['exact']['xfers_per_s']:.1f}/s" if l.get("exact") else ""))
-        ck.lines.append({"kernel": kver, "variant": variant, "line": name, "xfers_per_s": l["xfers_per_s"],
+        ck.cachelines.append({"kernel": kver, "variant": variant, "line": name, "xfers_per_s": l["xfers_per_s"],
                          "exact_xfers_per_s": (l.get("exact") or {}).get("xfers_per_s")})
     ex = c.get("exact")
     if backend == "auto":
@@ -659,7 +659,7 @@ def main(argv):
     for t in times:
         ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
     summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
-               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "lines": ck.lines, "stops": ck.stops,
+               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "cachelines": ck.cachelines, "stops": ck.stops,
                "failures": ck.failures}
     with open(os.path.join(OUT, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
