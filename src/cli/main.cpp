@@ -30,11 +30,16 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
 }
 
+/// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).
+const CLI::Validator kNotEmpty(
+    [](std::string& s) -> std::string { return s.empty() ? "must not be empty (e.g. smt=15,llc=40,package=80,remote=150)" : ""; },
+    "", "not empty");
+
 /// top's and replay's initial sort column and CPU filter, and the stall cost of the l view.
 void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost) {
   c->add_option("--sort", sort, "initial sort column: a probe or column name, or cpu (default idle)");
   c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");
-  c->add_option("--xfer-cost", xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150");
+  c->add_option("--xfer-cost", xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
 }
 
 /// A whole number from 0 to 1,000,000 (rows, files kept), with a short message.
@@ -113,7 +118,7 @@ int main(int argc, char** argv) {
   cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name, a column header (set_p99, ilb_recv/s) or cpu (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
-  cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150");
+  cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
 
   InfoCmd info;
   auto* ci = app.add_subcommand("info", "a recording's metadata and integrity: frames, samples, time span, damage");

@@ -230,6 +230,7 @@ XferCost parse_xfer_cost(std::string_view s, const XferCost& base) {
     const double v = val.empty() ? NAN : std::strtod(val.c_str(), &end);
     if (val.empty() || end != val.c_str() + val.size() || errno == ERANGE || !std::isfinite(v) || v < 0)
       fail(fmt::format("{} '{}' is not a non-negative number of ns", key, val));
+    if (v > 1e9) fail(fmt::format("{} '{}' is more than 1 s per transfer", key, val));
     out.ns[k] = v;
   }
   return out;

@@ -216,7 +216,7 @@ class ExactCoherence {
   /// every lost access takes its own transfer with it, so the counts are usually low
   /// (a lower bound in the usual case), though a lost write can also turn a later hit into
   /// a miss (see test LostWriteCanAddATransfer): say so when lost() > 0.
-  void add_lost(uint64_t n) { lost_ += n; }
+  void add_lost(uint64_t n) { lost_ = n > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + n; }  ///< saturates
   uint64_t lost() const { return lost_; }
 
   uint32_t lines() const { return static_cast<uint32_t>(lines_.size()); }

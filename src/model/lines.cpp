@@ -284,6 +284,8 @@ std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
   for (int p = 0; p < static_cast<int>(meta.probes.size()) && size_t(p) < probe_res_.size(); ++p) {
     const auto [b, e] = probe_res_[size_t(p)];
     if (b == e || !iv.present(p)) continue;
+    // What the report says is not counted is not counted here either (unavailable, blind).
+    if (!meta.probes[size_t(p)].status.attached || !blind_reason(meta, p).empty()) continue;
     for (int cpu = 0; cpu < ncpus; ++cpu) {
       if (!iv.online(cpu)) continue;
       ents.clear();
@@ -398,11 +400,14 @@ CoherenceLayout layout_of(const Meta& meta) {
 }
 
 double CoherenceSummary::cpu_xfers_per_s(int cpu) const {
-  double s = 0;
-  for (const LineSummary& l : lines)
-    for (const CpuXfers& c : l.traffic.cpus)
-      if (static_cast<int>(c.cpu) == cpu) s += c.total();
-  return s;
+  if (cpu_totals.empty()) {  // a summary built by hand: sum the lines
+    double s = 0;
+    for (const LineSummary& l : lines)
+      for (const CpuXfers& c : l.traffic.cpus)
+        if (static_cast<int>(c.cpu) == cpu) s += c.total();
+    return s;
+  }
+  return cpu >= 0 && size_t(cpu) < cpu_totals.size() ? cpu_totals[size_t(cpu)] : 0;
 }
 
 namespace {
@@ -526,6 +531,10 @@ CoherenceSummary CoherenceAccumulator::summary() const {
       l.traffic.cpus.push_back(x);
     }
     for (const auto& [p, x] : a.by_probe) l.by_probe.push_back({p, x / T});
+    for (const CpuXfers& c : l.traffic.cpus) {
+      if (s.cpu_totals.size() <= c.cpu) s.cpu_totals.resize(size_t(c.cpu) + 1, 0.0);
+      s.cpu_totals[c.cpu] += c.total();
+    }
     s.lines.push_back(std::move(l));
   }
   for (size_t w = 0; w < what_ifs().size(); ++w) {
@@ -549,6 +558,23 @@ CoherenceSummary CoherenceAccumulator::summary() const {
     }
     s.what_if.push_back(r);
   }
+  // The other two seed patches have nothing to replay: said, never left out.
+  WhatIfResult bc;
+  bc.what = {"bcast_lock_line", "tick/broadcast: reduce lock cacheline contention (tick_broadcast_lock in its own line, v4.11)",
+             "tick_broadcast_lock"};
+  const BcastLockLayout& bl = layout_.bcast_lock;
+  bc.reason = bl.own_line ? (*bl.own_line ? "this kernel has it: tick_broadcast_lock is alone in its line"
+                                          : "the lock shares its line, but its neighbours' accesses are not traced: "
+                                            "nothing to replay")
+                          : "this kernel very likely has it (v4.11+); the lock's line is unknown (" +
+                                (bl.reason.empty() ? std::string("no address") : bl.reason) + ")";
+  s.what_if.push_back(bc);
+  WhatIfResult ilb;
+  ilb.what = {"ilb_mc_capable", "nohz/sched: disable ilb on !mc_capable() (2010)", "nohz"};
+  ilb.reason = "the code it changes (select_nohz_load_balancer() owning nohz.load_balancer) is gone: the ILB "
+               "became a push model and nohz.load_balancer was removed long before the kernels schedhot traces; "
+               "nothing to replay";
+  s.what_if.push_back(ilb);
   return s;
 }
 
@@ -601,7 +627,7 @@ ExactAccumulator::ExactAccumulator(const Meta& meta)
 void ExactAccumulator::add(double seconds, const ExactBatch& b) {
   ++batches_;
   if (seconds > 0) seconds_ += seconds;
-  lost_ += b.lost;
+  lost_ = b.lost > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + b.lost;  // saturates: never wraps to "0 lost"
   for (auto& [k, m] : lines_) m.add_lost(b.lost);
   for (const ExactRecord& r : b.records) {
     if (r.ts_ns < last_ts_ || r.cpu >= meta_.ncpus) {

@@ -182,8 +182,10 @@ struct CoherenceSummary {
   std::vector<LineSummary> lines;  ///< LineKey order
   std::vector<WhatIfResult> what_if;
   std::vector<std::string> notes;  ///< layout notes (what was read, what is assumed)
-  /// Transfers/s missed by one CPU over every line (0 when it has none).
+  /// Transfers/s missed by one CPU over every line (0 when it has none). O(1) once
+  /// summary() filled cpu_totals.
   double cpu_xfers_per_s(int cpu) const;
+  std::vector<double> cpu_totals;  ///< per CPU id: the same, filled by CoherenceAccumulator::summary()
 };
 
 /// Adds the model of consecutive intervals, each weighted by its length: the span's

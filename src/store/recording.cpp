@@ -870,7 +870,7 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
   }
   ++stats_.exact_frames;
   stats_.exact_records += n;
-  stats_.exact_lost += b.lost;
+  stats_.exact_lost = b.lost > UINT64_MAX - stats_.exact_lost ? UINT64_MAX : stats_.exact_lost + b.lost;
   pending_exact_ = std::move(b);
   pending_exact_ns_ = f.mono_ns;
   return true;

@@ -215,9 +215,13 @@ std::string cachelines_text(const nlohmann::json& c) {
     }
   if (c.contains("exact")) {
     const auto& e = c["exact"];
-    out += fmt::format("  exact (--exact): {} records over {:.1f} s, {} lost{}\n", e["records"].get<uint64_t>(),
+    const uint64_t skipped = e["skipped"].get<uint64_t>();
+    out += fmt::format("  exact (--exact): {} records over {:.1f} s, {} lost{}{}\n", e["records"].get<uint64_t>(),
                        e["seconds"].get<double>(), e["lost"].get<uint64_t>(),
-                       e["lost"].get<uint64_t>() ? ": exact figures are lower bounds" : "");
+                       e["lost"].get<uint64_t>() ? ": exact figures are usually low (lower bounds)" : "",
+                       skipped ? fmt::format("; {} records skipped (out of time order or CPU out of range): "
+                                             "the exact figures miss them", skipped)
+                               : "");
   }
   for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
   for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);

@@ -522,6 +522,7 @@ TEST(Coherence, ParseXferCost) {
   c = parse_xfer_cost(" remote = 250.5 , smt=0 ");  // a subset, any order, spaces
   EXPECT_EQ(c.ns, (std::array<double, 4>{0, 40, 80, 250.5}));
   EXPECT_EQ(parse_xfer_cost("llc=1e2", c).ns, (std::array<double, 4>{0, 100, 80, 250.5}));
+  EXPECT_EQ(error_of([] { parse_xfer_cost("remote=1e308"); }), "--xfer-cost 'remote=1e308': remote '1e308' is more than 1 s per transfer");
   EXPECT_EQ(error_of([] { parse_xfer_cost("smt=15,l3=40"); }),
             "--xfer-cost 'smt=15,l3=40': unknown key 'l3' (use smt, llc, package, remote)");
   EXPECT_EQ(error_of([] { parse_xfer_cost("llc=fast"); }),

@@ -185,8 +185,15 @@ TEST(Lines, AccumulatorGivesTheClosedFormOfSymmetricCpus) {
   EXPECT_NEAR(kick, n * r * (Wt - w) / (r + Wt), 1e-6);
   EXPECT_NEAR(exit, n * w * (L - r - w) / (L - r), 1e-6);
   // what-if nr_cpus: the mask stays in the line, so the inline layout saves nothing
-  ASSERT_EQ(s.what_if.size(), 2u);
+  ASSERT_EQ(s.what_if.size(), 4u) << "every seed patch has a line";
   EXPECT_TRUE(s.what_if[0].applies);
+  EXPECT_TRUE(s.what_if[1].applies) << "6.18 still has cpupri_vec.count";
+  EXPECT_EQ(s.what_if[2].what.id, "bcast_lock_line");
+  EXPECT_FALSE(s.what_if[2].applies);
+  EXPECT_NE(s.what_if[2].reason.find("unknown"), std::string::npos) << s.what_if[2].reason;
+  EXPECT_EQ(s.what_if[3].what.id, "ilb_mc_capable");
+  EXPECT_FALSE(s.what_if[3].applies);
+  EXPECT_FALSE(s.what_if[3].reason.empty());
   EXPECT_NEAR(s.what_if[0].after_xfers_per_s, s.what_if[0].before_xfers_per_s, 1e-6);
 }
 
@@ -213,4 +220,33 @@ TEST(Lines, NrCpusWhatIfOnOffstackLeavesOnlyTheMaskWrites) {
   EXPECT_NEAR(wi.before_xfers_per_s, line + mask, 1e-6);
   EXPECT_NEAR(wi.after_xfers_per_s, mask, 1e-6);
   EXPECT_FALSE(s.notes.empty()) << "the assumed layout is said";
+}
+
+TEST(Lines, ProbesTheReportDoesNotCountAreNotModeled) {
+  // A probe the report shows as unavailable (or blind) adds nothing to any line, even
+  // when its slots hold counts (a status changed by a NOTE, a hand-made file).
+  Fixture f(4);
+  f.set("cpupri_set", 1, "calls", 60);
+  f.set("cpupri_set", 1, "vec_set", 20, 0);
+  ASSERT_FALSE(f.lines(layout_618()).empty());
+  f.m.probes[size_t(f.m.probe_index("cpupri_set"))].status.attached = false;
+  EXPECT_TRUE(f.lines(layout_618()).empty());
+}
+
+TEST(Lines, CpuTotalsEqualTheSumOverLines) {
+  Fixture f(4);
+  f.set("nohz_kick", 1, "calls", 200);
+  f.set("nohz_exit", 2, "calls", 100);
+  f.set("nohz_exit", 2, "worked", 20);
+  f.m.layout = assumed_layout("6.1.0-57-cloud-amd64", 64);
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  CoherenceSummary s = acc.summary();
+  for (int c = 0; c < 4; ++c) {
+    const double fast = s.cpu_xfers_per_s(c);
+    CoherenceSummary slow = s;
+    slow.cpu_totals.clear();
+    EXPECT_DOUBLE_EQ(fast, slow.cpu_xfers_per_s(c)) << "cpu " << c;
+  }
+  EXPECT_GT(s.cpu_xfers_per_s(1), 0.0);
 }

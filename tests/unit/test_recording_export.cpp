@@ -509,8 +509,8 @@ TEST(RecordingExport, ALineWhoseProbesAreAllAbsentIsBlankNeverZero) {
   }
   auto j = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::json}));
   EXPECT_TRUE(j["intervals"][0]["lines"].empty());
-  for (auto& e : nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::perfetto}))["traceEvents"])
-    EXPECT_NE(e.value("name", ""), std::string("xfer/s ") + kToPri);
+  const auto trace = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::perfetto}));  // kept alive
+  for (auto& e : trace["traceEvents"]) EXPECT_NE(e.value("name", ""), std::string("xfer/s ") + kToPri);
 }
 
 TEST(RecordingExport, JsonListsEachIntervalsLinesAndPerfettoHasATrackPerLine) {

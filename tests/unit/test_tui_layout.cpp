@@ -671,7 +671,7 @@ TEST_F(Fixture, LinesViewRowsAreTheModelsLines) {
   }
   // One what-if line per seed patch, with its before -> after figures.
   std::string tail = screen_text(v.tail);
-  ASSERT_EQ(sum.what_if.size(), 2u);
+  ASSERT_EQ(sum.what_if.size(), 4u);
   for (const WhatIfResult& w : sum.what_if) {
     EXPECT_NE(tail.find("what-if " + w.what.title + ": "), std::string::npos) << tail;
     if (w.applies)
