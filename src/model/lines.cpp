@@ -501,6 +501,15 @@ void CoherenceAccumulator::add(const Interval& iv) {
   }
 }
 
+CoherenceSummary CoherenceAccumulator::of(const Interval& iv) {
+  seconds_ = 0;
+  acc_.clear();
+  what_if_.assign(what_ifs().size(), {0, 0});
+  what_if_stall_.assign(what_ifs().size(), {0, 0});
+  add(iv);
+  return summary();
+}
+
 CoherenceSummary CoherenceAccumulator::summary() const {
   CoherenceSummary s;
   s.seconds = seconds_;

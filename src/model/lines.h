@@ -197,6 +197,10 @@ class CoherenceAccumulator {
   CoherenceAccumulator(const Meta& meta, XferCost cost = {});
   void add(const Interval& iv);
   CoherenceSummary summary() const;
+  /// The model of iv alone (forgets what was added; the resolved plans are kept, so a view
+  /// that models one interval at a time does not re-resolve them each time).
+  CoherenceSummary of(const Interval& iv);
+  const Meta& meta() const { return meta_; }
   const CoherenceLayout& layout() const { return layout_; }
   const XferCost& cost() const { return cost_; }
 

@@ -101,11 +101,9 @@ struct IntervalValues {
 
 /// The coherence model of iv into v.coh, v.line_index and v.line_measured. lines:
 /// possible_lines() of the recording; measuring[p]: probe p is not blind.
-void compute_lines(const Interval& iv, const std::vector<PossibleLine>& lines, const std::vector<char>& measuring,
-                   IntervalValues& v) {
-  CoherenceAccumulator acc(iv.meta());
-  acc.add(iv);
-  v.coh = acc.summary();
+void compute_lines(const Interval& iv, CoherenceAccumulator& acc, const std::vector<PossibleLine>& lines,
+                   const std::vector<char>& measuring, IntervalValues& v) {
+  v.coh = acc.of(iv);
   v.line_index.assign(lines.size(), -1);
   v.line_measured.assign(lines.size(), 0);
   size_t k = 0;  // both in LineKey order
@@ -434,6 +432,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   if (o.cpus.empty() && cpus.empty())
     for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
   const std::vector<PossibleLine> lines = possible_lines(meta, layout_of(meta));
+  CoherenceAccumulator model(meta);  // one per export: its plans are resolved once
   std::vector<char> measuring(meta.probes.size(), 0);  // not blind: its counters count
   for (size_t p = 0; p < meta.probes.size(); ++p) measuring[p] = blind_reason(meta, static_cast<int>(p)).empty();
   auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
@@ -459,7 +458,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
       Interval iv(src.meta(), prev, cur);
       if (iv.seconds() > 0) {
         compute(iv, metrics, cpus, v);
-        compute_lines(iv, lines, measuring, v);
+        compute_lines(iv, model, lines, measuring, v);
         v.time_s = t;
         v.seconds = iv.seconds();
         v.start_mono_ns = prev.mono_ns;

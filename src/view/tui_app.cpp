@@ -68,9 +68,9 @@ const CoherenceSummary& TuiApp::model_of(const Interval& iv) const {
   ModelCache& c = model_cache_;
   const Sample &a = iv.first(), &b = iv.last();
   if (!c.valid || c.a_seq != a.seq || c.a_mono != a.mono_ns || c.b_seq != b.seq || c.b_mono != b.mono_ns) {
-    CoherenceAccumulator acc(iv.meta(), opts_.xfer_cost);
-    acc.add(iv);
-    c.summary = acc.summary();
+    if (!c.model || &c.model->meta() != &iv.meta())
+      c.model = std::make_unique<CoherenceAccumulator>(iv.meta(), opts_.xfer_cost);  // plans resolved once per Meta
+    c.summary = c.model->of(iv);
     c.a_seq = a.seq, c.a_mono = a.mono_ns, c.b_seq = b.seq, c.b_mono = b.mono_ns;
     c.valid = true;
   }

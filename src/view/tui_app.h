@@ -3,6 +3,7 @@
 // tui_term.h reads keys and draws the Screen. Tests drive a TuiApp with keys and read
 // its Screen directly.
 #pragma once
+#include <memory>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -175,6 +176,7 @@ class TuiApp {
     uint32_t a_seq = 0, b_seq = 0;
     uint64_t a_mono = 0, b_mono = 0;
     CoherenceSummary summary;
+    std::unique_ptr<CoherenceAccumulator> model;  ///< kept: its plans are resolved once per Meta
   };
   mutable ModelCache model_cache_;
   View view_ = View::cpus;
