@@ -11,6 +11,11 @@
 // figures; it fails (exit 1) only when it cannot load or attach the programs or a
 // handler did not see the calls.
 //
+// --exact: the same object is loaded a second time with sh_exact = 1 (as `record --exact`
+// loads it) and the variants marked "+ --exact" run from it, with schedhot's own
+// ExactReader (src/probe/exact_reader.h) draining the per-CPU perf buffers on a reader
+// thread as `record` does; the records it received and lost are printed.
+//
 // usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N]
 //   --short: 3 runs of 100000 calls (CI: a few seconds); default 7 runs of 2000000.
 #include <pthread.h>
@@ -35,6 +40,8 @@
 
 #include "schedhot/abi.h"  // before the skeleton: it names struct sh_hist
 #include "probe_cost.skel.h"
+#include "probe/exact_reader.h"
+
 
 namespace {
 
@@ -42,6 +49,7 @@ struct Variant {
   const char* name;
   std::vector<const char*> progs;  ///< programs attached together
   int base;                        ///< index of the empty variant it is compared with (-1: none)
+  bool exact = false;              ///< run from the object loaded with sh_exact = 1
 };
 
 // 1 and 2: the empty baselines for one program (sys_enter) and for an entry/exit pair.
@@ -54,8 +62,10 @@ const std::vector<Variant> kVariants = {
     {"2x bpf_ktime_get_ns only", {"pc_ktime_enter", "pc_ktime_exit"}, 2},
     {"timed + sh_hist (per-CPU)", {"pc_timed_enter", "pc_timed_exit"}, 2},
     {"usual: hash ts + global hist", {"pc_usual_enter", "pc_usual_exit"}, 2},
+    {"count + --exact record", {"pc_count_exact"}, 1, true},
+    {"cpupri_set + --exact (3 rec)", {"pc_cpupri"}, 1, true},
 };
-constexpr int kCount = 3, kKtime = 5, kTimed = 6, kUsual = 7;
+constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
 
 std::string g_log;
 int capture(enum libbpf_print_level, const char* fmt, va_list ap) {
@@ -113,6 +123,35 @@ Stats stats(std::vector<double> v) {
   return {v[v.size() / 2], v.front(), v.back()};
 }
 
+/// Opens and loads the benchmark object (only its pc_* programs; slot maps sized to ncpus),
+/// with sh_exact = exact. nullptr after a one-line error on stderr.
+probe_cost_bpf* open_load(int ncpus, bool exact) {
+  probe_cost_bpf* skel = probe_cost_bpf__open();
+  if (!skel) {
+    fmt::print(stderr, "schedhot: probe_cost: cannot open the BPF object\n");
+    return nullptr;
+  }
+  struct bpf_program* prog;
+  bpf_object__for_each_program(prog, skel->obj) {
+    bpf_program__set_autoload(prog, std::string(bpf_program__name(prog)).rfind("pc_", 0) == 0);
+  }
+  struct bpf_map* map;
+  bpf_object__for_each_map(map, skel->obj) {
+    std::string n = bpf_map__name(map);
+    if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, __u32(ncpus));
+  }
+  skel->rodata->pc_tgid = __u32(getpid());
+  skel->rodata->sh_cpupri_nr_prios = 101;
+  skel->rodata->sh_exact = exact ? 1 : 0;
+  if (int err = probe_cost_bpf__load(skel)) {
+    fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",
+               strerror(-err), g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0));
+    probe_cost_bpf__destroy(skel);
+    return nullptr;
+  }
+  return skel;
+}
+
 int usage() {
   fmt::print(stderr, "usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N]\n");
   return 2;
@@ -140,27 +179,25 @@ int main(int argc, char** argv) {
 
   libbpf_set_print(capture);
   const int ncpus = libbpf_num_possible_cpus();
-  probe_cost_bpf* skel = probe_cost_bpf__open();
-  if (!skel) {
-    fmt::print(stderr, "schedhot: probe_cost: cannot open the BPF object\n");
+  probe_cost_bpf* skel = open_load(ncpus, false);
+  probe_cost_bpf* skelx = skel ? open_load(ncpus, true) : nullptr;
+  if (!skel || !skelx) return 1;
+  // The reader of --exact records, as record runs it: service() then take() of all due.
+  std::unique_ptr<schedhot::ExactReader> reader;
+  try {
+    reader = std::make_unique<schedhot::ExactReader>(bpf_map__fd(skelx->maps.sh_exact_events), uint32_t(ncpus));
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "schedhot: probe_cost: {}\n", e.what());
     return 1;
   }
-  struct bpf_program* prog;
-  bpf_object__for_each_program(prog, skel->obj) {
-    bpf_program__set_autoload(prog, std::string(bpf_program__name(prog)).rfind("pc_", 0) == 0);
-  }
-  struct bpf_map* map;
-  bpf_object__for_each_map(map, skel->obj) {
-    std::string n = bpf_map__name(map);
-    if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, __u32(ncpus));
-  }
-  skel->rodata->pc_tgid = __u32(getpid());
-  skel->rodata->sh_cpupri_nr_prios = 101;
-  if (int err = probe_cost_bpf__load(skel)) {
-    fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",
-               strerror(-err), g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0));
-    return 1;
-  }
+  // A jthread: any return below stops and joins it before the reader goes.
+  std::jthread drain([&](std::stop_token st) {
+    while (!st.stop_requested()) {
+      reader->service(50);
+      (void)reader->take(UINT64_MAX);
+    }
+    (void)reader->take(UINT64_MAX);
+  });
 
   std::vector<int> online;
   {
@@ -187,7 +224,7 @@ int main(int argc, char** argv) {
         const int v = (j + r) % nv;  // rotated order: no variant always runs first
         std::vector<bpf_link*> links;
         for (const char* p : kVariants[v].progs) {
-          struct bpf_program* bp = bpf_object__find_program_by_name(skel->obj, p);
+          struct bpf_program* bp = bpf_object__find_program_by_name((kVariants[v].exact ? skelx : skel)->obj, p);
           bpf_link* l = bp ? bpf_program__attach(bp) : nullptr;
           if (!l) {
             fmt::print(stderr, "schedhot: probe_cost: cannot attach {}: {}\n", p, strerror(errno));
@@ -195,10 +232,12 @@ int main(int argc, char** argv) {
           }
           links.push_back(l);
         }
-        const uint64_t before = v == kCount ? sum_calls(skel->maps.pc_count_slots, ncpus) : 0;
+        const bool counted = v == kCount || v == kCountExact;
+        struct bpf_map* slots = (v == kCountExact ? skelx : skel)->maps.pc_count_slots;
+        const uint64_t before = counted ? sum_calls(slots, ncpus) : 0;
         res[m][v].push_back(time_loop(modes[m].cpus, calls));
-        if (v == kCount) {
-          const uint64_t seen = sum_calls(skel->maps.pc_count_slots, ncpus) - before;
+        if (counted) {
+          const uint64_t seen = sum_calls(slots, ncpus) - before;
           if (seen < uint64_t(calls) * modes[m].cpus.size()) {
             fmt::print(stderr, "schedhot: probe_cost: the count program saw {} of {} calls\n", seen,
                        uint64_t(calls) * modes[m].cpus.size());
@@ -234,6 +273,17 @@ int main(int argc, char** argv) {
   }
   fmt::print("events seen: timed {} (per-CPU histograms), usual {} (global histogram)\n", timed_events,
              usual_events);
+  drain.request_stop();
+  drain.join();
+  for (size_t m = 0; m < modes.size(); ++m) {
+    const double cnt = stats(res[m][kCountExact]).median - stats(res[m][kCount]).median;
+    const double cp = stats(res[m][kCpupriExact]).median - stats(res[m][kCpupri]).median;
+    fmt::print("{:>7}  --exact adds {:+.1f} ns to a counting probe (1 record), {:+.1f} ns to cpupri_set (3 records)\n",
+               modes[m].name, cnt, cp);
+  }
+  fmt::print("--exact records: {} received, {} lost (perf buffers of 256 pages per CPU, drained by one thread)\n",
+             reader->received(), reader->lost_total());
+  probe_cost_bpf__destroy(skelx);
   probe_cost_bpf__destroy(skel);
   return 0;
 }

@@ -16,6 +16,9 @@
  *                              probe, as fentry + fexit)
  *   pc_cpupri                  cpupri.bpf.c's cpupri_set_core (untimed, as the
  *                              sched_switch proxy): a class transition every call
+ *   pc_count_exact             pc_count plus the --exact record a counting probe sends
+ *                              (sh_exact_emit: a no-op unless the object was loaded
+ *                              with sh_exact = 1, as `record --exact` loads it)
  *   pc_usual_enter / _exit     "the usual way", as libbpf-tools' funclatency: start time
  *                              in a hash map keyed by thread id, one global histogram
  *                              (the same sh_hist geometry) updated with atomics from
@@ -85,6 +88,20 @@ int pc_count(void *ctx)
 	f = SH_THIS_SLOT(pc_count_slots);
 	if (f)
 		SH_INC(&f->calls);
+	return 1;
+}
+
+SEC("raw_tp/sys_enter")
+int pc_count_exact(void *ctx)
+{
+	struct sh_func *f;
+
+	PC_FILTER();
+	f = SH_THIS_SLOT(pc_count_slots);
+	if (f) {
+		SH_INC(&f->calls);
+		sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_func, calls));
+	}
 	return 1;
 }
 
