@@ -311,6 +311,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
     const LineSeries* la = ia == a.lines.end() ? nullptr : &ia->second;
     const LineSeries* lb = ib == b.lines.end() ? nullptr : &ib->second;
     FigureDiff f = line_fig(la ? &la->total : nullptr, lb ? &lb->total : nullptr);
+    if (f.a == 0 && f.b == 0) continue;  // a line neither side touched
     nlohmann::json row = figure_json(f, true);
     row["line"] = k;
     row["name"] = nm;
