@@ -9,6 +9,7 @@
 
 #include "cli/commands.h"
 #include "sys/cpulist.h"
+#include "view/diff.h"
 #include "view/export.h"
 #include "view/info.h"
 #include "view/report.h"
@@ -102,6 +103,59 @@ int run_export(const ExportCmd& o) {
   req.force = o.force;
   req.from = o.from;
   return print_output(export_command(req, std::cout));
+}
+
+namespace {
+
+/// "FROM:TO" (either side may be empty) into side's window; 2 after a usage error.
+int parse_side_window(const char* opt, const std::string& w, DiffSide& side) {
+  const auto colon = w.find(':');
+  if (colon == std::string::npos) {
+    err(fmt::format("{} {}: a window FROM:TO, e.g. 0:60s or 60s: (either part may be empty)", opt, w));
+    return 2;
+  }
+  side.window = w;
+  return parse_window(w.substr(0, colon), w.substr(colon + 1), side.from_s, side.to_s);
+}
+
+}  // namespace
+
+int run_diff(const DiffCmd& o) {
+  if (o.files.empty() || o.files.size() > 2) {
+    err("diff needs A.shot B.shot, or one file with --a FROM:TO --b FROM:TO");
+    return 2;
+  }
+  DiffRequest req;
+  try {
+    req.format = o.json ? DiffFormat::json : parse_diff_format(o.format);
+    if (!o.by.empty()) req.by = parse_diff_by(o.by);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  req.a.file = o.files[0];
+  req.b.file = o.files.size() == 2 ? o.files[1] : o.files[0];
+  if (o.files.size() == 1 && (o.a.empty() || o.b.empty())) {
+    err("diff of one file needs two windows: --a FROM:TO --b FROM:TO");
+    return 2;
+  }
+  if ((!o.from.empty() || !o.to.empty()) && (!o.a.empty() || !o.b.empty())) {
+    err("--from/--to apply to both files; with --a/--b give each side its window");
+    return 2;
+  }
+  if (!o.from.empty() || !o.to.empty()) {
+    if (int rc = parse_window(o.from, o.to, req.a.from_s, req.a.to_s)) return rc;
+    req.a.window = fmt::format("{}:{}", o.from, o.to);
+    req.b.from_s = req.a.from_s;
+    req.b.to_s = req.a.to_s;
+    req.b.window = req.a.window;
+  }
+  if (!o.a.empty())
+    if (int rc = parse_side_window("--a", o.a, req.a)) return rc;
+  if (!o.b.empty())
+    if (int rc = parse_side_window("--b", o.b, req.b)) return rc;
+  req.stop = &g_stop;
+  return print_output(diff_command(req));
 }
 
 }  // namespace schedhot::cli

@@ -152,6 +152,19 @@ struct ExportCmd {
 };
 int run_export(const ExportCmd& o);
 
+/// `schedhot diff A.shot [B.shot] [--a FROM:TO] [--b FROM:TO] [--from T] [--to T]
+/// [--json | --format text|json|markdown|patch]`. One file: --a and --b are two windows
+/// of it. Exit 0 no significant change, 3 significant, 1 runtime, 2 usage.
+struct DiffCmd {
+  std::vector<std::string> files;  ///< one or two recordings
+  std::string a, b;                ///< windows "FROM:TO" (either part may be empty)
+  std::string from, to;            ///< window of both sides (two files)
+  std::string format = "text";
+  bool json = false;
+  std::string by;                  ///< --by cpu|core|llc|node ("": lines in total only)
+};
+int run_diff(const DiffCmd& o);
+
 /// Parses a --from/--to window (times since the first sample) to seconds, -1 where not
 /// given. Returns 0, or 2 after a one-line usage error (bad time, --to not after --from).
 int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s);

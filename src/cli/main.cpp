@@ -136,6 +136,19 @@ int main(int argc, char** argv) {
   ce->add_option("--to", exp.to, "window end, time since the recording's start");
   ce->add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
 
+  DiffCmd diff;
+  auto* cd = app.add_subcommand("diff", "two recordings (or two windows of one) compared: percentiles, rates, B/A and a bootstrap verdict");
+  cd->add_option("files", diff.files, "A.shot [B.shot]");
+  cd->add_option("--a", diff.a, "one file: A's window FROM:TO (e.g. 0:60s)");
+  cd->add_option("--b", diff.b, "one file: B's window FROM:TO (e.g. 60s:120s)");
+  cd->add_option("--from", diff.from, "two files: window start of both");
+  cd->add_option("--to", diff.to, "two files: window end of both");
+  cd->add_flag("--json", diff.json, "JSON output (schema schedhot.diff/1)");
+  cd->add_option("--format", diff.format, "text (default), json, markdown or patch")
+      ->check(CLI::IsMember({"text", "json", "markdown", "patch"}));
+  cd->add_option("--by", diff.by, "per-line transfers by cpu, core, llc or node")
+      ->check(CLI::IsMember({"cpu", "core", "llc", "node"}));
+
   TopCmd top;
   auto* ct = app.add_subcommand("top", "live per-CPU rates and percentiles in a top-like UI (plain tables when not a terminal)");
   add_probe_options(ct, top.common);
@@ -212,6 +225,8 @@ int main(int argc, char** argv) {
       rc = run_info(info);
     } else if (ce->parsed()) {
       rc = run_export(exp);
+    } else if (cd->parsed()) {
+      rc = run_diff(diff);
     }
   } catch (const std::exception& e) {
     if (!std::ferror(stdout)) err(e.what());  // stdout failing mid-output (fmt throws) is said below

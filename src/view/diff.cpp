@@ -1,0 +1,506 @@
+// schedhot diff (view/diff.h; method in model/compare.h).
+#include "view/diff.h"
+
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "model/compare.h"
+#include "model/interval.h"
+#include "model/lines.h"
+#include "probe/catalog.h"
+#include "store/recording.h"
+#include "store/window.h"
+#include "sys/cpulist.h"
+#include "sys/json_text.h"
+
+namespace schedhot {
+
+DiffFormat parse_diff_format(const std::string& s) {
+  if (s == "text") return DiffFormat::text;
+  if (s == "json") return DiffFormat::json;
+  if (s == "markdown") return DiffFormat::markdown;
+  if (s == "patch") return DiffFormat::patch;
+  throw std::invalid_argument(fmt::format("--format '{}': one of text, json, markdown, patch", s));
+}
+
+DiffBy parse_diff_by(const std::string& s) {
+  if (s == "cpu") return DiffBy::cpu;
+  if (s == "core") return DiffBy::core;
+  if (s == "llc") return DiffBy::llc;
+  if (s == "node") return DiffBy::node;
+  throw std::invalid_argument(fmt::format("--by '{}': one of cpu, core, llc, node", s));
+}
+
+namespace {
+
+struct Interrupted {};
+
+/// A line's per-interval transfers (transfers/s x seconds), zero where it had none.
+struct LineSeries {
+  std::string name;
+  std::vector<double> total;
+  std::map<std::string, std::vector<double>> groups;
+};
+
+/// One side, read.
+struct Side {
+  Meta meta;
+  uint32_t samples = 0;
+  std::vector<double> seconds;             ///< per interval
+  std::vector<HistSeries> hist;            ///< per probe
+  std::vector<RateSeries> calls;           ///< per probe
+  std::vector<uint64_t> max_ns;            ///< per probe
+  std::vector<char> has_hist;              ///< per probe
+  std::map<std::string, LineSeries> lines;  ///< by object:line
+  std::vector<WhatIfResult> what_if;
+};
+
+std::string group_of(const Meta& m, DiffBy by, uint32_t cpu) {
+  if (by == DiffBy::cpu) return fmt::format("cpu {}", cpu);
+  for (auto& t : m.host.topology)
+    if (t.cpu == static_cast<int>(cpu)) {
+      if (by == DiffBy::core) return fmt::format("core {}.{}", t.package, t.core);
+      if (by == DiffBy::llc) return fmt::format("llc {}", t.llc);
+      return fmt::format("node {}", t.node);
+    }
+  return fmt::format("cpu {} (no topology)", cpu);
+}
+
+Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
+  std::unique_ptr<RecordingReader> r = RecordingReader::open(ds.file);  // throws one line with the path
+  Side side;
+  const Meta& meta = r->meta();
+  const size_t np = meta.probes.size();
+  side.hist.resize(np);
+  side.calls.resize(np);
+  side.max_ns.assign(np, 0);
+  side.has_hist.assign(np, 0);
+  std::vector<FieldRef> primary(np);
+  std::vector<std::string> hist_field(np);
+  for (size_t p = 0; p < np; ++p)
+    if (const ProbeSpec* spec = find_probe(meta.probes[p].name)) {
+      primary[p] = field_ref(meta, static_cast<int>(p), spec->primary);
+      const Field* h = spec->hist.empty() ? nullptr : meta.probes[p].layout.find(spec->hist);
+      if (h && h->kind == FieldKind::hist) hist_field[p] = spec->hist;
+    }
+  const SampleWindow w{ds.from_s, ds.to_s, meta.interval_ns};
+  WindowedCursor cur(*r, r.get(), w, WindowCheck::any_edge, stop);
+  cur.read_t0();
+  if (WindowProblem pr = cur.seek_start(); pr.error == WindowError::none_after_from)
+    throw std::runtime_error(fmt::format("{}: no samples at or after {}{}", ds.file, ds.window,
+                                         pr.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *pr.span_s) : ""));
+  CoherenceAccumulator acc(meta);
+  std::optional<Sample> first, prev;
+  Sample s;
+  size_t n = 0;
+  while (cur.next(s)) {
+    if (stop && stop->load()) throw Interrupted{};
+    const double t = cur.t0() ? static_cast<double>(s.mono_ns - *cur.t0()) / 1e9 : 0;
+    if (w.before(t)) continue;
+    if (w.after(t)) break;
+    side.samples++;
+    if (!first) first = s;
+    if (prev) {
+      Interval iv(meta, *prev, s);
+      if (iv.seconds() > 0) {
+        side.seconds.push_back(iv.seconds());
+        for (size_t p = 0; p < np; ++p) {
+          const int pi = static_cast<int>(p);
+          if (!iv.present(pi)) continue;
+          side.calls[p].add(static_cast<double>(iv.count(primary[p])), iv.seconds());
+          if (!hist_field[p].empty()) side.hist[p].add(iv.buckets(pi, hist_field[p]));
+        }
+        CoherenceSummary cs = acc.of(iv);
+        if (side.what_if.empty()) side.what_if = cs.what_if;
+        for (auto& l : cs.lines) {
+          LineSeries& ls = side.lines[fmt::format("{}:{}", l.key.object, l.key.line)];
+          ls.name = l.name;
+          ls.total.resize(n + 1, 0);
+          ls.total[n] = l.traffic.total() * iv.seconds();
+          if (by != DiffBy::none)
+            for (auto& c : l.traffic.cpus) {
+              auto& g = ls.groups[group_of(meta, by, c.cpu)];
+              g.resize(n + 1, 0);
+              g[n] += c.total() * iv.seconds();
+            }
+        }
+        ++n;
+      }
+    }
+    prev = s;
+  }
+  if (r->damage())
+    throw std::runtime_error(fmt::format("{} is damaged at byte {} ({}); diff compares intact recordings", ds.file,
+                                         r->damage()->offset, r->damage()->reason));
+  if (n < 1)
+    throw std::runtime_error(fmt::format("{}: {} sample{} in {}, need two for an interval", ds.file, side.samples,
+                                         side.samples == 1 ? "" : "s",
+                                         ds.window.empty() ? "the recording" : "the window " + ds.window));
+  Interval whole(meta, *first, *prev);
+  for (size_t p = 0; p < np; ++p)
+    if (!hist_field[p].empty() && whole.present(static_cast<int>(p))) {
+      side.max_ns[p] = whole.hist(static_cast<int>(p), hist_field[p]).max_ns;
+      side.hist[p].max_ns = side.max_ns[p];
+      side.has_hist[p] = 1;
+    }
+  for (auto& [k, ls] : side.lines) {
+    ls.total.resize(n, 0);
+    for (auto& [g, v] : ls.groups) v.resize(n, 0);
+  }
+  side.meta = meta;
+  return side;
+}
+
+RateSeries series(const std::vector<double>& v, const std::vector<double>& sec) {
+  RateSeries r;
+  for (size_t i = 0; i < v.size() && i < sec.size(); ++i) r.add(v[i], sec[i]);
+  return r;
+}
+
+nlohmann::json num_or_null(std::optional<double> v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
+
+nlohmann::json figure_json(const FigureDiff& d, bool tested) {
+  nlohmann::json j{{"a", d.a}, {"b", d.b}, {"ratio", num_or_null(d.ratio)}};
+  if (tested) {
+    j["interval"] = {std::exp(d.log_lo), std::exp(d.log_hi)};
+    j["min_effect"] = d.min_effect;
+    j["significant"] = d.significant;
+  }
+  return j;
+}
+
+/// Why probe p of m shows no figures, "" when it does.
+std::string not_measured(const Meta& m, int p) {
+  const ProbeStatus& st = m.probes[p].status;
+  if (!st.attached) return "unavailable";
+  if (std::string b = blind_reason(m, p); !b.empty()) return "blind: " + b;
+  return "";
+}
+
+std::vector<std::string> host_differences(const Side& a, const Side& b) {
+  std::vector<std::string> out;
+  const HostInfo &ha = a.meta.host, &hb = b.meta.host;
+  if (ha.hostname != hb.hostname) out.push_back(fmt::format("host: {} (A) vs {} (B)", ha.hostname, hb.hostname));
+  if (ha.kernel_release != hb.kernel_release)
+    out.push_back(fmt::format("kernel: {} (A) vs {} (B)", ha.kernel_release, hb.kernel_release));
+  if (a.meta.ncpus != b.meta.ncpus) out.push_back(fmt::format("CPUs: {} (A) vs {} (B)", a.meta.ncpus, b.meta.ncpus));
+  if (ha.online != hb.online)
+    out.push_back(fmt::format("online CPUs: {} (A) vs {} (B)", format_cpulist(ha.online), format_cpulist(hb.online)));
+  if (a.meta.interval_ns != b.meta.interval_ns)
+    out.push_back(fmt::format("sample interval: {} ms (A) vs {} ms (B)", a.meta.interval_ns / 1e6, b.meta.interval_ns / 1e6));
+  if (ha.spinlock != hb.spinlock)
+    out.push_back(fmt::format("spinlocks: {} (A) vs {} (B)", to_string(ha.spinlock), to_string(hb.spinlock)));
+  for (size_t p = 0; p < a.meta.probes.size(); ++p) {
+    const std::string& name = a.meta.probes[p].name;
+    const int q = b.meta.probe_index(name);
+    if (q < 0) {
+      out.push_back(fmt::format("{}: only in A", name));
+      continue;
+    }
+    const ProbeStatus &sa = a.meta.probes[p].status, &sb = b.meta.probes[q].status;
+    const std::string na = not_measured(a.meta, static_cast<int>(p)), nb = not_measured(b.meta, q);
+    if (na != nb) {
+      out.push_back(fmt::format("{}: {} (A) vs {} (B)", name, na.empty() ? "measured" : na, nb.empty() ? "measured" : nb));
+      continue;
+    }
+    if (!sa.attached || !sb.attached) continue;
+    if (sa.proxy != sb.proxy)
+      out.push_back(fmt::format("{}: a proxy ({}) on {} only: its figures are not the function's", name,
+                                sa.proxy ? sa.proxy_label : sb.proxy_label, sa.proxy ? "A" : "B"));
+    else if (sa.backend_label() != sb.backend_label())
+      out.push_back(fmt::format("{}: backend {} (A) vs {} (B)", name, sa.backend_label(), sb.backend_label()));
+  }
+  for (auto& pb : b.meta.probes)
+    if (a.meta.probe_index(pb.name) < 0) out.push_back(fmt::format("{}: only in B", pb.name));
+  for (size_t i = 0; i < a.what_if.size() && i < b.what_if.size(); ++i)
+    if (a.what_if[i].applies != b.what_if[i].applies)
+      out.push_back(fmt::format("fix present on {} only: {}", a.what_if[i].applies ? "B" : "A", a.what_if[i].what.title));
+  return out;
+}
+
+nlohmann::json side_json(const DiffSide& ds, const Side& s) {
+  double sec = 0;
+  for (double x : s.seconds) sec += x;
+  return {{"file", ds.file},
+          {"window", ds.window.empty() ? nlohmann::json(nullptr) : nlohmann::json(ds.window)},
+          {"samples", s.samples},
+          {"intervals", s.seconds.size()},
+          {"seconds", sec},
+          {"hostname", s.meta.host.hostname},
+          {"kernel_release", s.meta.host.kernel_release}};
+}
+
+const char* kPctNames[5] = {"p10", "p50", "p90", "p98", "p99"};
+
+}  // namespace
+
+nlohmann::json diff_document(const DiffRequest& req) {
+  const Side a = read_side(req.a, req.by, req.stop), b = read_side(req.b, req.by, req.stop);
+  nlohmann::json d;
+  d["schema"] = "schedhot.diff/1";
+  d["a"] = side_json(req.a, a);
+  d["b"] = side_json(req.b, b);
+  d["host_differences"] = host_differences(a, b);
+  d["method"] = {{"bootstrap", "intervals"},          {"resamples", req.resamples},
+                 {"confidence", kConfidence},         {"seed", kDiffSeed},
+                 {"percentile_error", kPercentileRelError}, {"rate_min_effect", kRateMinEffect},
+                 {"row_false_positive_bound", kRowFalsePositiveBound}};
+  bool any = false;
+  uint64_t stream = 0;
+  nlohmann::json probes = nlohmann::json::array();
+  for (size_t p = 0; p < a.meta.probes.size(); ++p) {
+    const std::string& name = a.meta.probes[p].name;
+    const int q = b.meta.probe_index(name);
+    ++stream;
+    nlohmann::json row{{"probe", name}};
+    const std::string na = not_measured(a.meta, static_cast<int>(p)), nb = q < 0 ? "absent" : not_measured(b.meta, q);
+    if (!na.empty() || !nb.empty()) {
+      row["verdict"] = "not compared";
+      row["reason"] = fmt::format("A: {}; B: {}", na.empty() ? "measured" : na, nb.empty() ? "measured" : nb);
+      row["significant"] = false;
+      probes.push_back(row);
+      continue;
+    }
+    bool sig = false;
+    const bool observed_a = counter_observed(name, a.meta.probes[p].status.proxy, find_probe(name) ? find_probe(name)->primary : "");
+    const bool observed_b = counter_observed(name, b.meta.probes[q].status.proxy, find_probe(name) ? find_probe(name)->primary : "");
+    const RateSeries &ca = a.calls[p], &cb = b.calls[q];
+    if (observed_a && observed_b) {
+      FigureDiff r = compare_rates(ca, cb, stream * 16, req.resamples);
+      row["calls"] = {{"a", ca.total_events()}, {"b", cb.total_events()}};
+      row["rate"] = figure_json(r, true);
+      sig |= r.significant;
+    } else {
+      row["calls"] = nullptr;
+      row["rate"] = nullptr;
+    }
+    if (a.has_hist[p] && b.has_hist[q]) {
+      auto pc = compare_percentiles(a.hist[p], b.hist[q], stream * 16 + 1, req.resamples);
+      nlohmann::json lat;
+      for (size_t k = 0; k < 5; ++k) {
+        lat[kPctNames[k]] = figure_json(pc[k], true);
+        sig |= pc[k].significant;
+      }
+      const double ma = static_cast<double>(a.max_ns[p]), mb = static_cast<double>(b.max_ns[q]);
+      lat["max"] = {{"a", ma}, {"b", mb}, {"ratio", ma > 0 ? nlohmann::json(mb / ma) : nlohmann::json(nullptr)}};
+      row["latency_ns"] = lat;
+    } else {
+      row["latency_ns"] = nullptr;
+    }
+    row["significant"] = sig;
+    row["verdict"] = sig ? "significant" : "no change";
+    any |= sig;
+    probes.push_back(row);
+  }
+  d["probes"] = probes;
+  nlohmann::json lines = nlohmann::json::array();
+  auto line_fig = [&](const std::vector<double>* va, const std::vector<double>* vb) {
+    static const std::vector<double> none;
+    const RateSeries ra = series(va ? *va : std::vector<double>(a.seconds.size(), 0), a.seconds);
+    const RateSeries rb = series(vb ? *vb : std::vector<double>(b.seconds.size(), 0), b.seconds);
+    return compare_rates(ra, rb, ++stream * 16 + 2, req.resamples);
+  };
+  std::map<std::string, std::string> keys;
+  for (auto& [k, l] : a.lines) keys[k] = l.name;
+  for (auto& [k, l] : b.lines) keys[k] = l.name;
+  for (auto& [k, nm] : keys) {
+    auto ia = a.lines.find(k), ib = b.lines.find(k);
+    const LineSeries* la = ia == a.lines.end() ? nullptr : &ia->second;
+    const LineSeries* lb = ib == b.lines.end() ? nullptr : &ib->second;
+    FigureDiff f = line_fig(la ? &la->total : nullptr, lb ? &lb->total : nullptr);
+    if (f.a == 0 && f.b == 0) continue;  // a line neither side touched
+    nlohmann::json row = figure_json(f, true);
+    row["line"] = k;
+    row["name"] = nm;
+    any |= f.significant;
+    if (req.by != DiffBy::none) {
+      std::map<std::string, int> groups;
+      if (la) for (auto& [g, v] : la->groups) groups[g] = 1;
+      if (lb) for (auto& [g, v] : lb->groups) groups[g] = 1;
+      nlohmann::json by = nlohmann::json::array();
+      for (auto& [g, one] : groups) {
+        const std::vector<double>* ga = nullptr;
+        const std::vector<double>* gb = nullptr;
+        if (la && la->groups.count(g)) ga = &la->groups.at(g);
+        if (lb && lb->groups.count(g)) gb = &lb->groups.at(g);
+        FigureDiff fg = line_fig(ga, gb);
+        nlohmann::json gj = figure_json(fg, true);
+        gj["group"] = g;
+        any |= fg.significant;
+        by.push_back(gj);
+      }
+      row["by"] = by;
+    }
+    lines.push_back(row);
+  }
+  d["lines"] = lines;
+  const char* by_names[] = {nullptr, "cpu", "core", "llc", "node"};
+  d["by"] = req.by == DiffBy::none ? nlohmann::json(nullptr) : nlohmann::json(by_names[static_cast<int>(req.by)]);
+  d["significant"] = any;
+  return d;
+}
+
+namespace {
+
+std::string ratio_text(const nlohmann::json& f) {
+  if (f.is_null() || f["ratio"].is_null()) return "-";
+  return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
+}
+std::string ns_text(const nlohmann::json& f, const char* side) {
+  return f.is_null() ? "-" : format_ns(f[side].get<double>());
+}
+
+}  // namespace
+
+std::string render_diff_text(const nlohmann::json& d) {
+  std::string out;
+  auto side = [&](const char* s) {
+    const auto& j = d[s];
+    return fmt::format("{}{} ({} intervals, {:.1f} s)", j["file"].get<std::string>(),
+                       j["window"].is_null() ? "" : " " + j["window"].get<std::string>(), j["intervals"].get<int>(),
+                       j["seconds"].get<double>());
+  };
+  out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
+  if (!d["host_differences"].empty()) {
+    out += "\nHost differences (the comparison may be suspect):\n";
+    for (auto& h : d["host_differences"]) out += "  ! " + h.get<std::string>() + "\n";
+  }
+  out += fmt::format("\nProbes (B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and the change "
+                     "exceeds the bucket error)\n",
+                     d["method"]["confidence"].get<double>() * 100);
+  out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "probe", "", "calls",
+                     "rate/s", "p10", "p50", "p90", "p98", "p99", "max", "verdict");
+  for (auto& p : d["probes"]) {
+    const std::string name = p["probe"];
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("{:<12} not compared ({})\n", name, p["reason"].get<std::string>());
+      continue;
+    }
+    const auto& lat = p["latency_ns"];
+    auto pct = [&](const char* k, const char* s) { return lat.is_null() ? std::string("-") : ns_text(lat[k], s); };
+    for (const char* s : {"a", "b"}) {
+      out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", s[0] == 'a' ? name : "",
+                         s[0] == 'a' ? "A" : "B",
+                         p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
+                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
+    }
+    auto rat = [&](const char* k) { return lat.is_null() ? std::string("-") : ratio_text(lat[k]); };
+    out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "", "B/A", "",
+                       ratio_text(p["rate"]), rat("p10"), rat("p50"), rat("p90"), rat("p98"), rat("p99"), rat("max"),
+                       p["verdict"].get<std::string>());
+  }
+  if (!d["lines"].empty()) {
+    out += "\nCachelines (modeled transfers/s)\n";
+    out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
+    for (auto& l : d["lines"]) {
+      out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
+                         format_rate(l["b"].get<double>()), ratio_text(l));
+      if (l.contains("by"))
+        for (auto& g : l["by"])
+          out += fmt::format("  {:<38} {:>9} {:>9} {:>7}\n", g["group"].get<std::string>(),
+                             format_rate(g["a"].get<double>()), format_rate(g["b"].get<double>()), ratio_text(g));
+    }
+  }
+  out += d["significant"].get<bool>() ? "\nVerdict: significant change (exit status 3)\n"
+                                      : "\nVerdict: no significant change\n";
+  return out;
+}
+
+std::string render_diff_markdown(const nlohmann::json& d) {
+  std::string out = fmt::format("**A**: `{}`{}  \n**B**: `{}`{}\n\n", d["a"]["file"].get<std::string>(),
+                                d["a"]["window"].is_null() ? "" : " " + d["a"]["window"].get<std::string>(),
+                                d["b"]["file"].get<std::string>(),
+                                d["b"]["window"].is_null() ? "" : " " + d["b"]["window"].get<std::string>());
+  for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
+  if (!d["host_differences"].empty()) out += "\n";
+  out += "| probe | side | calls | rate/s | p10 | p50 | p90 | p98 | p99 | max | verdict |\n";
+  out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
+  for (auto& p : d["probes"]) {
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("| {} | | | | | | | | | | not compared ({}) |\n", p["probe"].get<std::string>(),
+                         p["reason"].get<std::string>());
+      continue;
+    }
+    const auto& lat = p["latency_ns"];
+    auto pct = [&](const char* k, const char* s) { return lat.is_null() ? std::string("-") : ns_text(lat[k], s); };
+    for (const char* s : {"a", "b"})
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |\n",
+                         s[0] == 'a' ? p["probe"].get<std::string>() : "", s[0] == 'a' ? "A" : "B",
+                         p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
+                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
+    auto rat = [&](const char* k) {
+      std::string r = lat.is_null() ? "-" : ratio_text(lat[k]);
+      return r.back() == '*' ? "**" + r.substr(0, r.size() - 1) + "**" : r;
+    };
+    std::string rr = ratio_text(p["rate"]);
+    if (rr.back() == '*') rr = "**" + rr.substr(0, rr.size() - 1) + "**";
+    out += fmt::format("| | B/A | | {} | {} | {} | {} | {} | {} | {} | {} |\n", rr, rat("p10"), rat("p50"), rat("p90"),
+                       rat("p98"), rat("p99"), rat("max"), p["verdict"].get<std::string>());
+  }
+  if (!d["lines"].empty()) {
+    out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
+    for (auto& l : d["lines"])
+      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
+                         format_rate(l["b"].get<double>()), ratio_text(l));
+  }
+  out += fmt::format("\nBold: significant ({:.0f} % bootstrap interval over intervals excludes 1, change above the "
+                     "bucket error).\n",
+                     d["method"]["confidence"].get<double>() * 100);
+  return out;
+}
+
+std::string render_diff_patch(const nlohmann::json& d) {
+  std::string out;
+  for (auto& p : d["probes"]) {
+    if (p["verdict"] == "not compared") continue;
+    const std::string name = p["probe"];
+    const auto& lat = p["latency_ns"];
+    if (!lat.is_null()) {
+      out += fmt::format("- runtime for {}, nanoseconds:\n\n", name);
+      for (const char* s : {"a", "b"}) {
+        out += fmt::format("  {}:", s[0] == 'a' ? "A" : "B");
+        for (const char* k : kPctNames) out += fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
+        out += "\n";
+      }
+      out += "\n";
+    }
+    if (!p["rate"].is_null()) {
+      const auto& r = p["rate"];
+      out += fmt::format("- {} calls/s: {:.2f} -> {:.2f}", name, r["a"].get<double>(), r["b"].get<double>());
+      if (!r["ratio"].is_null()) out += fmt::format(" ({:+.1f} %)", (r["ratio"].get<double>() - 1) * 100);
+      out += "\n\n";
+    }
+  }
+  return out;
+}
+
+CommandOutput diff_command(const DiffRequest& req) {
+  CommandOutput res;
+  nlohmann::json d;
+  try {
+    d = diff_document(req);
+  } catch (const Interrupted&) {
+    res.errors.push_back("interrupted");
+    res.status = 130;
+    return res;
+  } catch (const std::exception& e) {
+    res.errors.push_back(e.what());
+    res.status = 1;
+    return res;
+  }
+  switch (req.format) {
+    case DiffFormat::json: res.out = json_text(d, 2) + "\n"; break;
+    case DiffFormat::markdown: res.out = render_diff_markdown(d); break;
+    case DiffFormat::patch: res.out = render_diff_patch(d); break;
+    case DiffFormat::text: res.out = render_diff_text(d); break;
+  }
+  res.status = d["significant"].get<bool>() ? 3 : 0;
+  return res;
+}
+
+}  // namespace schedhot

@@ -1,0 +1,93 @@
+// view/diff.h on synthetic recordings: the same recording against itself is no change
+// (status 0), a host with another kernel and a proxy on one side are warned about, a
+// file that cannot be read is one line and status 1, and 2x latency on a probe is
+// significant with the right ratio (status 3).
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "store/recording.h"
+#include "test_util.h"
+#include "view/diff.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+std::string write_rec(const std::string& name, Meta m, uint64_t seed, uint64_t lat_scale = 1) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove(path);
+  RecordingWriter w(path, m, WriterOptions{});
+  std::mt19937_64 rng(seed);
+  Sample s = make_sample(m);
+  w.write_sample(s);
+  const int p = m.probe_index("cpupri_set");
+  for (int i = 0; i < 30; ++i) {
+    s.seq++;
+    s.mono_ns += m.interval_ns;
+    s.wall_ns += m.interval_ns;
+    for (int c = 0; c < int(m.ncpus); ++c)
+      for (int k = 0; k < 200; ++k) {
+        s.probes[p].words[word(m, p, c, "calls")] += 1;
+        add_hist(m, s, p, c, "lat", (500 + rng() % 1000) * lat_scale);
+      }
+    w.write_sample(s);
+  }
+  w.close();
+  return path;
+}
+
+}  // namespace
+
+TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
+  Meta m = synthetic_meta(4);
+  DiffRequest req;
+  req.a.file = req.b.file = write_rec("diff_a.shot", m, 1);
+  req.format = DiffFormat::json;
+  CommandOutput o = diff_command(req);
+  ASSERT_EQ(o.status, 0) << o.out << (o.errors.empty() ? "" : o.errors[0]);
+  auto d = nlohmann::json::parse(o.out);
+  EXPECT_EQ(d["schema"], "schedhot.diff/1");
+  EXPECT_TRUE(d["host_differences"].empty());
+  req.b.file = write_rec("diff_b.shot", m, 2, 2);
+  o = diff_command(req);
+  ASSERT_EQ(o.status, 3) << o.out;
+  d = nlohmann::json::parse(o.out);
+  for (auto& p : d["probes"])
+    if (p["probe"] == "cpupri_set") {
+      EXPECT_NEAR(p["latency_ns"]["p50"]["ratio"].get<double>(), 2.0, 0.15);
+      EXPECT_TRUE(p["latency_ns"]["p50"]["significant"].get<bool>());
+      EXPECT_NEAR(p["rate"]["ratio"].get<double>(), 1.0, 1e-9);
+      EXPECT_FALSE(p["rate"]["significant"].get<bool>());
+    }
+}
+
+TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {
+  Meta m = synthetic_meta(4);
+  DiffRequest req;
+  req.a.file = req.b.file = write_rec("diff_w.shot", m, 3);
+  req.a.to_s = 15;
+  req.a.window = ":15s";
+  req.b.from_s = 15;
+  req.b.window = "15s:";
+  CommandOutput o = diff_command(req);
+  EXPECT_EQ(o.status, 0) << o.out;
+  EXPECT_NE(o.out.find("(15 intervals"), std::string::npos) << o.out;
+  Meta m2 = m;
+  m2.host.kernel_release = "6.13.0-other";
+  const int p = m2.probe_index("cpupri_set");
+  m2.probes[p].status.proxy = true;
+  m2.probes[p].status.proxy_label = "tp:test";
+  req = DiffRequest{};
+  req.a.file = write_rec("diff_h1.shot", m, 4);
+  req.b.file = write_rec("diff_h2.shot", m2, 5);
+  o = diff_command(req);
+  EXPECT_NE(o.out.find("kernel: 6.12.0-test (A) vs 6.13.0-other (B)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("cpupri_set: a proxy (tp:test) on B only"), std::string::npos) << o.out;
+  req.b.file = "/nonexistent.shot";
+  o = diff_command(req);
+  EXPECT_EQ(o.status, 1);
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("/nonexistent.shot"), std::string::npos) << o.errors[0];
+}
