@@ -359,6 +359,15 @@ TEST(RecordingCli, RecordStartAtWaitsForTheWallClockInstant) {
   EXPECT_LT(start - boundary, 1'000'000'000ull) << "the baseline follows the boundary, not the next one";
 }
 
+TEST(RecordingCli, RecordStartAtIsCheckedBeforeAttaching) {
+  TempDir dir("cli_startat");
+  const std::string o = " -o " + dir / "r.shot";
+  expect_one_line_error(run_cli("record --start-at 1000" + o), 2, "--start-at 1000 is ");
+  expect_one_line_error(run_cli("record --start-at @0" + o), 2, "the alignment must be at least 1ms");
+  expect_one_line_error(run_cli("record --start-at soon" + o), 2, "--start-at 'soon'");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
+}
+
 TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_rotate");
