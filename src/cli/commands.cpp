@@ -4,6 +4,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <time.h>
+
 #include <cerrno>
 #include <cmath>
 #include <cstdio>
@@ -235,11 +237,36 @@ int run_probes(const ProbesCmd& o) {
 
 // ---- record ----------------------------------------------------------------------
 
+namespace {
+
+uint64_t wall_now_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+/// Sleeps until CLOCK_REALTIME reaches at_ns (ns since the epoch), in slices of at most
+/// 100 ms so a stop (g_stop) is seen; the last slice is an absolute clock_nanosleep.
+/// False when stopped before the instant.
+bool sleep_until_wall(uint64_t at_ns) {
+  for (;;) {
+    if (g_stop.load()) return false;
+    const uint64_t now = wall_now_ns();
+    if (now >= at_ns) return true;
+    const uint64_t until = std::min<uint64_t>(at_ns, now + 100'000'000ull);
+    timespec ts{static_cast<time_t>(until / 1'000'000'000ull), static_cast<long>(until % 1'000'000'000ull)};
+    clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr);  // EINTR: the loop looks again
+  }
+}
+
+}  // namespace
+
 int run_record(const RecordCmd& o) {
-  uint64_t dur, iv;
+  uint64_t dur, iv, start_at = 0;
   try {
     dur = parse_duration_ns(o.duration, "-d/--duration");
     iv = parse_interval_ns(o.interval);
+    if (!o.start_at.empty()) start_at = parse_start_at_ns(o.start_at, wall_now_ns());
   } catch (const std::exception& e) {
     err(e.what());
     return 2;
@@ -270,6 +297,20 @@ int run_record(const RecordCmd& o) {
   WriterOptions wo;
   wo.compress = !o.no_compress;
   wo.overwrite = o.force;
+  if (start_at) {  // probes attached first: attaching takes no time of the window
+    const uint64_t now = wall_now_ns();
+    if (now > start_at) {
+      err(fmt::format("--start-at {}: attaching the probes took until {:.3f} s past it; starting now", o.start_at,
+                      (now - start_at) / 1e9));
+    } else {
+      if (!o.quiet) err(fmt::format("waiting {:.3f} s for --start-at {} ({})", (start_at - now) / 1e9, o.start_at,
+                                    format_utc_time(start_at)));
+      if (!sleep_until_wall(start_at)) {
+        err("stopped before --start-at; nothing recorded");
+        return 130;
+      }
+    }
+  }
   RecordingDriver rec(src, RecordingTarget{o.output, wo, rot, a->probes->exact()});
   Sample s;
   if (!rec.next(s)) {  // the baseline; the file is created with it

@@ -83,6 +83,7 @@ struct RecordCmd {
   bool quiet = false;
   std::string max_size;    ///< --max-size: rotate when a file would grow past it ("" = no limit)
   int rotate = -1;         ///< --rotate N: closed files kept, FILE.1..FILE.N (-1 = not given)
+  std::string start_at;    ///< --start-at EPOCH|@ALIGN: the baseline sample's wall-clock instant ("" = at once)
   std::string command_line;
 };
 int run_record(const RecordCmd& o);

@@ -101,6 +101,9 @@ int main(int argc, char** argv) {
   cr->add_flag("--exact", rec.common.exact,
                "also record every modeled cacheline access (per-CPU perf buffers) for exact transfer counts");
   cr->add_flag("-q,--quiet", rec.quiet, "no progress messages");
+  cr->add_option("--start-at", rec.start_at,
+                 "start at this wall-clock instant: EPOCH seconds (e.g. 1764650000) or @ALIGN, the next multiple "
+                 "of ALIGN since the epoch (e.g. @60); probes attach first");
   cr->add_option("--max-size", rec.max_size, "rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
   cr->add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")
       ->check(kCount);

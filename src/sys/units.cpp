@@ -59,6 +59,32 @@ uint64_t parse_size_bytes(const std::string& s, const char* what) {
   return static_cast<uint64_t>(v * mult);
 }
 
+uint64_t parse_start_at_ns(const std::string& s, uint64_t now_wall_ns) {
+  constexpr uint64_t kWeek = 7ull * 24 * 3600 * 1'000'000'000ull;
+  uint64_t at;
+  if (!s.empty() && s[0] == '@') {
+    const uint64_t align = parse_duration_ns(s.substr(1), "--start-at @ALIGN");
+    if (align < 1'000'000)
+      throw std::invalid_argument(fmt::format("--start-at '{}': the alignment must be at least 1ms", s));
+    at = (now_wall_ns / align + 1) * align;
+  } else {
+    size_t used = 0;
+    const double v = parse_number(s, used, "--start-at");
+    if (used != s.size())
+      throw std::invalid_argument(
+          fmt::format("--start-at '{}': want seconds since the epoch (e.g. 1764650000) or @ALIGN (e.g. @60)", s));
+    if (v * 1e9 > 1.8e19) throw std::invalid_argument(fmt::format("--start-at '{}' is too far ahead", s));
+    at = static_cast<uint64_t>(v * 1e9);
+    if (at <= now_wall_ns)
+      throw std::invalid_argument(fmt::format("--start-at {} is {:.3f} s in the past (clock: CLOCK_REALTIME)", s,
+                                              (now_wall_ns - at) / 1e9));
+  }
+  if (at - now_wall_ns > kWeek)
+    throw std::invalid_argument(fmt::format("--start-at '{}' is more than 7 days ahead ({:.0f} s)", s,
+                                            (at - now_wall_ns) / 1e9));
+  return at;
+}
+
 void check_covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, const std::string& i,
                               bool until_stopped) {
   if (dur_ns >= iv_ns) return;

@@ -21,6 +21,15 @@ uint64_t parse_interval_ns(const std::string& s);
 /// 4 EiB and more.
 uint64_t parse_size_bytes(const std::string& s, const char* what);
 
+/// Parses record's --start-at against now_wall_ns (CLOCK_REALTIME, ns since the epoch) to
+/// the wall-clock instant the recording starts, ns since the epoch: "EPOCH" (seconds since
+/// the epoch, fractions allowed, e.g. 1764650000 or 1764650000.5) or "@ALIGN" (a duration
+/// as parse_duration_ns reads it, e.g. @60, @5m, @500ms: the next multiple of ALIGN since
+/// the epoch strictly after now). Throws std::invalid_argument naming --start-at: not one
+/// of these forms, ALIGN below 1 ms, an instant already past, or more than 7 days ahead
+/// (a milliseconds epoch written by mistake).
+uint64_t parse_start_at_ns(const std::string& s, uint64_t now_wall_ns);
+
 /// Checks that a run of dur_ns (as written: d) has a second sample at interval iv_ns
 /// (written: i), which rates need. until_stopped (record): a -d written as 0 means "until
 /// stopped" and passes; a positive -d that rounds to 0 ns (1e-10) is short all the same.

@@ -339,6 +339,35 @@ TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
   expect_one_line_error(run_cli("record --max-size 1M --rotate -1" + o), 2, "--rotate");
 }
 
+TEST(RecordingCli, RecordStartAtWaitsForTheWallClockInstant) {
+  expect_one_line_error(run_cli("record --start-at 1000 -d 1 -o x.shot"), 2, "--start-at 1000 is");
+  expect_one_line_error(run_cli("record --start-at @0 -d 1 -o x.shot"), 2, "--start-at '@0'");
+  expect_one_line_error(run_cli("record --start-at tomorrow -d 1 -o x.shot"), 2, "--start-at 'tomorrow'");
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  TempDir dir("cli_start_at");
+  const std::string path = dir / "s.shot";
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  const uint64_t launched = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  CliRun r = run_cli(fmt::format("record --start-at @2 -d 1 -i 100ms -q -o {}", path));
+  ASSERT_EQ(r.status, 0) << r.err;
+  r = run_cli("info --json " + path);
+  ASSERT_EQ(r.status, 0) << r.err;
+  const uint64_t start = nlohmann::json::parse(r.out)["start_wall_ns"].get<uint64_t>();
+  const uint64_t boundary = start / 2'000'000'000ull * 2'000'000'000ull;
+  EXPECT_GT(boundary, launched) << "the baseline is after the first 2 s boundary past the launch, not at once";
+  EXPECT_LT(start - boundary, 1'000'000'000ull) << "the baseline follows the boundary, not the next one";
+}
+
+TEST(RecordingCli, RecordStartAtIsCheckedBeforeAttaching) {
+  TempDir dir("cli_startat");
+  const std::string o = " -o " + dir / "r.shot";
+  expect_one_line_error(run_cli("record --start-at 1000" + o), 2, "--start-at 1000 is ");
+  expect_one_line_error(run_cli("record --start-at @0" + o), 2, "the alignment must be at least 1ms");
+  expect_one_line_error(run_cli("record --start-at soon" + o), 2, "--start-at 'soon'");
+  EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
+}
+
 TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_rotate");

@@ -50,3 +50,21 @@ TEST(Units, ADurationMustCoverAnInterval) {
   // A positive -d that rounds to 0 ns is short, not "until stopped".
   EXPECT_NE(error_of([] { check_covers_an_interval(0, 1'000'000'000, "1e-10", "1", true); }), "(accepted)");
 }
+
+TEST(Units, StartAtIsAnEpochInstantOrTheNextAlignedOne) {
+  const uint64_t now = 1'764'650'012'300'000'000ull;  // 1764650012.3 s
+  EXPECT_EQ(parse_start_at_ns("1764650020", now), 1'764'650'020'000'000'000ull);
+  EXPECT_EQ(parse_start_at_ns("1764650020.5", now), 1'764'650'020'500'000'000ull);
+  EXPECT_EQ(parse_start_at_ns("@60", now), 1'764'650'040'000'000'000ull) << "next multiple of 60 s";
+  EXPECT_EQ(parse_start_at_ns("@500ms", now), 1'764'650'012'500'000'000ull);
+  EXPECT_EQ(parse_start_at_ns("@1", 1'764'650'012'000'000'000ull), 1'764'650'013'000'000'000ull) << "strictly after now";
+  EXPECT_EQ(error_of([] { parse_start_at_ns("1764650000", 1'764'650'012'300'000'000ull); }),
+            "--start-at 1764650000 is 12.300 s in the past (clock: CLOCK_REALTIME)");
+  EXPECT_EQ(error_of([] { parse_start_at_ns("soon", 1'764'650'012'300'000'000ull); }).rfind("--start-at", 0), 0u);
+  EXPECT_EQ(error_of([] { parse_start_at_ns("@0.1ms", 1'764'650'012'300'000'000ull); }),
+            "--start-at '@0.1ms': the alignment must be at least 1ms");
+  EXPECT_NE(error_of([] { parse_start_at_ns("1765650012", 1'764'650'012'300'000'000ull); }).find("more than 7 days ahead"),
+            std::string::npos);
+  EXPECT_EQ(error_of([] { parse_start_at_ns("1764650012300", 1'764'650'012'300'000'000ull); }),
+            "--start-at '1764650012300' is too far ahead") << "a milliseconds epoch";
+}
