@@ -18,7 +18,6 @@
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
 #include "probe/learn_addr.h"
-#include "probe/learn_addr.h"
 #include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
