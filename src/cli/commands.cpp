@@ -19,6 +19,7 @@
 #include "model/interval.h"
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
+#include "probe/learn_addr.h"
 #include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
@@ -123,6 +124,12 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   try {
     a->facts = read_kernel_facts(o.system_map, o.btf);
     a->host = read_host_info();
+    // The addresses of cpupri's separate allocations (probe/learn_addr.h): a note either way.
+    if (o.btf.empty())
+      learn_addresses(a->facts.layout, a->host.online, a->host.possible_cpus);
+    else
+      a->facts.layout.notes.push_back("addresses not learned: the layout is from --btf " + o.btf +
+                                      ", not the running kernel's; separate allocations stay on an assumption");
     a->probes = std::make_unique<ProbeSet>(a->facts, a->host, ao);
   } catch (const std::exception& e) {
     err(e.what());

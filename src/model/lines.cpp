@@ -50,9 +50,14 @@ std::optional<FieldTarget> field_target(const std::string& field, int ncpus, con
   if (f.rfind("cpupri.", 0) == 0) {
     if (!L.cpupri) return std::nullopt;
     const CpupriLayout& cp = *L.cpupri;
-    if (f == "cpupri.cpu_to_pri")
+    const int64_t skew = root_domain_skew(L);
+    if (f == "cpupri.cpu_to_pri") {
+      // Learned: in the group of separate allocations it shares lines with (layout.h).
+      if (auto at = learned_placement(L, f))
+        return FieldTarget{at->first, "cpupri", "", at->second, per_cpu ? FieldTarget::int32 : FieldTarget::fixed, 0};
       return FieldTarget{"cpupri.cpu_to_pri", "cpupri", "cpu_to_pri[] (kcalloc'd ints) modeled as starting on a line boundary",
                          0, per_cpu ? FieldTarget::int32 : FieldTarget::fixed, 0};
+    }
     int i = -1;
     char what[16] = {};
     if (std::sscanf(f.c_str(), "cpupri.pri_to_cpu[%d].%15s", &i, what) != 2 || i < 0 || i >= cp.nr_prios)
@@ -60,12 +65,17 @@ std::optional<FieldTarget> field_target(const std::string& field, int ncpus, con
     const std::string w = what;
     if (w == "count") {
       if (!cp.count_offset) return std::nullopt;
-      return FieldTarget{"root_domain", "cpupri", "root_domain modeled as starting on a line boundary (kzalloc'd, kmalloc-2k or larger)",
-                         cp.vec_offset(i) + *cp.count_offset, FieldTarget::fixed, 0};
+      return FieldTarget{"root_domain", "cpupri",
+                         L.learned && L.learned->rd ? "" : "root_domain modeled as starting on a line boundary (kzalloc'd, kmalloc-2k or larger)",
+                         skew + cp.vec_offset(i) + *cp.count_offset, FieldTarget::fixed, 0};
     }
     if (w == "mask") {
-      if (cp.mask_is_pointer) return mask(fmt::format("cpupri.pri_to_cpu[{}].mask", i), "cpupri", 0, ncpus, kSeparate);
-      return mask("root_domain", "cpupri", cp.vec_offset(i) + cp.mask_offset, cp.mask_bytes * 8, "");
+      if (cp.mask_is_pointer) {
+        const std::string name = fmt::format("cpupri.pri_to_cpu[{}].mask", i);
+        if (auto at = learned_placement(L, name)) return mask(at->first, "cpupri", at->second, ncpus, "");
+        return mask(name, "cpupri", 0, ncpus, kSeparate);
+      }
+      return mask("root_domain", "cpupri", skew + cp.vec_offset(i) + cp.mask_offset, cp.mask_bytes * 8, "");
     }
     return std::nullopt;
   }
@@ -97,8 +107,9 @@ std::string line_name(const LineKey& k, const CoherenceLayout& L) {
   if (k.object == "root_domain" && L.cpupri) {
     const CpupriLayout& cp = *L.cpupri;
     int lo = -1, hi = -1;
+    const int64_t skew = root_domain_skew(L);
     for (int i = 0; i < cp.nr_prios; ++i) {
-      const int64_t a = lof(cp.vec_offset(i), L.line_bytes), b = lof(cp.vec_offset(i) + cp.vec_size - 1, L.line_bytes);
+      const int64_t a = lof(skew + cp.vec_offset(i), L.line_bytes), b = lof(skew + cp.vec_offset(i) + cp.vec_size - 1, L.line_bytes);
       if (a <= k.line && k.line <= b) {
         if (lo < 0) lo = i;
         hi = i;

@@ -327,6 +327,84 @@ CoherenceLayout read_coherence_layout_from(const std::string& btf_path, const Sy
 
 namespace {
 
+/// "0-7,9": ascending ints as ranges.
+std::string ranges(const std::vector<int>& v) {
+  std::string out;
+  for (size_t i = 0; i < v.size();) {
+    size_t j = i;
+    while (j + 1 < v.size() && v[j + 1] == v[j] + 1) ++j;
+    out += (out.empty() ? "" : ",") + (i == j ? fmt::format("{}", v[i]) : fmt::format("{}-{}", v[i], v[j]));
+    i = j + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<SeparateGroup> separate_groups(const CoherenceLayout& L) {
+  std::vector<SeparateGroup> out;
+  if (!L.learned) return out;
+  const LearnedAddresses& a = *L.learned;
+  const uint64_t lb = uint64_t(L.line_bytes);
+  struct Item {
+    uint64_t addr;
+    int64_t bytes;
+    int prio;  // -1 cpu_to_pri
+  };
+  std::vector<Item> items;
+  for (size_t i = 0; i < a.masks.size(); ++i)
+    if (a.masks[i]) items.push_back({a.masks[i], std::max<int64_t>(a.mask_bytes, 1), int(i)});
+  if (a.cpu_to_pri) items.push_back({a.cpu_to_pri, std::max<int64_t>(a.cpu_to_pri_bytes, 1), -1});
+  std::stable_sort(items.begin(), items.end(), [](const Item& x, const Item& y) { return x.addr < y.addr; });
+  uint64_t last_line = 0;
+  std::vector<int> prios;
+  bool c2p = false;
+  auto close = [&]() {
+    if (out.empty()) return;
+    std::sort(prios.begin(), prios.end());
+    SeparateGroup& g = out.back();
+    if (prios.empty())
+      g.object = "cpupri.cpu_to_pri";
+    else
+      g.object = fmt::format("cpupri.pri_to_cpu[{}].mask{}", ranges(prios), c2p ? "+cpu_to_pri" : "");
+    g.lines = int64_t(last_line - g.base / lb) + 1;
+    prios.clear();
+    c2p = false;
+  };
+  for (const Item& it : items) {
+    const uint64_t first = it.addr / lb, last = (it.addr + uint64_t(it.bytes) - 1) / lb;
+    if (out.empty() || first > last_line) {
+      close();
+      out.push_back({});
+      out.back().base = first * lb;
+      last_line = last;
+    }
+    last_line = std::max(last_line, last);
+    SeparateGroup& g = out.back();
+    g.members.push_back({it.prio < 0 ? std::string("cpupri.cpu_to_pri") : fmt::format("cpupri.pri_to_cpu[{}].mask", it.prio),
+                         int64_t(it.addr - g.base), it.bytes});
+    if (it.prio < 0)
+      c2p = true;
+    else
+      prios.push_back(it.prio);
+  }
+  close();
+  return out;
+}
+
+std::optional<std::pair<std::string, int64_t>> learned_placement(const CoherenceLayout& L, const std::string& name) {
+  for (const SeparateGroup& g : separate_groups(L))
+    for (const MemberLayout& m : g.members)
+      if (m.name == name) return std::make_pair(g.object, m.offset);
+  return std::nullopt;
+}
+
+int64_t root_domain_skew(const CoherenceLayout& L) {
+  return L.learned && L.learned->rd ? int64_t(L.learned->rd % uint64_t(L.line_bytes)) : 0;
+}
+
+namespace {
+
 bool overlaps(int64_t off, int64_t size, int64_t lo, int64_t hi) { return off < hi && off + std::max<int64_t>(size, 1) > lo; }
 
 void nohz_lines(const CoherenceLayout& L, std::vector<LineDef>& out) {
@@ -429,6 +507,7 @@ void cpupri_lines(const CoherenceLayout& L, std::vector<LineDef>& out) {
     for (int64_t k = line_of(m.offset, lb); k <= line_of(m.offset + std::max<int64_t>(m.size, 1) - 1, lb); ++k)
       if (vec_lines.count(k)) by_line[k].push_back({m.name, m.offset, m.size});
   const int64_t vec0_line = line_of(c.vec_offset(0), lb);
+  const bool rd_known = L.learned && L.learned->rd;
   for (auto& [k, rs] : by_line) {
     LineDef d;
     d.id = k == vec0_line ? "cpupri.vec[0]" : fmt::format("cpupri.line{}", k);
@@ -437,9 +516,35 @@ void cpupri_lines(const CoherenceLayout& L, std::vector<LineDef>& out) {
     d.allocation = "in root_domain (kzalloc)";
     for (auto& r : rs) d.fields.push_back({r.name, r.off, r.size});
     std::stable_sort(d.fields.begin(), d.fields.end(), [](const LineField& a, const LineField& b) { return *a.offset < *b.offset; });
-    d.assumption = "root_domain assumed line-aligned (kzalloc from a power-of-two kmalloc cache); its address is "
-                   "unknown until learned";
+    if (rd_known) {
+      d.address = L.learned->rd + uint64_t(k * lb);
+      d.address_known = true;
+      if (L.learned->rd % uint64_t(lb))
+        d.assumption = fmt::format("root_domain at {:#x} is not line-aligned: offsets are from rd, its lines shift by {} B",
+                                   L.learned->rd, L.learned->rd % uint64_t(lb));
+    } else {
+      d.assumption = "root_domain assumed line-aligned (kzalloc from a power-of-two kmalloc cache); its address is "
+                     "unknown until learned";
+    }
     out.push_back(std::move(d));
+  }
+  if (const auto groups = separate_groups(L); !groups.empty()) {
+    // Learned: one LineDef per line of each group of separate allocations that share lines.
+    for (const SeparateGroup& g : groups)
+      for (int64_t k = 0; k < g.lines; ++k) {
+        LineDef d;
+        d.id = g.lines == 1 ? g.object : fmt::format("{}.line{}", g.object, k);
+        d.object = g.object;
+        d.line_offset = k * lb;
+        d.allocation = fmt::format("separate, learned ({})", L.learned->source);
+        d.address = g.base + uint64_t(k * lb);
+        d.address_known = true;
+        for (const MemberLayout& m : g.members)
+          if (overlaps(m.offset, m.size, k * lb, (k + 1) * lb)) d.fields.push_back({m.name, m.offset, m.size});
+        if (g.object.find("cpu_to_pri") != std::string::npos) d.cpus_per_line = lb / 4;
+        out.push_back(std::move(d));
+      }
+    return;
   }
   if (c.mask_is_pointer) {
     for (int i = 0; i < c.nr_prios; ++i) {
@@ -621,6 +726,13 @@ void to_json(nlohmann::json& j, const CoherenceLayout& l) {
          {"neighbours", neigh},
          {"own_line", b.own_line ? nlohmann::json(*b.own_line) : nlohmann::json(nullptr)}}},
        {"notes", l.notes}};
+  if (l.learned) {
+    const auto& a = *l.learned;
+    j["learned"] = {{"source", a.source},         {"rd", a.rd},
+                    {"cpus", a.cpus},             {"other_domains", a.other_domains},
+                    {"cpu_to_pri", a.cpu_to_pri}, {"cpu_to_pri_bytes", a.cpu_to_pri_bytes},
+                    {"masks", a.masks},           {"mask_bytes", a.mask_bytes}};
+  }
 }
 
 void from_json(const nlohmann::json& j, CoherenceLayout& out) {
@@ -710,6 +822,39 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
     if (!b.address && (b.aligned || b.own_line || !b.neighbours.empty()))
       throw std::runtime_error("coherence layout: tick_broadcast_lock facts without its address");
     l.notes = j.value("notes", std::vector<std::string>{});
+    if (j.contains("learned") && !j.at("learned").is_null()) {
+      const auto& aj = j.at("learned");
+      if (!aj.is_object()) throw std::runtime_error("coherence layout: learned is not an object");
+      LearnedAddresses a;
+      a.source = aj.value("source", "");
+      a.rd = aj.at("rd").get<uint64_t>();
+      const auto& cj = aj.at("cpus");
+      if (!cj.is_array() || cj.size() > 65536) throw std::runtime_error("coherence layout: learned.cpus malformed");
+      for (auto& c : cj) {
+        const int64_t cpu = c.get<int64_t>();
+        if (cpu < 0 || cpu >= 65536 || (!a.cpus.empty() && cpu <= a.cpus.back()))
+          throw std::runtime_error("coherence layout: learned.cpus not ascending CPU ids in 0..65535");
+        a.cpus.push_back(int(cpu));
+      }
+      a.other_domains = int(checked(aj, "other_domains", "learned", 0, 65536));
+      a.cpu_to_pri = aj.at("cpu_to_pri").get<uint64_t>();
+      a.cpu_to_pri_bytes = checked(aj, "cpu_to_pri_bytes", "learned", 0, 4 * 65536);
+      a.mask_bytes = checked(aj, "mask_bytes", "learned", 0, 65536 / 8);
+      const auto& mj = aj.at("masks");
+      if (!mj.is_array()) throw std::runtime_error("coherence layout: learned.masks is not an array");
+      if (!mj.empty() && (!l.cpupri || !l.cpupri->mask_is_pointer || mj.size() != size_t(l.cpupri->nr_prios)))
+        throw std::runtime_error("coherence layout: learned.masks without OFFSTACK pri_to_cpu[] masks of that count");
+      for (auto& m : mj) a.masks.push_back(m.get<uint64_t>());
+      if (!l.cpupri && (a.rd || a.cpu_to_pri)) throw std::runtime_error("coherence layout: learned addresses without a cpupri layout");
+      if ((a.cpu_to_pri && a.cpu_to_pri_bytes == 0) || (!a.masks.empty() && a.mask_bytes == 0))
+        throw std::runtime_error("coherence layout: learned allocation of 0 bytes");
+      auto wraps = [](uint64_t addr, int64_t bytes) { return addr && addr + uint64_t(bytes) < addr; };
+      if (wraps(a.rd, l.cpupri ? l.cpupri->root_domain_size : 0) || wraps(a.cpu_to_pri, a.cpu_to_pri_bytes))
+        throw std::runtime_error("coherence layout: learned address range wraps");
+      for (uint64_t m : a.masks)
+        if (wraps(m, a.mask_bytes)) throw std::runtime_error("coherence layout: learned address range wraps");
+      l.learned = std::move(a);
+    }
     out = std::move(l);
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(fmt::format("coherence layout: {}", e.what()));

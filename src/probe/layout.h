@@ -101,6 +101,33 @@ struct BcastLockLayout {
   std::optional<bool> own_line;
 };
 
+/// Addresses of struct cpupri's root_domain and separate allocations (kernel/sched/cpupri.c
+/// cpupri_init(): one zalloc_cpumask_var() per pri_to_cpu[i].mask with
+/// CONFIG_CPUMASK_OFFSTACK=y, then kcalloc(nr_cpu_ids, sizeof(int)) for cpu_to_pri), learned
+/// from the running kernel (learn_addresses(), src/probe/learn_addr.h). 0 = not learned.
+struct LearnedAddresses {
+  std::string source;                   ///< "BPF (raw_tp test run): this_rq()->rd on CPU 0"
+  uint64_t rd = 0;                      ///< the root_domain the lines are modeled on
+  std::vector<int> cpus;                ///< the CPUs whose this_rq()->rd is rd (ascending)
+  int other_domains = 0;                ///< other root domains seen (cpusets), not modeled
+  uint64_t cpu_to_pri = 0;              ///< rd->cpupri.cpu_to_pri
+  int64_t cpu_to_pri_bytes = 0;         ///< nr_cpu_ids * 4
+  std::vector<uint64_t> masks;          ///< rd->cpupri.pri_to_cpu[i].mask (OFFSTACK only; else empty)
+  int64_t mask_bytes = 0;               ///< cpumask_size(): BITS_TO_LONGS(nr_cpu_ids) * 8
+};
+
+/// A group of separate allocations (learned addresses) whose lines touch: modeled as one
+/// object of lines, starting at the line holding its lowest byte.
+struct SeparateGroup {
+  /// "cpupri.pri_to_cpu[3].mask" (alone), "cpupri.pri_to_cpu[0-7].mask" (bitmaps sharing
+  /// lines), "cpupri.cpu_to_pri", "cpupri.pri_to_cpu[100].mask+cpu_to_pri".
+  std::string object;
+  uint64_t base = 0;                    ///< address of its first line (line-aligned)
+  int64_t lines = 0;                    ///< lines it spans
+  /// Members: "cpupri.pri_to_cpu[i].mask" or "cpupri.cpu_to_pri", byte offset from base, bytes.
+  std::vector<MemberLayout> members;
+};
+
 /// What read_coherence_layout found. line_bytes is the cacheline size used for every
 /// "which line" fact (sysfs coherency_line_size, HostInfo::cacheline_bytes).
 struct CoherenceLayout {
@@ -109,6 +136,9 @@ struct CoherenceLayout {
   std::optional<NohzLayout> nohz;
   std::optional<CpupriLayout> cpupri;
   BcastLockLayout bcast_lock;
+  /// Learned addresses (nullopt: not learned, e.g. a recording made before learning or a
+  /// kernel where the BPF run failed: the separate allocations are then each their own line).
+  std::optional<LearnedAddresses> learned;
   /// One line each: what was read from where, and for each thing not found which line is
   /// then modeled on an assumption.
   std::vector<std::string> notes;
@@ -128,6 +158,19 @@ CoherenceLayout read_coherence_layout(const struct btf* btf, const SymbolTable* 
 /// that cannot be loaded is a note, not an error (the lines are then modeled on assumptions).
 CoherenceLayout read_coherence_layout_from(const std::string& btf_path, const SymbolTable* syms, int line_bytes,
                                            const std::string& syms_source = "");
+
+/// The separate allocations of layout.learned grouped by shared lines (sorted by address;
+/// two allocations whose byte ranges touch a common line_bytes line are in one group).
+/// Empty when nothing was learned. O(n log n) in the allocations.
+std::vector<SeparateGroup> separate_groups(const CoherenceLayout& layout);
+
+/// Where a separate allocation ("cpupri.pri_to_cpu[i].mask", "cpupri.cpu_to_pri") lies
+/// when learned: its group's object and its byte offset from the group's base; nullopt
+/// when not learned.
+std::optional<std::pair<std::string, int64_t>> learned_placement(const CoherenceLayout& layout, const std::string& name);
+
+/// rd % line_bytes when the root_domain's address was learned, else 0 (assumed aligned).
+int64_t root_domain_skew(const CoherenceLayout& layout);
 
 /// The line index of a byte offset: floor(offset / line_bytes) (negative offsets floor down).
 int64_t line_of(int64_t offset, int line_bytes);

@@ -494,3 +494,98 @@ TEST(LayoutLive, SysfsVmlinux) {
     EXPECT_EQ(l.bcast_lock.reason, "unknown: KALLSYMS_ALL off (no static data symbols in the symbol table)");
   }
 }
+
+// ---- learned addresses (issue 11): merge of separate allocations sharing lines ----------
+
+namespace {
+
+CoherenceLayout offstack_learned(uint64_t base, int64_t mask_bytes) {
+  CoherenceLayout l = read_fixture("offstack_61");
+  LearnedAddresses a;
+  a.source = "test";
+  a.rd = 0xffff888100000000ull;
+  a.cpus = {0, 1};
+  a.mask_bytes = mask_bytes;
+  for (int i = 0; i < l.cpupri->nr_prios; ++i) a.masks.push_back(base + uint64_t(i) * 0x1000);  // each alone
+  a.cpu_to_pri = base + 0x1000000;
+  a.cpu_to_pri_bytes = 8;
+  l.learned = a;
+  return l;
+}
+
+}  // namespace
+
+TEST(Layout, LearnedMasksInOneLineMerge) {
+  CoherenceLayout l = offstack_learned(0xffff888200000000ull, 8);
+  l.learned->masks[0] = 0xffff888300000000ull;  // two 8 B bitmaps in one 64 B line
+  l.learned->masks[1] = 0xffff888300000008ull;
+  const auto groups = separate_groups(l);
+  ASSERT_EQ(groups.size(), size_t(l.cpupri->nr_prios));  // 101 masks + cpu_to_pri, two merged
+  auto p0 = learned_placement(l, "cpupri.pri_to_cpu[0].mask"), p1 = learned_placement(l, "cpupri.pri_to_cpu[1].mask");
+  ASSERT_TRUE(p0 && p1);
+  EXPECT_EQ(p0->first, "cpupri.pri_to_cpu[0-1].mask");
+  EXPECT_EQ(p1->first, p0->first);
+  EXPECT_EQ(p0->second, 0);
+  EXPECT_EQ(p1->second, 8);
+  auto p2 = learned_placement(l, "cpupri.pri_to_cpu[2].mask");
+  ASSERT_TRUE(p2);
+  EXPECT_EQ(p2->first, "cpupri.pri_to_cpu[2].mask");  // separate lines stay separate, names unchanged
+  auto c = learned_placement(l, "cpupri.cpu_to_pri");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->first, "cpupri.cpu_to_pri");
+}
+
+TEST(Layout, LearnedCpuToPriSpanningLinesJoinsBothNeighbours) {
+  CoherenceLayout l = offstack_learned(0xffff888200000000ull, 8);
+  l.learned->masks[5] = 0xffff888300000038ull;  // last 8 B of line 0
+  l.learned->cpu_to_pri = 0xffff888300000030ull;  // 24 B: line 0 bytes 48..63 and line 1 0..7
+  l.learned->cpu_to_pri_bytes = 24;
+  l.learned->masks[7] = 0xffff888300000040ull;  // line 1
+  auto a = learned_placement(l, "cpupri.cpu_to_pri");
+  ASSERT_TRUE(a);
+  EXPECT_EQ(a->first, "cpupri.pri_to_cpu[5,7].mask+cpu_to_pri");
+  EXPECT_EQ(a->second, 0x30);
+  for (auto& g : separate_groups(l))
+    if (g.object == a->first) {
+      EXPECT_EQ(g.lines, 2);
+      EXPECT_EQ(g.base, 0xffff888300000000ull);
+    }
+  // modeled_lines shows the group's two lines with their addresses.
+  int n = 0;
+  for (auto& d : modeled_lines(l))
+    if (d.object == a->first) {
+      ++n;
+      EXPECT_TRUE(d.address_known);
+    }
+  EXPECT_EQ(n, 2);
+}
+
+TEST(Layout, LearnedRoundTripsAndOldJsonIsNotLearned) {
+  CoherenceLayout l = offstack_learned(0xffff888200000000ull, 8);
+  nlohmann::json j = l;
+  CoherenceLayout back = j.get<CoherenceLayout>();
+  ASSERT_TRUE(back.learned);
+  EXPECT_EQ(back.learned->masks, l.learned->masks);
+  EXPECT_EQ(back.learned->rd, l.learned->rd);
+  j.erase("learned");
+  EXPECT_FALSE(j.get<CoherenceLayout>().learned);
+}
+
+TEST(Layout, LearnedHostileJsonRejected) {
+  const nlohmann::json good = offstack_learned(0xffff888200000000ull, 8);
+  auto bad = [&](auto edit) {
+    nlohmann::json j = good;
+    edit(j["learned"]);
+    CoherenceLayout l;
+    EXPECT_THROW(from_json(j, l), std::runtime_error) << j["learned"].dump().substr(0, 200);
+  };
+  bad([](nlohmann::json& a) { a["masks"].erase(0); });                      // wrong count
+  bad([](nlohmann::json& a) { a["mask_bytes"] = 1 << 20; });                // huge bitmap
+  bad([](nlohmann::json& a) { a["mask_bytes"] = 0; });                      // 0 B with masks
+  bad([](nlohmann::json& a) { a["cpu_to_pri"] = ~0ull; });                  // wraps
+  bad([](nlohmann::json& a) { a["cpus"] = {1, 0}; });                       // not ascending
+  bad([](nlohmann::json& a) { a["cpus"] = {-1}; });
+  bad([](nlohmann::json& a) { a["other_domains"] = -1; });
+  bad([](nlohmann::json& a) { a = "x"; });
+  bad([](nlohmann::json& a) { a.erase("rd"); });
+}
