@@ -88,6 +88,20 @@ struct RecordCmd {
 };
 int run_record(const RecordCmd& o);
 
+/// `schedhot serve` (cmd_serve.cpp): metrics for Prometheus over HTTP and/or a textfile.
+struct ServeCmd {
+  CommonProbeOptions common;
+  std::string listen = "127.0.0.1:9870";  ///< civetweb listening_ports ("" = no HTTP)
+  std::string interval = "1";
+  std::string textfile;                    ///< --textfile DIR ("" = none)
+  bool per_cpu = false;
+  int max_connections = 32;                ///< civetweb num_threads
+  int timeout_ms = 2000;                   ///< civetweb request_timeout_ms
+  bool quiet = false;
+  std::string command_line;
+};
+int run_serve(const ServeCmd& o);
+
 struct ReportCmd {
   std::string file;
   bool live = false;

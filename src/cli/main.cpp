@@ -108,6 +108,17 @@ int main(int argc, char** argv) {
   cr->add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")
       ->check(kCount);
 
+  ServeCmd srv;
+  auto* csv = app.add_subcommand("serve", "live metrics for Prometheus: GET /metrics (OpenMetrics or 0.0.4 text), or --textfile");
+  add_probe_options(csv, srv.common);
+  csv->add_option("--listen", srv.listen, "address:port to listen on (default 127.0.0.1:9870; '' = no HTTP)");
+  csv->add_option("-i,--interval", srv.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
+  csv->add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename)");
+  csv->add_flag("--per-cpu", srv.per_cpu, "a cpu label on every per-probe series");
+  csv->add_option("--max-connections", srv.max_connections, "connections served at once (default 32)");
+  csv->add_option("--timeout-ms", srv.timeout_ms, "read/write timeout per request, ms (default 2000)");
+  csv->add_flag("-q,--quiet", srv.quiet, "no progress messages");
+
   ReportCmd rep;
   auto* cq = app.add_subcommand("report", "totals, rates, percentiles and a per-CPU table from a recording");
   cq->add_option("file", rep.file, "recording file");
@@ -215,6 +226,9 @@ int main(int argc, char** argv) {
     } else if (cr->parsed()) {
       rec.command_line = join_args(argc, argv);
       rc = run_record(rec);
+    } else if (csv->parsed()) {
+      srv.command_line = join_args(argc, argv);
+      rc = run_serve(srv);
     } else if (cq->parsed()) {
       rep.duration_given = rep_d->count() > 0;
       rep.interval_given = rep_i->count() > 0;

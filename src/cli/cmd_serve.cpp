@@ -1,0 +1,237 @@
+// `schedhot serve`: the live figures as Prometheus metrics over HTTP (civetweb) and/or a
+// node_exporter textfile. The sampler (this thread) publishes an immutable MetricsState
+// after each sample; civetweb's worker threads render from the latest one, so a scrape
+// never blocks the sampler and a slow client holds only its own worker.
+#include <civetweb.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <memory>
+#include <mutex>
+
+#include "cli/commands.h"
+#include "model/interval.h"
+#include "model/lines.h"
+#include "probe/attach.h"
+#include "sample/probe_reader.h"
+#include "sample/sampler.h"
+#include "view/metrics.h"
+#include "view/tui_bpfstats.h"
+#include "view/tui_replay.h"
+
+namespace schedhot::cli {
+
+namespace {
+
+/// The latest snapshot, swapped under a lock held only for a shared_ptr copy.
+class Published {
+ public:
+  void set(std::shared_ptr<const MetricsState> s) {
+    std::lock_guard<std::mutex> g(mu_);
+    s_ = std::move(s);
+  }
+  std::shared_ptr<const MetricsState> get() const {
+    std::lock_guard<std::mutex> g(mu_);
+    return s_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::shared_ptr<const MetricsState> s_;
+};
+
+struct HttpCtx {
+  Published* pub;
+  bool per_cpu;
+};
+
+void send(mg_connection* c, int code, const char* reason, const char* type, const std::string& body,
+          const char* extra = "") {
+  mg_printf(c,
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n%s"
+            "Connection: close\r\n\r\n",
+            code, reason, type, body.size(), extra);
+  mg_write(c, body.data(), body.size());
+}
+
+/// Every request: GET /metrics and GET / answer; other paths 404, other methods 405.
+int handle(mg_connection* c, void* data) {
+  const auto* ctx = static_cast<const HttpCtx*>(data);
+  const mg_request_info* ri = mg_get_request_info(c);
+  const std::string uri = ri->local_uri ? ri->local_uri : "";
+  const bool known = uri == "/" || uri == "/metrics";
+  if (!known) {
+    send(c, 404, "Not Found", "text/plain; charset=utf-8", "not found: only /metrics and / are served\n");
+    return 404;
+  }
+  if (std::strcmp(ri->request_method, "GET") != 0 && std::strcmp(ri->request_method, "HEAD") != 0) {
+    send(c, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed: only GET\n", "Allow: GET, HEAD\r\n");
+    return 405;
+  }
+  if (uri == "/") {
+    send(c, 200, "OK", "text/html; charset=utf-8",
+         "<html><head><title>schedhot</title></head><body><h1>schedhot</h1>"
+         "<p><a href=\"/metrics\">/metrics</a></p></body></html>\n");
+    return 200;
+  }
+  auto st = ctx->pub->get();
+  if (!st) {
+    send(c, 503, "Service Unavailable", "text/plain; charset=utf-8", "no sample yet\n");
+    return 503;
+  }
+  const char* accept = mg_get_header(c, "Accept");
+  MetricsOptions o;
+  o.openmetrics = accept && wants_openmetrics(accept);
+  o.per_cpu = ctx->per_cpu;
+  const std::string body = render_metrics(*st, o);
+  if (std::strcmp(ri->request_method, "HEAD") == 0) {
+    send(c, 200, "OK", metrics_content_type(o.openmetrics), "");
+  } else {
+    send(c, 200, "OK", metrics_content_type(o.openmetrics), body);
+  }
+  return 200;
+}
+
+/// civetweb's own log lines go to stderr only with -v.
+bool g_verbose_http = false;
+int log_message(const mg_connection*, const char* msg) {
+  if (g_verbose_http) err(fmt::format("http: {}", msg));
+  return 1;
+}
+
+/// Writes text to dir/schedhot.prom through dir/.schedhot.prom.tmp + rename(2), so a reader
+/// sees the old file or the new one, never a part. Throws std::runtime_error, one line.
+void write_textfile(const std::string& dir, const std::string& text) {
+  const std::string tmp = dir + "/.schedhot.prom.tmp", dst = dir + "/schedhot.prom";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) throw std::runtime_error(fmt::format("--textfile: cannot create {}: {}", tmp, std::strerror(errno)));
+  size_t off = 0;
+  while (off < text.size()) {
+    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = errno;
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      throw std::runtime_error(fmt::format("--textfile: cannot write {}: {}", tmp, std::strerror(e)));
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), dst.c_str()) != 0)
+    throw std::runtime_error(fmt::format("--textfile: cannot rename {} to {}: {}", tmp, dst, std::strerror(errno)));
+}
+
+}  // namespace
+
+int run_serve(const ServeCmd& o) {
+  uint64_t iv = 0;
+  try {
+    iv = parse_interval_ns(o.interval);
+  } catch (const std::invalid_argument& e) {
+    err(e.what());
+    return 2;
+  }
+  if (o.listen.empty() && o.textfile.empty()) {
+    err("--listen '' and no --textfile: nothing to serve");
+    return 2;
+  }
+  if (!o.textfile.empty() && ::access(o.textfile.c_str(), W_OK) != 0) {
+    err(fmt::format("--textfile {}: not a writable directory ({})", o.textfile, std::strerror(errno)));
+    return 2;
+  }
+  if (o.max_connections < 1 || o.max_connections > 1024) {
+    err(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
+    return 2;
+  }
+  int status = 0;
+  auto a = attach_some(o.common, status);
+  if (!a) return status;
+  tui::BpfRunStats stats;
+  const std::vector<int> fds = a->probes->program_fds();
+  ProbeSetReader reader(*a->probes);
+  LiveSource src(reader, live_meta(*a, iv, o.command_line), iv, 0, &g_stop);
+
+  Published pub;
+  HttpCtx hctx{&pub, o.per_cpu};
+  mg_context* ctx = nullptr;
+  if (!o.listen.empty()) {
+    g_verbose_http = o.common.verbose;
+    mg_init_library(0);
+    const std::string threads = fmt::format("{}", o.max_connections);
+    const std::string timeout = fmt::format("{}", o.timeout_ms);
+    const char* opts[] = {"listening_ports", o.listen.c_str(),
+                          "num_threads", threads.c_str(),         // at most this many connections served at once
+                          "connection_queue", "64",               // accepted, waiting for a worker
+                          "listen_backlog", "64",
+                          "request_timeout_ms", timeout.c_str(),  // read and write timeouts
+                          "linger_timeout_ms", "0",
+                          "max_request_size", "16384",            // request line + headers (and at most 64 headers)
+                          "enable_keep_alive", "no",
+                          nullptr};
+    mg_callbacks cb{};
+    cb.log_message = log_message;
+    char ebuf[256] = "";
+    unsigned ecode = 0;
+    mg_error_data ed{&ecode, ebuf, sizeof ebuf};
+    mg_init_data id{&cb, nullptr, opts};
+    ctx = mg_start2(&id, &ed);
+    if (!ctx) {
+      err(fmt::format("--listen {}: {}", o.listen, ebuf[0] ? ebuf : "cannot start the HTTP server"));
+      mg_exit_library();
+      return 1;
+    }
+    mg_set_request_handler(ctx, "**", handle, &hctx);
+  }
+  if (!o.quiet)
+    err(fmt::format("serving {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops", a->probes->statuses().size(),
+                    o.listen.empty() ? "" : fmt::format(" on http://{}/metrics", o.listen),
+                    o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
+                    stats.on() ? "measured" : "absent: " + stats.error()));
+
+  int rc = 0;
+  Sample s, prev;
+  bool have_prev = false;
+  uint64_t lost = 0, n = 0;
+  std::unique_ptr<CoherenceAccumulator> acc;
+  while (src.next(s)) {
+    auto st = std::make_shared<MetricsState>();
+    st->meta = src.meta();
+    if (!acc) acc = std::make_unique<CoherenceAccumulator>(src.meta());
+    if (have_prev) {
+      lost += tui::missed_samples(s.mono_ns - prev.mono_ns, src.interval());
+      const Interval last(src.meta(), prev, s);
+      for (const LineSummary& l : acc->of(last).lines) st->lines.push_back({l.family, l.name, l.traffic.total()});
+    }
+    st->lost_samples = lost;
+    st->samples = ++n;
+    if (stats.on()) {
+      const tui::BpfRunTotals t = tui::BpfRunStats::read(fds);
+      st->bpf_run_ns = t.run_ns;
+      st->bpf_runs = t.runs;
+    }
+    st->last = s;
+    if (!o.textfile.empty()) {
+      try {
+        write_textfile(o.textfile, render_metrics(*st, MetricsOptions{false, o.per_cpu}));
+      } catch (const std::exception& e) {
+        err(e.what());
+        rc = 1;
+        break;
+      }
+    }
+    pub.set(std::move(st));
+    prev = s;
+    have_prev = true;
+  }
+  if (ctx) {
+    mg_stop(ctx);
+    mg_exit_library();
+  }
+  if (!o.quiet && rc == 0) err(fmt::format("served {} samples{}", n, g_stop.load() ? " (stopped by signal)" : ""));
+  return rc;
+}
+
+}  // namespace schedhot::cli
