@@ -2,7 +2,9 @@
 // node_exporter textfile. The sampler (this thread) publishes an immutable MetricsState
 // after each sample; civetweb's worker threads render from the latest one, so a scrape
 // never blocks the sampler and a slow client holds only its own worker.
+#ifndef SCHEDHOT_NO_HTTP
 #include <civetweb.h>
+#endif
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -47,6 +49,7 @@ struct HttpCtx {
   bool per_cpu;
 };
 
+#ifndef SCHEDHOT_NO_HTTP
 void send(mg_connection* c, int code, const char* reason, const char* type, const std::string& body,
           const char* extra = "") {
   mg_printf(c,
@@ -101,6 +104,8 @@ int log_message(const mg_connection*, const char* msg) {
   return 1;
 }
 
+#endif  // SCHEDHOT_NO_HTTP
+
 /// Writes text to dir/schedhot.prom through dir/.schedhot.prom.tmp + rename(2), so a reader
 /// sees the old file or the new one, never a part. Throws std::runtime_error, one line.
 void write_textfile(const std::string& dir, const std::string& text) {
@@ -146,6 +151,12 @@ int run_serve(const ServeCmd& o) {
     err(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
     return 2;
   }
+#ifdef SCHEDHOT_NO_HTTP
+  if (!o.listen.empty()) {
+    err("serve: this static build has no HTTP server (Debian ships no static libcivetweb); use --listen '' --textfile DIR");
+    return 2;
+  }
+#endif
   int status = 0;
   auto a = attach_some(o.common, status);
   if (!a) return status;
@@ -155,6 +166,7 @@ int run_serve(const ServeCmd& o) {
   LiveSource src(reader, live_meta(*a, iv, o.command_line), iv, 0, &g_stop);
 
   Published pub;
+#ifndef SCHEDHOT_NO_HTTP
   HttpCtx hctx{&pub, o.per_cpu};
   mg_context* ctx = nullptr;
   if (!o.listen.empty()) {
@@ -185,6 +197,7 @@ int run_serve(const ServeCmd& o) {
     }
     mg_set_request_handler(ctx, "**", handle, &hctx);
   }
+#endif
   if (!o.quiet)
     err(fmt::format("serving {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops", a->probes->statuses().size(),
                     o.listen.empty() ? "" : fmt::format(" on http://{}/metrics", o.listen),
@@ -226,10 +239,12 @@ int run_serve(const ServeCmd& o) {
     prev = s;
     have_prev = true;
   }
+#ifndef SCHEDHOT_NO_HTTP
   if (ctx) {
     mg_stop(ctx);
     mg_exit_library();
   }
+#endif
   if (!o.quiet && rc == 0) err(fmt::format("served {} samples{}", n, g_stop.load() ? " (stopped by signal)" : ""));
   return rc;
 }

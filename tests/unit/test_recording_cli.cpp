@@ -283,8 +283,8 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
     EXPECT_EQ(slurp(e), "") << cmd;
   }
   // Usage mistakes name themselves.
-  expect_one_line_error(run_cli("bogus"), 2, "unknown command 'bogus' (one of: probes, record, report");
-  expect_one_line_error(run_cli(""), 2, "a command is needed (one of: probes, record, report");
+  expect_one_line_error(run_cli("bogus"), 2, "unknown command 'bogus' (one of: probes, record, serve, report");
+  expect_one_line_error(run_cli(""), 2, "a command is needed (one of: probes, record, serve, report");
   expect_one_line_error(run_cli("--bogus report"), 2, "'--bogus' before the command: options follow it");
   expect_one_line_error(run_cli("record --bogus"), 2, "--bogus");
   expect_one_line_error(run_cli("report --top -1 " + f), 2, "--top: must be a whole number from 0 to 1000000, not '-1'");
