@@ -14,10 +14,11 @@ build="${SCHEDHOT_BUILD:-$root/build}"
 # fails), the failing tests' own lines once more. From each failed test's section of
 # ctest's log: its FAIL lines (tests/vm/e2e.py and the Python tests) and gtest's "Failure"
 # lines with the five after them (the values), else its last 5 lines of output.
-summarize_failures() {   # BUILD_DIR
-  local f="$1/Testing/Temporary/LastTestsFailed.log"
+summarize_failures() {   # BUILD_DIR [PASS]: PASS's copies of ctest's logs, else the last ones
+  local d="$1/Testing/Temporary" p="${2:+.$2}"
+  local f="$d/LastTestsFailed$p.log"
   [ -f "$f" ] || return 0
-  printf '\nrun-all: failed in %s (number:name), and their FAIL lines:\n' "$1"
+  printf '\nrun-all: failed in %s%s (number:name), and their FAIL lines:\n' "$1" "${2:+ ($2 pass)}"
   { cat "$f"
     awk '/^[0-9]+\/[0-9]+ Testing: /{name = $3; n = 0; m = 0; after = 0; out = 0; next}
          /^Output:$/ {out = 1; next}
@@ -30,13 +31,20 @@ summarize_failures() {   # BUILD_DIR
          out && !/^-+$/ { last[++m] = $0
                if ($0 ~ /(^|[[:space:]])FAIL[: ]/) {keep[++n] = $0; after = 0}
                else if ($0 ~ /: Failure$/) {keep[++n] = $0; after = 5}
-               else if (after > 0) {keep[++n] = $0; after--} }' "$1/Testing/Temporary/LastTest.log" 2>/dev/null
+               else if (after > 0) {keep[++n] = $0; after--} }' "$d/LastTest$p.log" 2>/dev/null
   } | head -n 120 || true
 }
 # ctest leaves LastTestsFailed.log of an earlier run in place: only this run's may count.
-rm -f "$build/Testing/Temporary/LastTestsFailed.log"
-trap 'summarize_failures "$build"' EXIT
+# The bench pass below rewrites ctest's logs in the same directory, so the main pass's
+# are kept as LastTest.main.log and LastTestsFailed.main.log.
+tmp="$build/Testing/Temporary"
+rm -f "$tmp"/LastTestsFailed*.log
+trap 'summarize_failures "$build" main; summarize_failures "$build"' EXIT
 (cd "$build" && ctest --output-on-failure --timeout 3600 -LE bench "$@") || status=$?
+for l in LastTest LastTestsFailed; do
+  [ ! -f "$tmp/$l.log" ] || cp "$tmp/$l.log" "$tmp/$l.main.log"
+done
+rm -f "$tmp/LastTestsFailed.log"
 # The benchmarks in their short mode (label bench, a few seconds each: tests/bench/run.sh),
 # alone on the machine and verbose so that their figures stay in the log.
 (cd "$build" && ctest -V --output-on-failure --timeout 600 -L bench "$@") || status=$?
@@ -47,7 +55,7 @@ if [ -z "${SCHEDHOT_NO_ASAN:-}" ]; then
   cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCHEDHOT_TESTS=ON -DSCHEDHOT_SANITIZE=ON >/dev/null
   cmake --build "$asan" -j"$(nproc)" --target unit_tests
   rm -f "$asan/Testing/Temporary/LastTestsFailed.log"
-  trap 'summarize_failures "$build"; summarize_failures "$asan"' EXIT
+  trap 'summarize_failures "$build" main; summarize_failures "$build"; summarize_failures "$asan"' EXIT
   (cd "$asan" && ctest --output-on-failure --timeout 3600 -L unit) || status=$?
 fi
 exit "$status"
