@@ -44,6 +44,8 @@ struct HistSeries {
   std::vector<std::vector<std::pair<uint32_t, uint64_t>>> intervals;
   /// Appends one interval's dense buckets.
   void add(std::span<const uint64_t> buckets);
+  /// Events over every interval (0: no latency was measured on this side).
+  uint64_t total() const;
 };
 
 /// One side's per-interval events and lengths (seconds > 0).
@@ -73,8 +75,8 @@ struct FigureDiff {
 /// sub-sequence per figure (mixed into the seed), so figures do not share draws.
 inline constexpr uint64_t kDiffSeed = 0x5c4ed407d1ffULL;
 
-/// p10 p50 p90 p98 p99 of a and b compared. Point estimates over every interval; an empty
-/// side gives 0 and no verdict.
+/// p10 p50 p90 p98 p99 of a and b compared. Point estimates over every interval; a side
+/// with no event (no interval, or total() == 0) gives 0 and no verdict (significant false).
 std::array<FigureDiff, 5> compare_percentiles(const HistSeries& a, const HistSeries& b, uint64_t stream,
                                               int resamples = kResamples);
 /// The rate (events/s) of a and b compared. An empty side gives no verdict.

@@ -53,7 +53,7 @@ struct Side {
   std::vector<HistSeries> hist;            ///< per probe
   std::vector<RateSeries> calls;           ///< per probe
   std::vector<uint64_t> max_ns;            ///< per probe
-  std::vector<char> has_hist;              ///< per probe
+  std::vector<char> has_hist;              ///< per probe: latency events in the window (a proxy without duration: none)
   std::map<std::string, LineSeries> lines;  ///< by object:line
   std::vector<WhatIfResult> what_if;
 };
@@ -141,10 +141,11 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
                                          ds.window.empty() ? "the recording" : "the window " + ds.window));
   Interval whole(meta, *first, *prev);
   for (size_t p = 0; p < np; ++p)
-    if (!hist_field[p].empty() && whole.present(static_cast<int>(p))) {
+    if (!hist_field[p].empty() && whole.present(static_cast<int>(p)) &&
+        counter_observed(meta.probes[p].name, meta.probes[p].status.proxy, hist_field[p])) {
       side.max_ns[p] = whole.hist(static_cast<int>(p), hist_field[p]).max_ns;
       side.hist[p].max_ns = side.max_ns[p];
-      side.has_hist[p] = 1;
+      side.has_hist[p] = side.hist[p].total() > 0 ? 1 : 0;
     }
   for (auto& [k, ls] : side.lines) {
     ls.total.resize(n, 0);
@@ -277,15 +278,27 @@ nlohmann::json diff_document(const DiffRequest& req) {
       row["calls"] = nullptr;
       row["rate"] = nullptr;
     }
-    if (a.has_hist[p] && b.has_hist[q]) {
+    const bool ha = a.has_hist[p], hb = b.has_hist[q];  // latency events in the window
+    if (ha || hb) {
       auto pc = compare_percentiles(a.hist[p], b.hist[q], stream * 16 + 1, req.resamples);
       nlohmann::json lat;
+      // One side unmeasured (0 calls, or a proxy without duration): its figures are null
+      // ("-"), nothing is tested.
+      auto one_sided = [&](nlohmann::json f) {
+        if (!ha) f["a"] = nullptr;
+        if (!hb) f["b"] = nullptr;
+        if (!ha || !hb) {
+          f["ratio"] = nullptr;
+          if (f.contains("interval")) f["interval"] = nullptr;
+        }
+        return f;
+      };
       for (size_t k = 0; k < 5; ++k) {
-        lat[kPctNames[k]] = figure_json(pc[k], true);
+        lat[kPctNames[k]] = one_sided(figure_json(pc[k], true));
         sig |= pc[k].significant;
       }
       const double ma = static_cast<double>(a.max_ns[p]), mb = static_cast<double>(b.max_ns[q]);
-      lat["max"] = {{"a", ma}, {"b", mb}, {"ratio", ma > 0 ? nlohmann::json(mb / ma) : nlohmann::json(nullptr)}};
+      lat["max"] = one_sided({{"a", ma}, {"b", mb}, {"ratio", ma > 0 ? nlohmann::json(mb / ma) : nlohmann::json(nullptr)}});
       row["latency_ns"] = lat;
     } else {
       row["latency_ns"] = nullptr;
@@ -350,7 +363,7 @@ std::string ratio_text(const nlohmann::json& f) {
   return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
 }
 std::string ns_text(const nlohmann::json& f, const char* side) {
-  return f.is_null() ? "-" : format_ns(f[side].get<double>());
+  return f.is_null() || f[side].is_null() ? "-" : format_ns(f[side].get<double>());
 }
 
 }  // namespace
@@ -464,7 +477,8 @@ std::string render_diff_patch(const nlohmann::json& d) {
       out += fmt::format("- runtime for {}, nanoseconds:\n\n", name);
       for (const char* s : {"a", "b"}) {
         out += fmt::format("  {}:", s[0] == 'a' ? "A" : "B");
-        for (const char* k : kPctNames) out += fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
+        for (const char* k : kPctNames)
+          out += lat[k][s].is_null() ? fmt::format("  {}: {:>5}", k, "-") : fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
         out += "\n";
       }
       out += "\n";

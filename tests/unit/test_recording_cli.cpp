@@ -737,3 +737,63 @@ TEST(RecordingCli, HotplugRecordingShowsTheCpuOnlinedMidRun) {
   expect_one_line_error(run_cli("replay " + f + " --cpus 100"), 2,
                         "--cpus '100': CPU 100 was never online in the recording (online at some point: 0-1)");
 }
+
+TEST(RecordingCli, DiffOfAFileWithItselfChangesNothing) {
+  const std::string f = kData + "/v1.3-basic.shot";
+  CliRun r = run_cli(fmt::format("diff {} {} --json", f, f));
+  ASSERT_EQ(r.status, 0) << "A/A: exit 0 (no significant change) " << r.err << r.out.substr(0, 400);
+  auto d = nlohmann::json::parse(r.out);
+  EXPECT_EQ(d["significant"], false);
+  int compared = 0;
+  for (auto& p : d["probes"]) {
+    if (p["verdict"] == "not compared") continue;
+    ++compared;
+    EXPECT_EQ(p["verdict"], "no change") << p.dump();
+    if (!p["rate"].is_null() && !p["rate"]["ratio"].is_null()) EXPECT_DOUBLE_EQ(p["rate"]["ratio"].get<double>(), 1.0) << p.dump();
+    if (!p["latency_ns"].is_null())
+      for (const char* k : {"p10", "p50", "p90", "p98", "p99"}) EXPECT_EQ(p["latency_ns"][k]["a"], p["latency_ns"][k]["b"]) << k;
+  }
+  EXPECT_GE(compared, 5);
+}
+
+TEST(RecordingCli, DiffWindowsOfOneFileAndItsExitStatus) {
+  const std::string f = kData + "/v1.3-basic.shot";  // 70 samples, 1 s apart
+  CliRun r = run_cli(fmt::format("diff {} --a 0:1 --b 1s: --json", f));
+  ASSERT_EQ(r.status, 3) << "a significant change exits 3: " << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  EXPECT_EQ(d["a"]["window"], "0:1");
+  EXPECT_EQ(d["a"]["intervals"], 1);
+  EXPECT_EQ(d["b"]["intervals"], 68);
+  EXPECT_EQ(d["significant"], true);
+  // Usage errors exit 2, unreadable input 1, always one line.
+  expect_one_line_error(run_cli("diff " + f), 2, "diff of one file needs two windows");
+  expect_one_line_error(run_cli(fmt::format("diff {} {} --from 1 --a 0:5", f, f)), 2, "--from/--to apply to both files");
+  expect_one_line_error(run_cli(fmt::format("diff {} {} {}", f, f, f)), 2, "diff needs A.shot B.shot");
+  expect_one_line_error(run_cli(fmt::format("diff {} --a 0:0.5 --b 1:", f)), 1, "need two for an interval");
+  expect_one_line_error(run_cli(fmt::format("diff {} /nonexistent.shot", f)), 1, "cannot open /nonexistent.shot");
+  expect_one_line_error(run_cli(fmt::format("diff {} {}", f, kData + "/../data/golden/cases.txt")), 1, "");
+}
+
+TEST(RecordingCli, DiffAgainstAProxyWithoutDurationTestsNoLatency) {
+  // B's nohz_exit and cpupri_set are proxies that cannot time the function: their
+  // latencies are "-" and never a significant 0 (B/A 0.00*).
+  CliRun r = run_cli(fmt::format("diff {} {} --json", kData + "/vm-6.12-kprobe.shot", kData + "/vm-6.12-proxy.shot"));
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  int seen = 0;
+  for (auto& p : d["probes"]) {
+    if (p["probe"] != "nohz_exit" && p["probe"] != "cpupri_set") continue;
+    ++seen;
+    ASSERT_FALSE(p["latency_ns"].is_null()) << "A measured it";
+    for (const char* k : {"p10", "p50", "p99", "max"}) {
+      EXPECT_GT(p["latency_ns"][k]["a"].get<double>(), 0) << p["probe"] << " " << k;
+      EXPECT_TRUE(p["latency_ns"][k]["b"].is_null()) << p["probe"] << " " << k;
+      EXPECT_TRUE(p["latency_ns"][k]["ratio"].is_null());
+      EXPECT_NE(p["latency_ns"][k].value("significant", false), true);
+    }
+    EXPECT_FALSE(p["rate"].is_null()) << "the proxy counts calls";
+  }
+  EXPECT_EQ(seen, 2);
+  CliRun t = run_cli(fmt::format("diff {} {}", kData + "/vm-6.12-kprobe.shot", kData + "/vm-6.12-proxy.shot"));
+  EXPECT_EQ(t.out.find("0.00*"), std::string::npos) << t.out;
+}

@@ -29,7 +29,7 @@ class CpupriSet : public ProbeModule {
                         "proxy: cpu_to_pri[cpu] changes seen at tp_btf/sched_switch",
                         "lower bound: a change undone before the next context switch is missed; no duration; "
                         "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)",
-                        {"noop", "nested", "orphan_exits"}};
+                        {"noop", "nested", "orphan_exits", "lat"}};
     p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
     func_fields(p.layout.fields, SH_WORDS(sh_cpupri_set_slot, f));
     p.layout.fields.push_back(counter("noop", SH_WORDS(sh_cpupri_set_slot, noop), "calls with new == old"));

@@ -25,7 +25,7 @@ class NohzExit : public ProbeModule {
                         "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
                         "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)",
-                        {"nested", "orphan_exits"}};
+                        {"nested", "orphan_exits", "lat"}};
     p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.layout.fields, SH_WORDS(sh_nohz_exit_slot, f));
     p.layout.fields.push_back(counter("worked", SH_WORDS(sh_nohz_exit_slot, worked),
