@@ -27,6 +27,7 @@
 #include "store/rotate.h"
 #include "sys/privileges.h"
 #include "view/cachelines.h"
+#include "view/fleet.h"
 #include "view/report.h"
 #include "sys/json_text.h"
 
@@ -375,7 +376,42 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
 
 }  // namespace
 
+namespace {
+
+/// report --fleet DIR: view/fleet.h fleet_command(), printed.
+int report_fleet(const ReportCmd& o) {
+  if (!o.file.empty() || o.live || o.all_cpus || o.sort_given || !o.from.empty() || !o.to.empty() || o.duration_given ||
+      o.interval_given) {
+    err("--fleet DIR reads every host's whole recording: no FILE, --live, --from/--to, --sort or --all-cpus with it");
+    return 2;
+  }
+  if (o.json && o.csv) {
+    err("--json and --csv: pick one");
+    return 2;
+  }
+  FleetRequest req;
+  req.dir = o.fleet;
+  req.format = o.json ? FleetFormat::json : o.csv ? FleetFormat::csv : FleetFormat::text;
+  req.top = o.top_given ? o.top : -1;
+  try {
+    req.p99_flag_ns = static_cast<double>(parse_duration_ns(o.p99_flag, "--p99-flag"));
+    if (!o.xfer_cost.empty()) req.xfer_cost = parse_xfer_cost(o.xfer_cost);
+  } catch (const std::exception& e) {
+    err(e.what());
+    return 2;
+  }
+  req.stop = &g_stop;
+  return print_output(fleet_command(req));
+}
+
+}  // namespace
+
 int run_report(const ReportCmd& o) {
+  if (!o.fleet.empty()) return report_fleet(o);
+  if (o.csv) {
+    err("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
+    return 2;
+  }
   if (report_sort_key(o.sort).empty()) {
     std::string names;
     for (auto& c : cpu_columns())

@@ -115,6 +115,10 @@ struct ReportCmd {
   std::string xfer_cost;  ///< --xfer-cost smt=15,llc=40,package=80,remote=150 (ns)
   std::string from, to;
   bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
+  std::string fleet;           ///< --fleet DIR: one row per host (view/fleet.h)
+  bool csv = false;            ///< --csv (with --fleet)
+  std::string p99_flag = "10us";  ///< --p99-flag (with --fleet)
+  bool top_given = false, sort_given = false;
 };
 int run_report(const ReportCmd& o);
 

@@ -128,10 +128,16 @@ int main(int argc, char** argv) {
   add_probe_options(cq, rep.common);
   cq->add_flag("--json", rep.json, "JSON output (schema schedhot.report/1)");
   cq->add_flag("--all-cpus", rep.all_cpus, "per-CPU table for every CPU, not the top 10");
-  cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10)")->check(kCount);
-  cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name, a column header (set_p99, ilb_recv/s) or cpu (default idle)");
+  auto* rep_top = cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10); with --fleet: ranked hosts (default all)")
+                      ->check(kCount);
+  auto* rep_sort = cq->add_option("--sort", rep.sort, "per-CPU sort: a probe name, a column header (set_p99, ilb_recv/s) or cpu (default idle)");
   cq->add_option("--from", rep.from, "window start, time since the recording's start (e.g. 30s)");
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
+  cq->add_option("--fleet", rep.fleet, "a fleet run's DIR (schedhot-fleet -o DIR, or *.shot files): one ranked row per host")
+      ->check(kNotEmpty);
+  cq->add_flag("--csv", rep.csv, "with --fleet: CSV, one row per host");
+  cq->add_option("--p99-flag", rep.p99_flag, "with --fleet: flag a fix absent with its probe's p99 above this (default 10us)")
+      ->check(kNotEmpty);
   cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
 
   InfoCmd info;
@@ -232,6 +238,8 @@ int main(int argc, char** argv) {
     } else if (cq->parsed()) {
       rep.duration_given = rep_d->count() > 0;
       rep.interval_given = rep_i->count() > 0;
+      rep.top_given = rep_top->count() > 0;
+      rep.sort_given = rep_sort->count() > 0;
       rc = run_report(rep);
     } else if (ct->parsed()) {
       top.command_line = join_args(argc, argv);

@@ -53,6 +53,9 @@ class ReportBuilder {
   uint32_t samples() const { return n_; }
   /// Samples fed, inside the window or not, and the seconds from the first to the last.
   uint64_t seen() const { return seen_; }
+  /// The window's first and last samples (empty before the first add() inside it).
+  const std::optional<Sample>& window_first() const { return first_; }
+  const std::optional<Sample>& window_last() const { return last_; }
   double seen_span_s() const { return static_cast<double>(seen_last_ - t0_) / 1e9; }
   /// The report document. meta may differ from the constructor's by status changes.
   nlohmann::json build(const Meta& meta, const SourceInfo& src) const;

@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -796,4 +797,83 @@ TEST(RecordingCli, DiffAgainstAProxyWithoutDurationTestsNoLatency) {
   EXPECT_EQ(seen, 2);
   CliRun t = run_cli(fmt::format("diff {} {}", kData + "/vm-6.12-kprobe.shot", kData + "/vm-6.12-proxy.shot"));
   EXPECT_EQ(t.out.find("0.00*"), std::string::npos) << t.out;
+}
+
+TEST(RecordingCli, FleetReportRanksHostsAndListsTheOnesWithoutFigures) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("fleet_dir");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "h612");
+  fs::create_directories(dir / "down");
+  fs::copy_file(kData + "/vm-6.1-noarat.shot", dir / "noarat61.shot");  // loose DIR/<host>.shot
+  fs::copy_file(kData + "/vm-6.12-kprobe.shot", dir / "h612" / "recording.shot");
+  fs::copy_file(kData + "/v1.3-unclosed.shot", dir / "cut.shot");     // damaged: figures up to the damage
+  {
+    std::ofstream st(dir / "down" / "state.json");
+    st << R"({"schema":"schedhot.fleet-host/1","host":"down","steps":{},)"
+       << R"("failure":{"step":"preflight","name":"unreachable","detail":"Connection refused"}})";
+  }
+  CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  EXPECT_EQ(d["hosts_total"], 4);
+  EXPECT_EQ(d["counts"]["reported"], 2);
+  EXPECT_EQ(d["counts"]["partial"], 1);
+  EXPECT_EQ(d["counts"]["failed"], 1);
+  ASSERT_EQ(d["hosts"].size(), 4u);
+  // Ranked by severity, highest first: the no-ARAT 6.1 guest (tick_broadcast_lock bouncing) leads.
+  EXPECT_EQ(d["hosts"][0]["host"], "noarat61");
+  EXPECT_EQ(d["hosts"][0]["rank"], 1);
+  double prev = 1e300;
+  for (int i = 0; i < 3; ++i) {
+    const double s = d["hosts"][i]["severity"].get<double>();
+    EXPECT_LE(s, prev);
+    prev = s;
+    // severity = (stall + bcast wait) / online CPUs / 1000, as documented
+    const auto& h = d["hosts"][i];
+    EXPECT_NEAR(s, (h["stall_ns_per_s"].get<double>() + h["bcast_wait_ns_per_s"].get<double>()) /
+                       h["cpus_online"].get<double>() / 1000, 1e-9 * s + 1e-12);
+  }
+  EXPECT_EQ(d["hosts"][3]["host"], "down");
+  EXPECT_TRUE(d["hosts"][3]["rank"].is_null());
+  EXPECT_EQ(d["hosts"][3]["why"], "unreachable (preflight): Connection refused");
+  bool damaged_flag = false;
+  for (auto& h : d["hosts"])
+    if (h["host"] == "cut") {
+      EXPECT_EQ(h["status"], "partial");
+      for (auto& f : h["flags"]) damaged_flag |= f.get<std::string>().rfind("damaged at byte", 0) == 0;
+    }
+  EXPECT_TRUE(damaged_flag) << "a damaged recording is listed with what was recovered";
+  // Fleet-wide percentiles merge the histograms: the count is the hosts' counts summed.
+  CliRun one = run_cli(fmt::format("report {} --json", (dir / "h612" / "recording.shot").string()));
+  CliRun two = run_cli(fmt::format("report {} --json", (dir / "noarat61.shot").string()));
+  CliRun three = run_cli(fmt::format("report {} --json", (dir / "cut.shot").string()));
+  uint64_t want = 0;
+  for (auto* x : {&one, &two, &three}) {
+    ASSERT_FALSE(x->out.empty()) << x->status << " " << x->err;
+    const auto doc = nlohmann::json::parse(x->out);
+    for (auto& p : doc["probes"])
+      if (p["name"] == "cpupri_set" && p["latency_ns"].is_object()) want += p["latency_ns"]["count"].get<uint64_t>();
+  }
+  bool found = false;
+  for (auto& l : d["fleet_latency"])
+    if (l["probe"] == "cpupri_set") {
+      found = true;
+      EXPECT_EQ(l["count"].get<uint64_t>(), want);
+    }
+  EXPECT_TRUE(found);
+  // --top 1 keeps the partial and failed hosts; text and CSV; errors are one line.
+  auto top = nlohmann::json::parse(run_cli(fmt::format("report --fleet {} --json --top 1", dir.string())).out);
+  EXPECT_EQ(top["hosts"].size(), 3u);
+  EXPECT_EQ(top["not_shown"], 1);
+  CliRun txt = run_cli(fmt::format("report --fleet {}", dir.string()));
+  EXPECT_NE(txt.out.find("down: unreachable (preflight)"), std::string::npos) << txt.out;
+  CliRun csv = run_cli(fmt::format("report --fleet {} --csv", dir.string()));
+  EXPECT_EQ(lines(csv.out), 5u) << csv.out;
+  expect_one_line_error(run_cli("report --fleet /nonexistent-dir"), 1, "not a directory");
+  expect_one_line_error(run_cli(fmt::format("report --fleet {} --sort cpu", dir.string())), 2, "--fleet DIR reads");
+  expect_one_line_error(run_cli(fmt::format("report --fleet {} --json --csv", dir.string())), 2, "pick one");
+  fs::create_directories(dir / "empty");
+  expect_one_line_error(run_cli(fmt::format("report --fleet {}", (dir / "empty").string())), 1, "no host in it");
+  fs::remove_all(dir);
 }

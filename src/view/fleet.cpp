@@ -1,0 +1,507 @@
+// report --fleet (method in fleet.h).
+#include "view/fleet.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+#include "model/histogram.h"
+#include "model/interval.h"
+#include "probe/catalog.h"
+#include "store/recording.h"
+#include "store/window.h"
+#include "sys/json_text.h"
+
+namespace schedhot {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+struct Interrupted {};
+
+/// schedhot-fleet's state.json (small: more than 1 MiB is not one), strings scrubbed.
+nlohmann::json read_state(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read it");
+  std::string text(1 << 20, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(text.size()));
+  if (in.gcount() == static_cast<std::streamsize>(text.size())) throw std::runtime_error("larger than 1 MiB");
+  text.resize(static_cast<size_t>(in.gcount()));
+  try {
+    nlohmann::json j = parse_file_json(text);
+    if (!j.is_object()) throw std::runtime_error("not a JSON object");
+    return j;
+  } catch (const nlohmann::json::exception& x) {
+    throw std::runtime_error(fmt::format("not JSON ({})", x.what()));
+  } catch (const JsonTooDeep&) {
+    throw std::runtime_error("nested too deeply");
+  }
+}
+
+/// The probes the text table shows (rate, and p99 where timed); JSON and CSV have all.
+const char* const kTableProbes[] = {"nohz_exit", "nohz_kick", "cpupri_set", "bcast_wait"};
+
+struct Entry {
+  std::string host;
+  std::string recording;  ///< "" when none
+  nlohmann::json state;   ///< schedhot-fleet's state.json, or null
+  std::string state_error;
+};
+
+/// Hosts of dir: DIR/<host>/ holding recording.shot or state.json, and loose DIR/<host>.shot.
+std::vector<Entry> discover(const std::string& dir) {
+  std::error_code ec;
+  if (!fs::is_directory(dir, ec)) throw std::runtime_error(fmt::format("--fleet {}: not a directory", dir));
+  std::vector<Entry> out;
+  fs::directory_iterator it(dir, ec), end;
+  if (ec) throw std::runtime_error(fmt::format("--fleet {}: {}", dir, ec.message()));
+  for (; it != end; it.increment(ec)) {
+    if (ec) throw std::runtime_error(fmt::format("--fleet {}: {}", dir, ec.message()));
+    const fs::path p = it->path();
+    Entry e;
+    if (it->is_directory(ec)) {
+      e.host = p.filename().string();
+      if (fs::exists(p / "recording.shot", ec)) e.recording = (p / "recording.shot").string();
+      const fs::path st = p / "state.json";
+      if (fs::exists(st, ec)) {
+        try {
+          e.state = read_state(st);
+        } catch (const std::exception& x) {
+          e.state_error = x.what();
+        }
+      }
+      if (e.recording.empty() && e.state.is_null() && e.state_error.empty()) continue;  // not a host's directory
+    } else if (p.extension() == ".shot" && it->is_regular_file(ec)) {
+      e.host = p.stem().string();
+      e.recording = p.string();
+    } else {
+      continue;
+    }
+    out.push_back(std::move(e));
+  }
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.host < b.host; });
+  if (out.empty())
+    throw std::runtime_error(fmt::format("--fleet {}: no host in it (want DIR/<host>/recording.shot, DIR/<host>/state.json "
+                                         "or DIR/<host>.shot)", dir));
+  return out;
+}
+
+/// The kernel series of a release: "6.12.117+deb12-cloud-amd64" -> "6.12".
+std::string kernel_series(const std::string& rel) {
+  size_t dot = rel.find('.');
+  if (dot == std::string::npos) return rel;
+  size_t end = dot + 1;
+  while (end < rel.size() && std::isdigit(static_cast<unsigned char>(rel[end]))) ++end;
+  return rel.substr(0, end);
+}
+
+double num(const nlohmann::json& j, const char* k, double dflt = 0) {
+  auto it = j.find(k);
+  return it != j.end() && it->is_number() ? it->get<double>() : dflt;
+}
+
+/// A fleet-wide histogram of one probe: the hosts' window buckets summed.
+struct Merged {
+  std::vector<uint64_t> buckets;
+  uint64_t max_ns = 0;
+  int hosts = 0;
+};
+
+/// One host's row from its report document r (view/report.h) and its state.
+nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req) {
+  nlohmann::json row;
+  const auto& host = r["host"];
+  row["hostname"] = host["hostname"];
+  row["kernel_release"] = host["kernel_release"];
+  row["kernel_series"] = kernel_series(host["kernel_release"].get<std::string>());
+  row["cpus_online"] = host["online_count"];
+  row["possible_cpus"] = host["possible_cpus"];
+  row["virtualization"] = host["hypervisor"].get<std::string>().empty() ? "bare metal" : host["hypervisor"];
+  row["samples"] = r["window"]["samples"];
+  row["seconds"] = r["window"]["seconds"];
+  row["start"] = r["window"]["start"];
+  const auto& fixes = r["cachelines"]["fixes"];
+  row["fixes"] = {{"nohz_nr_cpus_removed", fixes["nohz_nr_cpus_removed"]},
+                  {"cpupri_count_removed", fixes["cpupri_count_removed"]},
+                  {"bcast_lock_own_line", fixes["bcast_lock_own_line"]}};
+  nlohmann::json flags = nlohmann::json::array();
+  nlohmann::json probes = nlohmann::json::object();
+  double wait_ns_per_s = 0;
+  const double seconds = num(r["window"], "seconds");
+  for (auto& p : r["probes"]) {
+    const std::string name = p["name"];
+    nlohmann::json o;
+    const bool attached = p["status"] == "attached";
+    const std::string blind = p.contains("blind") && p["blind"].is_string() ? p["blind"].get<std::string>() : "";
+    o["status"] = !attached ? "unavailable" : !blind.empty() ? "blind" : p["proxy"].get<bool>() ? "proxy" : "measured";
+    o["backend"] = p["backend"];
+    o["reason"] = !attached ? p["reason"] : !blind.empty() ? nlohmann::json(blind) : nlohmann::json("");
+    const auto& cs = p["counters"];
+    const std::string prim = p["primary"];
+    o["rate_per_s"] = cs.is_object() && cs.contains(prim) && cs[prim].is_object() ? cs[prim]["rate_per_s"] : nlohmann::json(nullptr);
+    const auto& lat = p["latency_ns"];
+    const bool has_lat = lat.is_object() && num(lat, "count") > 0;
+    o["p99_ns"] = has_lat ? lat["p99"] : nlohmann::json(nullptr);
+    if (!attached) flags.push_back(fmt::format("probe unavailable: {}: {}", name, p["reason"].get<std::string>()));
+    else if (!blind.empty()) flags.push_back(fmt::format("blind: {}: {}", name, blind));
+    if (name == "bcast_wait" && attached && blind.empty() && has_lat && seconds > 0) {
+      wait_ns_per_s = num(lat, "mean") * num(lat, "count") / seconds;
+      const double rate = o["rate_per_s"].is_number() ? o["rate_per_s"].get<double>() : 0;
+      flags.push_back(fmt::format("tick_broadcast_lock contended: {} contentions/s, wait p99 {}", format_rate(rate),
+                                  format_ns(num(lat, "p99"))));
+    }
+    probes[name] = o;
+  }
+  auto fix_flag = [&](const char* fix, const char* field, const char* probe) {
+    const auto& f = fixes[fix];
+    const auto& pr = probes.contains(probe) ? probes[probe] : nlohmann::json();
+    if (f.is_boolean() && !f.get<bool>() && pr.is_object() && pr["p99_ns"].is_number() &&
+        pr["p99_ns"].get<double>() > req.p99_flag_ns)
+      flags.push_back(fmt::format("{} present and {} p99 {} > {}", field, probe, format_ns(pr["p99_ns"].get<double>()),
+                                  format_ns(req.p99_flag_ns)));
+  };
+  fix_flag("cpupri_count_removed", "cpupri_vec.count", "cpupri_set");
+  fix_flag("nohz_nr_cpus_removed", "nohz.nr_cpus", "nohz_exit");
+  for (auto& [name, o] : probes.items())
+    if (o["status"] == "proxy") flags.push_back(fmt::format("proxy: {} (its figures are not the function's)", name));
+  double stall = 0, xfers = 0;
+  nlohmann::json lines = nlohmann::json::array();
+  for (auto& l : r["cachelines"]["lines"]) {
+    stall += num(l, "stall_ns_per_s");
+    xfers += num(l, "xfers_per_s");
+    lines.push_back({{"name", l["name"]}, {"xfers_per_s", l["xfers_per_s"]}, {"stall_ns_per_s", l["stall_ns_per_s"]}});
+  }
+  row["probes"] = probes;
+  row["lines"] = lines;
+  row["xfers_per_s"] = xfers;
+  row["stall_ns_per_s"] = stall;
+  row["bcast_wait_ns_per_s"] = wait_ns_per_s;
+  const double cpus = std::max(1.0, num(host, "online_count", num(host, "possible_cpus", 1)));
+  row["severity"] = (stall + wait_ns_per_s) / cpus / 1000.0;
+  row["flags"] = flags;
+  return row;
+}
+
+/// One host: its recording read through the report, or why it has no figures.
+nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::string, Merged>& merged) {
+  nlohmann::json row;
+  const nlohmann::json fail = e.state.is_object() && e.state.contains("failure") ? e.state["failure"] : nlohmann::json();
+  auto failed = [&](const std::string& why) {
+    row["status"] = "failed";
+    row["severity"] = nullptr;
+    row["why"] = why;
+    return row;
+  };
+  row["host"] = e.host;
+  row["file"] = e.recording.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.recording);
+  row["fleet_failure"] = fail.is_object() ? fail : nlohmann::json(nullptr);
+  const std::string fail_text =
+      fail.is_object() ? fmt::format("{} ({}): {}", fail.value("name", "?"), fail.value("step", "?"), fail.value("detail", ""))
+                       : "";
+  if (!e.state_error.empty()) row["state_error"] = e.state_error;
+  if (e.recording.empty())
+    return failed(fail_text.empty() ? (e.state_error.empty() ? "no recording collected" : "state.json: " + e.state_error)
+                                    : fail_text);
+  std::unique_ptr<RecordingReader> rd;
+  try {
+    rd = RecordingReader::open(e.recording);
+  } catch (const std::exception& x) {
+    return failed(x.what());
+  }
+  ReportOptions ro;
+  ro.xfer_cost = req.xfer_cost;
+  ReportBuilder b(rd->meta(), ro);
+  WindowedCursor cur(*rd, rd.get(), SampleWindow{-1, -1, rd->meta().interval_ns}, WindowCheck::any_edge, req.stop);
+  Sample s;
+  while (cur.next(s)) {
+    if (req.stop && req.stop->load()) throw Interrupted{};
+    b.add(s);
+  }
+  const auto& damage = rd->damage();
+  const std::string dmg = damage ? fmt::format("damaged at byte {} ({})", damage->offset, damage->reason) : "";
+  if (b.samples() < 2)
+    return failed(fmt::format("{} sample{}, need two for an interval{}", b.samples(), b.samples() == 1 ? "" : "s",
+                              dmg.empty() ? "" : "; " + dmg));
+  const SourceInfo info = recording_source_info(*rd, e.recording);
+  nlohmann::json r = b.build(rd->meta(), info);
+  nlohmann::json fig = row_from_report(r, req);
+  for (auto& [k, v] : fig.items()) row[k] = v;
+  const bool partial = damage || !info.complete;
+  row["status"] = partial ? "partial" : "reported";
+  if (damage) row["flags"].push_back(fmt::format("{}: reported the {} samples before it", dmg, b.samples()));
+  else if (!info.complete) row["flags"].push_back(fmt::format("not closed (no END frame): {} samples", b.samples()));
+  if (!fail_text.empty()) row["flags"].push_back("schedhot-fleet: " + fail_text);
+  // The window's histograms, summed into the fleet's (same log-linear geometry everywhere).
+  const Meta& meta = rd->meta();
+  const Interval iv(meta, *b.window_first(), *b.window_last());
+  for (size_t p = 0; p < meta.probes.size(); ++p) {
+    const ProbeSpec* spec = find_probe(meta.probes[p].name);
+    const int pi = static_cast<int>(p);
+    if (!spec || spec->hist.empty() || !iv.present(pi) || !meta.probes[p].status.attached ||
+        !blind_reason(meta, pi).empty() || !counter_observed(spec->name, meta.probes[p].status.proxy, spec->hist))
+      continue;
+    const std::vector<uint64_t> bk = iv.buckets(pi, spec->hist);
+    uint64_t n = 0;
+    for (uint64_t c : bk) n += c;
+    if (!n) continue;
+    Merged& m = merged[spec->name];
+    if (m.buckets.size() < bk.size()) m.buckets.resize(bk.size(), 0);
+    for (size_t i = 0; i < bk.size(); ++i) m.buckets[i] += bk[i];
+    m.max_ns = std::max(m.max_ns, iv.hist(pi, spec->hist).max_ns);
+    m.hosts++;
+  }
+  return row;
+}
+
+std::string fix_char(const nlohmann::json& v) { return v.is_boolean() ? (v.get<bool>() ? "y" : "n") : "?"; }
+
+std::string fixes_text(const nlohmann::json& f) {
+  return fix_char(f["nohz_nr_cpus_removed"]) + fix_char(f["cpupri_count_removed"]) + fix_char(f["bcast_lock_own_line"]);
+}
+
+std::string csv_cell(const std::string& s) {
+  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
+  std::string o = "\"";
+  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
+  return o + "\"";
+}
+
+std::string csv_num(const nlohmann::json& v) {
+  if (!v.is_number()) return "";
+  return fmt::format("{}", v.get<double>());
+}
+
+}  // namespace
+
+nlohmann::json fleet_document(const FleetRequest& req) {
+  const std::vector<Entry> entries = discover(req.dir);
+  std::map<std::string, Merged> merged;
+  std::vector<nlohmann::json> rows;
+  for (const Entry& e : entries) rows.push_back(host_row(e, req, merged));
+  // Ranked: every host with figures by severity (highest first, then by name); then those without.
+  std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
+    const bool fa = a["severity"].is_number(), fb = b["severity"].is_number();
+    if (fa != fb) return fa;
+    return fa && a["severity"].get<double>() > b["severity"].get<double>();
+  });
+  int rank = 0, reported = 0, partial = 0, failed = 0, not_shown = 0;
+  nlohmann::json hosts = nlohmann::json::array();
+  for (auto& r : rows) {
+    const std::string st = r["status"];
+    (st == "reported" ? reported : st == "partial" ? partial : failed)++;
+    r["rank"] = r["severity"].is_number() ? nlohmann::json(++rank) : nlohmann::json(nullptr);
+    if (req.top >= 0 && st == "reported" && rank > req.top) {
+      ++not_shown;
+      continue;
+    }
+    hosts.push_back(r);
+  }
+  // Groups: kernel series, online CPUs, virtualization.
+  std::map<std::tuple<std::string, int, std::string>, std::vector<const nlohmann::json*>> groups;
+  for (auto& r : rows)
+    if (r["severity"].is_number())
+      groups[{r["kernel_series"].get<std::string>(), r["cpus_online"].get<int>(), r["virtualization"].get<std::string>()}]
+          .push_back(&r);
+  nlohmann::json gj = nlohmann::json::array();
+  for (auto& [k, v] : groups) {
+    std::vector<double> sev;
+    int flagged = 0;
+    for (auto* r : v) {
+      sev.push_back((*r)["severity"].get<double>());
+      for (auto& f : (*r)["flags"])
+        if (const std::string t = f.get<std::string>();
+            t.rfind("probe unavailable", 0) != 0 && t.rfind("blind:", 0) != 0 && t.rfind("proxy:", 0) != 0) {
+          ++flagged;
+          break;
+        }
+    }
+    std::sort(sev.begin(), sev.end());
+    const size_t n = sev.size();
+    const double median = n % 2 ? sev[n / 2] : (sev[n / 2 - 1] + sev[n / 2]) / 2;
+    gj.push_back({{"kernel_series", std::get<0>(k)},
+                  {"cpus_online", std::get<1>(k)},
+                  {"virtualization", std::get<2>(k)},
+                  {"hosts", n},
+                  {"median_severity", median},
+                  {"worst", {{"host", (*v.front())["host"]}, {"severity", (*v.front())["severity"]}}},
+                  {"flagged", flagged}});
+  }
+  // Fleet-wide percentiles from the merged histograms, in catalog order.
+  nlohmann::json lat = nlohmann::json::array();
+  for (const ProbeSpec& spec : probe_catalog()) {
+    auto it = merged.find(spec.name);
+    if (it == merged.end()) continue;
+    const Merged& m = it->second;
+    uint64_t count = 0;
+    for (uint64_t c : m.buckets) count += c;
+    nlohmann::json o{{"probe", spec.name}, {"hosts", m.hosts}, {"count", count}, {"max_ns", m.max_ns}};
+    for (double p : {10.0, 50.0, 90.0, 98.0, 99.0}) o[fmt::format("p{:g}", p)] = hist_percentile(m.buckets, p, m.max_ns);
+    lat.push_back(o);
+  }
+  nlohmann::json d;
+  d["schema"] = "schedhot.fleet-report/1";
+  d["dir"] = req.dir;
+  d["severity"] = {{"formula", "(sum of the hot lines' modeled stall_ns_per_s + tick_broadcast_lock wait ns/s) / online CPUs / 1000"},
+                   {"unit", "us per CPU-second"}};
+  d["p99_flag_ns"] = req.p99_flag_ns;
+  d["hosts_total"] = rows.size();
+  d["counts"] = {{"reported", reported}, {"partial", partial}, {"failed", failed}};
+  d["not_shown"] = not_shown;
+  d["hosts"] = hosts;
+  d["groups"] = gj;
+  d["fleet_latency"] = lat;
+  d["percentile_error"] = kPercentileRelError;
+  return d;
+}
+
+std::string render_fleet_text(const nlohmann::json& d) {
+  std::string out;
+  const auto& c = d["counts"];
+  out += fmt::format("fleet {}: {} hosts: {} reported, {} partial (damaged or not closed: figures up to where reading "
+                     "stopped), {} without figures\n",
+                     scrub_controls(d["dir"].get<std::string>()), d["hosts_total"].get<size_t>(), c["reported"].get<int>(),
+                     c["partial"].get<int>(), c["failed"].get<int>());
+  out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
+  out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
+  size_t hw = 4;
+  for (auto& h : d["hosts"]) hw = std::max(hw, std::min<size_t>(32, h["host"].get<std::string>().size()));
+  std::string head = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9} {:>8}", "RANK", "HOST", hw, "KERNEL", "CPUS", "FIX",
+                                 "SEVERITY", "XFER/s");
+  for (const char* p : kTableProbes) {
+    head += fmt::format(" {:>{}}", fmt::format("{}/s", p), std::max<size_t>(7, std::strlen(p) + 2));
+    if (std::string_view(p) != "bcast_wait") head += fmt::format(" {:>7}", "p99");
+  }
+  out += head + "\n";
+  bool any_failed = false;
+  for (auto& h : d["hosts"]) {
+    std::string name = scrub_controls(h["host"].get<std::string>());
+    if (name.size() > 32) name = name.substr(0, 29) + "...";
+    if (!h["severity"].is_number()) {
+      any_failed = true;
+      continue;
+    }
+    std::string kern = h["kernel_release"].get<std::string>();
+    if (kern.size() > 28) kern = kern.substr(0, 25) + "...";
+    std::string line = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9.1f} {:>8}", h["rank"].get<int>(), name, hw, kern,
+                                   h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(),
+                                   format_rate(h["xfers_per_s"].get<double>()));
+    for (const char* p : kTableProbes) {
+      const auto& o = h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();
+      const bool shown = o.is_object() && (o["status"] == "measured" || o["status"] == "proxy");
+      const std::string rate = shown && o["rate_per_s"].is_number() ? format_rate(o["rate_per_s"].get<double>()) : "-";
+      line += fmt::format(" {:>{}}", rate, std::max<size_t>(7, std::strlen(p) + 2));
+      if (std::string_view(p) != "bcast_wait")
+        line += fmt::format(" {:>7}", shown && o["p99_ns"].is_number() ? format_ns(o["p99_ns"].get<double>()) : "-");
+    }
+    out += line + "\n";
+    for (auto& f : h["flags"]) out += fmt::format("       ! {}\n", scrub_controls(f.get<std::string>()));
+  }
+  if (d["not_shown"].get<int>() > 0) out += fmt::format("  ... {} more ranked hosts (--top)\n", d["not_shown"].get<int>());
+  if (any_failed) {
+    out += "\nWithout figures:\n";
+    for (auto& h : d["hosts"])
+      if (!h["severity"].is_number())
+        out += fmt::format("  {}: {}\n", scrub_controls(h["host"].get<std::string>()), scrub_controls(h["why"].get<std::string>()));
+  }
+  if (!d["groups"].empty()) {
+    out += "\nGroups (kernel series, online CPUs, virtualization):\n";
+    for (auto& g : d["groups"])
+      out += fmt::format("  {:<6} {:>5} CPUs  {:<14} {:>4} host{}  median severity {:>8.1f}  worst {} ({:.1f})  flagged {}\n",
+                         g["kernel_series"].get<std::string>(), g["cpus_online"].get<int>(),
+                         scrub_controls(g["virtualization"].get<std::string>()), g["hosts"].get<size_t>(),
+                         g["hosts"].get<size_t>() == 1 ? " " : "s", g["median_severity"].get<double>(),
+                         scrub_controls(g["worst"]["host"].get<std::string>()), g["worst"]["severity"].get<double>(),
+                         g["flagged"].get<int>());
+  }
+  if (!d["fleet_latency"].empty()) {
+    out += fmt::format("\nFleet-wide latency (the hosts' histograms merged exactly; percentiles within +-{:.1f} %):\n",
+                       d["percentile_error"].get<double>() * 100);
+    out += fmt::format("  {:<12} {:>5} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "HOSTS", "COUNT", "p10", "p50",
+                       "p90", "p98", "p99", "max");
+    for (auto& l : d["fleet_latency"])
+      out += fmt::format("  {:<12} {:>5} {:>10} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", l["probe"].get<std::string>(),
+                         l["hosts"].get<int>(), l["count"].get<uint64_t>(), format_ns(l["p10"].get<double>()),
+                         format_ns(l["p50"].get<double>()), format_ns(l["p90"].get<double>()),
+                         format_ns(l["p98"].get<double>()), format_ns(l["p99"].get<double>()),
+                         format_ns(static_cast<double>(l["max_ns"].get<uint64_t>())));
+  }
+  return out;
+}
+
+std::string render_fleet_csv(const nlohmann::json& d) {
+  std::vector<std::string> probes;
+  for (const ProbeSpec& s : probe_catalog()) probes.push_back(s.name);
+  std::vector<std::string> lines;
+  for (auto& h : d["hosts"])
+    if (h.contains("lines"))
+      for (auto& l : h["lines"])
+        if (std::find(lines.begin(), lines.end(), l["name"].get<std::string>()) == lines.end()) lines.push_back(l["name"]);
+  std::string out = "rank,host,status,file,kernel_release,cpus_online,possible_cpus,virtualization,fix_nohz_nr_cpus_removed,"
+                    "fix_cpupri_count_removed,fix_bcast_lock_own_line,severity_us_per_cpu_s,xfers_per_s,stall_ns_per_s,"
+                    "bcast_wait_ns_per_s";
+  for (auto& p : probes) out += fmt::format(",{}_status,{}_rate_per_s,{}_p99_ns", p, p, p);
+  for (auto& l : lines) out += "," + csv_cell("xfers_per_s:" + l);
+  out += ",flags,why\n";
+  auto str = [](const nlohmann::json& v) { return v.is_string() ? csv_cell(v.get<std::string>()) : std::string(); };
+  auto fix = [](const nlohmann::json& v) { return v.is_boolean() ? std::string(v.get<bool>() ? "1" : "0") : std::string(); };
+  for (auto& h : d["hosts"]) {
+    const bool fig = h["severity"].is_number();
+    std::string row = fmt::format("{},{},{},{}", h["rank"].is_number() ? fmt::format("{}", h["rank"].get<int>()) : "",
+                                  str(h["host"]), str(h["status"]), str(h["file"]));
+    if (fig) {
+      row += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", str(h["kernel_release"]), csv_num(h["cpus_online"]),
+                         csv_num(h["possible_cpus"]), str(h["virtualization"]), fix(h["fixes"]["nohz_nr_cpus_removed"]),
+                         fix(h["fixes"]["cpupri_count_removed"]), fix(h["fixes"]["bcast_lock_own_line"]),
+                         csv_num(h["severity"]), csv_num(h["xfers_per_s"]), csv_num(h["stall_ns_per_s"]),
+                         csv_num(h["bcast_wait_ns_per_s"]));
+    } else {
+      row += std::string(11, ',');
+    }
+    for (auto& p : probes) {
+      const auto& o = fig && h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();
+      row += o.is_object() ? fmt::format(",{},{},{}", str(o["status"]), csv_num(o["rate_per_s"]), csv_num(o["p99_ns"])) : ",,,";
+    }
+    for (auto& ln : lines) {
+      std::string v;
+      if (fig)
+        for (auto& l : h["lines"])
+          if (l["name"] == ln) v = csv_num(l["xfers_per_s"]);
+      row += "," + v;
+    }
+    std::string flags;
+    if (h.contains("flags"))
+      for (auto& f : h["flags"]) flags += (flags.empty() ? "" : "; ") + f.get<std::string>();
+    row += "," + csv_cell(flags) + "," + (h.contains("why") ? str(h["why"]) : std::string());
+    out += row + "\n";
+  }
+  return out;
+}
+
+CommandOutput fleet_command(const FleetRequest& req) {
+  CommandOutput res;
+  nlohmann::json d;
+  try {
+    d = fleet_document(req);
+  } catch (const Interrupted&) {
+    res.errors.push_back("interrupted");
+    res.status = 130;
+    return res;
+  } catch (const std::exception& e) {
+    res.errors.push_back(e.what());
+    res.status = 1;
+    return res;
+  }
+  switch (req.format) {
+    case FleetFormat::json: res.out = json_text(d, 2) + "\n"; break;
+    case FleetFormat::csv: res.out = render_fleet_csv(d); break;
+    case FleetFormat::text: res.out = render_fleet_text(d); break;
+  }
+  return res;
+}
+
+}  // namespace schedhot

@@ -1,0 +1,49 @@
+// `schedhot report --fleet DIR`: one row per host of a fleet run (schedhot-fleet's
+// DIR/<host>/recording.shot and DIR/<host>/state.json, or loose DIR/*.shot files), ranked
+// by a severity score, grouped by kernel and hardware, with fleet-wide percentiles merged
+// exactly from the hosts' histograms. Each host's figures are its `schedhot report`
+// document (view/report.h), so a host's row says what `report` says of its file.
+//
+// Severity (README "report --fleet"): the modeled coherence stall of the hot lines (the
+// coherence model's stall_ns_per_s summed over lines, model/lines.h) plus the time CPUs
+// waited for tick_broadcast_lock (bcast_wait's wait histogram: sum of waits / seconds),
+// divided by the host's online CPUs: microseconds lost per CPU-second. A host with no
+// figures has no severity and is listed after the ranked ones with why.
+#pragma once
+#include <atomic>
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "view/report.h"
+
+namespace schedhot {
+
+enum class FleetFormat { text, json, csv };
+
+/// One `schedhot report --fleet`, parsed.
+struct FleetRequest {
+  std::string dir;
+  FleetFormat format = FleetFormat::text;
+  int top = -1;                  ///< ranked rows shown (< 0: all); partial and failed hosts are always listed
+  double p99_flag_ns = 10'000;   ///< flag "fix absent and p99 above this" (ns)
+  XferCost xfer_cost;            ///< as report --xfer-cost
+  const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: status 130
+};
+
+/// The fleet document (schema "schedhot.fleet-report/1", README): "dir", "severity"
+/// (formula, unit), "hosts" (ranked first, then partial-without-figures and failed),
+/// "groups", "fleet_latency", "shown" and "hosts_total". Throws std::runtime_error when
+/// DIR cannot be read or holds no host (one line).
+nlohmann::json fleet_document(const FleetRequest& req);
+
+/// Renders the document as text (terminal), or CSV (one row per host, header first).
+std::string render_fleet_text(const nlohmann::json& d);
+std::string render_fleet_csv(const nlohmann::json& d);
+
+/// The whole command: exit status 0 when the report was built (hosts that failed are
+/// rows of it), 1 when DIR cannot be read or holds no host, 130 interrupted.
+CommandOutput fleet_command(const FleetRequest& req);
+
+}  // namespace schedhot
