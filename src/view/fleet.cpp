@@ -264,7 +264,8 @@ std::string fixes_text(const nlohmann::json& f) {
   return fix_char(f["nohz_nr_cpus_removed"]) + fix_char(f["cpupri_count_removed"]) + fix_char(f["bcast_lock_own_line"]);
 }
 
-std::string csv_cell(const std::string& s) {
+std::string csv_cell(const std::string& raw) {
+  const std::string s = scrub_controls(raw);  // a host directory's name may hold escapes
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
