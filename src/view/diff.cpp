@@ -36,8 +36,6 @@ DiffBy parse_diff_by(const std::string& s) {
 
 namespace {
 
-struct Interrupted {};
-
 /// A line's per-interval transfers (transfers/s x seconds), zero where it had none.
 struct LineSeries {
   std::string name;
@@ -494,26 +492,18 @@ std::string render_diff_patch(const nlohmann::json& d) {
 }
 
 CommandOutput diff_command(const DiffRequest& req) {
-  CommandOutput res;
-  nlohmann::json d;
-  try {
-    d = diff_document(req);
-  } catch (const Interrupted&) {
-    res.errors.push_back("interrupted");
-    res.status = 130;
-    return res;
-  } catch (const std::exception& e) {
-    res.errors.push_back(e.what());
-    res.status = 1;
-    return res;
-  }
-  switch (req.format) {
-    case DiffFormat::json: res.out = json_text(d, 2) + "\n"; break;
-    case DiffFormat::markdown: res.out = render_diff_markdown(d); break;
-    case DiffFormat::patch: res.out = render_diff_patch(d); break;
-    case DiffFormat::text: res.out = render_diff_text(d); break;
-  }
-  res.status = d["significant"].get<bool>() ? 3 : 0;
+  bool significant = false;
+  CommandOutput res = document_output([&] { return diff_document(req); }, [&](const nlohmann::json& d) {
+    significant = d["significant"].get<bool>();
+    switch (req.format) {
+      case DiffFormat::json: return json_text(d, 2) + "\n";
+      case DiffFormat::markdown: return render_diff_markdown(d);
+      case DiffFormat::patch: return render_diff_patch(d);
+      case DiffFormat::text: break;
+    }
+    return render_diff_text(d);
+  });
+  if (res.status == 0 && significant) res.status = 3;
   return res;
 }
 

@@ -22,8 +22,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Interrupted {};
-
 /// schedhot-fleet's state.json (small: more than 1 MiB is not one), strings scrubbed.
 nlohmann::json read_state(const fs::path& p) {
   std::ifstream in(p, std::ios::binary);
@@ -484,25 +482,14 @@ std::string render_fleet_csv(const nlohmann::json& d) {
 }
 
 CommandOutput fleet_command(const FleetRequest& req) {
-  CommandOutput res;
-  nlohmann::json d;
-  try {
-    d = fleet_document(req);
-  } catch (const Interrupted&) {
-    res.errors.push_back("interrupted");
-    res.status = 130;
-    return res;
-  } catch (const std::exception& e) {
-    res.errors.push_back(e.what());
-    res.status = 1;
-    return res;
-  }
-  switch (req.format) {
-    case FleetFormat::json: res.out = json_text(d, 2) + "\n"; break;
-    case FleetFormat::csv: res.out = render_fleet_csv(d); break;
-    case FleetFormat::text: res.out = render_fleet_text(d); break;
-  }
-  return res;
+  return document_output([&] { return fleet_document(req); }, [&](const nlohmann::json& d) {
+    switch (req.format) {
+      case FleetFormat::json: return json_text(d, 2) + "\n";
+      case FleetFormat::csv: return render_fleet_csv(d);
+      case FleetFormat::text: break;
+    }
+    return render_fleet_text(d);
+  });
 }
 
 }  // namespace schedhot

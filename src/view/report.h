@@ -5,6 +5,7 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -107,6 +108,15 @@ struct CommandOutput {
   std::string out;
   std::vector<std::string> errors;
 };
+
+/// Thrown by a document builder when its stop flag is set (Ctrl-C).
+struct Interrupted {};
+
+/// A document command's result: build() run (Interrupted: status 130 "interrupted"; any
+/// std::exception: status 1 with its one-line message), then render() of the document as
+/// stdout. diff_command() and fleet_command() use it.
+CommandOutput document_output(const std::function<nlohmann::json()>& build,
+                              const std::function<std::string(const nlohmann::json&)>& render);
 
 /// The facts of a recording for a report or export: file (as given), format, END seen,
 /// damage ("at byte N: reason").
