@@ -164,7 +164,8 @@ nlohmann::json num_or_null(std::optional<double> v) { return v ? nlohmann::json(
 nlohmann::json figure_json(const FigureDiff& d, bool tested) {
   nlohmann::json j{{"a", d.a}, {"b", d.b}, {"ratio", num_or_null(d.ratio)}};
   if (tested) {
-    j["interval"] = {std::exp(d.log_lo), std::exp(d.log_hi)};
+    // No interval of B/A without A (ratio null); the verdict still says whether 0 -> B is real.
+    j["interval"] = d.ratio ? nlohmann::json{std::exp(d.log_lo), std::exp(d.log_hi)} : nlohmann::json(nullptr);
     j["min_effect"] = d.min_effect;
     j["significant"] = d.significant;
   }
@@ -357,7 +358,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
 namespace {
 
 std::string ratio_text(const nlohmann::json& f) {
-  if (f.is_null() || f["ratio"].is_null()) return "-";
+  if (f.is_null() || f["ratio"].is_null()) return f.is_object() && f.value("significant", false) ? "-*" : "-";
   return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
 }
 std::string ns_text(const nlohmann::json& f, const char* side) {

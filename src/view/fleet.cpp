@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 
 #include "model/histogram.h"
 #include "model/interval.h"
@@ -129,7 +130,7 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
                   {"bcast_lock_own_line", fixes["bcast_lock_own_line"]}};
   nlohmann::json flags = nlohmann::json::array();
   nlohmann::json probes = nlohmann::json::object();
-  double wait_ns_per_s = 0;
+  std::optional<double> wait_ns_per_s;  // null unless bcast_wait measured (blind/unavailable: not 0)
   const double seconds = num(r["window"], "seconds");
   for (auto& p : r["probes"]) {
     const std::string name = p["name"];
@@ -178,9 +179,10 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["lines"] = lines;
   row["xfers_per_s"] = xfers;
   row["stall_ns_per_s"] = stall;
-  row["bcast_wait_ns_per_s"] = wait_ns_per_s;
+  row["bcast_wait_ns_per_s"] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
   const double cpus = std::max(1.0, num(host, "online_count", num(host, "possible_cpus", 1)));
-  row["severity"] = (stall + wait_ns_per_s) / cpus / 1000.0;
+  row["severity"] = (stall + wait_ns_per_s.value_or(0)) / cpus / 1000.0;
+  if (!wait_ns_per_s) row["severity_note"] = "without tick_broadcast_lock wait (bcast_wait not measured)";
   row["flags"] = flags;
   return row;
 }

@@ -766,6 +766,8 @@ TEST(RecordingCli, DiffWindowsOfOneFileAndItsExitStatus) {
   EXPECT_EQ(d["a"]["intervals"], 1);
   EXPECT_EQ(d["b"]["intervals"], 68);
   EXPECT_EQ(d["significant"], true);
+  for (auto& p : d["probes"])  // no interval of B/A where A counted nothing
+    if (p["rate"].is_object() && p["rate"]["ratio"].is_null()) EXPECT_TRUE(p["rate"]["interval"].is_null()) << p.dump();
   // Usage errors exit 2, unreadable input 1, always one line.
   expect_one_line_error(run_cli("diff " + f), 2, "diff of one file needs two windows");
   expect_one_line_error(run_cli(fmt::format("diff {} {} --from 1 --a 0:5", f, f)), 2, "--from/--to apply to both files");
@@ -831,8 +833,14 @@ TEST(RecordingCli, FleetReportRanksHostsAndListsTheOnesWithoutFigures) {
     prev = s;
     // severity = (stall + bcast wait) / online CPUs / 1000, as documented
     const auto& h = d["hosts"][i];
-    EXPECT_NEAR(s, (h["stall_ns_per_s"].get<double>() + h["bcast_wait_ns_per_s"].get<double>()) /
+    const auto& w = h["bcast_wait_ns_per_s"];
+    EXPECT_TRUE(w.is_null() || w.is_number());
+    EXPECT_NEAR(s, (h["stall_ns_per_s"].get<double>() + (w.is_number() ? w.get<double>() : 0)) /
                        h["cpus_online"].get<double>() / 1000, 1e-9 * s + 1e-12);
+    if (h["probes"]["bcast_wait"]["status"] != "measured") {
+      EXPECT_TRUE(w.is_null()) << "blind or unavailable is null, never 0: " << h["host"];
+      EXPECT_TRUE(h.contains("severity_note")) << h["host"];
+    }
   }
   EXPECT_EQ(d["hosts"][3]["host"], "down");
   EXPECT_TRUE(d["hosts"][3]["rank"].is_null());
