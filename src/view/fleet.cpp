@@ -25,6 +25,8 @@ namespace {
 
 /// schedhot-fleet's state.json (small: more than 1 MiB is not one), strings scrubbed.
 nlohmann::json read_state(const fs::path& p) {
+  std::error_code ec;
+  if (!fs::is_regular_file(p, ec)) throw std::runtime_error("not a regular file");  // a FIFO would block
   std::ifstream in(p, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read it");
   std::string text(1 << 20, '\0');
@@ -65,9 +67,10 @@ std::vector<Entry> discover(const std::string& dir) {
     Entry e;
     if (it->is_directory(ec)) {
       e.host = p.filename().string();
-      if (fs::exists(p / "recording.shot", ec)) e.recording = (p / "recording.shot").string();
+      // symlink_status: a dangling link is a host whose recording cannot be opened, not nothing
+      if (fs::exists(fs::symlink_status(p / "recording.shot", ec))) e.recording = (p / "recording.shot").string();
       const fs::path st = p / "state.json";
-      if (fs::exists(st, ec)) {
+      if (fs::exists(fs::symlink_status(st, ec))) {
         try {
           e.state = read_state(st);
         } catch (const std::exception& x) {
@@ -75,7 +78,7 @@ std::vector<Entry> discover(const std::string& dir) {
         }
       }
       if (e.recording.empty() && e.state.is_null() && e.state_error.empty()) continue;  // not a host's directory
-    } else if (p.extension() == ".shot" && it->is_regular_file(ec)) {
+    } else if (p.extension() == ".shot" || p.filename() == ".shot") {  // any kind: the reader says what is wrong
       e.host = p.stem().string();
       e.recording = p.string();
     } else {
@@ -200,9 +203,14 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   row["host"] = e.host;
   row["file"] = e.recording.empty() ? nlohmann::json(nullptr) : nlohmann::json(e.recording);
   row["fleet_failure"] = fail.is_object() ? fail : nlohmann::json(nullptr);
+  auto text = [&](const char* k) {  // a field of state.json's failure, whatever its type
+    if (!fail.is_object() || !fail.contains(k)) return std::string("?");
+    return fail[k].is_string() ? fail[k].get<std::string>() : json_text(fail[k]);
+  };
   const std::string fail_text =
-      fail.is_object() ? fmt::format("{} ({}): {}", fail.value("name", "?"), fail.value("step", "?"), fail.value("detail", ""))
-                       : "";
+      fail.is_object() ? fmt::format("{} ({}): {}", text("name"), text("step"), text("detail"))
+      : !fail.is_null() && !fail.is_discarded() && e.state.is_object() ? "failure: " + json_text(fail)
+                                                                       : "";
   if (!e.state_error.empty()) row["state_error"] = e.state_error;
   if (e.recording.empty())
     return failed(fail_text.empty() ? (e.state_error.empty() ? "no recording collected" : "state.json: " + e.state_error)
@@ -236,6 +244,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   if (damage) row["flags"].push_back(fmt::format("{}: reported the {} samples before it", dmg, b.samples()));
   else if (!info.complete) row["flags"].push_back(fmt::format("not closed (no END frame): {} samples", b.samples()));
   if (!fail_text.empty()) row["flags"].push_back("schedhot-fleet: " + fail_text);
+  if (!e.state_error.empty()) row["flags"].push_back("state.json: " + e.state_error);
   // The window's histograms, summed into the fleet's (same log-linear geometry everywhere).
   const Meta& meta = rd->meta();
   const Interval iv(meta, *b.window_first(), *b.window_last());

@@ -885,3 +885,31 @@ TEST(RecordingCli, FleetReportRanksHostsAndListsTheOnesWithoutFigures) {
   expect_one_line_error(run_cli(fmt::format("report --fleet {}", (dir / "empty").string())), 1, "no host in it");
   fs::remove_all(dir);
 }
+
+TEST(RecordingCli, FleetReportSurvivesHostileStateFiles) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("fleet_hostile");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "fifo");
+  fs::create_directories(dir / "typed");
+  fs::copy_file(kData + "/v1.3-basic.shot", dir / "fifo" / "recording.shot");
+  ASSERT_EQ(mkfifo((dir / "fifo" / "state.json").c_str(), 0600), 0);  // opening it would block
+  {
+    std::ofstream st(dir / "typed" / "state.json");
+    st << R"({"failure":{"step":1,"name":null,"detail":{"a":1}}})";
+  }
+  fs::create_symlink("/nonexistent", dir / "dangling.shot");
+  CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));  // hung on the FIFO before
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  EXPECT_EQ(d["hosts_total"], 3) << "a dangling loose file is a host that failed, not nothing";
+  std::map<std::string, nlohmann::json> by;
+  for (auto& h : d["hosts"]) by[h["host"]] = h;
+  EXPECT_EQ(by["fifo"]["status"], "reported");
+  bool noted = false;
+  for (auto& f : by["fifo"]["flags"]) noted |= f == "state.json: not a regular file";
+  EXPECT_TRUE(noted) << by["fifo"].dump();
+  EXPECT_EQ(by["typed"]["why"], "null (1): {\"a\":1}");
+  EXPECT_NE(by["dangling"]["why"].get<std::string>().find("cannot open"), std::string::npos);
+  fs::remove_all(dir);
+}
