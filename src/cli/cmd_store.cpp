@@ -16,17 +16,19 @@
 
 namespace schedhot::cli {
 
-int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s) {
+int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s, const char* side) {
   from_s = to_s = -1;
+  const std::string from_name = side ? fmt::format("{} FROM", side) : "--from";
+  const std::string to_name = side ? fmt::format("{} TO", side) : "--to";
   try {
-    if (!from.empty()) from_s = static_cast<double>(parse_duration_ns(from, "--from")) / 1e9;
-    if (!to.empty()) to_s = static_cast<double>(parse_duration_ns(to, "--to")) / 1e9;
+    if (!from.empty()) from_s = static_cast<double>(parse_duration_ns(from, from_name.c_str())) / 1e9;
+    if (!to.empty()) to_s = static_cast<double>(parse_duration_ns(to, to_name.c_str())) / 1e9;
   } catch (const std::exception& e) {
     err(e.what());
     return 2;
   }
   if (from_s >= 0 && to_s >= 0 && to_s <= from_s) {
-    err("--to must be later than --from");
+    err(fmt::format("{} must be later than {}", to_name, from_name));
     return 2;
   }
   return 0;
@@ -115,7 +117,7 @@ int parse_side_window(const char* opt, const std::string& w, DiffSide& side) {
     return 2;
   }
   side.window = w;
-  return parse_window(w.substr(0, colon), w.substr(colon + 1), side.from_s, side.to_s);
+  return parse_window(w.substr(0, colon), w.substr(colon + 1), side.from_s, side.to_s, opt);
 }
 
 }  // namespace
@@ -137,6 +139,10 @@ int run_diff(const DiffCmd& o) {
   req.b.file = o.files.size() == 2 ? o.files[1] : o.files[0];
   if (o.files.size() == 1 && (o.a.empty() || o.b.empty())) {
     err("diff of one file needs two windows: --a FROM:TO --b FROM:TO");
+    return 2;
+  }
+  if (o.files.size() == 2 && (!o.a.empty() || !o.b.empty())) {
+    err("--a/--b pick two windows of one file; with two files, --from/--to is the window of both");
     return 2;
   }
   if ((!o.from.empty() || !o.to.empty()) && (!o.a.empty() || !o.b.empty())) {

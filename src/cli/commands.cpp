@@ -412,6 +412,10 @@ int run_report(const ReportCmd& o) {
     err("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
     return 2;
   }
+  if (o.p99_flag_given) {
+    err("--p99-flag is for --fleet (it flags hosts of a fleet run)");
+    return 2;
+  }
   if (report_sort_key(o.sort).empty()) {
     std::string names;
     for (auto& c : cpu_columns())

@@ -118,7 +118,7 @@ struct ReportCmd {
   std::string fleet;           ///< --fleet DIR: one row per host (view/fleet.h)
   bool csv = false;            ///< --csv (with --fleet)
   std::string p99_flag = "10us";  ///< --p99-flag (with --fleet)
-  bool top_given = false, sort_given = false;
+  bool top_given = false, sort_given = false, p99_flag_given = false;
 };
 int run_report(const ReportCmd& o);
 
@@ -186,7 +186,9 @@ int run_diff(const DiffCmd& o);
 
 /// Parses a --from/--to window (times since the first sample) to seconds, -1 where not
 /// given. Returns 0, or 2 after a one-line usage error (bad time, --to not after --from).
-int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s);
+/// side (diff's "--a"/"--b") names the option in errors as "--a FROM"/"--a TO".
+int parse_window(const std::string& from, const std::string& to, double& from_s, double& to_s,
+                 const char* side = nullptr);
 
 /// Checks --max-size/--rotate (record's, and top's with --record FILE) for output FILE
 /// and fills the rotation settings (max_bytes 0: none). Returns 0, or 2 after printing a

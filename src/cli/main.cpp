@@ -31,9 +31,8 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
 }
 
 /// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).
-const CLI::Validator kNotEmpty(
-    [](std::string& s) -> std::string { return s.empty() ? "must not be empty (e.g. smt=15,llc=40,package=80,remote=150)" : ""; },
-    "", "not empty");
+const CLI::Validator kNotEmpty([](std::string& s) -> std::string { return s.empty() ? "must not be empty" : ""; }, "",
+                               "not empty");
 
 /// top's and replay's initial sort column and CPU filter, and the stall cost of the l view.
 void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost) {
@@ -136,7 +135,7 @@ int main(int argc, char** argv) {
   cq->add_option("--fleet", rep.fleet, "a fleet run's DIR (schedhot-fleet -o DIR, or *.shot files): one ranked row per host")
       ->check(kNotEmpty);
   cq->add_flag("--csv", rep.csv, "with --fleet: CSV, one row per host");
-  cq->add_option("--p99-flag", rep.p99_flag, "with --fleet: flag a fix absent with its probe's p99 above this (default 10us)")
+  auto* rep_p99 = cq->add_option("--p99-flag", rep.p99_flag, "with --fleet: flag a fix absent with its probe's p99 above this (default 10us)")
       ->check(kNotEmpty);
   cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
 
@@ -240,6 +239,7 @@ int main(int argc, char** argv) {
       rep.interval_given = rep_i->count() > 0;
       rep.top_given = rep_top->count() > 0;
       rep.sort_given = rep_sort->count() > 0;
+      rep.p99_flag_given = rep_p99->count() > 0;
       rc = run_report(rep);
     } else if (ct->parsed()) {
       top.command_line = join_args(argc, argv);

@@ -113,6 +113,20 @@ void read_timer_list(const std::string& root, HostInfo& h) {
 
 }  // namespace
 
+std::string hypervisor_name(const std::string& signature) {
+  static const std::pair<const char*, const char*> kNames[] = {
+      {"KVMKVMKVM", "KVM"},          {"TCGTCGTCGTCG", "QEMU TCG"}, {"Microsoft Hv", "Hyper-V"},
+      {"XenVMMXenVMM", "Xen"},       {"VMwareVMware", "VMware"},   {"VBoxVBoxVBox", "VirtualBox"},
+      {"bhyve bhyve ", "bhyve"},     {"ACRNACRNACRN", "ACRN"},     {" lrpepyh  vr", "Parallels"},
+      {"QNXQVMBSQG", "QNX"},
+  };
+  if (signature.empty()) return "bare metal";
+  if (signature == "yes") return "hypervisor";
+  for (const auto& [sig, name] : kNames)
+    if (signature == sig) return name;
+  return signature;
+}
+
 std::vector<int> read_online_cpus(const std::string& root) {
   return read_cpulist_file(root + "/sys/devices/system/cpu/online");
 }

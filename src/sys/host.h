@@ -61,6 +61,11 @@ std::vector<int> read_online_cpus(const std::string& root = "");
 
 /// One-line description of what lock:contention_begin can and cannot see here.
 std::string spinlock_blind_spot(const HostInfo& h);
+
+/// The product behind a CPUID leaf 0x40000000 signature ("KVMKVMKVM" -> "KVM",
+/// "TCGTCGTCGTCG" -> "QEMU TCG", "Microsoft Hv" -> "Hyper-V", ...); "" -> "bare metal",
+/// "yes" (hypervisor bit without a signature) -> "hypervisor"; an unknown signature unchanged.
+std::string hypervisor_name(const std::string& signature);
 const char* to_string(SpinlockMode m);
 SpinlockMode spinlock_mode_from_string(const std::string& s);
 

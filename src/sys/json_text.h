@@ -15,14 +15,22 @@ inline std::string json_text(const nlohmann::json& j, int indent = -1) {
 }
 
 /// s with the characters a terminal would act on replaced by '?': C0 controls (ESC, BEL,
-/// CR, LF...), DEL and the C1 controls U+0080..U+009F.
+/// CR, LF...), DEL, the C1 controls U+0080..U+009F and the bidirectional controls
+/// (U+200E/F marks, U+202A..U+202E embeddings and overrides, U+2066..U+2069 isolates), which
+/// reorder the rest of a line in a terminal.
 inline std::string scrub_controls(const std::string& s) {
   std::string out;
   out.reserve(s.size());
   for (size_t i = 0; i < s.size(); ++i) {
     const auto c = static_cast<unsigned char>(s[i]);
+    const auto c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
+    const auto c2 = i + 2 < s.size() ? static_cast<unsigned char>(s[i + 2]) : 0;
     if (c < 0x20 || c == 0x7f) {
       out += '?';
+    } else if (c == 0xe2 && ((c1 == 0x80 && (c2 == 0x8e || c2 == 0x8f || (c2 >= 0xaa && c2 <= 0xae))) ||
+                             (c1 == 0x81 && c2 >= 0xa6 && c2 <= 0xa9))) {
+      out += '?';
+      i += 2;
     } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
                static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
       out += '?';

@@ -9,12 +9,14 @@
 #include <fstream>
 #include <map>
 #include <optional>
+#include <set>
 
 #include "model/histogram.h"
 #include "model/interval.h"
 #include "probe/catalog.h"
 #include "store/recording.h"
 #include "store/window.h"
+#include "sys/host.h"
 #include "sys/json_text.h"
 
 namespace schedhot {
@@ -52,6 +54,8 @@ struct Entry {
   std::string recording;  ///< "" when none
   nlohmann::json state;   ///< schedhot-fleet's state.json, or null
   std::string state_error;
+  bool loose = false;     ///< DIR/<host>.shot, not DIR/<host>/
+  std::string note;       ///< a flag about the entry itself (a renamed duplicate)
 };
 
 /// Hosts of dir: DIR/<host>/ holding recording.shot or state.json, and loose DIR/<host>.shot.
@@ -81,11 +85,21 @@ std::vector<Entry> discover(const std::string& dir) {
     } else if (p.extension() == ".shot" || p.filename() == ".shot") {  // any kind: the reader says what is wrong
       e.host = p.stem().string();
       e.recording = p.string();
+      e.loose = true;
     } else {
       continue;
     }
     out.push_back(std::move(e));
   }
+  // DIR/ok/ and DIR/ok.shot would both be host "ok": the loose file is named by its file name.
+  std::set<std::string> dirs;
+  for (const Entry& e : out)
+    if (!e.loose) dirs.insert(e.host);
+  for (Entry& e : out)
+    if (e.loose && dirs.count(e.host)) {
+      e.note = fmt::format("named {} by its file: {}/ is also a host", fs::path(e.recording).filename().string(), e.host);
+      e.host = fs::path(e.recording).filename().string();
+    }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.host < b.host; });
   if (out.empty())
     throw std::runtime_error(fmt::format("--fleet {}: no host in it (want DIR/<host>/recording.shot, DIR/<host>/state.json "
@@ -123,7 +137,7 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["kernel_series"] = kernel_series(host["kernel_release"].get<std::string>());
   row["cpus_online"] = host["online_count"];
   row["possible_cpus"] = host["possible_cpus"];
-  row["virtualization"] = host["hypervisor"].get<std::string>().empty() ? "bare metal" : host["hypervisor"];
+  row["virtualization"] = hypervisor_name(host["hypervisor"].get<std::string>());
   row["samples"] = r["window"]["samples"];
   row["seconds"] = r["window"]["seconds"];
   row["start"] = r["window"]["start"];
@@ -273,6 +287,23 @@ std::string fixes_text(const nlohmann::json& f) {
   return fix_char(f["nohz_nr_cpus_removed"]) + fix_char(f["cpupri_count_removed"]) + fix_char(f["bcast_lock_own_line"]);
 }
 
+/// raw for a fixed-width column of the text table: one column per character, so every code
+/// point outside printable ASCII (wide, combining, bidi) is one '?' (JSON and CSV keep the
+/// text); longer than width: cut to width - 3 and "...".
+std::string table_cell(const std::string& raw, size_t width) {
+  std::string s;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c >= 0x20 && c < 0x7f) {
+      s += raw[i];
+    } else {
+      s += '?';
+      while (c >= 0xc0 && i + 1 < raw.size() && (static_cast<unsigned char>(raw[i + 1]) & 0xc0) == 0x80) ++i;
+    }
+  }
+  return s.size() > width ? s.substr(0, width - 3) + "..." : s;
+}
+
 std::string csv_cell(const std::string& raw) {
   const std::string s = scrub_controls(raw);  // a host directory's name may hold escapes
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
@@ -292,7 +323,10 @@ nlohmann::json fleet_document(const FleetRequest& req) {
   const std::vector<Entry> entries = discover(req.dir);
   std::map<std::string, Merged> merged;
   std::vector<nlohmann::json> rows;
-  for (const Entry& e : entries) rows.push_back(host_row(e, req, merged));
+  for (const Entry& e : entries) {
+    rows.push_back(host_row(e, req, merged));
+    if (!e.note.empty()) rows.back()["flags"].push_back(e.note);
+  }
   // Ranked: every host with figures by severity (highest first, then by name); then those without.
   std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     const bool fa = a["severity"].is_number(), fb = b["severity"].is_number();
@@ -379,7 +413,7 @@ std::string render_fleet_text(const nlohmann::json& d) {
   out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
   out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
   size_t hw = 4;
-  for (auto& h : d["hosts"]) hw = std::max(hw, std::min<size_t>(32, h["host"].get<std::string>().size()));
+  for (auto& h : d["hosts"]) hw = std::max(hw, table_cell(h["host"].get<std::string>(), 32).size());
   std::string head = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9} {:>8}", "RANK", "HOST", hw, "KERNEL", "CPUS", "FIX",
                                  "SEVERITY", "XFER/s");
   for (const char* p : kTableProbes) {
@@ -389,14 +423,12 @@ std::string render_fleet_text(const nlohmann::json& d) {
   out += head + "\n";
   bool any_failed = false;
   for (auto& h : d["hosts"]) {
-    std::string name = scrub_controls(h["host"].get<std::string>());
-    if (name.size() > 32) name = name.substr(0, 29) + "...";
+    const std::string name = table_cell(h["host"].get<std::string>(), 32);
     if (!h["severity"].is_number()) {
       any_failed = true;
       continue;
     }
-    std::string kern = h["kernel_release"].get<std::string>();
-    if (kern.size() > 28) kern = kern.substr(0, 25) + "...";
+    const std::string kern = table_cell(h["kernel_release"].get<std::string>(), 28);
     std::string line = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9.1f} {:>8}", h["rank"].get<int>(), name, hw, kern,
                                    h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(),
                                    format_rate(h["xfers_per_s"].get<double>()));

@@ -42,3 +42,12 @@ TEST(Host, ReadsTheOnlineCpusForEachSample) {
   EXPECT_EQ(read_online_cpus(std::string(SCHEDHOT_FIXTURES) + "/host4"), (std::vector<int>{0, 1, 2, 3}));
   EXPECT_TRUE(read_online_cpus("/nonexistent").empty());
 }
+
+TEST(Host, NamesTheHypervisorFromItsCpuidSignature) {
+  EXPECT_EQ(hypervisor_name("TCGTCGTCGTCG"), "QEMU TCG");
+  EXPECT_EQ(hypervisor_name("KVMKVMKVM"), "KVM");
+  EXPECT_EQ(hypervisor_name("Microsoft Hv"), "Hyper-V");
+  EXPECT_EQ(hypervisor_name(""), "bare metal");
+  EXPECT_EQ(hypervisor_name("yes"), "hypervisor");
+  EXPECT_EQ(hypervisor_name("SomethingNew"), "SomethingNew") << "an unknown signature is shown as recorded";
+}

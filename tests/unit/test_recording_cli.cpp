@@ -11,7 +11,10 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <cctype>
 #include <fstream>
+#include <map>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -770,7 +773,11 @@ TEST(RecordingCli, DiffWindowsOfOneFileAndItsExitStatus) {
     if (p["rate"].is_object() && p["rate"]["ratio"].is_null()) EXPECT_TRUE(p["rate"]["interval"].is_null()) << p.dump();
   // Usage errors exit 2, unreadable input 1, always one line.
   expect_one_line_error(run_cli("diff " + f), 2, "diff of one file needs two windows");
-  expect_one_line_error(run_cli(fmt::format("diff {} {} --from 1 --a 0:5", f, f)), 2, "--from/--to apply to both files");
+  expect_one_line_error(run_cli(fmt::format("diff {} --from 1 --a 0:5 --b 5:", f)), 2, "--from/--to apply to both files");
+  expect_one_line_error(run_cli(fmt::format("diff {} {} --a 0:5", f, f)), 2, "--a/--b pick two windows of one file");
+  expect_one_line_error(run_cli(fmt::format("diff {} --a 5:1 --b 5:", f)), 2, "--a TO must be later than --a FROM");
+  expect_one_line_error(run_cli(fmt::format("diff {} --a 0:5 --b x:", f)), 2, "--b FROM");
+  expect_one_line_error(run_cli(fmt::format("report {} --p99-flag 5us", f)), 2, "--p99-flag is for --fleet");
   expect_one_line_error(run_cli(fmt::format("diff {} {} {}", f, f, f)), 2, "diff needs A.shot B.shot");
   expect_one_line_error(run_cli(fmt::format("diff {} --a 0:0.5 --b 1:", f)), 1, "need two for an interval");
   expect_one_line_error(run_cli(fmt::format("diff {} /nonexistent.shot", f)), 1, "cannot open /nonexistent.shot");
@@ -911,5 +918,48 @@ TEST(RecordingCli, FleetReportSurvivesHostileStateFiles) {
   EXPECT_TRUE(noted) << by["fifo"].dump();
   EXPECT_EQ(by["typed"]["why"], "null (1): {\"a\":1}");
   EXPECT_NE(by["dangling"]["why"].get<std::string>().find("cannot open"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("fleet_names");
+  fs::remove_all(dir);
+  const std::string rlo = "evil\xe2\x80\xae" "cba";  // U+202E RIGHT-TO-LEFT OVERRIDE in a directory name
+  fs::create_directories(dir / "ok");
+  fs::create_directories(dir / rlo);
+  fs::copy_file(kData + "/v1.3-basic.shot", dir / "ok" / "recording.shot");
+  fs::copy_file(kData + "/vm-6.12-kprobe.shot", dir / "ok.shot");
+  fs::copy_file(kData + "/vm-7.3.shot", dir / rlo / "recording.shot");
+  CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by;
+  for (auto& h : d["hosts"]) by[h["host"]] = h;
+  ASSERT_EQ(by.size(), 3u) << "DIR/ok/ and DIR/ok.shot are two hosts: " << r.out;
+  ASSERT_TRUE(by.count("ok") && by.count("ok.shot")) << r.out;
+  EXPECT_EQ(by["ok.shot"]["kernel_series"], "6.12");
+  bool noted = false;
+  for (auto& f : by["ok.shot"]["flags"]) noted |= f.get<std::string>().find("ok/ is also a host") != std::string::npos;
+  EXPECT_TRUE(noted) << by["ok.shot"].dump();
+  EXPECT_EQ(by["ok.shot"]["virtualization"], "QEMU TCG") << "named from the CPUID signature TCGTCGTCGTCG";
+  // The text table: no bidi control reaches the terminal, and the KERNEL column starts at
+  // the same offset on every ranked row.
+  CliRun txt = run_cli(fmt::format("report --fleet {}", dir.string()));
+  ASSERT_EQ(txt.status, 0) << txt.err;
+  EXPECT_EQ(txt.out.find("\xe2\x80\xae"), std::string::npos);
+  std::istringstream in(txt.out);
+  std::string line;
+  size_t kernel_col = std::string::npos;
+  int rows = 0;
+  while (std::getline(in, line)) {
+    if (line.rfind("RANK ", 0) == 0) kernel_col = line.find("KERNEL");
+    if (kernel_col == std::string::npos || line.size() < 5 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    ASSERT_GT(line.size(), kernel_col + 2) << line;
+    EXPECT_EQ(line[kernel_col - 1], ' ') << line;
+    EXPECT_TRUE(std::isdigit(static_cast<unsigned char>(line[kernel_col]))) << "a release at the KERNEL column: " << line;
+    ++rows;
+  }
+  EXPECT_EQ(rows, 3) << txt.out;
   fs::remove_all(dir);
 }

@@ -815,6 +815,8 @@ TEST(RecordingHostile, TerminalControlsInMetadataAreScrubbed) {
   EXPECT_EQ(read_all(*r).size(), 3u);
   EXPECT_EQ(scrub_controls(std::string("tab\there\x7f")), "tab?here?");
   EXPECT_EQ(scrub_controls(std::string("caf\xc3\xa9 \xe2\x82\xac")), "caf\xc3\xa9 \xe2\x82\xac") << "UTF-8 text stays";
+  EXPECT_EQ(scrub_controls(std::string("a" "\xe2\x80\xae" "b" "\xe2\x81\xa6" "c" "\xe2\x80\x8f")), "a?b?c?") << "bidi overrides, isolates, marks";
+  EXPECT_EQ(scrub_controls(std::string("\xe2\x80\x94")), "\xe2\x80\x94") << "an em dash (U+2014) stays";
 }
 
 TEST(RecordingHostile, CpuCountBeyondAnyKernelIsRefused) {
