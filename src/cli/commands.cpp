@@ -10,7 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
 #include <memory>
+#include <thread>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -391,6 +393,13 @@ int report_fleet(const ReportCmd& o) {
   }
   FleetRequest req;
   req.dir = o.fleet;
+  req.every_interval = o.every_interval;
+  if (o.spans_given && o.every_interval) {
+    err("--spans and --every-interval: pick one");
+    return 2;
+  }
+  req.spans = o.spans;
+  req.jobs = o.jobs ? o.jobs : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
   req.format = o.json ? FleetFormat::json : o.csv ? FleetFormat::csv : FleetFormat::text;
   req.top = o.top_given ? o.top : -1;
   try {
@@ -412,8 +421,11 @@ int run_report(const ReportCmd& o) {
     err("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
     return 2;
   }
-  if (o.p99_flag_given) {
-    err("--p99-flag is for --fleet (it flags hosts of a fleet run)");
+  if (o.p99_flag_given || o.every_interval || o.jobs_given || o.spans_given) {
+    err(fmt::format("{} is for --fleet", o.p99_flag_given  ? "--p99-flag"
+                                         : o.every_interval ? "--every-interval"
+                                         : o.jobs_given     ? "--jobs"
+                                                            : "--spans"));
     return 2;
   }
   if (report_sort_key(o.sort).empty()) {

@@ -117,8 +117,11 @@ struct ReportCmd {
   bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
   std::string fleet;           ///< --fleet DIR: one row per host (view/fleet.h)
   bool csv = false;            ///< --csv (with --fleet)
+  bool every_interval = false; ///< --every-interval (with --fleet)
+  unsigned jobs = 0;           ///< --jobs (with --fleet; 0: the CPUs, at most 4)
+  unsigned spans = 4;          ///< --spans (with --fleet)
   std::string p99_flag = "10us";  ///< --p99-flag (with --fleet)
-  bool top_given = false, sort_given = false, p99_flag_given = false;
+  bool top_given = false, sort_given = false, p99_flag_given = false, jobs_given = false, spans_given = false;
 };
 int run_report(const ReportCmd& o);
 

@@ -135,6 +135,13 @@ int main(int argc, char** argv) {
   cq->add_option("--fleet", rep.fleet, "a fleet run's DIR (schedhot-fleet -o DIR, or *.shot files): one ranked row per host")
       ->check(kNotEmpty);
   cq->add_flag("--csv", rep.csv, "with --fleet: CSV, one row per host");
+  auto* rep_jobs = cq->add_option("--jobs", rep.jobs, "with --fleet: hosts read at once (default: the CPUs, at most 4)")
+                       ->check(CLI::Range(1, 256));
+  auto* rep_spans =
+      cq->add_option("--spans", rep.spans, "with --fleet: spans of each recording modeled on their mean rates (default 4)")
+          ->check(CLI::Range(1, 100000));
+  cq->add_flag("--every-interval", rep.every_interval,
+               "with --fleet: model the lines on every interval as report FILE does (slower; default: --spans 4)");
   auto* rep_p99 = cq->add_option("--p99-flag", rep.p99_flag, "with --fleet: flag a fix absent with its probe's p99 above this (default 10us)")
       ->check(kNotEmpty);
   cq->add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
@@ -240,6 +247,8 @@ int main(int argc, char** argv) {
       rep.top_given = rep_top->count() > 0;
       rep.sort_given = rep_sort->count() > 0;
       rep.p99_flag_given = rep_p99->count() > 0;
+      rep.jobs_given = rep_jobs->count() > 0;
+      rep.spans_given = rep_spans->count() > 0;
       rc = run_report(rep);
     } else if (ct->parsed()) {
       top.command_line = join_args(argc, argv);

@@ -934,7 +934,8 @@ bool RecordingReader::next_state() {
   while (read_next_frame(f)) {
     switch (f.type) {
       case FrameType::sample: {
-        std::string raw, why;
+        std::string why;
+        std::string& raw = raw_;  // reused: a 480-CPU sample's payload is not faulted in afresh each time
         const bool had_prev = have_state_;
         const uint64_t prev_mono = state_.mono_ns;
         if (!unpack_sample(f, raw, why) || !decode_sample(raw, f.flags & kFlagKeyframe, why)) {

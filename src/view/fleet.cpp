@@ -4,12 +4,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <atomic>
+#include <exception>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include "model/histogram.h"
 #include "model/interval.h"
@@ -238,25 +241,56 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   ReportOptions ro;
   ro.xfer_cost = req.xfer_cost;
   ReportBuilder b(rd->meta(), ro);
-  WindowedCursor cur(*rd, rd.get(), SampleWindow{-1, -1, rd->meta().interval_ns}, WindowCheck::any_edge, req.stop);
+  size_t nsamples = 0;
   Sample s;
-  while (cur.next(s)) {
-    if (req.stop && req.stop->load()) throw Interrupted{};
-    b.add(s);
+  if (req.every_interval) {  // as `report FILE`: every sample, the lines modeled on each interval
+    WindowedCursor cur(*rd, rd.get(), SampleWindow{-1, -1, rd->meta().interval_ns}, WindowCheck::any_edge, req.stop);
+    while (cur.next(s)) {
+      if (req.stop && req.stop->load()) throw Interrupted{};
+      b.take(s);
+    }
+    nsamples = b.samples();
+  } else {
+    // req.spans spans of equal sample counts, each one interval (its mean rates) from
+    // boundary to boundary: totals and histograms are the same as from every sample (they
+    // are cumulative), only the nonlinear line model sees coarser intervals. The frames are
+    // CRC-checked first, so the number of good samples, damage and the END frame are known;
+    // the samples between boundaries are decoded (deltas build on them, NOTE frames apply)
+    // but not copied or modeled.
+    rd->check_all_frames();
+    nsamples = rd->sample_count();
+    const size_t spans = std::max<size_t>(1, req.spans);
+    size_t j = 0;  // next span boundary: sample round(j * (n - 1) / spans)
+    auto boundary = [&](size_t k) { return size_t(std::llround(double(k) * double(nsamples - 1) / double(spans))); };
+    for (size_t i = 0; nsamples >= 2 && i < nsamples; ++i) {
+      if (req.stop && req.stop->load()) throw Interrupted{};
+      while (j <= spans && boundary(j) < i) ++j;
+      if (j <= spans && boundary(j) == i) {
+        if (!rd->next(s)) break;
+        b.take(s);
+      } else if (!rd->skip()) {
+        break;
+      }
+    }
+    if (b.samples() < 2) nsamples = b.samples();
   }
   const auto& damage = rd->damage();
   const std::string dmg = damage ? fmt::format("damaged at byte {} ({})", damage->offset, damage->reason) : "";
   if (b.samples() < 2)
-    return failed(fmt::format("{} sample{}, need two for an interval{}", b.samples(), b.samples() == 1 ? "" : "s",
+    return failed(fmt::format("{} sample{}, need two for an interval{}", nsamples, nsamples == 1 ? "" : "s",
                               dmg.empty() ? "" : "; " + dmg));
   const SourceInfo info = recording_source_info(*rd, e.recording);
   nlohmann::json r = b.build(rd->meta(), info);
   nlohmann::json fig = row_from_report(r, req);
   for (auto& [k, v] : fig.items()) row[k] = v;
+  row["samples"] = nsamples;
+  row["model"] = req.every_interval ? nlohmann::json("every interval")
+                                    : nlohmann::json(fmt::format("{} span{} of mean rates", std::max(1u, req.spans),
+                                                                 req.spans > 1 ? "s" : ""));
   const bool partial = damage || !info.complete;
   row["status"] = partial ? "partial" : "reported";
-  if (damage) row["flags"].push_back(fmt::format("{}: reported the {} samples before it", dmg, b.samples()));
-  else if (!info.complete) row["flags"].push_back(fmt::format("not closed (no END frame): {} samples", b.samples()));
+  if (damage) row["flags"].push_back(fmt::format("{}: reported the {} samples before it", dmg, nsamples));
+  else if (!info.complete) row["flags"].push_back(fmt::format("not closed (no END frame): {} samples", nsamples));
   if (!fail_text.empty()) row["flags"].push_back("schedhot-fleet: " + fail_text);
   if (!e.state_error.empty()) row["flags"].push_back("state.json: " + e.state_error);
   // The window's histograms, summed into the fleet's (same log-linear geometry everywhere).
@@ -321,12 +355,40 @@ std::string csv_num(const nlohmann::json& v) {
 
 nlohmann::json fleet_document(const FleetRequest& req) {
   const std::vector<Entry> entries = discover(req.dir);
+  // Hosts are independent: req.jobs workers each take the next one and keep their own
+  // merged histograms, summed afterwards (sums: the order does not change them).
+  std::vector<nlohmann::json> rows(entries.size());
+  const size_t jobs = std::clamp<size_t>(req.jobs, 1, std::max<size_t>(1, entries.size()));
+  std::vector<std::map<std::string, Merged>> part(jobs);
+  std::vector<std::exception_ptr> errors(jobs);
+  std::atomic<size_t> next{0};
+  auto work = [&](size_t w) {
+    try {
+      for (size_t i; (i = next.fetch_add(1)) < entries.size();) {
+        if (req.stop && req.stop->load()) throw Interrupted{};
+        rows[i] = host_row(entries[i], req, part[w]);
+        if (!entries[i].note.empty()) rows[i]["flags"].push_back(entries[i].note);
+      }
+    } catch (...) {
+      errors[w] = std::current_exception();
+      next.store(entries.size());  // the others stop at their next host
+    }
+  };
+  std::vector<std::thread> threads;
+  for (size_t w = 1; w < jobs; ++w) threads.emplace_back(work, w);
+  work(0);
+  for (auto& t : threads) t.join();
+  for (auto& e : errors)
+    if (e) std::rethrow_exception(e);
   std::map<std::string, Merged> merged;
-  std::vector<nlohmann::json> rows;
-  for (const Entry& e : entries) {
-    rows.push_back(host_row(e, req, merged));
-    if (!e.note.empty()) rows.back()["flags"].push_back(e.note);
-  }
+  for (const auto& pm : part)
+    for (const auto& [name, m] : pm) {
+      Merged& t = merged[name];
+      if (t.buckets.size() < m.buckets.size()) t.buckets.resize(m.buckets.size(), 0);
+      for (size_t i = 0; i < m.buckets.size(); ++i) t.buckets[i] += m.buckets[i];
+      t.max_ns = std::max(t.max_ns, m.max_ns);
+      t.hosts += m.hosts;
+    }
   // Ranked: every host with figures by severity (highest first, then by name); then those without.
   std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     const bool fa = a["severity"].is_number(), fb = b["severity"].is_number();

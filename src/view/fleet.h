@@ -29,6 +29,16 @@ struct FleetRequest {
   int top = -1;                  ///< ranked rows shown (< 0: all); partial and failed hosts are always listed
   double p99_flag_ns = 10'000;   ///< flag "fix absent and p99 above this" (ns)
   XferCost xfer_cost;            ///< as report --xfer-cost
+  /// --every-interval: read every sample and model the lines on each interval, as `report
+  /// FILE` does. Default: the first and last samples only, the lines modeled once on the
+  /// recording's mean rates (README: measured difference and speed).
+  bool every_interval = false;
+  /// Without every_interval: the recording is cut into this many spans of equal sample
+  /// counts (their boundary samples decoded and copied), each modeled on its mean rates.
+  unsigned spans = 4;
+  /// Hosts read at once (--jobs; threads). Each holds up to three decoded samples, ~13 MB
+  /// each at 480 CPUs (~28 KB per CPU), so memory is about jobs x 3 x that.
+  unsigned jobs = 1;
   const std::atomic<bool>* stop = nullptr;  ///< Ctrl-C: status 130
 };
 

@@ -47,7 +47,7 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
       primary_[p] = field_ref(meta, static_cast<int>(p), spec->primary);
 }
 
-void ReportBuilder::add(const Sample& s) {
+bool ReportBuilder::account(const Sample& s) {
   if (!have_t0_) {
     t0_ = s.mono_ns;
     have_t0_ = true;
@@ -56,7 +56,7 @@ void ReportBuilder::add(const Sample& s) {
   seen_last_ = s.mono_ns;
   double t = static_cast<double>(s.mono_ns - t0_) / 1e9;
   const SampleWindow w{opts_.from_s, opts_.to_s, meta_.interval_ns};
-  if (w.before(t) || w.after(t)) return;
+  if (w.before(t) || w.after(t)) return false;
   if (prev_) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {
@@ -74,9 +74,20 @@ void ReportBuilder::add(const Sample& s) {
   for (int c : s.online)
     if (c >= 0 && c < static_cast<int>(meta_.ncpus)) online_[size_t(c)] = 1;
   if (!first_) first_ = s;
-  last_ = s;
-  prev_ = s;
   ++n_;
+  return true;
+}
+
+void ReportBuilder::add(const Sample& s) {
+  if (account(s)) prev_ = s;
+}
+
+void ReportBuilder::take(Sample& s) {
+  if (!account(s)) return;
+  if (prev_)
+    std::swap(*prev_, s);  // s keeps the older sample's buffers: the next decode reuses them
+  else
+    prev_ = s;
 }
 
 std::string report_sort_key(const std::string& name) {
@@ -359,13 +370,13 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
                  {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
   r["host"] = host_json(meta);
   r["percentile_error"] = kPercentileRelError;
-  if (!first_ || !last_ || n_ < 2) {
+  if (!first_ || !prev_ || n_ < 2) {
     r["window"] = {{"samples", n_}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
     r["error"] = n_ == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
   }
   Sample empty = make_sample(meta);
   const Sample& a = first_ ? *first_ : empty;
-  const Sample& b = last_ ? *last_ : empty;
+  const Sample& b = prev_ ? *prev_ : empty;
   Interval iv(meta, a, b);
   const bool have = n_ >= 2;
   if (have) r["window"] = window_json(meta, a, b, iv);
@@ -559,7 +570,7 @@ CommandOutput report_command(SampleSource& src, RecordingReader* reader, const R
       res.status = 130;
       return res;
     }
-    b.add(s);
+    b.take(s);
   }
   const std::optional<Damage> no_damage;
   const std::optional<Damage>& damage = reader ? reader->damage() : no_damage;

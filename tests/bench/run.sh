@@ -2,7 +2,7 @@
 # Runs schedhot's benchmarks and prints their figures (nothing about speed is checked):
 #   recording   bench_recording.cpp: recording size and read/write/seek speed (480 CPUs)
 #   tui         bench_tui.cpp: top/replay frame build+draw per view, and `w` (8192 CPUs)
-#   scale       bench_scale.cpp: report of 100 samples (time, peak RSS) and sampling (8192 CPUs)
+#   scale       bench_scale.cpp: report of 100 samples (time, peak RSS), report --fleet (480 CPUs) and sampling (8192 CPUs)
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).

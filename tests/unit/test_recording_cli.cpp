@@ -963,3 +963,46 @@ TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
   EXPECT_EQ(rows, 3) << txt.out;
   fs::remove_all(dir);
 }
+
+TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("fleet_spans");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  for (const char* f : {"vm-6.1-noarat", "vm-6.12-kprobe", "vm-6.12-proxy", "vm-7.3"})
+    fs::copy_file(kData + "/" + f + ".shot", dir / (std::string(f) + ".shot"));
+  fs::copy_file(kData + "/v1.3-unclosed.shot", dir / "cut.shot");
+  auto doc = [&](const std::string& extra) {
+    CliRun r = run_cli(fmt::format("report --fleet {} --json {}", dir.string(), extra));
+    EXPECT_EQ(r.status, 0) << r.err;
+    return nlohmann::json::parse(r.out);
+  };
+  const auto every = doc("--every-interval"), spans = doc(""), one = doc("--spans 1 --jobs 1");
+  ASSERT_EQ(every["hosts"].size(), 5u);
+  std::map<std::string, nlohmann::json> by;
+  for (auto& h : every["hosts"]) by[h["host"]] = h;
+  for (auto& h : spans["hosts"]) {
+    const auto& e = by[h["host"]];
+    EXPECT_EQ(h["model"], "4 spans of mean rates");
+    EXPECT_EQ(e["model"], "every interval");
+    EXPECT_EQ(h["samples"], e["samples"]) << h["host"] << ": every sample is counted, modeled or not";
+    EXPECT_EQ(h["status"], e["status"]);
+    EXPECT_EQ(h["flags"], e["flags"]);
+    EXPECT_EQ(h["probes"], e["probes"]) << "rates and p99 are cumulative: the same from any sample count";
+    if (h["host"].get<std::string>().rfind("vm-", 0) == 0)  // steady workloads: README's measured 0.2-5.5 %
+      EXPECT_NEAR(h["severity"].get<double>() / e["severity"].get<double>(), 1.0, 0.10) << h["host"];
+  }
+  EXPECT_EQ(spans["fleet_latency"], every["fleet_latency"]) << "merged histograms do not depend on the model";
+  // One span models the mean rates only: further from the per-interval model than four.
+  double err1 = 0, err4 = 0;
+  for (size_t i = 0; i < 5; ++i) {
+    const auto& o = one["hosts"][i];
+    err1 += std::abs(o["severity"].get<double>() / by[o["host"]]["severity"].get<double>() - 1);
+    const auto& f = spans["hosts"][i];
+    err4 += std::abs(f["severity"].get<double>() / by[f["host"]]["severity"].get<double>() - 1);
+  }
+  EXPECT_LT(err4, err1);
+  expect_one_line_error(run_cli(fmt::format("report --fleet {} --spans 2 --every-interval", dir.string())), 2, "pick one");
+  expect_one_line_error(run_cli(fmt::format("report --fleet {} --spans 0", dir.string())), 2, "--spans");
+  fs::remove_all(dir);
+}
