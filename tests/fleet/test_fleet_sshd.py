@@ -10,7 +10,8 @@ ssh_config in a temp dir (passed with -F, so the user's ~/.ssh is never read) ma
   missing   PATH without schedhot                   -> schedhot missing
   hang      the remote command sleeps past -t       -> timeout
   'a;rm -rf /'  hostile name                        -> bad host name (not contacted)
-Then a re-run resumes (h1/h2 not re-recorded, failed hosts tried again) and --force re-records.
+Then a re-run resumes (h1/h2 not re-recorded, failed hosts tried again) and --force re-records
+with the report step: h1 and h2 ranked from their recordings, each failed host listed with why.
 Usage: test_fleet_sshd.py BUILD_DIR (the directory with the schedhot binary)
 """
 import json, os, shutil, socket, subprocess, sys, tempfile, time
@@ -87,10 +88,10 @@ try:
         f.write("\n".join(cfg) + "\n")
     out = os.path.join(t, "fleet")
 
-    def run(*extra):
+    def run(*extra, report=False):
         cmd = [fleet, "run", "-o", out, "-F", os.path.join(t, "ssh_config"), "-w", "h[1-2],nokey,refused,dead,missing,hang",
                "-w", "a;rm -rf /", "-d", "2", "-i", "200ms", "--start-delay", "2", "-t", "8", "--connect-timeout", "3",
-               "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot"), "--no-report"] + list(extra)
+               "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=80)
         print(r.stderr)
         return r
@@ -125,8 +126,21 @@ try:
     r = run()
     check(os.path.getmtime(os.path.join(out, "h1", "recording.shot")) == m1, "resume: h1 not re-recorded")
     check(st("dead")["failure"]["name"] == "unreachable", "resume: dead tried again, still unreachable")
-    r = run("--force")
+    r = run("--force", "--json", report=True)
     check(os.path.getmtime(os.path.join(out, "h1", "recording.shot")) != m1, "--force: h1 re-recorded")
+    # The report step of the run: h1 and h2 ranked from their recordings, every failed host listed with why.
+    try:
+        rep = json.loads(r.stdout)
+    except ValueError:
+        rep = {}
+    rows = {h["host"]: h for h in rep.get("hosts", [])}
+    for h in ("h1", "h2"):
+        check(rows.get(h, {}).get("status") == "reported" and isinstance(rows.get(h, {}).get("rank"), int),
+              "report: %s ranked (got %s)" % (h, rows.get(h, {}).get("status")))
+        check((rows.get(h, {}).get("samples") or 0) >= 10, "report: %s has its >= 10 samples" % h)
+    for h, name in expect.items():
+        check(rows.get(h, {}).get("status") == "failed" and name in (rows.get(h, {}).get("why") or ""),
+              "report: %s failed with why '%s' (got %s)" % (h, name, rows.get(h, {}).get("why")))
 finally:
     if sshd:
         sshd.terminate()
