@@ -97,14 +97,18 @@ struct btf* read_btf(KernelFacts& f, const std::string& path) {
   return btf;
 }
 
-/// cpu0's L1d line size from sysfs (what HostInfo::cacheline_bytes reads), 64 when unreadable.
-int sysfs_line_bytes() {
+constexpr const char* kSysfsLineSize = "/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size";
+
+/// cpu0's L1d line size from sysfs (what HostInfo::cacheline_bytes reads), 64 when
+/// unreadable or not a power of two in 16..4096 (*read false then).
+int sysfs_line_bytes(bool* read) {
   int v = 0;
-  if (FILE* fp = std::fopen("/sys/devices/system/cpu/cpu0/cache/index0/coherency_line_size", "r")) {
+  if (FILE* fp = std::fopen(kSysfsLineSize, "r")) {
     if (std::fscanf(fp, "%d", &v) != 1) v = 0;
     std::fclose(fp);
   }
-  return (v >= 16 && v <= 4096 && (v & (v - 1)) == 0) ? v : 64;
+  *read = v >= 16 && v <= 4096 && (v & (v - 1)) == 0;
+  return *read ? v : 64;
 }
 
 void read_kprobes(KernelFacts& f) {
@@ -161,9 +165,12 @@ KernelFacts read_kernel_facts(const std::string& system_map_path, const std::str
     f.system_map_path = system_map_path;
   }
   const SymbolTable* syms = f.system_map ? &*f.system_map : (f.kallsyms_error.empty() ? &f.kallsyms : nullptr);
-  f.layout = read_coherence_layout(btf.get(), syms, sysfs_line_bytes(),
+  bool line_read = false;
+  f.layout = read_coherence_layout(btf.get(), syms, sysfs_line_bytes(&line_read),
                                    btf ? (f.btf_path.empty() ? std::string(kSysfsVmlinuxBtf) : f.btf_path) : "",
                                    f.system_map ? f.system_map_path : "/proc/kallsyms");
+  if (!line_read && !f.layout.notes.empty())  // notes[0] is the cacheline size
+    f.layout.notes[0] = fmt::format("cacheline size 64 B (assumed: {} not readable)", kSysfsLineSize);
   return f;
 }
 

@@ -15,6 +15,7 @@
 #   --cst            load cst.asl (compiled with iasl into $CACHE/acpi) as an SSDT: _CST
 #                    with C1 (hlt) and C2 (I/O port 0x814), so acpi_idle gets a deep state
 #   --timeout S      host-side limit (default 300); the guest watchdog fires at S-15
+#   --stall S        after /init, a console silent for S s is a hung guest (rc 8; default 0: off)
 #   --log FILE       serial log (default: $CACHE/logs/boot-<ver>-<time>.log)
 #   --quiet          do not stream the serial console to stdout
 #   --tcg-thread single|multi  TCG threading (default multi, or $SCHEDHOT_TCG_THREAD)
@@ -30,7 +31,8 @@
 # "Oops: int3", the same race hit by runtime text patching); 4 guest ended without the
 # DONE marker; 5 guest watchdog fired; 8 guest hung (a soft lockup of 40 s or more: seen
 # once in ~150 boots, a 6.1 no-ARAT guest whose CPUs all stopped while ftrace patched text;
-# qemu is stopped then rather than at the timeout); 124 host timeout; 2 usage/setup error.
+# qemu is stopped then rather than at the timeout; also a console silent for --stall S
+# after /init); 124 host timeout; 2 usage/setup error.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -38,7 +40,7 @@ CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
 die() { echo "boot: error: $*" >&2; exit 2; }
 
 RETRIES=1 ARGS=("$@")
-KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 TIMEOUT=300 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
+KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 TIMEOUT=300 STALL=0 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
 QARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -51,6 +53,7 @@ while [ $# -gt 0 ]; do
         --no-hypervisor) NOHYP=1 ;;
         --cst) CST=1 ;;
         --timeout) TIMEOUT=${2:?}; shift ;;
+        --stall) STALL=${2:?}; shift ;;
         --log) LOG=${2:?}; shift ;;
         --append) APPEND=${2:?}; shift ;;
         --quiet) QUIET=1 ;;
@@ -69,6 +72,7 @@ done
 [[ "$SMP" =~ ^[0-9]+$ ]] && [ "$SMP" -ge 1 ] || die "--smp wants a number"
 [[ "$MEM" =~ ^[0-9]+$ ]] || die "--mem wants megabytes"
 [[ "$TIMEOUT" =~ ^[0-9]+$ ]] && [ "$TIMEOUT" -ge 20 ] || die "--timeout wants seconds (>= 20)"
+[[ "$STALL" =~ ^[0-9]+$ ]] || die "--stall wants seconds (0: off)"
 case "$TCGTHREAD" in single|multi) ;; *) die "--tcg-thread wants single or multi" ;; esac
 [[ "$RETRIES" =~ ^[0-9]+$ ]] && [ "$RETRIES" -ge 1 ] || die "--retries wants a number >= 1"
 QEMU=${QEMU:-qemu-system-x86_64}
@@ -123,7 +127,7 @@ if [ "$RETRIES" -gt 1 ]; then
         set +e; "$0" "${one[@]}" --log "$LOG"; rc=$?; set -e
         { [ "$rc" = 6 ] || [ "$rc" = 7 ] || [ "$rc" = 8 ]; } && [ "$k" -lt "$RETRIES" ] || exit "$rc"
         cp "$LOG" "$LOG.panic-$k"
-        echo "boot: attempt $k of $RETRIES $( [ "$rc" = 8 ] && echo "hung (soft lockup)" || echo "hit the TCG text-patching race") (rc $rc, log kept as $LOG.panic-$k); booting again" >&2
+        echo "boot: attempt $k of $RETRIES $( [ "$rc" = 8 ] && echo "hung (soft lockup or a silent console)" || echo "hit the TCG text-patching race") (rc $rc, log kept as $LOG.panic-$k); booting again" >&2
     done
 fi
 : > "$LOG"
@@ -144,7 +148,9 @@ trap cleanup INT TERM
 
 TINIT=
 HUNG=
+SILENT=
 n=0
+LAST_SIZE=-1 LAST_GROW=$SECONDS
 while kill -0 "$QPID" 2>/dev/null; do
     if [ -z "$TINIT" ] && grep -aq '=====SCHEDHOT-INIT ' "$LOG"; then TINIT=$EPOCHREALTIME; fi
     # every 2 s: a CPU stuck for 40 s or more never comes back in these guests (the guest's
@@ -154,6 +160,15 @@ while kill -0 "$QPID" 2>/dev/null; do
         # (a guest that already wrote its DONE marker is left to power off)
         if [ -n "$stuck" ] && [ "$stuck" -ge 40 ] && ! grep -aq '=====SCHEDHOT-DONE ' "$LOG"; then
             HUNG=$stuck; kill "$QPID" 2>/dev/null || true
+        fi
+        # --stall: a guest past /init whose console stays silent that long has stopped as a
+        # whole (seen on 6.1 under multi-threaded TCG right after attach: no lockup message,
+        # no watchdog); the longest silence of a healthy e2e guest is ~13 s
+        size=$(stat -c %s "$LOG" 2>/dev/null || echo 0)
+        if [ "$size" != "$LAST_SIZE" ]; then LAST_SIZE=$size LAST_GROW=$SECONDS; fi
+        if [ "$STALL" -gt 0 ] && [ -n "$TINIT" ] && [ $((SECONDS - LAST_GROW)) -ge "$STALL" ] &&
+            ! grep -aq '=====SCHEDHOT-DONE ' "$LOG"; then
+            SILENT=$((SECONDS - LAST_GROW)); kill "$QPID" 2>/dev/null || true
         fi
     fi
     sleep 0.1
@@ -169,6 +184,7 @@ toinit=$( [ -n "$TINIT" ] && awk -v a="$T0" -v b="$TINIT" 'BEGIN{printf "%.1f", 
 DONE=$(sed -n 's/.*=====SCHEDHOT-DONE rc=\([0-9]*\)=====.*/\1/p' "$LOG" | tail -n1 | tr -d '\r')
 
 if [ -n "$HUNG" ]; then res="guest hung: soft lockup, a CPU stuck for ${HUNG}s (qemu stopped)"; rc=8
+elif [ -n "$SILENT" ]; then res="guest hung: console silent for ${SILENT}s after /init (--stall; qemu stopped)"; rc=8
 elif [ "$QRC" = 124 ] || [ "$QRC" = 137 ]; then res="host timeout after ${TIMEOUT}s"; rc=124
 elif grep -aq 'Kernel panic' "$LOG"; then
     res="kernel panic$( [ -z "$TINIT" ] && echo " before /init" || true)"; rc=3

@@ -2,7 +2,8 @@
 """e2e.py SCHEDHOT_BIN: schedhot on Debian's own kernels under QEMU, checked against ftrace.
 
 For each kernel of ${SCHEDHOT_VM_KERNELS:-6.1 6.12 7.3} it boots one guest (tests/vm/boot.sh,
-TCG, 4 vCPUs; a boot that hits the TCG text-patching race or hangs, boot.sh rc 6, 7 or 8, boots
+TCG, 4 vCPUs; a boot that hits the TCG text-patching race or hangs (a soft lockup, or a console
+silent for 120 s after /init: boot.sh --stall), boot.sh rc 6, 7 or 8, boots
 again, up to 5 times in all) from an initramfs of busybox-static and static binaries: a
 statically linked schedhot built from this source tree (tests/vm/build-static.sh, in
 <SCHEDHOT_BIN's directory>/vm-static/; $SCHEDHOT_VM_GUEST_BIN names another), the workload and
@@ -565,7 +566,7 @@ def run_one(ck, binary, image, kver, variant, backends):
     append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)}"
     t0 = time.time()
     b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
-                        "--quiet", "--retries", "5", "--log", log, "--summary", os.path.join(d, "boot.txt"),
+                        "--quiet", "--retries", "5", "--stall", "120", "--log", log, "--summary", os.path.join(d, "boot.txt"),
                         "--append", append] + flags, capture_output=True, text=True)
     dt = time.time() - t0
     boot = {}
