@@ -258,7 +258,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
     // the samples between boundaries are decoded (deltas build on them, NOTE frames apply)
     // but not copied or modeled.
     rd->check_all_frames();
-    nsamples = rd->sample_count();
+    nsamples = rd->sample_positions().size();  // the good ones (an intact index counts a damaged middle too)
     const size_t spans = std::max<size_t>(1, req.spans);
     size_t j = 0;  // next span boundary: sample round(j * (n - 1) / spans)
     auto boundary = [&](size_t k) { return size_t(std::llround(double(k) * double(nsamples - 1) / double(spans))); };
@@ -272,7 +272,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
         break;
       }
     }
-    if (b.samples() < 2) nsamples = b.samples();
+    if (b.samples() < 2 && nsamples >= 2) nsamples = b.samples();  // a frame counted good did not decode
   }
   const auto& damage = rd->damage();
   const std::string dmg = damage ? fmt::format("damaged at byte {} ({})", damage->offset, damage->reason) : "";

@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <cctype>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 
@@ -972,13 +973,20 @@ TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
   for (const char* f : {"vm-6.1-noarat", "vm-6.12-kprobe", "vm-6.12-proxy", "vm-7.3"})
     fs::copy_file(kData + "/" + f + ".shot", dir / (std::string(f) + ".shot"));
   fs::copy_file(kData + "/v1.3-unclosed.shot", dir / "cut.shot");
+  {  // a CRC failure in the middle of a closed file: its index still counts every sample
+    std::ifstream in(kData + "/vm-6.1-noarat.shot", std::ios::binary);
+    std::string b((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_GT(b.size(), 12843u);
+    b[12843] ^= 0x40;
+    std::ofstream(dir / "flipped.shot", std::ios::binary) << b;
+  }
   auto doc = [&](const std::string& extra) {
     CliRun r = run_cli(fmt::format("report --fleet {} --json {}", dir.string(), extra));
     EXPECT_EQ(r.status, 0) << r.err;
     return nlohmann::json::parse(r.out);
   };
   const auto every = doc("--every-interval"), spans = doc(""), one = doc("--spans 1 --jobs 1");
-  ASSERT_EQ(every["hosts"].size(), 5u);
+  ASSERT_EQ(every["hosts"].size(), 6u);
   std::map<std::string, nlohmann::json> by;
   for (auto& h : every["hosts"]) by[h["host"]] = h;
   for (auto& h : spans["hosts"]) {
@@ -993,9 +1001,11 @@ TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
       EXPECT_NEAR(h["severity"].get<double>() / e["severity"].get<double>(), 1.0, 0.10) << h["host"];
   }
   EXPECT_EQ(spans["fleet_latency"], every["fleet_latency"]) << "merged histograms do not depend on the model";
+  EXPECT_EQ(by["flipped"]["status"], "partial");
+  EXPECT_LT(by["flipped"]["samples"].get<int>(), 16) << "only the samples before the damage";
   // One span models the mean rates only: further from the per-interval model than four.
   double err1 = 0, err4 = 0;
-  for (size_t i = 0; i < 5; ++i) {
+  for (size_t i = 0; i < 6; ++i) {
     const auto& o = one["hosts"][i];
     err1 += std::abs(o["severity"].get<double>() / by[o["host"]]["severity"].get<double>() - 1);
     const auto& f = spans["hosts"][i];
