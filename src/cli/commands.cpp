@@ -81,7 +81,8 @@ bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, c
 void err(const std::string& msg) {
   // write(2), not stdio: never throws, and a failing stderr (2>/dev/full, a closed pipe)
   // must not stop a recording.
-  const std::string line = "schedhot: " + msg + "\n";
+  // One line, whatever the message quotes (a path with a newline, an ESC in an option value).
+  const std::string line = "schedhot: " + scrub_controls(msg) + "\n";
   ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
   (void)n;
 }

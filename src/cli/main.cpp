@@ -227,7 +227,7 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    fmt::print(stderr, "schedhot: {} (see schedhot --help)\n", e.what());
+    err(fmt::format("{} (see schedhot --help)", e.what()));
     return 2;
   }
   install_signal_handlers();

@@ -1,5 +1,6 @@
 // JSON text that never throws on bad bytes, and JSON read from a file with its depth bounded.
 #pragma once
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 
@@ -17,27 +18,41 @@ inline std::string json_text(const nlohmann::json& j, int indent = -1) {
 /// s with the characters a terminal would act on replaced by '?': C0 controls (ESC, BEL,
 /// CR, LF...), DEL, the C1 controls U+0080..U+009F and the bidirectional controls
 /// (U+200E/F marks, U+202A..U+202E embeddings and overrides, U+2066..U+2069 isolates), which
-/// reorder the rest of a line in a terminal.
+/// reorder the rest of a line in a terminal; and every byte that is not part of valid UTF-8
+/// (a Latin-1 name, a damaged file's bytes), so the result is always valid UTF-8.
 inline std::string scrub_controls(const std::string& s) {
   std::string out;
   out.reserve(s.size());
-  for (size_t i = 0; i < s.size(); ++i) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    const auto c1 = i + 1 < s.size() ? static_cast<unsigned char>(s[i + 1]) : 0;
-    const auto c2 = i + 2 < s.size() ? static_cast<unsigned char>(s[i + 2]) : 0;
-    if (c < 0x20 || c == 0x7f) {
-      out += '?';
-    } else if (c == 0xe2 && ((c1 == 0x80 && (c2 == 0x8e || c2 == 0x8f || (c2 >= 0xaa && c2 <= 0xae))) ||
-                             (c1 == 0x81 && c2 >= 0xa6 && c2 <= 0xa9))) {
-      out += '?';
-      i += 2;
-    } else if (c == 0xc2 && i + 1 < s.size() && static_cast<unsigned char>(s[i + 1]) >= 0x80 &&
-               static_cast<unsigned char>(s[i + 1]) <= 0x9f) {
+  const size_t n = s.size();
+  auto at = [&](size_t k) { return k < n ? static_cast<unsigned char>(s[k]) : 0u; };
+  for (size_t i = 0; i < n;) {
+    const unsigned c = at(i);
+    if (c < 0x80) {
+      out += (c < 0x20 || c == 0x7f) ? '?' : s[i];
+      ++i;
+      continue;
+    }
+    // The length and the first continuation byte's range (no overlong forms, surrogates
+    // or code points above U+10FFFF), as in the Unicode standard's table 3-7.
+    size_t len = 0;
+    unsigned lo = 0x80, hi = 0xbf;
+    if (c >= 0xc2 && c <= 0xdf) len = 2;
+    else if (c >= 0xe0 && c <= 0xef) len = 3, lo = c == 0xe0 ? 0xa0 : 0x80, hi = c == 0xed ? 0x9f : 0xbf;
+    else if (c >= 0xf0 && c <= 0xf4) len = 4, lo = c == 0xf0 ? 0x90 : 0x80, hi = c == 0xf4 ? 0x8f : 0xbf;
+    bool ok = len > 0 && at(i + 1) >= lo && at(i + 1) <= hi;
+    for (size_t k = 2; ok && k < len; ++k) ok = at(i + k) >= 0x80 && at(i + k) <= 0xbf;
+    if (!ok) {
       out += '?';
       ++i;
-    } else {
-      out += s[i];
+      continue;
     }
+    uint32_t cp = c & (len == 2 ? 0x1f : len == 3 ? 0x0f : 0x07);
+    for (size_t k = 1; k < len; ++k) cp = (cp << 6) | (at(i + k) & 0x3f);
+    const bool control = cp <= 0x9f || cp == 0x200e || cp == 0x200f || (cp >= 0x202a && cp <= 0x202e) ||
+                         (cp >= 0x2066 && cp <= 0x2069);
+    if (control) out += '?';
+    else out.append(s, i, len);
+    i += len;
   }
   return out;
 }

@@ -371,8 +371,8 @@ std::string render_diff_text(const nlohmann::json& d) {
   std::string out;
   auto side = [&](const char* s) {
     const auto& j = d[s];
-    return fmt::format("{}{} ({} intervals, {:.1f} s)", j["file"].get<std::string>(),
-                       j["window"].is_null() ? "" : " " + j["window"].get<std::string>(), j["intervals"].get<int>(),
+    return fmt::format("{}{} ({} intervals, {:.1f} s)", scrub_controls(j["file"].get<std::string>()),
+                       j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
                        j["seconds"].get<double>());
   };
   out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
@@ -423,10 +423,11 @@ std::string render_diff_text(const nlohmann::json& d) {
 }
 
 std::string render_diff_markdown(const nlohmann::json& d) {
-  std::string out = fmt::format("**A**: `{}`{}  \n**B**: `{}`{}\n\n", d["a"]["file"].get<std::string>(),
-                                d["a"]["window"].is_null() ? "" : " " + d["a"]["window"].get<std::string>(),
-                                d["b"]["file"].get<std::string>(),
-                                d["b"]["window"].is_null() ? "" : " " + d["b"]["window"].get<std::string>());
+  // a name with a backtick stays inside a double-backtick code span
+  std::string out = fmt::format("**A**: `` {} ``{}  \n**B**: `` {} ``{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
+                                d["a"]["window"].is_null() ? "" : " " + scrub_controls(d["a"]["window"].get<std::string>()),
+                                scrub_controls(d["b"]["file"].get<std::string>()),
+                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()));
   for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
   if (!d["host_differences"].empty()) out += "\n";
   out += "| probe | side | calls | rate/s | p10 | p50 | p90 | p98 | p99 | max | verdict |\n";

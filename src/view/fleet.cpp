@@ -1,6 +1,11 @@
 // report --fleet (method in fleet.h).
 #include "view/fleet.h"
 
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -58,6 +63,7 @@ struct Entry {
   nlohmann::json state;   ///< schedhot-fleet's state.json, or null
   std::string state_error;
   bool loose = false;     ///< DIR/<host>.shot, not DIR/<host>/
+  std::string unreadable; ///< why DIR/<host>/ cannot be listed (a host without figures, never dropped)
   std::string note;       ///< a flag about the entry itself (a renamed duplicate)
 };
 
@@ -74,6 +80,11 @@ std::vector<Entry> discover(const std::string& dir) {
     Entry e;
     if (it->is_directory(ec)) {
       e.host = p.filename().string();
+      if (::access(p.c_str(), R_OK | X_OK) != 0) {
+        e.unreadable = fmt::format("cannot read {}/: {}", p.string(), std::strerror(errno));
+        out.push_back(std::move(e));
+        continue;
+      }
       // symlink_status: a dangling link is a host whose recording cannot be opened, not nothing
       if (fs::exists(fs::symlink_status(p / "recording.shot", ec))) e.recording = (p / "recording.shot").string();
       const fs::path st = p / "state.json";
@@ -229,6 +240,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
       : !fail.is_null() && !fail.is_discarded() && e.state.is_object() ? "failure: " + json_text(fail)
                                                                        : "";
   if (!e.state_error.empty()) row["state_error"] = e.state_error;
+  if (!e.unreadable.empty()) return failed(e.unreadable);
   if (e.recording.empty())
     return failed(fail_text.empty() ? (e.state_error.empty() ? "no recording collected" : "state.json: " + e.state_error)
                                     : fail_text);

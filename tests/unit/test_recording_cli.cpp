@@ -1016,3 +1016,23 @@ TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
   expect_one_line_error(run_cli(fmt::format("report --fleet {} --spans 0", dir.string())), 2, "--spans");
   fs::remove_all(dir);
 }
+
+TEST(RecordingCli, NamesWithNewlinesAndEscapesNeverReachTheTerminalRaw) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("cli_names");
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string odd = (dir / "we\x1b[31mird\nx`y.shot").string();
+  fs::copy_file(kData + "/vm-7.3.shot", odd);
+  // an error quoting a path with a newline is still one line
+  expect_one_line_error(run_cli("report '" + (dir / "no\nsuch.shot").string() + "'"), 1, "no?such.shot");
+  expect_one_line_error(run_cli("report --top '4\n5' x.shot"), 2, "4?5");
+  for (const char* fmtopt : {"", "--format markdown"}) {
+    CliRun r = run_cli(fmt::format("diff '{}' {} {}", odd, kData + "/vm-6.12-kprobe.shot", fmtopt));
+    EXPECT_EQ(r.out.find('\x1b'), std::string::npos) << fmtopt;
+    EXPECT_NE(r.out.find("we?[31mird?x`y.shot"), std::string::npos) << fmtopt << "\n" << r.out.substr(0, 300);
+  }
+  CliRun md = run_cli(fmt::format("diff '{}' {} --format markdown", odd, kData + "/vm-6.12-kprobe.shot"));
+  EXPECT_EQ(md.out.rfind("**A**: `` ", 0), 0u) << "a double-backtick span holds a name with a backtick: " << md.out.substr(0, 200);
+  fs::remove_all(dir);
+}

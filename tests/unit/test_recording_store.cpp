@@ -817,6 +817,10 @@ TEST(RecordingHostile, TerminalControlsInMetadataAreScrubbed) {
   EXPECT_EQ(scrub_controls(std::string("caf\xc3\xa9 \xe2\x82\xac")), "caf\xc3\xa9 \xe2\x82\xac") << "UTF-8 text stays";
   EXPECT_EQ(scrub_controls(std::string("a" "\xe2\x80\xae" "b" "\xe2\x81\xa6" "c" "\xe2\x80\x8f")), "a?b?c?") << "bidi overrides, isolates, marks";
   EXPECT_EQ(scrub_controls(std::string("\xe2\x80\x94")), "\xe2\x80\x94") << "an em dash (U+2014) stays";
+  EXPECT_EQ(scrub_controls(std::string("\xf0\x9f\x98\x80")), "\xf0\x9f\x98\x80") << "4-byte UTF-8 stays";
+  EXPECT_EQ(scrub_controls(std::string("a" "\xff" "b" "\xc3" "\xe2\x82")), "a?b???") << "invalid or cut UTF-8: one ? a byte";
+  EXPECT_EQ(scrub_controls(std::string("\xc0\xaf" "\xed\xa0\x80")), "??" "???") << "overlong form, surrogate";
+  EXPECT_EQ(scrub_controls(std::string("\xc2\x85" "x")), "?x") << "C1 NEL";
 }
 
 TEST(RecordingHostile, CpuCountBeyondAnyKernelIsRefused) {
