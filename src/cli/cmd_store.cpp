@@ -127,6 +127,10 @@ int run_diff(const DiffCmd& o) {
     err("diff needs A.shot B.shot, or one file with --a FROM:TO --b FROM:TO");
     return 2;
   }
+  if (o.json && o.format != "text") {
+    err(fmt::format("--json and --format {}: pick one (--json is --format json)", o.format));
+    return 2;
+  }
   DiffRequest req;
   try {
     req.format = o.json ? DiffFormat::json : parse_diff_format(o.format);

@@ -388,6 +388,11 @@ int report_fleet(const ReportCmd& o) {
     err("--fleet DIR reads every host's whole recording: no FILE, --live, --from/--to, --sort or --all-cpus with it");
     return 2;
   }
+  const CommonProbeOptions& c = o.common;
+  if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose || c.exact) {
+    err("--fleet DIR reads recordings: --backend, --probes, --system-map, --btf and -v are for --live");
+    return 2;
+  }
   if (o.json && o.csv) {
     err("--json and --csv: pick one");
     return 2;

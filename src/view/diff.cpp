@@ -44,6 +44,9 @@ struct LineSeries {
 };
 
 /// One side, read.
+/// Below this many intervals a side, diff warns that its bootstrap is too narrow (README).
+constexpr size_t kMinIntervals = 10;
+
 struct Side {
   Meta meta;
   uint32_t samples = 0;
@@ -187,6 +190,11 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   if (ha.kernel_release != hb.kernel_release)
     out.push_back(fmt::format("kernel: {} (A) vs {} (B)", ha.kernel_release, hb.kernel_release));
   if (a.meta.ncpus != b.meta.ncpus) out.push_back(fmt::format("CPUs: {} (A) vs {} (B)", a.meta.ncpus, b.meta.ncpus));
+  for (const auto& [name, side] : {std::pair<const char*, const Side*>{"A", &a}, {"B", &b}})
+    if (side->seconds.size() < kMinIntervals)
+      out.push_back(fmt::format("{}: {} interval{}: with fewer than {} a side the bootstrap interval is too narrow, "
+                                "so significance is overstated",
+                                name, side->seconds.size(), side->seconds.size() == 1 ? "" : "s", kMinIntervals));
   if (ha.online != hb.online)
     out.push_back(fmt::format("online CPUs: {} (A) vs {} (B)", format_cpulist(ha.online), format_cpulist(hb.online)));
   if (a.meta.interval_ns != b.meta.interval_ns)
@@ -371,8 +379,9 @@ std::string render_diff_text(const nlohmann::json& d) {
   std::string out;
   auto side = [&](const char* s) {
     const auto& j = d[s];
-    return fmt::format("{}{} ({} intervals, {:.1f} s)", scrub_controls(j["file"].get<std::string>()),
+    return fmt::format("{}{} ({} interval{}, {:.1f} s)", scrub_controls(j["file"].get<std::string>()),
                        j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
+                       j["intervals"].get<int>() == 1 ? "" : "s",
                        j["seconds"].get<double>());
   };
   out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));

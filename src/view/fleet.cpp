@@ -253,7 +253,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   ReportOptions ro;
   ro.xfer_cost = req.xfer_cost;
   ReportBuilder b(rd->meta(), ro);
-  size_t nsamples = 0;
+  size_t nsamples = 0, spans_used = 0;
   Sample s;
   if (req.every_interval) {  // as `report FILE`: every sample, the lines modeled on each interval
     WindowedCursor cur(*rd, rd.get(), SampleWindow{-1, -1, rd->meta().interval_ns}, WindowCheck::any_edge, req.stop);
@@ -285,6 +285,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
       }
     }
     if (b.samples() < 2 && nsamples >= 2) nsamples = b.samples();  // a frame counted good did not decode
+    spans_used = b.samples() > 0 ? b.samples() - 1 : 0;  // fewer than asked when boundaries coincide
   }
   const auto& damage = rd->damage();
   const std::string dmg = damage ? fmt::format("damaged at byte {} ({})", damage->offset, damage->reason) : "";
@@ -297,8 +298,8 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   for (auto& [k, v] : fig.items()) row[k] = v;
   row["samples"] = nsamples;
   row["model"] = req.every_interval ? nlohmann::json("every interval")
-                                    : nlohmann::json(fmt::format("{} span{} of mean rates", std::max(1u, req.spans),
-                                                                 req.spans > 1 ? "s" : ""));
+                                    : nlohmann::json(fmt::format("{} span{} of mean rates", spans_used,
+                                                                 spans_used > 1 ? "s" : ""));
   const bool partial = damage || !info.complete;
   row["status"] = partial ? "partial" : "reported";
   if (damage) row["flags"].push_back(fmt::format("{}: reported the {} samples before it", dmg, nsamples));
@@ -351,7 +352,9 @@ std::string table_cell(const std::string& raw, size_t width) {
 }
 
 std::string csv_cell(const std::string& raw) {
-  const std::string s = scrub_controls(raw);  // a host directory's name may hold escapes
+  std::string s = scrub_controls(raw);  // a host directory's name may hold escapes
+  // A spreadsheet runs a cell that starts with = + - @ as a formula: quote it as text.
+  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s.insert(0, "'");
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
@@ -480,9 +483,10 @@ nlohmann::json fleet_document(const FleetRequest& req) {
 std::string render_fleet_text(const nlohmann::json& d) {
   std::string out;
   const auto& c = d["counts"];
-  out += fmt::format("fleet {}: {} hosts: {} reported, {} partial (damaged or not closed: figures up to where reading "
+  out += fmt::format("fleet {}: {} host{}: {} reported, {} partial (damaged or not closed: figures up to where reading "
                      "stopped), {} without figures\n",
-                     scrub_controls(d["dir"].get<std::string>()), d["hosts_total"].get<size_t>(), c["reported"].get<int>(),
+                     scrub_controls(d["dir"].get<std::string>()), d["hosts_total"].get<size_t>(),
+                     d["hosts_total"].get<size_t>() == 1 ? "" : "s", c["reported"].get<int>(),
                      c["partial"].get<int>(), c["failed"].get<int>());
   out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
   out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
