@@ -3,6 +3,9 @@
 
 #include <cmath>
 #include <map>
+#include <string_view>
+#include <cctype>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -57,6 +60,30 @@ struct Side {
   std::vector<char> has_hist;              ///< per probe: latency events in the window (a proxy without duration: none)
   std::map<std::string, LineSeries> lines;  ///< by object:line
   std::vector<WhatIfResult> what_if;
+};
+
+/// "cpu 2" < "cpu 10": runs of digits compare as numbers.
+struct NaturalLess {
+  bool operator()(const std::string& x, const std::string& y) const {
+    size_t i = 0, j = 0;
+    while (i < x.size() && j < y.size()) {
+      if (std::isdigit(static_cast<unsigned char>(x[i])) && std::isdigit(static_cast<unsigned char>(y[j]))) {
+        size_t i2 = i, j2 = j;
+        while (i2 < x.size() && std::isdigit(static_cast<unsigned char>(x[i2]))) ++i2;
+        while (j2 < y.size() && std::isdigit(static_cast<unsigned char>(y[j2]))) ++j2;
+        const std::string_view a(x.data() + i, i2 - i), b(y.data() + j, j2 - j);
+        const size_t za = a.find_first_not_of('0'), zb = b.find_first_not_of('0');
+        const std::string_view na = za == a.npos ? "" : a.substr(za), nb = zb == b.npos ? "" : b.substr(zb);
+        if (na.size() != nb.size()) return na.size() < nb.size();
+        if (na != nb) return na < nb;
+        i = i2, j = j2;
+      } else {
+        if (x[i] != y[j]) return x[i] < y[j];
+        ++i, ++j;
+      }
+    }
+    return x.size() - i < y.size() - j;
+  }
 };
 
 std::string group_of(const Meta& m, DiffBy by, uint32_t cpu) {
@@ -323,6 +350,12 @@ nlohmann::json diff_document(const DiffRequest& req) {
     const RateSeries rb = series(vb ? *vb : std::vector<double>(b.seconds.size(), 0), b.seconds);
     return compare_rates(ra, rb, ++stream * 16 + 2, req.resamples);
   };
+  // The groups each machine has (its CPUs' cpu/core/llc/node), present or not in a line.
+  std::set<std::string> groups_a, groups_b;
+  if (req.by != DiffBy::none) {
+    for (uint32_t c = 0; c < a.meta.ncpus; ++c) groups_a.insert(group_of(a.meta, req.by, c));
+    for (uint32_t c = 0; c < b.meta.ncpus; ++c) groups_b.insert(group_of(b.meta, req.by, c));
+  }
   std::map<std::string, std::string> keys;
   for (auto& [k, l] : a.lines) keys[k] = l.name;
   for (auto& [k, l] : b.lines) keys[k] = l.name;
@@ -337,7 +370,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
     row["name"] = nm;
     any |= f.significant;
     if (req.by != DiffBy::none) {
-      std::map<std::string, int> groups;
+      std::map<std::string, int, NaturalLess> groups;  // cpu 2 before cpu 10
       if (la) for (auto& [g, v] : la->groups) groups[g] = 1;
       if (lb) for (auto& [g, v] : lb->groups) groups[g] = 1;
       nlohmann::json by = nlohmann::json::array();
@@ -347,9 +380,17 @@ nlohmann::json diff_document(const DiffRequest& req) {
         if (la && la->groups.count(g)) ga = &la->groups.at(g);
         if (lb && lb->groups.count(g)) gb = &lb->groups.at(g);
         FigureDiff fg = line_fig(ga, gb);
-        nlohmann::json gj = figure_json(fg, true);
+        nlohmann::json gj;
+        const bool in_a = groups_a.count(g), in_b = groups_b.count(g);
+        if (in_a && in_b) {
+          gj = figure_json(fg, true);
+          any |= fg.significant;
+        } else {  // a CPU (core, LLC, node) one machine does not have: nothing to compare
+          gj = {{"a", in_a ? nlohmann::json(fg.a) : nlohmann::json(nullptr)},
+                {"b", in_b ? nlohmann::json(fg.b) : nlohmann::json(nullptr)},
+                {"ratio", nullptr}};
+        }
         gj["group"] = g;
-        any |= fg.significant;
         by.push_back(gj);
       }
       row["by"] = by;
@@ -368,6 +409,9 @@ namespace {
 std::string ratio_text(const nlohmann::json& f) {
   if (f.is_null() || f["ratio"].is_null()) return f.is_object() && f.value("significant", false) ? "-*" : "-";
   return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
+}
+std::string rate_text(const nlohmann::json& f, const char* side) {
+  return f[side].is_null() ? "-" : format_rate(f[side].get<double>());
 }
 std::string ns_text(const nlohmann::json& f, const char* side) {
   return f.is_null() || f[side].is_null() ? "-" : format_ns(f[side].get<double>());
@@ -422,8 +466,8 @@ std::string render_diff_text(const nlohmann::json& d) {
                          format_rate(l["b"].get<double>()), ratio_text(l));
       if (l.contains("by"))
         for (auto& g : l["by"])
-          out += fmt::format("  {:<38} {:>9} {:>9} {:>7}\n", g["group"].get<std::string>(),
-                             format_rate(g["a"].get<double>()), format_rate(g["b"].get<double>()), ratio_text(g));
+          out += fmt::format("  {:<38} {:>9} {:>9} {:>7}\n", g["group"].get<std::string>(), rate_text(g, "a"),
+                             rate_text(g, "b"), ratio_text(g));
     }
   }
   out += d["significant"].get<bool>() ? "\nVerdict: significant change (exit status 3)\n"

@@ -1037,3 +1037,27 @@ TEST(RecordingCli, NamesWithNewlinesAndEscapesNeverReachTheTerminalRaw) {
   EXPECT_EQ(md.out.rfind("**A**: `` ", 0), 0u) << "a double-backtick span holds a name with a backtick: " << md.out.substr(0, 200);
   fs::remove_all(dir);
 }
+
+TEST(RecordingCli, DiffByCpuSortsNumericallyAndLeavesCpusOneSideLacksUncompared) {
+  CliRun r = run_cli(fmt::format("diff {} {} --by cpu --json", kData + "/tui16.shot", kData + "/vm-7.3.shot"));
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
+  const auto d = nlohmann::json::parse(r.out);
+  ASSERT_FALSE(d["lines"].empty());
+  int one_sided = 0;
+  for (auto& l : d["lines"]) {
+    int prev = -1;
+    for (auto& g : l["by"]) {
+      const int cpu = std::stoi(g["group"].get<std::string>().substr(4));
+      EXPECT_GT(cpu, prev) << "cpu 2 before cpu 10: " << l["name"];
+      prev = cpu;
+      if (cpu >= 4) {  // vm-7.3 has 4 CPUs, tui16 has 16
+        EXPECT_TRUE(g["b"].is_null()) << g.dump();
+        EXPECT_FALSE(g.value("significant", false)) << g.dump();
+        ++one_sided;
+      } else {
+        EXPECT_TRUE(g["b"].is_number()) << g.dump();
+      }
+    }
+  }
+  EXPECT_GT(one_sided, 0);
+}
