@@ -1,5 +1,6 @@
 #include "sys/units.h"
 
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
 #include <stdexcept>
@@ -12,6 +13,10 @@ namespace {
 
 double parse_number(const std::string& s, size_t& used, const char* what) {
   try {
+    // a plain decimal: no leading space or sign, no hex ("0x10" would be 16), inf or nan
+    if (s.empty() || !(std::isdigit(static_cast<unsigned char>(s[0])) || s[0] == '.') ||
+        (s.size() > 1 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')))
+      throw std::invalid_argument("");
     double v = std::stod(s, &used);
     if (!std::isfinite(v) || v < 0) throw std::invalid_argument("");
     return v;
@@ -32,7 +37,7 @@ uint64_t parse_duration_ns(const std::string& s, const char* what) {
   else if (unit == "us") mult = 1e3;
   else if (unit == "m" || unit == "min") mult = 60e9;
   else if (unit == "h") mult = 3600e9;
-  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use ms, s, m or h)", what, s, unit));
+  else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use us, ms, s, m or h)", what, s, unit));
   double ns = v * mult;
   if (ns > 1e18) throw std::invalid_argument(fmt::format("{} '{}' is too long", what, s));
   return static_cast<uint64_t>(ns);

@@ -46,10 +46,10 @@ struct LineSeries {
   std::map<std::string, std::vector<double>> groups;
 };
 
-/// One side, read.
 /// Below this many intervals a side, diff warns that its bootstrap is too narrow (README).
 constexpr size_t kMinIntervals = 10;
 
+/// One side, read.
 struct Side {
   Meta meta;
   uint32_t samples = 0;
@@ -118,7 +118,7 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
   WindowedCursor cur(*r, r.get(), w, WindowCheck::any_edge, stop);
   cur.read_t0();
   if (WindowProblem pr = cur.seek_start(); pr.error == WindowError::none_after_from)
-    throw std::runtime_error(fmt::format("{}: no samples at or after {}{}", ds.file, ds.window,
+    throw std::runtime_error(fmt::format("{}: no samples in the window {}{}", ds.file, ds.window,
                                          pr.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *pr.span_s) : ""));
   CoherenceAccumulator acc(meta);
   std::optional<Sample> first, prev;
@@ -273,7 +273,14 @@ const char* kPctNames[5] = {"p10", "p50", "p90", "p98", "p99"};
 }  // namespace
 
 nlohmann::json diff_document(const DiffRequest& req) {
-  const Side a = read_side(req.a, req.by, req.stop), b = read_side(req.b, req.by, req.stop);
+  auto read = [&](const DiffSide& ds, const char* name) {  // errors say which side
+    try {
+      return read_side(ds, req.by, req.stop);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format("{}: {}", name, e.what()));
+    }
+  };
+  const Side a = read(req.a, "A"), b = read(req.b, "B");
   nlohmann::json d;
   d["schema"] = "schedhot.diff/1";
   d["a"] = side_json(req.a, a);

@@ -63,7 +63,7 @@ struct Entry {
   nlohmann::json state;   ///< schedhot-fleet's state.json, or null
   std::string state_error;
   bool loose = false;     ///< DIR/<host>.shot, not DIR/<host>/
-  std::string unreadable; ///< why DIR/<host>/ cannot be listed (a host without figures, never dropped)
+  std::string unreadable; ///< why DIR/<host>/ gives no figures before any reading (unreadable, empty)
   std::string note;       ///< a flag about the entry itself (a renamed duplicate)
 };
 
@@ -72,6 +72,7 @@ std::vector<Entry> discover(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(fmt::format("--fleet {}: not a directory", dir));
   std::vector<Entry> out;
+  const bool run_dir = fs::exists(fs::path(dir) / "fleet.json", ec);
   fs::directory_iterator it(dir, ec), end;
   if (ec) throw std::runtime_error(fmt::format("--fleet {}: {}", dir, ec.message()));
   for (; it != end; it.increment(ec)) {
@@ -95,7 +96,12 @@ std::vector<Entry> discover(const std::string& dir) {
           e.state_error = x.what();
         }
       }
-      if (e.recording.empty() && e.state.is_null() && e.state_error.empty()) continue;  // not a host's directory
+      if (e.recording.empty() && e.state.is_null() && e.state_error.empty()) {
+        // In a schedhot-fleet run (DIR/fleet.json) every directory is a host: listed, never
+        // dropped. Elsewhere (a directory of loose .shot files) it is just a directory.
+        if (!run_dir || e.host.empty() || e.host[0] == '.') continue;
+        e.unreadable = "neither recording.shot nor state.json in its directory";
+      }
     } else if (p.extension() == ".shot" || p.filename() == ".shot") {  // any kind: the reader says what is wrong
       e.host = p.stem().string();
       e.recording = p.string();
@@ -492,8 +498,14 @@ std::string render_fleet_text(const nlohmann::json& d) {
   out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
   size_t hw = 4;
   for (auto& h : d["hosts"]) hw = std::max(hw, table_cell(h["host"].get<std::string>(), 32).size());
-  std::string head = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9} {:>8}", "RANK", "HOST", hw, "KERNEL", "CPUS", "FIX",
-                                 "SEVERITY", "XFER/s");
+  // RANK and SEVERITY as wide as their widest value (10,000 hosts; a huge --xfer-cost)
+  size_t rw = 4, sw = 9;
+  for (auto& h : d["hosts"]) {
+    if (h["rank"].is_number()) rw = std::max(rw, fmt::format("{}", h["rank"].get<int>()).size());
+    if (h["severity"].is_number()) sw = std::max(sw, fmt::format("{:.1f}", h["severity"].get<double>()).size());
+  }
+  std::string head = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}} {:>8}", "RANK", rw, "HOST", hw, "KERNEL", "CPUS", "FIX",
+                                 "SEVERITY", sw, "XFER/s");
   for (const char* p : kTableProbes) {
     head += fmt::format(" {:>{}}", fmt::format("{}/s", p), std::max<size_t>(7, std::strlen(p) + 2));
     if (std::string_view(p) != "bcast_wait") head += fmt::format(" {:>7}", "p99");
@@ -507,8 +519,8 @@ std::string render_fleet_text(const nlohmann::json& d) {
       continue;
     }
     const std::string kern = table_cell(h["kernel_release"].get<std::string>(), 28);
-    std::string line = fmt::format("{:>4} {:<{}} {:<28} {:>5} {:<3} {:>9.1f} {:>8}", h["rank"].get<int>(), name, hw, kern,
-                                   h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(),
+    std::string line = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}.1f} {:>8}", h["rank"].get<int>(), rw, name, hw,
+                                   kern, h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(), sw,
                                    format_rate(h["xfers_per_s"].get<double>()));
     for (const char* p : kTableProbes) {
       const auto& o = h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();

@@ -1061,3 +1061,23 @@ TEST(RecordingCli, DiffByCpuSortsNumericallyAndLeavesCpusOneSideLacksUncompared)
   }
   EXPECT_GT(one_sided, 0);
 }
+
+TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
+  namespace fs = std::filesystem;
+  const fs::path dir = tmp_path("fleet_rundir");
+  fs::remove_all(dir);
+  fs::create_directories(dir / "h1");
+  fs::create_directories(dir / "empty");
+  fs::copy_file(kData + "/vm-7.3.shot", dir / "h1" / "recording.shot");
+  auto hosts = [&] {
+    return nlohmann::json::parse(run_cli(fmt::format("report --fleet {} --json", dir.string())).out)["hosts_total"].get<int>();
+  };
+  EXPECT_EQ(hosts(), 1) << "outside a fleet run an empty directory is just a directory";
+  std::ofstream(dir / "fleet.json") << "{}";
+  EXPECT_EQ(hosts(), 2) << "in a run (fleet.json) every directory is a host";
+  CliRun t = run_cli(fmt::format("report --fleet {}", dir.string()));
+  EXPECT_NE(t.out.find("empty: neither recording.shot nor state.json"), std::string::npos) << t.out;
+  const std::string f = kData + "/vm-7.3.shot";
+  expect_one_line_error(run_cli(fmt::format("diff {} --a 0:5s --b 60s:120s", f)), 1, "B: " + f + ": no samples in the window 60s:120s");
+  fs::remove_all(dir);
+}

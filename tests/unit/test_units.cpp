@@ -33,7 +33,10 @@ TEST(Units, DurationsIntervalsAndSizes) {
   EXPECT_EQ(parse_size_bytes("2M", "--max-size"), 2u << 20);
   EXPECT_EQ(parse_size_bytes("1000", "--max-size"), 1000u);
   EXPECT_EQ(error_of([] { parse_duration_ns("-1", "-d/--duration"); }), "-d/--duration '-1' is not a non-negative number");
-  EXPECT_EQ(error_of([] { parse_duration_ns("5x", "--at"); }), "--at '5x': unknown unit 'x' (use ms, s, m or h)");
+  EXPECT_EQ(error_of([] { parse_duration_ns("5x", "--at"); }), "--at '5x': unknown unit 'x' (use us, ms, s, m or h)");
+  EXPECT_EQ(error_of([] { parse_duration_ns("0x10", "--p99-flag"); }), "--p99-flag '0x10' is not a non-negative number");
+  EXPECT_EQ(error_of([] { parse_duration_ns(" 5us", "--p99-flag"); }), "--p99-flag ' 5us' is not a non-negative number");
+  EXPECT_EQ(parse_duration_ns(".5s", "--at"), 500000000u);
   EXPECT_EQ(error_of([] { parse_duration_ns("1e12h", "--to"); }), "--to '1e12h' is too long");
   EXPECT_EQ(error_of([] { parse_interval_ns("5ms"); }), "-i/--interval must be at least 10ms");
   EXPECT_EQ(error_of([] { parse_size_bytes("12Q", "--max-size"); }), "--max-size '12Q': unknown unit 'Q' (use K, M or G)");
