@@ -7,6 +7,7 @@
 #include <cctype>
 #include <set>
 #include <stdexcept>
+#include <tuple>
 
 #include <fmt/format.h>
 
@@ -43,6 +44,7 @@ namespace {
 struct LineSeries {
   std::string name;
   std::vector<double> total;
+  std::set<std::string> probes;  ///< probes whose accesses to it missed in some interval
   std::map<std::string, std::vector<double>> groups;
 };
 
@@ -148,6 +150,8 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
           ls.name = l.name;
           ls.total.resize(n + 1, 0);
           ls.total[n] = l.traffic.total() * iv.seconds();
+          for (const auto& [pi, x] : l.by_probe)
+            if (x > 0 && pi >= 0 && size_t(pi) < np) ls.probes.insert(meta.probes[size_t(pi)].name);
           if (by != DiffBy::none)
             for (auto& c : l.traffic.cpus) {
               auto& g = ls.groups[group_of(meta, by, c.cpu)];
@@ -372,10 +376,28 @@ nlohmann::json diff_document(const DiffRequest& req) {
     const LineSeries* lb = ib == b.lines.end() ? nullptr : &ib->second;
     FigureDiff f = line_fig(la ? &la->total : nullptr, lb ? &lb->total : nullptr);
     if (f.a == 0 && f.b == 0) continue;  // a line neither side touched
-    nlohmann::json row = figure_json(f, true);
+    // A line fed by a probe that the other side did not measure (unavailable, blind) would
+    // compare traffic with part of its sources missing: shown, not tested.
+    std::string why;
+    for (const auto& [from, to, other] : {std::tuple{la, "B", &b}, std::tuple{lb, "A", &a}})
+      if (from && why.empty())
+        for (const std::string& pn : from->probes) {
+          const int pi = other->meta.probe_index(pn);
+          const std::string nm2 = pi < 0 ? "not recorded" : not_measured(other->meta, pi);
+          if (!nm2.empty()) {
+            why = fmt::format("{} {} on {}", pn, nm2, to);
+            break;
+          }
+        }
+    nlohmann::json row;
+    if (why.empty()) {
+      row = figure_json(f, true);
+      any |= f.significant;
+    } else {
+      row = {{"a", f.a}, {"b", f.b}, {"ratio", nullptr}, {"reason", why}};
+    }
     row["line"] = k;
     row["name"] = nm;
-    any |= f.significant;
     if (req.by != DiffBy::none) {
       std::map<std::string, int, NaturalLess> groups;  // cpu 2 before cpu 10
       if (la) for (auto& [g, v] : la->groups) groups[g] = 1;
@@ -389,11 +411,11 @@ nlohmann::json diff_document(const DiffRequest& req) {
         FigureDiff fg = line_fig(ga, gb);
         nlohmann::json gj;
         const bool in_a = groups_a.count(g), in_b = groups_b.count(g);
-        if (in_a && in_b) {
+        if (in_a && in_b && why.empty()) {
           gj = figure_json(fg, true);
           any |= fg.significant;
         } else {  // a CPU (core, LLC, node) one machine does not have: nothing to compare
-          gj = {{"a", in_a ? nlohmann::json(fg.a) : nlohmann::json(nullptr)},
+          gj = {{"a", in_a ? nlohmann::json(fg.a) : nlohmann::json(nullptr)},  // or the line is not compared
                 {"b", in_b ? nlohmann::json(fg.b) : nlohmann::json(nullptr)},
                 {"ratio", nullptr}};
         }
@@ -469,8 +491,9 @@ std::string render_diff_text(const nlohmann::json& d) {
     out += "\nCachelines (modeled transfers/s)\n";
     out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
     for (auto& l : d["lines"]) {
-      out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
-                         format_rate(l["b"].get<double>()), ratio_text(l));
+      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
+                         format_rate(l["b"].get<double>()), ratio_text(l),
+                         l.contains("reason") ? "  not compared: " + l["reason"].get<std::string>() : "");
       if (l.contains("by"))
         for (auto& g : l["by"])
           out += fmt::format("  {:<38} {:>9} {:>9} {:>7}\n", g["group"].get<std::string>(), rate_text(g, "a"),

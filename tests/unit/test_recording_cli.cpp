@@ -1081,3 +1081,21 @@ TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
   expect_one_line_error(run_cli(fmt::format("diff {} --a 0:5s --b 60s:120s", f)), 1, "B: " + f + ": no samples in the window 60s:120s");
   fs::remove_all(dir);
 }
+
+TEST(RecordingCli, DiffDoesNotTestALineFedByAProbeTheOtherSideDidNotMeasure) {
+  // vm-6.12-proxy has no nohz_kick, cpupri_find or bcast_lock (proxies only where there are some)
+  CliRun r = run_cli(fmt::format("diff {} {} --json", kData + "/vm-6.12-kprobe.shot", kData + "/vm-6.12-proxy.shot"));
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
+  const auto d = nlohmann::json::parse(r.out);
+  int not_compared = 0, compared = 0;
+  for (auto& l : d["lines"]) {
+    if (l["name"] == "tick_broadcast_lock" || l["name"] == "nohz") {
+      EXPECT_TRUE(l["ratio"].is_null()) << l.dump();
+      EXPECT_NE(l.value("reason", "").find("unavailable on B"), std::string::npos) << l.dump();
+      EXPECT_FALSE(l.contains("significant")) << l.dump();
+    }
+    (l.contains("reason") ? not_compared : compared)++;
+  }
+  EXPECT_GE(not_compared, 2);
+  EXPECT_GE(compared, 1) << "lines whose sources both sides measured are still tested";
+}
