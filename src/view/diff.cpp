@@ -254,9 +254,14 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   }
   for (auto& pb : b.meta.probes)
     if (a.meta.probe_index(pb.name) < 0) out.push_back(fmt::format("{}: only in B", pb.name));
-  for (size_t i = 0; i < a.what_if.size() && i < b.what_if.size(); ++i)
+  // Only from recorded layouts: without one a side's fixes are unknown (info, report), not
+  // the assumed Debian layout's.
+  for (size_t i = 0; a.meta.layout && b.meta.layout && i < a.what_if.size() && i < b.what_if.size(); ++i)
     if (a.what_if[i].applies != b.what_if[i].applies)
       out.push_back(fmt::format("fix present on {} only: {}", a.what_if[i].applies ? "B" : "A", a.what_if[i].what.title));
+  if (!a.meta.layout || !b.meta.layout)
+    out.push_back(fmt::format("fixes unknown on {} (layout not recorded): fix differences not checked",
+                              !a.meta.layout && !b.meta.layout ? "both sides" : !a.meta.layout ? "A" : "B"));
   return out;
 }
 
