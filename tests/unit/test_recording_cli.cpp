@@ -924,8 +924,8 @@ TEST(RecordingCli, FleetReportSurvivesHostileStateFiles) {
 
 TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
   namespace fs = std::filesystem;
-  const fs::path dir = tmp_path("fleet_names");
-  fs::remove_all(dir);
+  const TempDir tmp("fleet_names");  // removed at the end
+  const fs::path dir = tmp.path;
   const std::string rlo = "evil\xe2\x80\xae" "cba";  // U+202E RIGHT-TO-LEFT OVERRIDE in a directory name
   fs::create_directories(dir / "ok");
   fs::create_directories(dir / rlo);
@@ -962,14 +962,12 @@ TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
     ++rows;
   }
   EXPECT_EQ(rows, 3) << txt.out;
-  fs::remove_all(dir);
 }
 
 TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
   namespace fs = std::filesystem;
-  const fs::path dir = tmp_path("fleet_spans");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const TempDir tmp("fleet_spans");  // removed at the end
+  const fs::path dir = tmp.path;
   for (const char* f : {"vm-6.1-noarat", "vm-6.12-kprobe", "vm-6.12-proxy", "vm-7.3"})
     fs::copy_file(kData + "/" + f + ".shot", dir / (std::string(f) + ".shot"));
   fs::copy_file(kData + "/v1.3-unclosed.shot", dir / "cut.shot");
@@ -1015,14 +1013,12 @@ TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
   EXPECT_LT(err4, err1);
   expect_one_line_error(run_cli(fmt::format("report --fleet {} --spans 2 --every-interval", dir.string())), 2, "pick one");
   expect_one_line_error(run_cli(fmt::format("report --fleet {} --spans 0", dir.string())), 2, "--spans");
-  fs::remove_all(dir);
 }
 
 TEST(RecordingCli, NamesWithNewlinesAndEscapesNeverReachTheTerminalRaw) {
   namespace fs = std::filesystem;
-  const fs::path dir = tmp_path("cli_names");
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  const TempDir tmp("cli_names");  // removed at the end
+  const fs::path dir = tmp.path;
   const std::string odd = (dir / "we\x1b[31mird\nx`y.shot").string();
   fs::copy_file(kData + "/vm-7.3.shot", odd);
   // an error quoting a path with a newline is still one line
@@ -1035,7 +1031,6 @@ TEST(RecordingCli, NamesWithNewlinesAndEscapesNeverReachTheTerminalRaw) {
   }
   CliRun md = run_cli(fmt::format("diff '{}' {} --format markdown", odd, kData + "/vm-6.12-kprobe.shot"));
   EXPECT_EQ(md.out.rfind("**A**: `` ", 0), 0u) << "a double-backtick span holds a name with a backtick: " << md.out.substr(0, 200);
-  fs::remove_all(dir);
 }
 
 TEST(RecordingCli, DiffByCpuSortsNumericallyAndLeavesCpusOneSideLacksUncompared) {
@@ -1064,8 +1059,8 @@ TEST(RecordingCli, DiffByCpuSortsNumericallyAndLeavesCpusOneSideLacksUncompared)
 
 TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
   namespace fs = std::filesystem;
-  const fs::path dir = tmp_path("fleet_rundir");
-  fs::remove_all(dir);
+  const TempDir tmp("fleet_rundir");  // removed at the end
+  const fs::path dir = tmp.path;
   fs::create_directories(dir / "h1");
   fs::create_directories(dir / "empty");
   fs::copy_file(kData + "/vm-7.3.shot", dir / "h1" / "recording.shot");
@@ -1079,7 +1074,6 @@ TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
   EXPECT_NE(t.out.find("empty: neither recording.shot nor state.json"), std::string::npos) << t.out;
   const std::string f = kData + "/vm-7.3.shot";
   expect_one_line_error(run_cli(fmt::format("diff {} --a 0:5s --b 60s:120s", f)), 1, "B: " + f + ": no samples in the window 60s:120s");
-  fs::remove_all(dir);
 }
 
 TEST(RecordingCli, DiffDoesNotTestALineFedByAProbeTheOtherSideDidNotMeasure) {
