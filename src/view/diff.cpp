@@ -573,7 +573,9 @@ std::string render_diff_patch(const nlohmann::json& d) {
     }
     if (!p["rate"].is_null()) {
       const auto& r = p["rate"];
-      out += fmt::format("- {} calls/s: {:.2f} -> {:.2f}", name, r["a"].get<double>(), r["b"].get<double>());
+      const ProbeSpec* spec = find_probe(name);  // its counter: calls, sent (ilb_kick), exits (idle)...
+      out += fmt::format("- {} {}/s: {:.2f} -> {:.2f}", name, spec ? spec->primary : "calls", r["a"].get<double>(),
+                         r["b"].get<double>());
       if (!r["ratio"].is_null()) out += fmt::format(" ({:+.1f} %)", (r["ratio"].get<double>() - 1) * 100);
       out += "\n\n";
     }

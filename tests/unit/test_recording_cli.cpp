@@ -1099,3 +1099,11 @@ TEST(RecordingCli, DiffDoesNotTestALineFedByAProbeTheOtherSideDidNotMeasure) {
   }
   EXPECT_TRUE(unknown) << d["host_differences"].dump();
 }
+
+TEST(RecordingCli, DiffPatchFormatNamesEachProbesCounter) {
+  CliRun r = run_cli(fmt::format("diff {} {} --format patch", kData + "/vm-7.3.shot", kData + "/vm-6.12-kprobe.shot"));
+  ASSERT_TRUE(r.status == 0 || r.status == 3) << r.err;
+  for (const char* want : {"- nohz_exit calls/s: ", "- ilb_kick sent/s: ", "- idle exits/s: "})
+    EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
+  EXPECT_EQ(r.out.find("ilb_kick calls/s"), std::string::npos);
+}
