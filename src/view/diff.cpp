@@ -259,9 +259,9 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   for (size_t i = 0; a.meta.layout && b.meta.layout && i < a.what_if.size() && i < b.what_if.size(); ++i)
     if (a.what_if[i].applies != b.what_if[i].applies)
       out.push_back(fmt::format("fix present on {} only: {}", a.what_if[i].applies ? "B" : "A", a.what_if[i].what.title));
-  if (!a.meta.layout || !b.meta.layout)
+  if (!a.meta.layout != !b.meta.layout)  // (both unknown: no difference to suspect; info says unknown)
     out.push_back(fmt::format("fixes unknown on {} (layout not recorded): fix differences not checked",
-                              !a.meta.layout && !b.meta.layout ? "both sides" : !a.meta.layout ? "A" : "B"));
+                              !a.meta.layout ? "A" : "B"));
   return out;
 }
 

@@ -1092,12 +1092,10 @@ TEST(RecordingCli, DiffDoesNotTestALineFedByAProbeTheOtherSideDidNotMeasure) {
   }
   EXPECT_GE(not_compared, 2);
   EXPECT_GE(compared, 1) << "lines whose sources both sides measured are still tested";
-  bool unknown = false;
-  for (auto& h : d["host_differences"]) {
-    EXPECT_EQ(h.get<std::string>().rfind("fix present on", 0), std::string::npos) << "no layout recorded: " << h;
-    unknown |= h.get<std::string>().rfind("fixes unknown on both sides", 0) == 0;
+  for (auto& h : d["host_differences"]) {  // neither recorded a layout: fixes unknown, no difference claimed
+    EXPECT_EQ(h.get<std::string>().rfind("fix present on", 0), std::string::npos) << h;
+    EXPECT_EQ(h.get<std::string>().rfind("fixes unknown", 0), std::string::npos) << h;
   }
-  EXPECT_TRUE(unknown) << d["host_differences"].dump();
 }
 
 TEST(RecordingCli, DiffPatchFormatNamesEachProbesCounter) {
