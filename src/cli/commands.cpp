@@ -389,7 +389,7 @@ int report_fleet(const ReportCmd& o) {
     return 2;
   }
   const CommonProbeOptions& c = o.common;
-  if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose || c.exact) {
+  if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose) {
     err("--fleet DIR reads recordings: --backend, --probes, --system-map, --btf and -v are for --live");
     return 2;
   }

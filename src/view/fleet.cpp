@@ -146,6 +146,13 @@ struct Merged {
   std::vector<uint64_t> buckets;
   uint64_t max_ns = 0;
   int hosts = 0;
+  /// Sums in hosts' worth of buckets (same geometry; the shorter is zero-extended).
+  void add(const std::vector<uint64_t>& bk, uint64_t max, int n) {
+    if (buckets.size() < bk.size()) buckets.resize(bk.size(), 0);
+    for (size_t i = 0; i < bk.size(); ++i) buckets[i] += bk[i];
+    max_ns = std::max(max_ns, max);
+    hosts += n;
+  }
 };
 
 /// One host's row from its report document r (view/report.h) and its state.
@@ -325,11 +332,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
     uint64_t n = 0;
     for (uint64_t c : bk) n += c;
     if (!n) continue;
-    Merged& m = merged[spec->name];
-    if (m.buckets.size() < bk.size()) m.buckets.resize(bk.size(), 0);
-    for (size_t i = 0; i < bk.size(); ++i) m.buckets[i] += bk[i];
-    m.max_ns = std::max(m.max_ns, iv.hist(pi, spec->hist).max_ns);
-    m.hosts++;
+    merged[spec->name].add(bk, iv.hist(pi, spec->hist).max_ns, 1);
   }
   return row;
 }
@@ -403,13 +406,7 @@ nlohmann::json fleet_document(const FleetRequest& req) {
     if (e) std::rethrow_exception(e);
   std::map<std::string, Merged> merged;
   for (const auto& pm : part)
-    for (const auto& [name, m] : pm) {
-      Merged& t = merged[name];
-      if (t.buckets.size() < m.buckets.size()) t.buckets.resize(m.buckets.size(), 0);
-      for (size_t i = 0; i < m.buckets.size(); ++i) t.buckets[i] += m.buckets[i];
-      t.max_ns = std::max(t.max_ns, m.max_ns);
-      t.hosts += m.hosts;
-    }
+    for (const auto& [name, m] : pm) merged[name].add(m.buckets, m.max_ns, m.hosts);
   // Ranked: every host with figures by severity (highest first, then by name); then those without.
   std::stable_sort(rows.begin(), rows.end(), [](const nlohmann::json& a, const nlohmann::json& b) {
     const bool fa = a["severity"].is_number(), fb = b["severity"].is_number();
