@@ -24,8 +24,7 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
   open_cursor();
   if (follow_) {
     take_positions();
-    closed_ = r_->saw_end() || r_->index().has_value();
-    if (closed_) closed_seen_ = Clock::now();
+    note_if_closed();
     next_poll_ = Clock::now() + std::chrono::milliseconds(kFollowPollMs);
     online_ = r_->online_cpus();
     if (pos_.size() >= 2 && !seek(pos_.size() - 1))
@@ -101,17 +100,21 @@ bool ReplayFeed::poll_growth() {
     ++files_;
     ended_shown_ = false;
     take_positions();
+    note_if_closed();  // a follower that lagged behind finds the next file already closed
     return true;
   }
   const size_t before = pos_.size();
   take_positions();
-  bool changed = pos_.size() != before;
-  if (!closed_ && (r_->saw_end() || r_->damage())) {
-    closed_ = true;
-    closed_seen_ = Clock::now();
-    changed = true;
-  }
-  return changed;
+  return (pos_.size() != before) | note_if_closed();
+}
+
+bool ReplayFeed::note_if_closed() {
+  // An index is written only at close and, read at open, spares the reader the scan that
+  // would meet the END frame: either says the writer is done with this file.
+  if (closed_ || !(r_->saw_end() || r_->index().has_value() || r_->damage())) return false;
+  closed_ = true;
+  closed_seen_ = Clock::now();
+  return true;
 }
 
 bool ReplayFeed::follow_ended() const {

@@ -86,6 +86,9 @@ class ReplayFeed : public TuiFeed {
   bool poll_growth();
   /// Adds the cursor's sample positions from pos_.size() on, counting missed samples.
   void take_positions();
+  /// Sets closed_ (and when) the first time the file shows it was closed by its writer: an
+  /// END frame, an index read at open, or damage. True when that changed the state.
+  bool note_if_closed();
   /// A cursor over the whole of *r_ (replaces the one over the previous file).
   void open_cursor();
   /// Following has ended: the writer closed the file and no new one came within the grace.
@@ -102,7 +105,7 @@ class ReplayFeed : public TuiFeed {
   int speed_ = 1;
   Clock::time_point stepped_at_{};
   uint64_t lost_ = 0;
-  bool closed_ = false;  ///< the recording ends with an END frame
+  bool closed_ = false;  ///< the writer is done with the file (END frame, index or damage)
   bool follow_ = false;
   int files_ = 1;
   Clock::time_point next_poll_{};

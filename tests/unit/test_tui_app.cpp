@@ -772,6 +772,44 @@ TEST(TuiReplayFeed, FollowsAWriterThroughARotation) {
   std::remove((path + ".1").c_str());
 }
 
+TEST(TuiReplayFeed, AFollowerThatLagsFindsTheLastFileAlreadyClosed) {
+  // The writer rotates and closes the new FILE before the follower looks again (a slow
+  // terminal, a loaded machine): the closed file is read from its index, so no END frame
+  // is met. Following must still end after the grace (it used to wait for ever).
+  Meta m = fx::fixture_meta();
+  auto s = fx::fixture_samples(m);
+  const std::string path = ::testing::TempDir() + "/tui_follow_lag.shot";
+  std::remove(path.c_str());
+  std::remove((path + ".1").c_str());
+  auto w = std::make_unique<RecordingWriter>(path, m);
+  w->write_sample(s[0]);
+  w->write_sample(s[1]);
+  FollowOptions fo;
+  fo.enabled = true;
+  ReplayFeed f(RecordingReader::open(path, fo), true);
+  EXPECT_EQ(f.samples(), 2u);
+  w->close();
+  ASSERT_EQ(std::rename(path.c_str(), (path + ".1").c_str()), 0);
+  w = std::make_unique<RecordingWriter>(path, m);
+  for (int i = 1; i < 5; ++i) w->write_sample(s[i]);
+  w->close();
+  w.reset();
+  ASSERT_TRUE(RecordingReader::open(path)->index().has_value()) << "the case needs a file closed with an index";
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kFollowPollMs + 20));
+  EXPECT_TRUE(f.update());  // END of file 1
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kFollowPollMs + 20));
+  EXPECT_TRUE(f.update());  // file 2, already closed
+  EXPECT_EQ(f.files(), 2);
+  EXPECT_EQ(f.samples(), 4u);
+  EXPECT_EQ(f.last()->seq, 4u);
+  std::this_thread::sleep_for(std::chrono::milliseconds(ReplayFeed::kRotateGraceMs + 20));
+  EXPECT_TRUE(f.update()) << "the end of following changes the state line";
+  EXPECT_FALSE(f.await_more());
+  EXPECT_EQ(f.state(), "followed to the writer's close (file 2 after rotation)");
+  std::remove(path.c_str());
+  std::remove((path + ".1").c_str());
+}
+
 TEST(TuiReplayFeed, FollowingStopsWhenAnotherRunsRecordingReplacesTheFile) {
   Meta m = fx::fixture_meta();
   auto s = fx::fixture_samples(m);
