@@ -1,20 +1,23 @@
 #!/usr/bin/python3
 """schedhot-fleet against a real sshd on 127.0.0.1 (label fleet; needs root, openssh-server).
 
-One `sshd -D -f <generated config>` on a free loopback port with a generated host key; an
-ssh_config in a temp dir (passed with -F, so the user's ~/.ssh is never read) maps aliases:
+One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   h1, h2    healthy (authorized_keys environment= puts the build's schedhot in PATH)
   nokey     host key not in its known_hosts        -> host key unknown
   refused   a key sshd does not accept              -> authentication refused
   dead      a port nobody listens on                -> unreachable
   missing   PATH without schedhot                   -> schedhot missing
   hang      the remote command sleeps past -t       -> timeout
+  cut       its recorder is killed 1 s into the window -> partial recording, what it wrote
+            collected, checked and reported as partial
   'a;rm -rf /'  hostile name                        -> bad host name (not contacted)
 Then a re-run resumes (h1/h2 not re-recorded, failed hosts tried again) and --force re-records
 with the report step: h1 and h2 ranked from their recordings, each failed host listed with why.
 Usage: test_fleet_sshd.py BUILD_DIR (the directory with the schedhot binary)
 """
-import json, os, shutil, socket, subprocess, sys, tempfile, time
+import json, os, shutil, subprocess, sys, tempfile
+
+from sshd_hosts import Sshd
 
 build = os.path.abspath(sys.argv[1])
 src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -32,64 +35,46 @@ def check(cond, what):
         failures.append(what)
 
 
-def free_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    p = s.getsockname()[1]
-    s.close()
-    return p
-
-
-t = tempfile.mkdtemp(prefix="schedhot-fleet-")
-os.chmod(t, 0o700)
 sshd = None
+tmp = tempfile.mkdtemp(prefix="schedhot-fleet-bin-")
 try:
-    def kg(name):
-        subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", os.path.join(t, name)], check=True)
-    for k in ("host_key", "user_key", "missing_key", "hang_key", "other_key"):
-        kg(k)
-    bindir = os.path.join(t, "bin")
+    bindir, cutdir = os.path.join(tmp, "bin"), os.path.join(tmp, "cut")
     os.mkdir(bindir)
+    os.mkdir(cutdir)
     os.symlink(os.path.join(build, "schedhot"), os.path.join(bindir, "schedhot"))
-    pub = lambda k: open(os.path.join(t, k + ".pub")).read().strip()
-    with open(os.path.join(t, "authorized_keys"), "w") as f:
-        f.write('environment="PATH=%s:/usr/bin:/bin" %s\n' % (bindir, pub("user_key")))
-        f.write('environment="PATH=/usr/bin:/bin" %s\n' % pub("missing_key"))
-        f.write('command="sleep 60" %s\n' % pub("hang_key"))
-    port, dead = free_port(), free_port()
-    with open(os.path.join(t, "sshd_config"), "w") as f:
-        f.write("\n".join([
-            "ListenAddress 127.0.0.1", "Port %d" % port, "HostKey %s/host_key" % t,
-            "PermitRootLogin prohibit-password", "PasswordAuthentication no",
-            "KbdInteractiveAuthentication no", "AuthorizedKeysFile %s/authorized_keys" % t,
-            "StrictModes no", "PermitUserEnvironment PATH", "UsePAM no",
-            "PidFile %s/sshd.pid" % t, "Subsystem sftp internal-sftp", "LogLevel ERROR", ""]))
-    os.makedirs("/run/sshd", exist_ok=True)
-    sshd = subprocess.Popen(["/usr/sbin/sshd", "-D", "-e", "-f", os.path.join(t, "sshd_config")],
-                            stderr=open(os.path.join(t, "sshd.log"), "w"))
-    for _ in range(50):
-        try:
-            socket.create_connection(("127.0.0.1", port), 0.2).close()
-            break
-        except OSError:
-            time.sleep(0.1)
-    with open(os.path.join(t, "known_hosts"), "w") as f:
-        f.write("[127.0.0.1]:%d %s\n" % (port, pub("host_key")))
-    open(os.path.join(t, "empty_known_hosts"), "w").close()
-    common = ["HostName 127.0.0.1", "User root", "IdentitiesOnly yes", "BatchMode yes",
-              "StrictHostKeyChecking yes", "HostKeyAlias [127.0.0.1]:%d" % port]
-
-    def host(alias, key="user_key", known="known_hosts", p=port):
-        return ["Host " + alias, "  Port %d" % p, "  IdentityFile %s/%s" % (t, key),
-                "  UserKnownHostsFile %s/%s" % (t, known)] + ["  " + c for c in common]
-    cfg = (host("h1") + host("h2") + host("nokey", known="empty_known_hosts") + host("refused", key="other_key")
-           + host("dead", p=dead) + host("missing", key="missing_key") + host("hang", key="hang_key"))
-    with open(os.path.join(t, "ssh_config"), "w") as f:
-        f.write("\n".join(cfg) + "\n")
+    # The "cut" host's schedhot: its recorder is killed (SIGKILL) a second into the window.
+    with open(os.path.join(cutdir, "schedhot"), "w") as f:
+        f.write("""#!/bin/sh
+prev=; at=
+for a in "$@"; do [ "$prev" = --start-at ] && at=$a; prev=$a; done
+if [ "$1" = record ] && [ -n "$at" ]; then
+  %s "$@" & p=$!
+  sleep $((at - $(date +%%s) + 1))
+  kill -9 $p
+  wait $p
+  exit $?
+fi
+exec %s "$@"
+""" % (os.path.join(build, "schedhot"), os.path.join(build, "schedhot")))
+    os.chmod(os.path.join(cutdir, "schedhot"), 0o755)
+    sshd = Sshd({"user_key": 'environment="PATH=%s:/usr/bin:/bin"' % bindir,
+                 "missing_key": 'environment="PATH=/usr/bin:/bin"',
+                 "cut_key": 'environment="PATH=%s:/usr/bin:/bin"' % cutdir,
+                 "hang_key": 'command="sleep 60"'})
+    t = sshd.t
+    for h in ("h1", "h2"):
+        sshd.host(h, "user_key")
+    sshd.host("nokey", "user_key", known="empty_known_hosts")
+    sshd.host("refused", "other_key")
+    sshd.host("dead", "user_key", port=sshd.dead)
+    sshd.host("missing", "missing_key")
+    sshd.host("hang", "hang_key")
+    sshd.host("cut", "cut_key")
+    ssh_config = sshd.ssh_config()
     out = os.path.join(t, "fleet")
 
     def run(*extra, report=False):
-        cmd = [fleet, "run", "-o", out, "-F", os.path.join(t, "ssh_config"), "-w", "h[1-2],nokey,refused,dead,missing,hang",
+        cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut",
                "-w", "a;rm -rf /", "-d", "2", "-i", "200ms", "--start-delay", "2", "-t", "8", "--connect-timeout", "3",
                "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=80)
@@ -104,6 +89,12 @@ try:
     for h, name in expect.items():
         f = st(h).get("failure") or {}
         check(f.get("name") == name, "%s: %s (got %s)" % (h, name, f))
+    cut = st("cut")
+    check((cut.get("failure") or {}).get("name") == "partial recording" and "record failed" in cut["failure"]["detail"]
+          and "recovered" in cut["failure"]["detail"], "cut: partial recording, record failed, recovered (got %s)" % cut.get("failure"))
+    check((cut["steps"].get("check", {}).get("samples") or 0) >= 2, "cut: >= 2 samples recovered (got %s)"
+          % cut["steps"].get("check", {}).get("samples"))
+    check("cut: partial recording (check)" in r.stderr, "cut: named in the summary")
     check("a;rm -rf /: bad host name" in r.stderr, "hostile name is a failed host")
     check(not os.path.exists(os.path.join(out, "a;rm -rf ")), "no directory for the hostile name")
     starts = set()
@@ -138,13 +129,16 @@ try:
         check(rows.get(h, {}).get("status") == "reported" and isinstance(rows.get(h, {}).get("rank"), int),
               "report: %s ranked (got %s)" % (h, rows.get(h, {}).get("status")))
         check((rows.get(h, {}).get("samples") or 0) >= 10, "report: %s has its >= 10 samples" % h)
+    c = rows.get("cut", {})
+    check(c.get("status") == "partial" and (c.get("samples") or 0) >= 2 and
+          any("partial recording" in f for f in c.get("flags", [])),
+          "report: cut listed as partial with its samples and the fleet failure (got %s)" % {k: c.get(k) for k in ("status", "samples", "flags")})
     for h, name in expect.items():
         check(rows.get(h, {}).get("status") == "failed" and name in (rows.get(h, {}).get("why") or ""),
               "report: %s failed with why '%s' (got %s)" % (h, name, rows.get(h, {}).get("why")))
 finally:
     if sshd:
-        sshd.terminate()
-        sshd.wait()
-    shutil.rmtree(t, ignore_errors=True)
+        sshd.close()
+    shutil.rmtree(tmp, ignore_errors=True)
 print("%d failure(s)" % len(failures))
 sys.exit(1 if failures else 0)
