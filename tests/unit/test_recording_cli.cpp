@@ -20,6 +20,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "model/lines.h"
 #include "store/recording.h"
 #include "test_recording_util.h"
 
@@ -1055,6 +1056,119 @@ TEST(RecordingCli, DiffByCpuSortsNumericallyAndLeavesCpusOneSideLacksUncompared)
     }
   }
   EXPECT_GT(one_sided, 0);
+}
+
+TEST(RecordingCli, FleetReportRanksASyntheticCorpusOfKernelsAndSizes) {
+  // Hosts made here with recorded layouts: 6.1 at two sizes and two loads, a 7.3 whose
+  // layout has no cpupri_vec.count (the fix), a 6.12. cpupri_set's rate and tail are set per
+  // host (5 % of the calls in the tail, so p99 is the tail). The report must rank by the
+  // documented severity, take each host's fixes from its layout, flag "cpupri_vec.count
+  // present and cpupri_set p99 > --p99-flag" only where the count is present, and group
+  // hosts by kernel series and size.
+  struct H {
+    const char* name;
+    const char* kernel;
+    uint32_t cpus;
+    bool count_removed;
+    uint64_t calls;  // per CPU per interval
+    uint64_t tail_ns;
+  };
+  const H hosts[] = {{"k61-big", "6.1.0-57-amd64", 64, false, 4000, 40'000},
+                     {"k61-big-calm", "6.1.0-57-amd64", 64, false, 400, 40'000},
+                     {"k61-small", "6.1.0-57-amd64", 8, false, 200, 2'000},
+                     {"k73-big", "7.3.4-amd64", 64, true, 4000, 40'000},
+                     {"k612-mid", "6.12.118-amd64", 32, false, 2000, 8'000}};
+  const TempDir dir("fleet_corpus");
+  for (const H& h : hosts) {
+    Meta m = synthetic_meta(h.cpus);
+    m.host.hostname = h.name;
+    m.host.kernel_release = h.kernel;
+    CoherenceLayout L = assumed_layout(h.kernel, 64);
+    L.btf_source = "/sys/kernel/btf/vmlinux";
+    L.notes = {"cacheline size 64 B"};
+    if (h.count_removed) {
+      L.cpupri->count_offset.reset();
+      L.cpupri->count_size = 0;
+    }
+    m.layout = L;
+    const int cs = m.probe_index("cpupri_set");
+    RecordingWriter w(dir / (std::string(h.name) + ".shot"), m);
+    Sample s = make_sample(m);
+    s.mono_ns = 10'000'000'000;
+    s.wall_ns = 1'700'000'000'000'000'000ull;
+    for (int k = 0; k < 7; ++k) {
+      if (k) {
+        s.seq = uint32_t(k);
+        s.mono_ns += m.interval_ns;
+        s.wall_ns += m.interval_ns;
+        for (uint32_t c = 0; c < h.cpus; ++c) {
+          auto& v = s.probes[cs].words;
+          const uint64_t tail = h.calls / 20, body = h.calls - tail;
+          v[word(m, cs, int(c), "calls")] += h.calls;
+          v[word(m, cs, int(c), "lat", 0)] += body * 900 + tail * h.tail_ns;
+          v[word(m, cs, int(c), "lat", 1)] = std::max<uint64_t>(v[word(m, cs, int(c), "lat", 1)], h.tail_ns);
+          v[word(m, cs, int(c), "lat", 2 + sh_hist_index(900))] += body;
+          v[word(m, cs, int(c), "lat", 2 + sh_hist_index(h.tail_ns))] += tail;
+        }
+      }
+      w.write_sample(s);
+    }
+    w.close();
+  }
+  CliRun r = run_cli(fmt::format("report --fleet {} --json --p99-flag 10us", dir.path));
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto d = nlohmann::json::parse(r.out);
+  ASSERT_EQ(d["hosts"].size(), 5u);
+  std::map<std::string, nlohmann::json> by;
+  std::vector<std::string> order;
+  double prev = 1e300;
+  for (auto& h : d["hosts"]) {
+    by[h["host"]] = h;
+    order.push_back(h["host"]);
+    ASSERT_EQ(h["status"], "reported") << h["host"];
+    const double sev = h["severity"].get<double>();
+    EXPECT_LE(sev, prev) << "ranked by severity, highest first";
+    prev = sev;
+    EXPECT_NEAR(sev, h["stall_ns_per_s"].get<double>() / h["cpus_online"].get<double>() / 1000, 1e-9 * sev + 1e-12)
+        << h["host"] << ": severity as documented (no tick_broadcast wait here)";
+  }
+  // More cpupri_set calls per CPU on the same kernel and size: more transfers, worse.
+  EXPECT_GT(by["k61-big"]["severity"].get<double>(), by["k61-big-calm"]["severity"].get<double>());
+  EXPECT_GT(by["k61-big"]["xfers_per_s"].get<double>(), by["k61-big-calm"]["xfers_per_s"].get<double>());
+  // Fixes from each host's recorded layout.
+  EXPECT_EQ(by["k73-big"]["fixes"]["cpupri_count_removed"], true);
+  EXPECT_EQ(by["k61-big"]["fixes"]["cpupri_count_removed"], false);
+  EXPECT_EQ(by["k612-mid"]["fixes"]["cpupri_count_removed"], false);
+  // p99 is the tail; the flag only where cpupri_vec.count is present.
+  auto flagged = [&](const std::string& host) {
+    for (auto& f : by[host]["flags"])
+      if (f.get<std::string>().rfind("cpupri_vec.count present and cpupri_set p99", 0) == 0) return true;
+    return false;
+  };
+  EXPECT_GE(by["k61-big"]["probes"]["cpupri_set"]["p99_ns"].get<double>(), 30'000.0);
+  EXPECT_GE(by["k73-big"]["probes"]["cpupri_set"]["p99_ns"].get<double>(), 30'000.0);
+  EXPECT_TRUE(flagged("k61-big"));
+  EXPECT_TRUE(flagged("k61-big-calm"));
+  EXPECT_FALSE(flagged("k73-big")) << "the count is gone: no flag whatever the tail";
+  EXPECT_FALSE(flagged("k61-small")) << "p99 2 us is under --p99-flag 10us";
+  EXPECT_FALSE(flagged("k612-mid")) << "p99 8 us is under --p99-flag 10us";
+  // Groups: kernel series x online CPUs (x virtualization), each with its hosts and worst.
+  std::map<std::string, nlohmann::json> groups;  // "series/cpus"
+  for (auto& g : d["groups"]) groups[fmt::format("{}/{}", g["kernel_series"].get<std::string>(), g["cpus_online"].get<int>())] = g;
+  ASSERT_EQ(groups.size(), 4u) << d["groups"].dump();
+  EXPECT_EQ(groups["6.1/64"]["hosts"], 2);
+  EXPECT_EQ(groups["6.1/64"]["worst"]["host"], "k61-big");
+  EXPECT_EQ(groups["6.1/64"]["flagged"], 2);
+  EXPECT_EQ(groups["6.1/8"]["hosts"], 1);
+  EXPECT_EQ(groups["7.3/64"]["hosts"], 1);
+  EXPECT_EQ(groups["6.12/32"]["hosts"], 1);
+  // Every model of the spans gives the same ranking here (steady rates).
+  CliRun every = run_cli(fmt::format("report --fleet {} --json --every-interval", dir.path));
+  ASSERT_EQ(every.status, 0) << every.err;
+  std::vector<std::string> order_every;
+  const auto de = nlohmann::json::parse(every.out);
+  for (auto& h : de["hosts"]) order_every.push_back(h["host"]);
+  EXPECT_EQ(order_every, order);
 }
 
 TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
