@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "model/lines.h"
@@ -1169,6 +1170,29 @@ TEST(RecordingCli, FleetReportRanksASyntheticCorpusOfKernelsAndSizes) {
   const auto de = nlohmann::json::parse(every.out);
   for (auto& h : de["hosts"]) order_every.push_back(h["host"]);
   EXPECT_EQ(order_every, order);
+  // diff of two of these hosts: a fix on one side only is a host difference, read from the
+  // recorded layouts; against a recording without a layout, that side's fixes are unknown.
+  auto differences = [&](const std::string& a, const std::string& b) {
+    CliRun df = run_cli(fmt::format("diff {} {} --json", a, b));
+    EXPECT_TRUE(df.status == 0 || df.status == 3) << df.err;
+    std::vector<std::string> v;
+    if (df.status != 0 && df.status != 3) return v;
+    const auto doc = nlohmann::json::parse(df.out);
+    for (auto& h : doc["host_differences"]) v.push_back(h.get<std::string>());
+    return v;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& prefix) {
+    return std::any_of(v.begin(), v.end(), [&](const std::string& x) { return x.rfind(prefix, 0) == 0; });
+  };
+  const std::string big61 = dir / "k61-big.shot", big73 = dir / "k73-big.shot";
+  auto v = differences(big61, big73);
+  EXPECT_TRUE(has(v, "fix present on B only")) << fmt::format("{}", fmt::join(v, " | "));
+  EXPECT_FALSE(has(v, "fixes unknown"));
+  v = differences(big61, kData + "/vm-6.12-kprobe.shot");
+  EXPECT_TRUE(has(v, "fixes unknown on B (layout not recorded)")) << fmt::format("{}", fmt::join(v, " | "));
+  EXPECT_FALSE(has(v, "fix present on"));
+  v = differences(kData + "/vm-6.12-kprobe.shot", big61);
+  EXPECT_TRUE(has(v, "fixes unknown on A (layout not recorded)")) << fmt::format("{}", fmt::join(v, " | "));
 }
 
 TEST(RecordingCli, FleetRunDirListsEveryHostDirectoryAndDiffErrorsNameTheSide) {
