@@ -10,12 +10,15 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   hang      the remote command sleeps past -t       -> timeout
   cut       its recorder is killed 1 s into the window -> partial recording, what it wrote
             collected, checked and reported as partial
+  fails     record fails at once, a stale file where it records -> record failed, nothing collected
+Then usage errors, a missing --remote-dir, and a run interrupted while recording (a re-run
+stops its recorder).
   'a;rm -rf /'  hostile name                        -> bad host name (not contacted)
 Then a re-run resumes (h1/h2 not re-recorded, failed hosts tried again) and --force re-records
 with the report step: h1 and h2 ranked from their recordings, each failed host listed with why.
 Usage: test_fleet_sshd.py BUILD_DIR (the directory with the schedhot binary)
 """
-import json, os, shutil, subprocess, sys, tempfile
+import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 from sshd_hosts import Sshd
 
@@ -57,9 +60,19 @@ fi
 exec %s "$@"
 """ % (os.path.join(build, "schedhot"), os.path.join(build, "schedhot")))
     os.chmod(os.path.join(cutdir, "schedhot"), 0o755)
+    # The "fails" host's schedhot: record --start-at fails at once (exit 7).
+    failsdir = os.path.join(tmp, "fails")
+    os.mkdir(failsdir)
+    with open(os.path.join(failsdir, "schedhot"), "w") as f:
+        f.write("""#!/bin/sh
+case " $* " in *" record "*"--start-at "*) echo 'schedhot: boom' >&2; exit 7 ;; esac
+exec %s "$@"
+""" % os.path.join(build, "schedhot"))
+    os.chmod(os.path.join(failsdir, "schedhot"), 0o755)
     sshd = Sshd({"user_key": 'environment="PATH=%s:/usr/bin:/bin"' % bindir,
                  "missing_key": 'environment="PATH=/usr/bin:/bin"',
                  "cut_key": 'environment="PATH=%s:/usr/bin:/bin"' % cutdir,
+                 "fails_key": 'environment="PATH=%s:/usr/bin:/bin"' % failsdir,
                  "hang_key": 'command="sleep 60"'})
     t = sshd.t
     for h in ("h1", "h2"):
@@ -70,11 +83,14 @@ exec %s "$@"
     sshd.host("missing", "missing_key")
     sshd.host("hang", "hang_key")
     sshd.host("cut", "cut_key")
+    sshd.host("fails", "fails_key")
     ssh_config = sshd.ssh_config()
     out = os.path.join(t, "fleet")
+    # An earlier run's file where "fails" records: it must not pass for this run's recording.
+    shutil.copy(os.path.join(src, "tests", "data", "vm-7.3.shot"), os.path.join(t, "schedhot-fleet-fails.shot"))
 
     def run(*extra, report=False):
-        cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut",
+        cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut,fails",
                "-w", "a;rm -rf /", "-d", "2", "-i", "200ms", "--start-delay", "2", "-t", "8", "--connect-timeout", "3",
                "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=80)
@@ -95,6 +111,10 @@ exec %s "$@"
     check((cut["steps"].get("check", {}).get("samples") or 0) >= 2, "cut: >= 2 samples recovered (got %s)"
           % cut["steps"].get("check", {}).get("samples"))
     check("cut: partial recording (check)" in r.stderr, "cut: named in the summary")
+    fl = st("fails").get("failure") or {}
+    check(fl.get("name") == "record failed" and "boom" in fl.get("detail", ""), "fails: record failed, its message (got %s)" % fl)
+    check(not os.path.exists(os.path.join(out, "fails", "recording.shot")),
+          "fails: the stale remote file was removed before the launch, nothing collected")
     check("a;rm -rf /: bad host name" in r.stderr, "hostile name is a failed host")
     check(not os.path.exists(os.path.join(out, "a;rm -rf ")), "no directory for the hostile name")
     starts = set()
@@ -136,6 +156,36 @@ exec %s "$@"
     for h, name in expect.items():
         check(rows.get(h, {}).get("status") == "failed" and name in (rows.get(h, {}).get("why") or ""),
               "report: %s failed with why '%s' (got %s)" % (h, name, rows.get(h, {}).get("why")))
+    # Usage errors before any host is contacted.
+    for bad in (["-d", "0"], ["-d", "5x"], ["--start-at", "nan"], ["-w", "fleet.json"]):
+        hosts = [] if bad[0] == "-w" else ["-w", "h1"]  # fleet.json: a bad host name, nobody contacted
+        r2 = subprocess.run([fleet, "run", "-o", os.path.join(t, "usage"), "-F", ssh_config] + hosts + bad,
+                            capture_output=True, text=True, timeout=60)
+        want = 1 if bad[0] == "-w" else 2
+        check(r2.returncode == want and "Traceback" not in r2.stderr, "%s: exit %d, one line (got %d: %s)"
+              % (" ".join(bad), want, r2.returncode, r2.stderr.strip()[-200:]))
+    base = [fleet, "run", "-F", ssh_config, "-w", "h1", "-i", "200ms", "--start-delay", "1", "-t", "8",
+            "--connect-timeout", "3", "--local-schedhot", os.path.join(build, "schedhot"), "--no-report"]
+    # A --remote-dir that does not exist: record failed at once with the shell's reason.
+    t0 = time.time()
+    r2 = subprocess.run(base + ["-o", os.path.join(t, "nodir"), "-d", "2", "--remote-dir", "/nonexistent-dir"],
+                        capture_output=True, text=True, timeout=60)
+    f2 = (json.load(open(os.path.join(t, "nodir", "h1", "state.json"))).get("failure") or {})
+    check(f2.get("name") == "record failed" and "No such file" in f2.get("detail", "") and time.time() - t0 < 20,
+          "missing --remote-dir: record failed at once (got %s in %.0f s)" % (f2, time.time() - t0))
+    # Interrupted while recording: exit 130, the pid kept; a re-run stops that recorder and records again.
+    intr = os.path.join(t, "intr")
+    p = subprocess.Popen(base + ["-o", intr, "-d", "60", "--remote-dir", t], stderr=subprocess.PIPE, text=True)
+    time.sleep(6)
+    p.send_signal(signal.SIGINT)
+    e2 = p.communicate(timeout=30)[1]
+    check(p.returncode == 130 and "interrupted" in e2, "SIGINT: exit 130, says so (got %d)" % p.returncode)
+    check(isinstance(json.load(open(os.path.join(intr, "h1", "state.json")))["steps"].get("record", {}).get("pid"), int),
+          "SIGINT: the recorder's pid is in state.json")
+    r2 = subprocess.run(base + ["-o", intr, "-d", "2", "--remote-dir", t], capture_output=True, text=True, timeout=80)
+    left = [l for l in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
+            if "record" in l and "-d 60" in l and "schedhot-fleet-h1" in l]
+    check(r2.returncode == 0 and not left, "re-run: complete, the interrupted run's recorder stopped (left: %s)" % left)
 finally:
     if sshd:
         sshd.close()
