@@ -11,6 +11,8 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   cut       its recorder is killed 1 s into the window -> partial recording, what it wrote
             collected, checked and reported as partial
   fails     record fails at once, a stale file where it records -> record failed, nothing collected
+  nopriv    the real schedhot run as nobody (setpriv)  -> not privileged
+  fewer     the real schedhot attaching only cpupri_set -> probe set differs
 Then usage errors, a missing --remote-dir, and a run interrupted while recording (a re-run
 stops its recorder).
   'a;rm -rf /'  hostile name                        -> bad host name (not contacted)
@@ -69,10 +71,22 @@ case " $* " in *" record "*"--start-at "*) echo 'schedhot: boom' >&2; exit 7 ;; 
 exec %s "$@"
 """ % os.path.join(build, "schedhot"))
     os.chmod(os.path.join(failsdir, "schedhot"), 0o755)
+    real = os.path.join(build, "schedhot")
+    # "nopriv": the real schedhot run as nobody (setpriv), as on a host where it has no root.
+    # "fewer": the real schedhot attaching only cpupri_set, as on a kernel that lacks the rest.
+    wrappers = {"nopriv": 'exec setpriv --reuid=65534 --regid=65534 --clear-groups %s "$@"' % real,
+                "fewer": 'case "$1" in probes|record) exec %s "$@" --probes cpupri_set ;; esac\nexec %s "$@"' % (real, real)}
+    for name, body in wrappers.items():
+        os.mkdir(os.path.join(tmp, name))
+        with open(os.path.join(tmp, name, "schedhot"), "w") as f:
+            f.write("#!/bin/sh\n" + body + "\n")
+        os.chmod(os.path.join(tmp, name, "schedhot"), 0o755)
     sshd = Sshd({"user_key": 'environment="PATH=%s:/usr/bin:/bin"' % bindir,
                  "missing_key": 'environment="PATH=/usr/bin:/bin"',
                  "cut_key": 'environment="PATH=%s:/usr/bin:/bin"' % cutdir,
                  "fails_key": 'environment="PATH=%s:/usr/bin:/bin"' % failsdir,
+                 "nopriv_key": 'environment="PATH=%s:/usr/bin:/bin"' % os.path.join(tmp, "nopriv"),
+                 "fewer_key": 'environment="PATH=%s:/usr/bin:/bin"' % os.path.join(tmp, "fewer"),
                  "hang_key": 'command="sleep 60"'})
     t = sshd.t
     for h in ("h1", "h2"):
@@ -84,13 +98,15 @@ exec %s "$@"
     sshd.host("hang", "hang_key")
     sshd.host("cut", "cut_key")
     sshd.host("fails", "fails_key")
+    sshd.host("nopriv", "nopriv_key")
+    sshd.host("fewer", "fewer_key")
     ssh_config = sshd.ssh_config()
     out = os.path.join(t, "fleet")
     # An earlier run's file where "fails" records: it must not pass for this run's recording.
     shutil.copy(os.path.join(src, "tests", "data", "vm-7.3.shot"), os.path.join(t, "schedhot-fleet-fails.shot"))
 
     def run(*extra, report=False):
-        cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut,fails",
+        cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut,fails,nopriv,fewer",
                "-w", "a;rm -rf /", "-d", "2", "-i", "200ms", "--start-delay", "2", "-t", "8", "--connect-timeout", "3",
                "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=80)
@@ -101,7 +117,8 @@ exec %s "$@"
     check(r.returncode == 1, "exit 1 when a host failed (got %d)" % r.returncode)
     st = lambda h: json.load(open(os.path.join(out, h, "state.json")))
     expect = {"nokey": "host key unknown", "refused": "authentication refused", "dead": "unreachable",
-              "missing": "schedhot missing", "hang": "timeout"}
+              "missing": "schedhot missing", "hang": "timeout", "nopriv": "not privileged",
+              "fewer": "probe set differs"}
     for h, name in expect.items():
         f = st(h).get("failure") or {}
         check(f.get("name") == name, "%s: %s (got %s)" % (h, name, f))
