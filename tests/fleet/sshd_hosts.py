@@ -8,10 +8,37 @@ that are healthy, lack schedhot, hang, or run a wrapper. Needs root and /usr/sbi
 """
 import os
 import shutil
+import sys
 import socket
 import subprocess
 import tempfile
 import time
+
+
+def paths_or_skip(argv):
+    """(build dir, source dir, schedhot-fleet) for a test called as `test.py BUILD_DIR`;
+    exits 77 (CTest's skip) without root or /usr/sbin/sshd."""
+    if os.geteuid() != 0 or not os.path.exists("/usr/sbin/sshd"):
+        print("SKIP: needs root and /usr/sbin/sshd")
+        sys.exit(77)
+    src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    return os.path.abspath(argv[1]), src, os.path.join(src, "src", "fleet", "schedhot-fleet")
+
+
+class Checks:
+    """ok/FAIL lines; the exit status is 1 when any check failed."""
+
+    def __init__(self):
+        self.failures = []
+
+    def check(self, cond, what):
+        print(("ok   " if cond else "FAIL ") + what)
+        if not cond:
+            self.failures.append(what)
+
+    def exit_status(self):
+        print("%d failure(s)" % len(self.failures))
+        return 1 if self.failures else 0
 
 
 def free_port():

@@ -22,22 +22,11 @@ Usage: test_fleet_sshd.py BUILD_DIR (the directory with the schedhot binary)
 """
 import json, os, shutil, signal, subprocess, sys, tempfile, time
 
-from sshd_hosts import Sshd
+from sshd_hosts import Checks, Sshd, paths_or_skip
 
-build = os.path.abspath(sys.argv[1])
-src = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-fleet = os.path.join(src, "src", "fleet", "schedhot-fleet")
-if os.geteuid() != 0 or not os.path.exists("/usr/sbin/sshd"):
-    print("SKIP: needs root and /usr/sbin/sshd")
-    sys.exit(77)
-
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what)
-    if not cond:
-        failures.append(what)
+build, src, fleet = paths_or_skip(sys.argv)
+ck = Checks()
+check = ck.check
 
 
 sshd = None
@@ -207,5 +196,4 @@ finally:
     if sshd:
         sshd.close()
     shutil.rmtree(tmp, ignore_errors=True)
-print("%d failure(s)" % len(failures))
-sys.exit(1 if failures else 0)
+sys.exit(ck.exit_status())
