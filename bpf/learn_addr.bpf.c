@@ -9,8 +9,10 @@
  * sh_learn_off[i]: the BTF offsets (set by user space) of every
  * rd->cpupri.pri_to_cpu[i].mask pointer (CONFIG_CPUMASK_OFFSTACK=y) and of
  * rd->cpupri.cpu_to_pri (kernel/sched/cpupri.c cpupri_init()). Reads go
- * through bpf_probe_read_kernel. One run at a time, one writer: nothing here
- * is shared hot state.
+ * through bpf_probe_read_kernel. Also, when user space knows &nohz (kallsyms
+ * with KALLSYMS_ALL), the u64 at sh_learn_abs: &nohz.idle_cpus_mask, the
+ * pointer to its OFFSTACK bitmap (kernel/sched/fair.c nohz_init(): zalloc).
+ * One run at a time, one writer: nothing here is shared hot state.
  */
 #include "common.bpf.h"
 
@@ -25,6 +27,9 @@ __u32 sh_learn_cpu = 0;             /* the CPU it ran on */
 __u64 sh_learn_rd = 0;              /* this_rq()->rd */
 __u64 sh_learn_word[SH_LEARN_MAX] = {};
 __u32 sh_learn_ok = 0;              /* words read without error */
+const volatile __u64 sh_learn_abs = 0;  /* an absolute kernel address to read, 0 none */
+__u64 sh_learn_abs_word = 0;
+__u32 sh_learn_abs_ok = 0;
 
 SEC("raw_tp")
 int learn_addr(void *ctx)
@@ -44,5 +49,10 @@ int learn_addr(void *ctx)
 		sh_learn_word[i] = w;
 	}
 	sh_learn_ok = ok;
+	if (sh_learn_abs) {
+		__u64 w = 0;
+		sh_learn_abs_ok = bpf_probe_read_kernel(&w, sizeof(w), (const void *)sh_learn_abs) == 0;
+		sh_learn_abs_word = w;
+	}
 	return 0;
 }

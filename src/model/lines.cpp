@@ -35,7 +35,13 @@ std::optional<FieldTarget> field_target(const std::string& field, int ncpus, con
     const NohzLayout& n = *L.nohz;
     const std::string m = f.substr(5);
     if (m == "idle_cpus_mask") {
-      if (n.mask_is_pointer) return mask("nohz.idle_cpus_mask", "nohz", 0, ncpus, kSeparate);
+      if (n.mask_is_pointer) {
+        // Learned: the bitmap's offset in its first line (learn_addresses()); else line-aligned.
+        if (L.learned && L.learned->nohz_idle_mask)
+          return mask("nohz.idle_cpus_mask", "nohz", int64_t(L.learned->nohz_idle_mask % uint64_t(L.line_bytes)), ncpus,
+                      "slab neighbours of the learned bitmap not known");
+        return mask("nohz.idle_cpus_mask", "nohz", 0, ncpus, kSeparate);
+      }
       return mask("nohz", "nohz", n.idle_cpus_mask.offset, n.mask_bytes * 8, "");
     }
     const MemberLayout* mem = nullptr;

@@ -453,10 +453,20 @@ void nohz_lines(const CoherenceLayout& L, std::vector<LineDef>& out) {
     d.id = "nohz.idle_cpus_mask";
     d.object = "nohz.idle_cpus_mask bitmap";
     d.line_offset = 0;
-    d.allocation = "separate, address unknown until learned";
-    d.fields.push_back({"idle_cpus_mask bits", 0, std::nullopt});
-    d.assumption = "CPUMASK_OFFSTACK=y: a separate cpumask_size() B kmalloc object; its line (and what else is in "
-                   "it) is unknown until the address is learned";
+    const uint64_t at = L.learned ? L.learned->nohz_idle_mask : 0;
+    if (at) {
+      // Learned (learn_addresses()): the bitmap's lines; offsets from the first one.
+      d.allocation = fmt::format("separate, learned ({})", L.learned->source);
+      d.address = at - at % uint64_t(lb);
+      d.address_known = true;
+      d.fields.push_back({"idle_cpus_mask bits", int64_t(at % uint64_t(lb)), L.learned->mask_bytes});
+      d.assumption = "what else shares its slab line (other kmalloc objects) is not known";
+    } else {
+      d.allocation = "separate, address unknown until learned";
+      d.fields.push_back({"idle_cpus_mask bits", 0, std::nullopt});
+      d.assumption = "CPUMASK_OFFSTACK=y: a separate cpumask_size() B kmalloc object; its line (and what else is in "
+                     "it) is unknown until the address is learned";
+    }
     out.push_back(std::move(d));
   }
 }
@@ -732,6 +742,7 @@ void to_json(nlohmann::json& j, const CoherenceLayout& l) {
                     {"cpus", a.cpus},             {"other_domains", a.other_domains},
                     {"cpu_to_pri", a.cpu_to_pri}, {"cpu_to_pri_bytes", a.cpu_to_pri_bytes},
                     {"masks", a.masks},           {"mask_bytes", a.mask_bytes}};
+    if (a.nohz_idle_mask) j["learned"]["nohz_idle_mask"] = a.nohz_idle_mask;
   }
 }
 
@@ -845,6 +856,9 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
       if (!mj.empty() && (!l.cpupri || !l.cpupri->mask_is_pointer || mj.size() != size_t(l.cpupri->nr_prios)))
         throw std::runtime_error("coherence layout: learned.masks without OFFSTACK pri_to_cpu[] masks of that count");
       for (auto& m : mj) a.masks.push_back(m.get<uint64_t>());
+      a.nohz_idle_mask = aj.value("nohz_idle_mask", uint64_t(0));  // 1.3 recordings since 2026-12-04
+      if (a.nohz_idle_mask && (!l.nohz || !l.nohz->mask_is_pointer || a.mask_bytes == 0))
+        throw std::runtime_error("coherence layout: learned.nohz_idle_mask without an OFFSTACK nohz.idle_cpus_mask of known size");
       if (!l.cpupri && (a.rd || a.cpu_to_pri)) throw std::runtime_error("coherence layout: learned addresses without a cpupri layout");
       if ((a.cpu_to_pri && a.cpu_to_pri_bytes == 0) || (!a.masks.empty() && a.mask_bytes == 0))
         throw std::runtime_error("coherence layout: learned allocation of 0 bytes");
@@ -853,6 +867,7 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
         throw std::runtime_error("coherence layout: learned address range wraps");
       for (uint64_t m : a.masks)
         if (wraps(m, a.mask_bytes)) throw std::runtime_error("coherence layout: learned address range wraps");
+      if (wraps(a.nohz_idle_mask, a.mask_bytes)) throw std::runtime_error("coherence layout: learned address range wraps");
       l.learned = std::move(a);
     }
     out = std::move(l);

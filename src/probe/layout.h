@@ -114,6 +114,9 @@ struct LearnedAddresses {
   int64_t cpu_to_pri_bytes = 0;         ///< nr_cpu_ids * 4
   std::vector<uint64_t> masks;          ///< rd->cpupri.pri_to_cpu[i].mask (OFFSTACK only; else empty)
   int64_t mask_bytes = 0;               ///< cpumask_size(): BITS_TO_LONGS(nr_cpu_ids) * 8
+  /// nohz.idle_cpus_mask's OFFSTACK bitmap (read at &nohz + the member's offset when &nohz
+  /// is in the symbol table), 0 = not learned; cpumask_size() bytes (mask_bytes).
+  uint64_t nohz_idle_mask = 0;
 };
 
 /// A group of separate allocations (learned addresses) whose lines touch: modeled as one

@@ -29,6 +29,32 @@ std::string assumed_lines(const CpupriLayout& c) {
              : "root_domain assumed line-aligned; cpu_to_pri[] modeled as starting its own line";
 }
 
+/// What was learned of nohz.idle_cpus_mask's OFFSTACK bitmap, and whether it shares a
+/// line with a learned cpupri allocation (cross-family sharing is said, not modeled).
+std::string nohz_mask_note(const CoherenceLayout& L, bool tried) {
+  const LearnedAddresses& a = *L.learned;
+  if (!tried)
+    return "nohz.idle_cpus_mask (OFFSTACK): &nohz is not in the symbol table (KALLSYMS_ALL off), so BPF cannot read "
+           "its pointer: the bitmap stays modeled as its own line";
+  if (!a.nohz_idle_mask)
+    return "nohz.idle_cpus_mask (OFFSTACK): reading the pointer at &nohz failed or gave no kernel address: the bitmap "
+           "stays modeled as its own line";
+  const uint64_t lb = uint64_t(L.line_bytes);
+  const uint64_t first = a.nohz_idle_mask / lb, last = (a.nohz_idle_mask + uint64_t(a.mask_bytes) - 1) / lb;
+  std::string shared;
+  for (const SeparateGroup& g : separate_groups(L))
+    for (const MemberLayout& m : g.members) {
+      const uint64_t mf = (g.base + uint64_t(m.offset)) / lb, ml = (g.base + uint64_t(m.offset + m.size) - 1) / lb;
+      if (mf <= last && first <= ml) shared += (shared.empty() ? "" : ", ") + m.name;
+    }
+  return fmt::format("nohz.idle_cpus_mask (OFFSTACK): bitmap learned at {:#x} ({} B, offset {} in its line){}", a.nohz_idle_mask,
+                     a.mask_bytes, a.nohz_idle_mask % lb,
+                     shared.empty() ? "; it shares no line with a learned cpupri allocation"
+                                    : fmt::format("; it shares a line with {}: modeled as separate lines (traffic between "
+                                                  "the nohz and cpupri users of that line is not counted)",
+                                                  shared));
+}
+
 }  // namespace
 
 std::string implausible(const LearnedAddresses& a, const CpupriLayout& c) {
@@ -42,6 +68,8 @@ std::string implausible(const LearnedAddresses& a, const CpupriLayout& c) {
     if (m + uint64_t(a.mask_bytes) > a.rd && m < rd_end) return fmt::format("a mask {:#x} lies inside the root_domain", m);
   }
   if (a.cpu_to_pri && seen.count(a.cpu_to_pri)) return "cpu_to_pri equals a mask pointer";
+  if (a.nohz_idle_mask && (seen.count(a.nohz_idle_mask) || a.nohz_idle_mask == a.cpu_to_pri))
+    return "nohz.idle_cpus_mask equals a cpupri pointer";
   return "";
 }
 
@@ -70,6 +98,9 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
   }
   skel->rodata->sh_learn_nwords = uint32_t(offs.size());
   for (size_t i = 0; i < offs.size(); ++i) skel->rodata->sh_learn_off[i] = offs[i];
+  // &nohz.idle_cpus_mask (the pointer), when &nohz is known and the mask is OFFSTACK.
+  const bool nohz_mask = L.nohz && L.nohz->mask_is_pointer && L.nohz->address && *L.nohz->address >= kKernelHalf;
+  if (nohz_mask) skel->rodata->sh_learn_abs = *L.nohz->address + uint64_t(L.nohz->idle_cpus_mask.offset);
   const int le = schedhot_learn_bpf::load(skel.get());
   libbpf_set_print(old);
   if (le) return fail(fmt::format("load: {}", strerror(-le)));
@@ -79,6 +110,7 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
     std::vector<int> cpus;
     std::vector<uint64_t> words;
   };
+  uint64_t idle_mask = 0;  // the same on every CPU (one global)
   std::map<uint64_t, Seen> by_rd;  // rd -> CPUs and the words read there
   std::string first_error;
   for (int cpu : cpus) {
@@ -94,6 +126,7 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
                                       : fmt::format("{} of {} pointers read on CPU {}", b->sh_learn_ok, offs.size(), cpu);
       continue;
     }
+    if (nohz_mask && b->sh_learn_abs_ok && !idle_mask) idle_mask = b->sh_learn_abs_word;
     Seen& s = by_rd[b->sh_learn_rd];
     s.cpus.push_back(cpu);
     if (s.words.empty()) s.words.assign(b->sh_learn_word, b->sh_learn_word + offs.size());
@@ -112,6 +145,11 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
     a.mask_bytes = int64_t((nr_cpu_ids + 63) / 64) * 8;
   }
   a.cpu_to_pri = w.back();
+  const int64_t cpumask_bytes = int64_t((nr_cpu_ids + 63) / 64) * 8;
+  if (idle_mask >= kKernelHalf) {
+    a.nohz_idle_mask = idle_mask;
+    a.mask_bytes = cpumask_bytes;
+  }
   a.cpu_to_pri_bytes = int64_t(nr_cpu_ids) * 4;
   a.source = fmt::format("BPF (raw_tp test run) from this_rq()->rd on CPU{} {}", a.cpus.size() > 1 ? "s" : "",
                          format_cpulist(a.cpus));
@@ -134,9 +172,7 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
     note += fmt::format("; {} other root domain(s) on other CPUs (cpusets) not modeled", a.other_domains);
   if (!first_error.empty()) note += fmt::format("; some CPUs failed ({})", first_error);
   L.notes.push_back(note);
-  if (L.nohz && L.nohz->mask_is_pointer)
-    L.notes.push_back("nohz.idle_cpus_mask (OFFSTACK): &nohz is not readable by BPF without its symbol, so its bitmap "
-                      "stays modeled as its own line");
+  if (L.nohz && L.nohz->mask_is_pointer) L.notes.push_back(nohz_mask_note(L, nohz_mask));
 }
 
 }  // namespace schedhot

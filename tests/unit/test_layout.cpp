@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "model/lines.h"
 #include "probe/layout.h"
 
 using namespace schedhot;
@@ -569,6 +570,48 @@ TEST(Layout, LearnedRoundTripsAndOldJsonIsNotLearned) {
   EXPECT_EQ(back.learned->rd, l.learned->rd);
   j.erase("learned");
   EXPECT_FALSE(j.get<CoherenceLayout>().learned);
+}
+
+TEST(Layout, LearnedNohzIdleMaskPlacesItsLineAndRoundTrips) {
+  CoherenceLayout l = offstack_learned(0xffff888200000000ull, 8);
+  ASSERT_TRUE(l.nohz && l.nohz->mask_is_pointer);
+  const LineDef* before = nullptr;
+  const auto ls0 = modeled_lines(l);
+  for (auto& d : ls0)
+    if (d.id == "nohz.idle_cpus_mask") before = &d;
+  ASSERT_TRUE(before);
+  EXPECT_FALSE(before->address_known);
+  l.learned->nohz_idle_mask = 0xffff888400000028ull;  // 8 B at offset 40 of its line
+  const auto ls = modeled_lines(l);
+  const LineDef* m = nullptr;
+  for (auto& d : ls)
+    if (d.id == "nohz.idle_cpus_mask") m = &d;
+  ASSERT_TRUE(m);
+  EXPECT_TRUE(m->address_known);
+  EXPECT_EQ(*m->address, 0xffff888400000000ull);
+  ASSERT_EQ(m->fields.size(), size_t(1));
+  EXPECT_EQ(m->fields[0].offset, 40);
+  EXPECT_EQ(m->fields[0].size, 8);
+  // The model's target: CPU c's word at 40 + c/64*8 of that object: CPU 100 is in line 1.
+  auto t = field_target("nohz.idle_cpus_mask[cpu]", 128, l);
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->base, 40);
+  std::vector<int64_t> lines;
+  t->lines(100, 64, lines);
+  EXPECT_EQ(lines, std::vector<int64_t>{0});
+  lines.clear();
+  auto t2 = field_target("nohz.idle_cpus_mask[cpu]", 256, l);
+  t2->lines(200, 64, lines);  // 40 + 3*8 = 64: the next line
+  EXPECT_EQ(lines, std::vector<int64_t>{1});
+  nlohmann::json j = l;
+  EXPECT_EQ(j.get<CoherenceLayout>().learned->nohz_idle_mask, 0xffff888400000028ull);
+  j["learned"].erase("nohz_idle_mask");  // a recording from before: not learned
+  EXPECT_EQ(j.get<CoherenceLayout>().learned->nohz_idle_mask, 0u);
+  j = l;
+  j["learned"]["mask_bytes"] = 0;
+  j["learned"]["masks"] = nlohmann::json::array();
+  CoherenceLayout bad;
+  EXPECT_THROW(from_json(j, bad), std::runtime_error);  // a learned mask of unknown size
 }
 
 TEST(Layout, LearnedHostileJsonRejected) {
