@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstring>
 #include <map>
+#include <set>
 #include <stdexcept>
 
 #include <bpf/btf.h>
@@ -390,6 +391,22 @@ std::vector<SeparateGroup> separate_groups(const CoherenceLayout& L) {
   }
   close();
   return out;
+}
+
+std::string implausible(const LearnedAddresses& a, const CpupriLayout& c) {
+  if (a.rd < kKernelLow) return fmt::format("rd {:#x} is not a kernel address", a.rd);
+  if (a.cpu_to_pri && a.cpu_to_pri < kKernelLow) return fmt::format("cpu_to_pri {:#x} is not a kernel address", a.cpu_to_pri);
+  std::set<uint64_t> seen;
+  const uint64_t rd_end = a.rd + uint64_t(c.root_domain_size);
+  for (uint64_t m : a.masks) {
+    if (m < kKernelLow) return fmt::format("a pri_to_cpu[].mask pointer {:#x} is not a kernel address", m);
+    if (!seen.insert(m).second) return fmt::format("two pri_to_cpu[].mask pointers are both {:#x}", m);
+    if (m + uint64_t(a.mask_bytes) > a.rd && m < rd_end) return fmt::format("a mask {:#x} lies inside the root_domain", m);
+  }
+  if (a.cpu_to_pri && seen.count(a.cpu_to_pri)) return "cpu_to_pri equals a mask pointer";
+  if (a.nohz_idle_mask && (seen.count(a.nohz_idle_mask) || a.nohz_idle_mask == a.cpu_to_pri))
+    return "nohz.idle_cpus_mask equals a cpupri pointer";
+  return "";
 }
 
 std::optional<std::pair<std::string, int64_t>> learned_placement(const CoherenceLayout& L, const std::string& name) {

@@ -167,6 +167,16 @@ CoherenceLayout read_coherence_layout_from(const std::string& btf_path, const Sy
 /// Empty when nothing was learned. O(n log n) in the allocations.
 std::vector<SeparateGroup> separate_groups(const CoherenceLayout& layout);
 
+/// The lowest kernel address: x86-64 with 5-level paging (LA57, e.g. QEMU's -cpu max) puts
+/// the direct map at 0xff11000000000000 (Documentation/arch/x86/x86_64/mm.rst), 4-level at
+/// 0xffff888000000000; arm64 with 52-bit VAs starts at 0xfff0000000000000.
+inline constexpr uint64_t kKernelLow = 0xff00000000000000ull;
+
+/// The plausibility checks applied to learned addresses, used by learn_addresses() (probe/learn_addr.h): every address
+/// in the kernel half (>= 0xff00000000000000: x86-64 with 4- or 5-level paging, arm64), the masks distinct and none
+/// inside the root_domain. "" when plausible, else what is wrong (one line).
+std::string implausible(const LearnedAddresses& a, const CpupriLayout& c);
+
 /// Where a separate allocation ("cpupri.pri_to_cpu[i].mask", "cpupri.cpu_to_pri") lies
 /// when learned: its group's object and its byte offset from the group's base; nullopt
 /// when not learned.

@@ -18,7 +18,6 @@ namespace schedhot {
 
 namespace {
 
-constexpr uint64_t kKernelHalf = 0xffff800000000000ull;
 constexpr size_t kWords = sizeof(((struct schedhot_learn_bpf*)nullptr)->bss->sh_learn_word) / sizeof(uint64_t);
 
 std::string assumed_lines(const CpupriLayout& c) {
@@ -57,21 +56,6 @@ std::string nohz_mask_note(const CoherenceLayout& L, bool tried) {
 
 }  // namespace
 
-std::string implausible(const LearnedAddresses& a, const CpupriLayout& c) {
-  if (a.rd < kKernelHalf) return fmt::format("rd {:#x} is not a kernel address", a.rd);
-  if (a.cpu_to_pri && a.cpu_to_pri < kKernelHalf) return fmt::format("cpu_to_pri {:#x} is not a kernel address", a.cpu_to_pri);
-  std::set<uint64_t> seen;
-  const uint64_t rd_end = a.rd + uint64_t(c.root_domain_size);
-  for (uint64_t m : a.masks) {
-    if (m < kKernelHalf) return fmt::format("a pri_to_cpu[].mask pointer {:#x} is not a kernel address", m);
-    if (!seen.insert(m).second) return fmt::format("two pri_to_cpu[].mask pointers are both {:#x}", m);
-    if (m + uint64_t(a.mask_bytes) > a.rd && m < rd_end) return fmt::format("a mask {:#x} lies inside the root_domain", m);
-  }
-  if (a.cpu_to_pri && seen.count(a.cpu_to_pri)) return "cpu_to_pri equals a mask pointer";
-  if (a.nohz_idle_mask && (seen.count(a.nohz_idle_mask) || a.nohz_idle_mask == a.cpu_to_pri))
-    return "nohz.idle_cpus_mask equals a cpupri pointer";
-  return "";
-}
 
 void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cpu_ids) {
   if (!L.cpupri) {
@@ -99,7 +83,7 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
   skel->rodata->sh_learn_nwords = uint32_t(offs.size());
   for (size_t i = 0; i < offs.size(); ++i) skel->rodata->sh_learn_off[i] = offs[i];
   // &nohz.idle_cpus_mask (the pointer), when &nohz is known and the mask is OFFSTACK.
-  const bool nohz_mask = L.nohz && L.nohz->mask_is_pointer && L.nohz->address && *L.nohz->address >= kKernelHalf;
+  const bool nohz_mask = L.nohz && L.nohz->mask_is_pointer && L.nohz->address && *L.nohz->address >= kKernelLow;
   if (nohz_mask) skel->rodata->sh_learn_abs = *L.nohz->address + uint64_t(L.nohz->idle_cpus_mask.offset);
   const int le = schedhot_learn_bpf::load(skel.get());
   libbpf_set_print(old);
@@ -146,7 +130,7 @@ void learn_addresses(CoherenceLayout& L, const std::vector<int>& cpus, int nr_cp
   }
   a.cpu_to_pri = w.back();
   const int64_t cpumask_bytes = int64_t((nr_cpu_ids + 63) / 64) * 8;
-  if (idle_mask >= kKernelHalf) {
+  if (idle_mask >= kKernelLow) {
     a.nohz_idle_mask = idle_mask;
     a.mask_bytes = cpumask_bytes;
   }

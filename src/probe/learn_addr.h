@@ -22,9 +22,5 @@ namespace schedhot {
 /// CAP_BPF + CAP_PERFMON (root); never throws: a failure is a note.
 void learn_addresses(CoherenceLayout& layout, const std::vector<int>& cpus, int nr_cpu_ids);
 
-/// The plausibility checks applied to learned addresses, exposed for tests: every address
-/// in the kernel half (>= 0xffff800000000000 on x86-64), the masks distinct and none
-/// inside the root_domain. "" when plausible, else what is wrong (one line).
-std::string implausible(const LearnedAddresses& a, const CpupriLayout& c);
 
 }  // namespace schedhot

@@ -614,6 +614,25 @@ TEST(Layout, LearnedNohzIdleMaskPlacesItsLineAndRoundTrips) {
   EXPECT_THROW(from_json(j, bad), std::runtime_error);  // a learned mask of unknown size
 }
 
+TEST(Layout, LearnedAddressesPlausibleWith4And5LevelPaging) {
+  CoherenceLayout l = offstack_learned(0xffff888200000000ull, 8);
+  EXPECT_EQ(implausible(*l.learned, *l.cpupri), "");
+  // A QEMU -cpu max guest (LA57): the direct map at 0xff11000000000000 (the 6.12 VM run's rd).
+  LearnedAddresses a = *l.learned;
+  a.rd = 0xff2be471c104e800ull;
+  for (auto& m : a.masks) m = m - 0xffff888200000000ull + 0xff2be471c2000000ull;
+  a.cpu_to_pri = 0xff2be471c3000000ull;
+  EXPECT_EQ(implausible(a, *l.cpupri), "");
+  a.rd = 0x00007fff00001000ull;  // a user address
+  EXPECT_NE(implausible(a, *l.cpupri).find("not a kernel address"), std::string::npos);
+  a = *l.learned;
+  a.masks[3] = a.masks[2];
+  EXPECT_NE(implausible(a, *l.cpupri).find("both"), std::string::npos);
+  a = *l.learned;
+  a.nohz_idle_mask = a.cpu_to_pri;
+  EXPECT_NE(implausible(a, *l.cpupri).find("nohz.idle_cpus_mask"), std::string::npos);
+}
+
 TEST(Layout, LearnedHostileJsonRejected) {
   const nlohmann::json good = offstack_learned(0xffff888200000000ull, 8);
   auto bad = [&](auto edit) {

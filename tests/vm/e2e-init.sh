@@ -12,11 +12,15 @@
 #   counts-B               ftrace_count_window over the report's start/end_mono_ns
 #   record-B.log           record's stderr and the workloads' JSON lines
 #   graph                  (schedhot.e2e_graph=1) function_graph durations, "FUNC US" lines
+#   diff-A.shot diff-B.shot (schedhot.e2e_diff=1) the cpupri workload without (A) and with (B)
+#                          a competing SCHED_FIFO load on the same CPUs, for `schedhot diff`
+#   diff-A.log diff-B.log  their record stderr and workload JSON lines
 # Kernel command line knobs (boot.sh --append):
 #   schedhot.e2e_mode=plain|noarat|noarat-nohv|demo   which workloads (default plain)
 #   schedhot.e2e_backends=auto,kprobe                 (default auto)
 #   schedhot.e2e_phase=S                              seconds per workload phase (default 2)
 #   schedhot.e2e_graph=0|1                            function_graph sample (default 0)
+#   schedhot.e2e_diff=0|1                             before/after recordings (default 0)
 # demo mode runs the plain workloads without the ftrace oracle (tests/vm/demo.sh).
 set -u
 . /lib/schedhot/guest-lib.sh
@@ -30,6 +34,7 @@ MODE=$(_gl_cmdline schedhot.e2e_mode || echo plain)
 BACKENDS=$(_gl_cmdline schedhot.e2e_backends || echo auto)
 PHASE=$(_gl_cmdline schedhot.e2e_phase || echo 2)
 GRAPH=$(_gl_cmdline schedhot.e2e_graph || echo 0)
+DIFF=$(_gl_cmdline schedhot.e2e_diff || echo 0)
 ORACLE=1; [ "$MODE" = demo ] && ORACLE=0
 
 # Oracle: the functions schedhot probes (and their compiler clones) that this kernel can
@@ -45,7 +50,7 @@ CSDF=$(kallsyms_addr nohz_csd_func || true)
 {
     guest_info
     echo "cmdline: $(cat /proc/cmdline)"
-    echo "mode $MODE backends $BACKENDS phase $PHASE graph $GRAPH"
+    echo "mode $MODE backends $BACKENDS phase $PHASE graph $GRAPH diff $DIFF"
     grep -E '^(Broadcast device|tick_broadcast_(mask|oneshot_mask))' /proc/timer_list
     echo "tick_broadcast_lock ${LOCK:-absent}"
     echo "nohz_csd_func ${CSDF:-absent}"
@@ -66,6 +71,15 @@ fi
 SCHEDHOT_FTRACE_CLOCK=mono   # trace_clock mono: CLOCK_MONOTONIC, the clock of schedhot's samples
 
 W=/bin/workload
+wait_recording() {   # wait_recording PID LOG WHAT: until record says "recording" (the first
+    # sample is taken right after attach); 1 if it exits first or takes over 120 s
+    _n=0
+    until grep -q '^schedhot: recording' "$2"; do
+        kill -0 "$1" 2>/dev/null || { cat "$2"; glog "e2e: record $3 exited before recording"; return 1; }
+        _n=$((_n + 1)); [ $_n -gt 1200 ] && { glog "e2e: record $3 did not start in 120 s"; return 1; }
+        sleep 0.1
+    done
+}
 workloads() {   # one recording's workload phases; JSON lines to stdout
     case "$MODE" in
     plain|demo)
@@ -101,12 +115,7 @@ run_backend() {   # run_backend BACKEND
     _x=""; [ "$_b" = auto ] && _x="--exact"
     /bin/schedhot record --backend "$_b" $_x -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
     _pid=$!
-    _n=0   # the first sample is taken right after attach; record then says "recording"
-    until grep -q '^schedhot: recording' "$_log"; do
-        kill -0 $_pid 2>/dev/null || { cat "$_log"; glog "e2e: record --backend $_b exited before recording"; return 1; }
-        _n=$((_n + 1)); [ $_n -gt 1200 ] && { glog "e2e: record --backend $_b did not start in 120 s"; return 1; }
-        sleep 0.1
-    done
+    wait_recording $_pid "$_log" "--backend $_b" || return 1
     glog "e2e: backend $_b: recording"
     cpuidle_deep on
     workloads >> "$_log"
@@ -161,4 +170,34 @@ if [ "$GRAPH" = 1 ]; then
     fi
 fi
 [ "$ORACLE" = 1 ] && ftrace_reset
+
+# Before/after (issue 12): the same cpupri workload (SCHED_FIFO 50 sleepers on CPUs 0-1),
+# recorded alone (A) and with a competing SCHED_FIFO 70 load on the same CPUs (B: two
+# threads that spin 3 ms, sleep 200 us). With an RT task of higher priority running on the
+# CPU they wake on, the sleepers' wakeups go through find_lowest_rq (cpupri_find) and the
+# CPUs' cpupri vector moves between three priorities (cpupri_set). The host runs
+# `schedhot diff diff-A.shot diff-B.shot`. No ftrace here: only schedhot runs.
+diff_side() {   # diff_side A|B
+    _s=$1; _rec=/tmp/diff-$_s.shot; _log=/tmp/diff-$_s.log
+    : > "$_log"
+    /bin/schedhot record -d 1h -i 250ms -o "$_rec" 2>> "$_log" &
+    _pid=$!
+    wait_recording $_pid "$_log" "(diff $_s)" || return 1
+    $W fifo-sleepers -d 5 -t 4 -p 50 -u 1000 -c 0-1 >> "$_log" &
+    _w=$!; _c=""
+    if [ "$_s" = B ]; then $W fifo-sleepers -d 5 -t 2 -p 70 -u 200 -s 3000 -c 0-1 >> "$_log" & _c=$!; fi
+    sleep 4   # 16 intervals of 250 ms inside the workload (diff wants 10 a side)
+    kill -INT $_pid; wait $_pid; _rrc=$?
+    _wrc=0; wait $_w || _wrc=1; [ -z "$_c" ] || wait $_c || _wrc=1
+    echo "workloads rc=$_wrc record rc=$_rrc" >> "$_log"
+    glog "e2e: diff $_s: record rc=$_rrc workloads rc=$_wrc"
+    emit_file -z "diff-$_s.shot" "$_rec"
+    emit_file "diff-$_s.log" "$_log"
+    [ "$_wrc" = 0 ] && [ "$_rrc" = 0 ]
+}
+if [ "$DIFF" = 1 ]; then
+    cpuidle_deep off
+    diff_side A || rc=1
+    diff_side B || rc=1
+fi
 exit $rc

@@ -26,6 +26,10 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
   * a hypervisor-bit guest (virt_spin_lock): bcast_wait is "blind", no numbers;
   * function_graph p50 of cpupri_set and nohz_balance_exit_idle within a factor of 10
     of schedhot's p50 (default backend);
+  * before/after on ${SCHEDHOT_VM_DIFF:-6.12} (plain boot; issue 12): the cpupri workload
+    recorded alone (A) and with a competing SCHED_FIFO load on the same CPUs (B);
+    `schedhot diff A B --json` on the host exits 3 with cpupri_set's and cpupri_find's
+    changes significant, and `--format patch` is saved as diff.patch.txt;
   * proxies: their counts against the real calls (printed and saved; checked only for
     the direction their documented error states);
   * no-ARAT guests on ${SCHEDHOT_VM_NOARAT:-6.1 6.12} (boot.sh --no-arat --no-hypervisor --cst
@@ -211,6 +215,8 @@ class Checker:
         self.rows = []      # agreement rows for the summary
         self.proxies = []
         self.graph = []
+        self.diffs = []
+        self.learned = []
         self.noarat = []
         self.lines = []
         self.stops = []     # the last sample after the SIGINT, ms
@@ -371,9 +377,66 @@ def check_backend(ck, kver, variant, backend, d, binary):
 
     check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w)
     check_cachelines(ck, tag, kver, variant, backend, report, probes)
+    if backend == "auto" and variant == "plain":
+        check_learned(ck, tag, kver, binary, rec_path, report)
 
     idle = probes.get("idle")
     ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
+
+
+KERNEL_LOW = 0xff00000000000000  # the lowest kernel address with 5-level paging (QEMU -cpu max has LA57)
+
+
+def learned_lines(learned, line_bytes):
+    """The modeled lines of the learned separate cpupri allocations, computed here from the
+    addresses alone: allocations whose line ranges overlap form one object (as
+    separate_groups() in src/probe/layout.cpp); returns (allocations, lines)."""
+    items = [(m, learned["mask_bytes"]) for m in learned["masks"] if m]
+    if learned.get("cpu_to_pri"):
+        items.append((learned["cpu_to_pri"], learned["cpu_to_pri_bytes"]))
+    groups = []  # [first line, last line]
+    for addr, size in sorted(items):
+        first, last = addr // line_bytes, (addr + max(size, 1) - 1) // line_bytes
+        if groups and first <= groups[-1][1]:
+            groups[-1][1] = max(groups[-1][1], last)
+        else:
+            groups.append([first, last])
+    return len(items), sum(b - a + 1 for a, b in groups)
+
+
+def check_learned(ck, tag, kver, binary, rec_path, report):
+    """Issue 11: the real addresses of the guest's OFFSTACK allocations (Debian: CPUMASK_OFFSTACK=y,
+    KALLSYMS_ALL=y) learned by BPF at attach; the lines modeled from them agree with a grouping
+    computed here from the addresses; nohz.idle_cpus_mask's bitmap learned through &nohz."""
+    r = subprocess.run([binary, "info", "--json", rec_path], capture_output=True, text=True)
+    try:
+        lay = json.loads(r.stdout)["layout"]
+    except (ValueError, KeyError, TypeError):
+        ck.fail(tag, f"schedhot info --json: no layout (exit {r.returncode}: {r.stderr.strip()[-200:]})")
+        return
+    a = (lay or {}).get("learned")
+    if not ck.expect(a is not None, tag, f"no learned addresses in the recording's layout: {(lay or {}).get('notes')}"):
+        return
+    nprios = lay["cpupri"]["nr_prios"] if lay.get("cpupri") else 0
+    ck.expect(len(a["masks"]) == nprios and all(m >= KERNEL_LOW for m in a["masks"]), tag,
+              f"learned {len(a['masks'])} pri_to_cpu[].mask pointers, want {nprios} kernel addresses")
+    ck.expect(a["cpus"] == list(range(4)), tag, f"learned on CPUs {a['cpus']}, want 0-3 (one root domain)")
+    lb = lay["line_bytes"]
+    allocs, lines = learned_lines(a, lb)
+    notes = report["cachelines"]["layout"]["notes"]
+    want = f"{allocs} separate allocations in {lines} modeled lines"
+    ck.expect(any(want in n for n in notes), tag, f"layout note does not say '{want}': {notes}")
+    im = a.get("nohz_idle_mask", 0)
+    ck.expect(im >= KERNEL_LOW, tag, f"nohz.idle_cpus_mask's bitmap not learned (KALLSYMS_ALL guest): {notes}")
+    rl = {l["name"]: l for l in report["cachelines"]["lines"]}
+    if im and "nohz.idle_cpus_mask" in rl:
+        ck.expect(not any("address unknown" in x or "its own line-aligned" in x for x in rl["nohz.idle_cpus_mask"]["assumptions"]),
+                  tag, f"nohz.idle_cpus_mask still assumed: {rl['nohz.idle_cpus_mask']['assumptions']}")
+    shared = sum(1 for m in a["masks"] if im and m // lb == im // lb)
+    ck.say(f"   learn  rd {a['rd']:#x}; {allocs} OFFSTACK allocations ({a['mask_bytes']} B masks) in {lines} lines of {lb} B; "
+           f"nohz idle mask {im:#x} (line shared with {shared} cpupri masks)")
+    ck.learned.append({"kernel": kver, "allocations": allocs, "lines": lines, "mask_bytes": a["mask_bytes"],
+                       "nohz_idle_mask_learned": bool(im), "idle_mask_shares_with_cpupri": shared})
 
 
 def check_cachelines(ck, tag, kver, variant, backend, report, probes):
@@ -557,13 +620,55 @@ def check_graph(ck, kver, d):
                   f"{fname}: function_graph p50 {gm:.0f} ns vs schedhot p50 {sm:.0f} ns: not the same order of magnitude")
 
 
-def run_one(ck, binary, image, kver, variant, backends):
+# The probes whose change `schedhot diff` must call significant in the before/after run.
+DIFF_PROBES = ("cpupri_set", "cpupri_find")
+
+
+def check_diff(ck, kver, d, binary):
+    """schedhot diff of the guest's diff-A.shot (cpupri workload) and diff-B.shot (the same
+    with a competing SCHED_FIFO load): exit 3, DIFF_PROBES significant; figures printed."""
+    tag = f"{kver}/plain/diff"
+    a, b = os.path.join(d, "diff-A.shot"), os.path.join(d, "diff-B.shot")
+    if not ck.expect(os.path.exists(a) and os.path.exists(b), tag, "no diff-A.shot/diff-B.shot emitted"):
+        return
+    r = subprocess.run([binary, "diff", a, b, "--json"], capture_output=True, text=True)
+    p = subprocess.run([binary, "diff", a, b, "--format", "patch"], capture_output=True, text=True)
+    with open(os.path.join(d, "diff.patch.txt"), "w") as fh:
+        fh.write(p.stdout + p.stderr)
+    try:
+        j = json.loads(r.stdout)
+    except ValueError:
+        ck.fail(tag, f"schedhot diff --json exit {r.returncode}, no JSON: {r.stderr.strip()[-300:]}")
+        return
+    ck.expect(r.returncode == 3, tag, f"schedhot diff exit {r.returncode}, want 3 (a significant change)")
+    for h in j.get("host_differences", []):
+        ck.say(f"   diff   note: {h}")
+    probes = {x["probe"]: x for x in j.get("probes", [])}
+    row = {"kernel": kver, "exit": r.returncode}
+    for name in DIFF_PROBES:
+        x = probes.get(name)
+        if not ck.expect(x is not None, tag, f"{name}: not in the diff"):
+            continue
+        rate, p50 = x.get("rate", {}), x.get("latency_ns", {}).get("p50", {})
+        row[name] = {"rate_a": rate.get("a"), "rate_b": rate.get("b"), "rate_ratio": rate.get("ratio"),
+                     "rate_significant": rate.get("significant"), "p50_a": p50.get("a"), "p50_b": p50.get("b"),
+                     "p50_ratio": p50.get("ratio"), "p50_significant": p50.get("significant"),
+                     "verdict": x.get("verdict")}
+        ck.say(f"   diff   {name:<12} rate {rate.get('a') or 0:.0f} -> {rate.get('b') or 0:.0f}/s "
+               f"(x{rate.get('ratio') or 0:.2f}, {'significant' if rate.get('significant') else 'not significant'}), "
+               f"p50 {p50.get('a') or 0:.0f} -> {p50.get('b') or 0:.0f} ns: {x.get('verdict')}")
+        ck.expect(x.get("significant") is True, tag,
+                  f"{name}: the competing SCHED_FIFO load's change was not found significant ({x.get('verdict')})")
+    ck.diffs.append(row)
+
+
+def run_one(ck, binary, image, kver, variant, backends, diff=False):
     flags, mode, _, graph, timeout = VARIANTS[variant]
     d = os.path.join(OUT, f"{kver}-{variant}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     log = os.path.join(d, "serial.log")
-    append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)}"
+    append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)} schedhot.e2e_diff={int(diff)}"
     t0 = time.time()
     b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
                         "--quiet", "--retries", "5", "--stall", "120", "--log", log, "--summary", os.path.join(d, "boot.txt"),
@@ -597,6 +702,8 @@ def run_one(ck, binary, image, kver, variant, backends):
         check_backend(ck, kver, variant, be, d, binary)
     if graph:
         check_graph(ck, kver, d)
+    if diff:
+        check_diff(ck, kver, d, binary)
     return dt, boot.get("release", "?")
 
 
@@ -610,7 +717,8 @@ def main(argv):
     kernels = os.environ.get("SCHEDHOT_VM_KERNELS", "6.1 6.12 7.3").split()
     noarat = os.environ.get("SCHEDHOT_VM_NOARAT", "6.1 6.12").split()
     proxy = os.environ.get("SCHEDHOT_VM_PROXY", "6.12")
-    for k in kernels + noarat:
+    diff = os.environ.get("SCHEDHOT_VM_DIFF", "6.12")
+    for k in kernels + noarat + ([diff] if diff else []):
         if k not in KNOWN:
             die(f"unknown kernel '{k}' (known: {' '.join(KNOWN)})", 2)
     check_deps()
@@ -644,15 +752,15 @@ def main(argv):
     runs = []
     for k in kernels:
         backends = list(VARIANTS["plain"][2]) + (["proxy"] if k == proxy else [])
-        runs.append((k, "plain", backends))
+        runs.append((k, "plain", backends, k == diff))
     for k in kernels:
         if k in noarat:
-            runs += [(k, "noarat-nohv", VARIANTS["noarat-nohv"][2]), (k, "noarat", VARIANTS["noarat"][2])]
+            runs += [(k, "noarat-nohv", VARIANTS["noarat-nohv"][2], False), (k, "noarat", VARIANTS["noarat"][2], False)]
 
     ck = Checker()
     times = []
-    for k, variant, backends in runs:
-        dt, rel = run_one(ck, binary, image, k, variant, backends)
+    for k, variant, backends, dk in runs:
+        dt, rel = run_one(ck, binary, image, k, variant, backends, dk)
         times.append({"kernel": k, "variant": variant, "release": rel, "seconds": round(dt)})
     wall = time.time() - t_start
     ck.say()
@@ -660,7 +768,7 @@ def main(argv):
     for t in times:
         ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
     summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
-               "proxies": ck.proxies, "graph": ck.graph, "noarat": ck.noarat, "cachelines": ck.cachelines, "stops": ck.stops,
+               "proxies": ck.proxies, "graph": ck.graph, "diff": ck.diffs, "learned": ck.learned, "noarat": ck.noarat, "cachelines": ck.cachelines, "stops": ck.stops,
                "failures": ck.failures}
     with open(os.path.join(OUT, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
