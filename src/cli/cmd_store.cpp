@@ -104,6 +104,7 @@ int run_export(const ExportCmd& o) {
   req.output = o.output;
   req.force = o.force;
   req.from = o.from;
+  req.to = o.to;
   return print_output(export_command(req, std::cout));
 }
 

@@ -1,6 +1,7 @@
 #include "model/lines.h"
 
 #include <algorithm>
+#include <cctype>
 #include <fmt/format.h>
 
 #include "probe/module.h"
@@ -408,7 +409,37 @@ std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout
     std::sort(l.probes.begin(), l.probes.end());
     out.push_back(std::move(l));
   }
+  // Objects in natural order (pri_to_cpu[2] before pri_to_cpu[10]), then by line.
+  std::stable_sort(out.begin(), out.end(), [](const PossibleLine& a, const PossibleLine& b) {
+    if (a.key.object != b.key.object) return natural_less(a.key.object, b.key.object);
+    return a.key.line < b.key.line;
+  });
   return out;
+}
+
+bool natural_less(const std::string& a, const std::string& b) {
+  size_t i = 0, j = 0;
+  while (i < a.size() && j < b.size()) {
+    const bool da = std::isdigit(static_cast<unsigned char>(a[i])), db = std::isdigit(static_cast<unsigned char>(b[j]));
+    if (da && db) {
+      size_t ie = i, je = j;
+      while (ie < a.size() && std::isdigit(static_cast<unsigned char>(a[ie]))) ++ie;
+      while (je < b.size() && std::isdigit(static_cast<unsigned char>(b[je]))) ++je;
+      // Leading zeros aside, a longer run of digits is the larger number.
+      size_t ia = i, jb = j;
+      while (ia + 1 < ie && a[ia] == '0') ++ia;
+      while (jb + 1 < je && b[jb] == '0') ++jb;
+      if (ie - ia != je - jb) return ie - ia < je - jb;
+      if (int c = a.compare(ia, ie - ia, b, jb, je - jb); c != 0) return c < 0;
+      i = ie;
+      j = je;
+    } else {
+      if (a[i] != b[j]) return a[i] < b[j];
+      ++i;
+      ++j;
+    }
+  }
+  return a.size() - i < b.size() - j;
 }
 
 CoherenceLayout layout_of(const Meta& meta) {

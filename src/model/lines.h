@@ -137,6 +137,10 @@ struct PossibleLine {
 /// 0..ncpus-1, in LineKey order. Cost: O(probes x accesses x elements x ncpus), once.
 std::vector<PossibleLine> possible_lines(const Meta& meta, const CoherenceLayout& layout);
 
+/// Natural order of names: runs of digits compare as numbers ("vec[2]" < "vec[10]"), the
+/// rest byte by byte. A strict weak order.
+bool natural_less(const std::string& a, const std::string& b);
+
 /// The lines one --exact record touches (include/schedhot/abi.h sh_exact_rec: counter word
 /// `word` of probe `probe`'s slot, in the recording's layout, was incremented on cpu), with
 /// whether the event writes each (a write if any of its accesses there writes), in LineKey

@@ -106,11 +106,12 @@ void compute_lines(const Interval& iv, CoherenceAccumulator& acc, const std::vec
   v.coh = acc.of(iv);
   v.line_index.assign(lines.size(), -1);
   v.line_measured.assign(lines.size(), 0);
-  size_t k = 0;  // both in LineKey order
+  // coh.lines is in LineKey order, lines in natural order: a binary search per line.
   for (size_t i = 0; i < lines.size(); ++i) {
     for (int p : lines[i].probes) v.line_measured[i] |= iv.present(p) && measuring[size_t(p)];
-    while (k < v.coh.lines.size() && v.coh.lines[k].key < lines[i].key) ++k;
-    if (k < v.coh.lines.size() && v.coh.lines[k].key == lines[i].key) v.line_index[i] = static_cast<int>(k);
+    auto it = std::lower_bound(v.coh.lines.begin(), v.coh.lines.end(), lines[i].key,
+                               [](const LineSummary& l, const LineKey& k) { return l.key < k; });
+    if (it != v.coh.lines.end() && it->key == lines[i].key) v.line_index[i] = static_cast<int>(it - v.coh.lines.begin());
   }
 }
 
@@ -436,7 +437,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   std::vector<char> measuring(meta.probes.size(), 0);  // not blind: its counters count
   for (size_t p = 0; p < meta.probes.size(); ++p) measuring[p] = blind_reason(meta, static_cast<int>(p)).empty();
   auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
-  sink->begin();
+  bool begun = false;  // the header only once there is an interval: a failed export writes nothing
   ExportResult res;
   Sample prev, cur;
   bool have_prev = false;
@@ -464,6 +465,8 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
         v.start_mono_ns = prev.mono_ns;
         v.end_mono_ns = cur.mono_ns;
         v.end_wall_ns = cur.wall_ns;
+        if (!begun) sink->begin();
+        begun = true;
         sink->interval(v);
         ++res.intervals;
         if (!out) throw_write_failed();
@@ -472,7 +475,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     std::swap(prev, cur);
     have_prev = true;
   }
-  sink->end(source(), res, t0);
+  if (begun) sink->end(source(), res, t0);
   out.flush();
   if (!out) throw_write_failed();
   return res;
@@ -581,8 +584,9 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
   }
   if (done.intervals == 0) {
     if (via_tmp) ::unlink(tmp.c_str());
-    return fail(1, fmt::format("{}: {} sample{} in the window, need two for an interval{}", req.file, done.samples,
-                               done.samples == 1 ? "" : "s",
+    return fail(1, fmt::format("{}: {} sample{} in the window{}{}, need two for an interval{}", req.file, done.samples,
+                               done.samples == 1 ? "" : "s", req.from.empty() ? "" : " --from " + req.from,
+                               req.to.empty() ? "" : " --to " + req.to,
                                r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
   }
   if (via_tmp) {

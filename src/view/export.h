@@ -91,6 +91,7 @@ struct ExportRequest {
   std::string output;      ///< -o: "-" for stdout, else a path (not empty: the CLI checks)
   bool force = false;      ///< --force: an existing regular file may be replaced
   std::string from;        ///< --from as given (for messages)
+  std::string to;          ///< --to as given (for messages)
 };
 
 /// `schedhot export`: opens req.file, reads it through a WindowedCursor

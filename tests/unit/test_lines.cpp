@@ -250,3 +250,22 @@ TEST(Lines, CpuTotalsEqualTheSumOverLines) {
   }
   EXPECT_GT(s.cpu_xfers_per_s(1), 0.0);
 }
+
+TEST(Lines, NaturalOrderComparesDigitRunsAsNumbers) {
+  EXPECT_TRUE(natural_less("cpupri.pri_to_cpu[2].mask", "cpupri.pri_to_cpu[10].mask"));
+  EXPECT_FALSE(natural_less("cpupri.pri_to_cpu[10].mask", "cpupri.pri_to_cpu[2].mask"));
+  EXPECT_TRUE(natural_less("cpupri.pri_to_cpu[99].mask", "cpupri.pri_to_cpu[100].mask"));
+  EXPECT_TRUE(natural_less("a", "ab"));
+  EXPECT_FALSE(natural_less("x7", "x7"));
+  EXPECT_TRUE(natural_less("x07", "x8"));
+  EXPECT_TRUE(natural_less("nohz", "nohz.idle_cpus_mask"));
+  // possible_lines() of an OFFSTACK layout lists the 101 masks in priority order.
+  const Meta m = synthetic_meta(4);
+  std::vector<int> prios;
+  for (const PossibleLine& l : possible_lines(m, assumed_layout("6.1.0-57-cloud-amd64", 64))) {
+    int p = -1;
+    if (std::sscanf(l.key.object.c_str(), "cpupri.pri_to_cpu[%d].mask", &p) == 1) prios.push_back(p);
+  }
+  ASSERT_FALSE(prios.empty());
+  EXPECT_TRUE(std::is_sorted(prios.begin(), prios.end()));
+}

@@ -183,7 +183,7 @@ TEST(RecordingCli, ReportWindowOfADamagedClosedFileStopsAtTheDamage) {
                         "0 samples in the window --from 8, need two for an interval; the samples span +0..+5.00 s, "
                         "where reading stopped (damaged at byte");
   expect_one_line_error(run_cli("export --from 8 " + bad), 1,
-                        "0 samples in the window, need two for an interval (reading stopped: damaged at byte");
+                        "0 samples in the window --from 8, need two for an interval (reading stopped: damaged at byte");
   CliRun r = run_cli("report --json --to 3 " + bad);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.err.find("is damaged at byte"), std::string::npos) << r.err;

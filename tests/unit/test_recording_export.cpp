@@ -336,11 +336,18 @@ TEST(ExportCommand, AWindowWithOneSampleIsAnErrorAndLeavesNoFile) {
   const std::string path = k.write(dir / "k.shot");
   ExportRequest req = export_request(path, dir / "out.csv");
   req.opts.from_s = 2.5;
+  req.from = "2.5";
   std::ostringstream out;
   const CommandOutput res = export_command(req, out);
   EXPECT_EQ(res.status, 1);
   ASSERT_EQ(res.errors.size(), 1u);
-  EXPECT_EQ(res.errors[0], path + ": 1 sample in the window, need two for an interval");
+  EXPECT_EQ(res.errors[0], path + ": 1 sample in the window --from 2.5, need two for an interval");
+  // To stdout, nothing is written before the failure (no CSV header of an empty export).
+  ExportRequest to_out = export_request(path, "-");
+  to_out.opts.from_s = 2.5;
+  std::ostringstream sink;
+  EXPECT_EQ(export_command(to_out, sink).status, 1);
+  EXPECT_EQ(sink.str(), "");
   for (const auto& e : std::filesystem::directory_iterator(dir.path))
     EXPECT_EQ(e.path().filename(), "k.shot") << "no temporary file left";
 }
