@@ -117,8 +117,9 @@ int main(int argc, char** argv) {
   csv->add_option("--max-connections", srv.max_connections, "connections served at once (default 32)");
   csv->add_option("--timeout-ms", srv.timeout_ms, "read/write timeout per request, ms (default 2000)");
   csv->add_option("--web-config", srv.web_config,
-                  "Prometheus's web config YAML (as --web.config.file): tls_server_config (HTTPS, client certificates), "
-                  "basic_auth_users (bcrypt), http_server_config.headers")
+                  "Prometheus's web config YAML, as exporters' --web.config.file: tls_server_config (HTTPS on --listen, "
+                  "client certificates), basic_auth_users (bcrypt), http_server_config.headers")
+      ->type_name("FILE")
       ->check(kNotEmpty);
   csv->add_flag("-q,--quiet", srv.quiet, "no progress messages");
 
