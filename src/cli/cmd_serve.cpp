@@ -139,6 +139,43 @@ std::string tls_ports(const std::string& listen) {
   return out;
 }
 
+/// --web-config FILE read, checked and its certificates loaded (else one line, exit 2), and
+/// the warning for basic auth without TLS. Returns 0 or the exit status.
+int read_web_config(const ServeCmd& o, WebConfig& web) {
+  if (o.web_config.empty()) return 0;
+  if (o.listen.empty()) {
+    err("--web-config with --listen '': there is no HTTP server to configure");
+    return 2;
+  }
+  try {
+    web = load_web_config(o.web_config);
+  } catch (const std::invalid_argument& e) {
+    err(fmt::format("--web-config {}", e.what()));
+    return 2;
+  }
+  if (!web.users.empty() && !web.tls.enabled())
+    err(fmt::format("warning: --web-config {}: basic auth without tls_server_config sends the passwords in clear text",
+                    o.web_config));
+  return 0;
+}
+
+/// civetweb's library, started (with OpenSSL when tls) by start() and stopped at scope exit.
+class CivetwebLibrary {
+ public:
+  /// False when civetweb cannot load OpenSSL (then TLS cannot be served).
+  bool start(bool tls) {
+    const unsigned want = tls ? MG_FEATURES_TLS : 0;
+    on_ = true;
+    return (mg_init_library(want) & want) == want;
+  }
+  ~CivetwebLibrary() {
+    if (on_) mg_exit_library();
+  }
+
+ private:
+  bool on_ = false;
+};
+
 #endif  // SCHEDHOT_NO_HTTP
 
 /// Writes text to dir/schedhot.prom through dir/.schedhot.prom.tmp + rename(2), so a reader
@@ -194,42 +231,19 @@ int run_serve(const ServeCmd& o) {
   }
 #else
   WebConfig web;
-  if (!o.web_config.empty()) {
-    if (o.listen.empty()) {
-      err("--web-config with --listen '': there is no HTTP server to configure");
-      return 2;
-    }
-    try {
-      web = load_web_config(o.web_config);
-    } catch (const std::invalid_argument& e) {
-      err(fmt::format("--web-config {}", e.what()));
-      return 2;
-    }
-    if (!web.users.empty() && !web.tls.enabled())
-      err(fmt::format("warning: --web-config {}: basic auth without tls_server_config sends the passwords in clear text",
-                      o.web_config));
-  }
+  if (int st = read_web_config(o, web)) return st;
   const BasicAuth auth(web.users);
-  // civetweb loads OpenSSL when the library starts: a TLS it cannot have stops us before attaching.
-  struct CivetwebLibrary {
-    bool on = false;
-    ~CivetwebLibrary() {
-      if (on) mg_exit_library();
-    }
-  } civetweb;
-  if (!o.listen.empty()) {
-    const unsigned want = web.tls.enabled() ? MG_FEATURES_TLS : 0;
-    civetweb.on = true;
-    if ((mg_init_library(want) & want) != want) {
-      err(fmt::format("--web-config {}: civetweb cannot load OpenSSL (libssl.so, libcrypto.so; the compat libraries "
-                      "of src/compat/civetweb_openssl3.h are missing?)",
-                      o.web_config));
-      return 1;
-    }
-    if (web.tls.enabled() && o.common.verbose)
-      err(fmt::format("TLS: civetweb's OpenSSL is version {} (libssl compat), {} (libcrypto compat)",
-                      schedhot_civetweb_libssl_compat(), schedhot_civetweb_libcrypto_compat()));
+  // civetweb loads OpenSSL as its library starts: a TLS it cannot have stops us before attaching.
+  CivetwebLibrary civetweb;
+  if (!o.listen.empty() && !civetweb.start(web.tls.enabled())) {
+    err(fmt::format("--web-config {}: civetweb cannot load OpenSSL: schedhot's lib/schedhot/libssl.so and libcrypto.so "
+                    "are not loaded (README \"schedhot serve\")",
+                    o.web_config));
+    return 1;
   }
+  if (web.tls.enabled() && o.common.verbose)
+    err(fmt::format("TLS: civetweb's OpenSSL is version {} (libssl compat), {} (libcrypto compat)",
+                    schedhot_civetweb_libssl_compat(), schedhot_civetweb_libcrypto_compat()));
 #endif
   int status = 0;
   auto a = attach_some(o.common, status);
