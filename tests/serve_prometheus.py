@@ -154,6 +154,9 @@ try:
             check(d < 20 and (math.isnan(pq) if d == 0 else True),
                   f"{hist}: only {d:g} events in the window (the host did not idle?): quantile not compared (PromQL {pq} ns)")
             continue
+        if not pq > 0:  # NaN or 0 with events in the window: PromQL lost them
+            check(False, f"{hist}: histogram_quantile(0.99) {pq} ns over {d:g} events")
+            continue
         err = nw["percentile_error"]
         reps = [x for x in ((inner.get(name) or {}).get("latency_ns"), lat, (outer.get(name) or {}).get("latency_ns")) if x]
         k = math.floor(math.log2(pq))
