@@ -1,60 +1,68 @@
 #!/usr/bin/env python3
 """A real Prometheus (Debian's, started here) scrapes `schedhot serve` on this host (root):
 the target is up with no scrape error (Prometheus asks for OpenMetrics first, so that
-parser takes the text), schedhot_samples_total grows between scrapes, every probe's info series is stored
-with its attach status, and idle residency's histogram gives PromQL's histogram_quantile
-a p99 (a host that idles always has idle exits).
+parser takes the text), schedhot_samples_total grows between scrapes, every probe's info
+series is stored with its attach status, and the histograms give PromQL's
+histogram_quantile an answer (NaN exactly when nothing was counted).
+
+Then Prometheus against `schedhot report` over the same window: a `schedhot record`
+started beside serve counts the same kernel events in its own maps. For a window of W s of
+scrapes (first scrape t1, last t2), every counter's increase in Prometheus must lie between
+report's totals over an inner and an outer window, and Prometheus's rate() between the
+rates those give: a scraped value is serve's latest sample, taken up to DELTA before the
+scrape, and report's window snaps to record's samples, so the windows may differ by that
+much at each edge. The band's width, what the recording counted in those edges, is the
+tolerance, measured rather than guessed. Likewise histogram_quantile(0.99) over the
+window must fall in the same power-of-two bucket as report's p99 (Prometheus knows only
+the 2^k ns bounds and interpolates linearly inside one; report's own error is
+percentile_error), and the histogram's count increase within the band.
 Kills what it starts. Usage: serve_prometheus.py SCHEDHOT"""
-import json, os, shutil, subprocess, sys, tempfile, time, urllib.parse, urllib.request
+import json, math, os, shutil, signal, subprocess, sys, tempfile, time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from prometheus_util import Checks, Prometheus, stop  # noqa: E402
 
 exe = sys.argv[1]
-prom = shutil.which("prometheus")
-if not prom:
-    print("FAIL prometheus is not installed (packaging/install-deps.sh installs it)")
-    sys.exit(1)
 sport, pport = 19881, 19882
+W = 12            # s of scrapes compared
+INTERVAL = 0.25   # serve's and record's sample interval, s
+DELTA = 2 * INTERVAL  # how old a scraped value can be: one interval, one more for a late sample
 td = tempfile.mkdtemp()
-with open(os.path.join(td, "prometheus.yml"), "w") as fh:
-    fh.write(f"""global: {{scrape_interval: 1s, scrape_timeout: 900ms}}
-scrape_configs:
-  - job_name: schedhot
+rec_path = os.path.join(td, "rec.shot")
+t = Checks()
+check = t.check
+
+
+def report(frm=None, to=None):
+    """report --json over [frm, to] (s since the recording's start): ({probe: entry}, window)."""
+    args = [exe, "report", rec_path, "--json"]
+    if frm is not None:
+        args += ["--from", f"{max(frm, 0):.3f}", "--to", f"{to:.3f}"]
+    r = subprocess.run(args, capture_output=True, text=True)
+    if r.returncode != 0:
+        print(f"report {args[4:]}: {r.stderr.strip()}")
+        return {}, {}
+    d = json.loads(r.stdout)
+    return {p["name"]: p for p in d["probes"]}, d["window"] | {"percentile_error": d["percentile_error"]}
+
+
+def window_count(probes, name, counter):
+    """A counter's total in a report, or the histogram count when counter is None."""
+    p = probes.get(name) or {}
+    if counter is None:
+        return (p.get("latency_ns") or {}).get("count", 0)
+    return ((p.get("counters") or {}).get(counter) or {}).get("total")
+
+
+rec = subprocess.Popen([exe, "record", "-i", str(INTERVAL), "-d", "0", "-o", rec_path, "-q"])
+s = subprocess.Popen([exe, "serve", "--listen", f"127.0.0.1:{sport}", "-i", str(INTERVAL), "-q"])
+prom = Prometheus(td, pport, f"""  - job_name: schedhot
     static_configs: [{{targets: ["127.0.0.1:{sport}"]}}]
 """)
-fails = []
-
-
-def check(c, msg):
-    print(("ok   " if c else "FAIL ") + msg, flush=True)
-    if not c:
-        fails.append(msg)
-
-
-def api(path, **q):
-    url = f"http://127.0.0.1:{pport}/api/v1/{path}" + ("?" + urllib.parse.urlencode(q) if q else "")
-    with urllib.request.urlopen(url, timeout=5) as r:
-        return json.load(r)["data"]
-
-
-def query(expr):
-    return api("query", query=expr)["result"]
-
-
-s = subprocess.Popen([exe, "serve", "--listen", f"127.0.0.1:{sport}", "-i", "0.5", "-q"])
-p = subprocess.Popen([prom, f"--config.file={td}/prometheus.yml", f"--storage.tsdb.path={td}/data",
-                      f"--web.listen-address=127.0.0.1:{pport}", "--log.level=warn"],
-                     stdout=subprocess.DEVNULL, stderr=open(os.path.join(td, "prometheus.log"), "w"))
+query = prom.query
 try:
-    target = None
-    deadline = time.time() + 40
-    while time.time() < deadline:
-        time.sleep(1)
-        try:
-            ts = api("targets")["activeTargets"]
-        except OSError:
-            continue
-        if ts and ts[0]["health"] == "up" and query('schedhot_samples_total{job="schedhot"}'):
-            target = ts[0]
-            break
+    target = prom.wait_up('schedhot_samples_total{job="schedhot"}')
+    t_up = time.time()
     check(target is not None, f"Prometheus scraped schedhot (target up within 40 s): {target and target['lastError']}")
     if target is None:
         sys.exit(1)
@@ -76,23 +84,91 @@ try:
     attached = [k for k, v in stored.items() if v == "true"]
     hists = query('count by (__name__) ({__name__=~"schedhot_.*_seconds_bucket"})')
     check(not attached or bool(hists), f"histograms stored for the attached probes {attached}: {[h['metric'] for h in hists]}")
-    if hists:
-        names = [h["metric"]["__name__"] for h in hists]
-        name = "schedhot_idle_lat_seconds_bucket" if "schedhot_idle_lat_seconds_bucket" in names else names[0]
+    for h in hists:
+        name = h["metric"]["__name__"]
+        base = name[: -len("_bucket")]
         q = query(f"histogram_quantile(0.99, sum by (le) ({name}))")
         v = float(q[0]["value"][1]) if q else float("nan")
-        print(f"histogram_quantile(0.99, {name}) = {v} s")
-        idle = name == "schedhot_idle_lat_seconds_bucket"
-        check(bool(q) and ((0 < v <= 1.1) if idle else (v != v or 0 <= v <= 1.1)), f"histogram_quantile answers on {name} ({v} s)")
+        n = float(query(f"sum({base}_count)")[0]["value"][1])
+        print(f"histogram_quantile(0.99, {name}) = {v} s over {n:g} since attach")
+        check(bool(q) and ((0 < v <= 1.1) if n > 0 else math.isnan(v)),
+              f"histogram_quantile answers on {name}: {v} s ({'a number' if n > 0 else 'NaN: nothing counted yet'})")
         les = query(f"count({name})")
         check(bool(les) and int(les[0]["value"][1]) == 26, f"{name}: 26 buckets (2^6..2^30 ns and +Inf): {les}")
+
+    # ---- Prometheus against schedhot report over the same window
+    time.sleep(max(0.0, t_up + W + 2 - time.time()))
+    T = time.time() - 1  # the instant PromQL evaluates at: a scrape and samples on both sides
+    time.sleep(1 + 2 * INTERVAL)
+    rec.send_signal(signal.SIGINT)
+    check(rec.wait(30) == 0, "schedhot record beside serve stops cleanly on SIGINT")
+    _, whole = report()
+    start = whole["start_wall_ns"] / 1e9
+    scrapes = query(f"schedhot_samples_total[{W}s]", time=T)[0]["values"]
+    t1, t2 = scrapes[0][0], scrapes[-1][0]
+    span = t2 - t1
+    nominal, nw = report(t1 - start, t2 - start)
+    inner, _ = report(t1 - start, t2 - DELTA - start)                     # inside every window the scrapes can stand for
+    outer, _ = report(t1 - DELTA - INTERVAL - start, t2 + 2 * INTERVAL - start)  # around it (report snaps inward)
+    print(f"window: {len(scrapes)} scrapes over {span:.2f} s; report's: {nw.get('samples')} samples over "
+          f"{nw.get('seconds', 0):.2f} s, starting {nw.get('start_wall_ns', 0) / 1e9 - t1:+.3f} s from the first scrape")
+    compared = 0
+    for name, p in nominal.items():
+        if p.get("status") != "attached":
+            continue
+        for c, v in (p.get("counters") or {}).items():
+            if not isinstance(v, dict):
+                continue  # a proxy's unseen counter: absent in both
+            metric = f"schedhot_{name}_{c}_total"
+            raw = query(f"{metric}[{W}s]", time=T)
+            rate = query(f"rate({metric}[{W}s])", time=T)
+            if not raw or not rate:
+                check(False, f"{metric}: report has it, Prometheus does not")
+                continue
+            vals = raw[0]["values"]
+            d = float(vals[-1][1]) - float(vals[0][1])
+            lo, hi = window_count(inner, name, c), window_count(outer, name, c)
+            r = float(rate[0]["value"][1])
+            # rate() extrapolates to the range's edges, which keeps the slope unless the
+            # counter was 0 at the first scrape (then it stops at zero): compare the slope then.
+            slope = float(vals[0][1]) == 0 and d > 0
+            cmp_rate = d / span if slope else r
+            what = f"slope {cmp_rate:.2f}/s (rate() {r:.2f}/s stops at zero)" if slope else f"rate() {r:.2f}/s"
+            check(lo is not None and lo <= d <= hi and lo / span - 1e-9 <= cmp_rate <= hi / span + 1e-9,
+                  f"{metric}: Prometheus +{d:g} in [{lo}, {hi}], {what} in [{(lo or 0) / span:.2f}, {(hi or 0) / span:.2f}]; "
+                  f"report {v['rate_per_s']:.2f}/s over the window")
+            compared += 1
+        lat = p.get("latency_ns")
+        hist = f"schedhot_{name}_lat_seconds"
+        if not query(f"{hist}_count", time=T):
+            continue
+        raw = query(f"{hist}_count[{W}s]", time=T)[0]["values"]
+        d = float(raw[-1][1]) - float(raw[0][1])
+        lo, hi = window_count(inner, name, None), window_count(outer, name, None)
+        check(lo <= d <= hi, f"{hist}_count: Prometheus +{d:g} in [{lo}, {hi}]")
+        q = query(f"histogram_quantile(0.99, sum by (le) (rate({hist}_bucket[{W}s])))", time=T)
+        pq = float(q[0]["value"][1]) * 1e9 if q else float("nan")
+        if d < 20 or not lat:
+            # A busy host (other work on every core) has no idle exits to measure: both
+            # sides must say there is nothing, and the quantile is not compared.
+            check(d < 20 and (math.isnan(pq) if d == 0 else True),
+                  f"{hist}: only {d:g} events in the window (the host did not idle?): quantile not compared (PromQL {pq} ns)")
+            continue
+        if not pq > 0:  # NaN or 0 with events in the window: PromQL lost them
+            check(False, f"{hist}: histogram_quantile(0.99) {pq} ns over {d:g} events")
+            continue
+        err = nw["percentile_error"]
+        reps = [x for x in ((inner.get(name) or {}).get("latency_ns"), lat, (outer.get(name) or {}).get("latency_ns")) if x]
+        k = math.floor(math.log2(pq))
+        # The bucket [2^k, 2^(k+1)) that holds Prometheus's estimate; at a bound exactly, either side.
+        lo_b, hi_b = 2.0 ** (k - (1 if pq == 2.0 ** k else 0)), 2.0 ** (k + 1)
+        ok = any(lo_b * (1 - err) <= x["p99"] <= hi_b * (1 + err) for x in reps)
+        check(ok, f"{hist}: histogram_quantile(0.99) {pq:.0f} ns and report's p99 {[x['p99'] for x in reps]} ns "
+                  f"(inner, same, outer window) share the bucket [{lo_b:.0f}, {hi_b:.0f}) ns (+-{err:.1%})")
+        compared += 1
+    check(compared >= 1, f"{compared} counters and histograms compared with report over the same window")
     check(s.poll() is None, "schedhot serve still up")
 finally:
-    for x in (p, s):
-        x.terminate()
-        try:
-            x.wait(10)
-        except subprocess.TimeoutExpired:
-            x.kill()
+    stop(prom.proc, s, rec)
     shutil.rmtree(td, ignore_errors=True)
-sys.exit(1 if fails else 0)
+sys.exit(t.exit_status())

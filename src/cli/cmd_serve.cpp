@@ -1,9 +1,13 @@
 // `schedhot serve`: the live figures as Prometheus metrics over HTTP (civetweb) and/or a
 // node_exporter textfile. The sampler (this thread) publishes an immutable MetricsState
 // after each sample; civetweb's worker threads render from the latest one, so a scrape
-// never blocks the sampler and a slow client holds only its own worker.
+// never blocks the sampler and a slow client holds only its own worker. --web-config
+// (sys/web_config.h) adds TLS (civetweb's, set up by init_ssl) and basic auth (handle()).
 #ifndef SCHEDHOT_NO_HTTP
 #include <civetweb.h>
+
+#include "compat/civetweb_openssl3.h"
+#include "sys/web_config.h"
 #endif
 #include <fcntl.h>
 #include <fmt/format.h>
@@ -44,44 +48,53 @@ class Published {
   std::shared_ptr<const MetricsState> s_;
 };
 
+#ifndef SCHEDHOT_NO_HTTP
 struct HttpCtx {
   Published* pub;
   bool per_cpu;
+  const BasicAuth* auth;        ///< basic_auth_users (none: every request passes)
+  std::string headers;          ///< http_server_config.headers as "Name: value\r\n" lines, on every answer
+  const TlsServerConfig* tls;   ///< tls_server_config (init_ssl applies it)
 };
 
-#ifndef SCHEDHOT_NO_HTTP
-void send(mg_connection* c, int code, const char* reason, const char* type, const std::string& body,
+void send(mg_connection* c, const HttpCtx& ctx, int code, const char* reason, const char* type, const std::string& body,
           const char* extra = "") {
   mg_printf(c,
-            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n%s"
+            "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n%s%s"
             "Connection: close\r\n\r\n",
-            code, reason, type, body.size(), extra);
+            code, reason, type, body.size(), ctx.headers.c_str(), extra);
   mg_write(c, body.data(), body.size());
 }
 
-/// Every request: GET /metrics and GET / answer; other paths 404, other methods 405.
+/// Every request: without the credentials basic_auth_users asks for, 401 (any path, any
+/// method); then GET /metrics and GET / answer; other paths 404, other methods 405.
 int handle(mg_connection* c, void* data) {
   const auto* ctx = static_cast<const HttpCtx*>(data);
+  if (!ctx->auth->allows(mg_get_header(c, "Authorization"))) {
+    send(c, *ctx, 401, "Unauthorized", "text/plain; charset=utf-8", "unauthorized\n",
+         "WWW-Authenticate: Basic realm=\"schedhot\"\r\n");
+    return 401;
+  }
   const mg_request_info* ri = mg_get_request_info(c);
   const std::string uri = ri->local_uri ? ri->local_uri : "";
   const bool known = uri == "/" || uri == "/metrics";
   if (!known) {
-    send(c, 404, "Not Found", "text/plain; charset=utf-8", "not found: only /metrics and / are served\n");
+    send(c, *ctx, 404, "Not Found", "text/plain; charset=utf-8", "not found: only /metrics and / are served\n");
     return 404;
   }
   if (std::strcmp(ri->request_method, "GET") != 0 && std::strcmp(ri->request_method, "HEAD") != 0) {
-    send(c, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed: only GET\n", "Allow: GET, HEAD\r\n");
+    send(c, *ctx, 405, "Method Not Allowed", "text/plain; charset=utf-8", "method not allowed: only GET\n", "Allow: GET, HEAD\r\n");
     return 405;
   }
   if (uri == "/") {
-    send(c, 200, "OK", "text/html; charset=utf-8",
+    send(c, *ctx, 200, "OK", "text/html; charset=utf-8",
          "<html><head><title>schedhot</title></head><body><h1>schedhot</h1>"
          "<p><a href=\"/metrics\">/metrics</a></p></body></html>\n");
     return 200;
   }
   auto st = ctx->pub->get();
   if (!st) {
-    send(c, 503, "Service Unavailable", "text/plain; charset=utf-8", "no sample yet\n");
+    send(c, *ctx, 503, "Service Unavailable", "text/plain; charset=utf-8", "no sample yet\n");
     return 503;
   }
   const char* accept = mg_get_header(c, "Accept");
@@ -90,9 +103,9 @@ int handle(mg_connection* c, void* data) {
   o.per_cpu = ctx->per_cpu;
   const std::string body = render_metrics(*st, o);
   if (std::strcmp(ri->request_method, "HEAD") == 0) {
-    send(c, 200, "OK", metrics_content_type(o.openmetrics), "");
+    send(c, *ctx, 200, "OK", metrics_content_type(o.openmetrics), "");
   } else {
-    send(c, 200, "OK", metrics_content_type(o.openmetrics), body);
+    send(c, *ctx, 200, "OK", metrics_content_type(o.openmetrics), body);
   }
   return 200;
 }
@@ -103,6 +116,65 @@ int log_message(const mg_connection*, const char* msg) {
   if (g_verbose_http) err(fmt::format("http: {}", msg));
   return 1;
 }
+
+/// civetweb's init_ssl: its SSL_CTX set up from tls_server_config (1: done, -1: failed).
+int init_ssl(void* ssl_ctx, void* data) {
+  const std::string problem = configure_tls(ssl_ctx, *static_cast<const HttpCtx*>(data)->tls);
+  if (problem.empty()) return 1;
+  err(fmt::format("--web-config: {}", problem));
+  return -1;
+}
+
+/// civetweb's listening_ports for TLS: "s" after each comma-separated port.
+std::string tls_ports(const std::string& listen) {
+  std::string out, item;
+  for (size_t i = 0; i <= listen.size(); ++i) {
+    if (i == listen.size() || listen[i] == ',') {
+      out += (out.empty() ? "" : ",") + item + "s";
+      item.clear();
+    } else {
+      item += listen[i];
+    }
+  }
+  return out;
+}
+
+/// --web-config FILE read, checked and its certificates loaded (else one line, exit 2), and
+/// the warning for basic auth without TLS. Returns 0 or the exit status.
+int read_web_config(const ServeCmd& o, WebConfig& web) {
+  if (o.web_config.empty()) return 0;
+  if (o.listen.empty()) {
+    err("--web-config with --listen '': there is no HTTP server to configure");
+    return 2;
+  }
+  try {
+    web = load_web_config(o.web_config);
+  } catch (const std::invalid_argument& e) {
+    err(fmt::format("--web-config {}", e.what()));
+    return 2;
+  }
+  if (!web.users.empty() && !web.tls.enabled())
+    err(fmt::format("warning: --web-config {}: basic auth without tls_server_config sends the passwords in clear text",
+                    o.web_config));
+  return 0;
+}
+
+/// civetweb's library, started (with OpenSSL when tls) by start() and stopped at scope exit.
+class CivetwebLibrary {
+ public:
+  /// False when civetweb cannot load OpenSSL (then TLS cannot be served).
+  bool start(bool tls) {
+    const unsigned want = tls ? MG_FEATURES_TLS : 0;
+    on_ = true;
+    return (mg_init_library(want) & want) == want;
+  }
+  ~CivetwebLibrary() {
+    if (on_) mg_exit_library();
+  }
+
+ private:
+  bool on_ = false;
+};
 
 #endif  // SCHEDHOT_NO_HTTP
 
@@ -152,10 +224,26 @@ int run_serve(const ServeCmd& o) {
     return 2;
   }
 #ifdef SCHEDHOT_NO_HTTP
-  if (!o.listen.empty()) {
-    err("serve: this static build has no HTTP server (Debian ships no static libcivetweb); use --listen '' --textfile DIR");
+  if (!o.listen.empty() || !o.web_config.empty()) {
+    err(fmt::format("serve: this static build has no HTTP server (Debian ships no static libcivetweb){}; use --listen '' --textfile DIR",
+                    o.web_config.empty() ? "" : ", so no --web-config"));
     return 2;
   }
+#else
+  WebConfig web;
+  if (int st = read_web_config(o, web)) return st;
+  const BasicAuth auth(web.users);
+  // civetweb loads OpenSSL as its library starts: a TLS it cannot have stops us before attaching.
+  CivetwebLibrary civetweb;
+  if (!o.listen.empty() && !civetweb.start(web.tls.enabled())) {
+    err(fmt::format("--web-config {}: civetweb cannot load OpenSSL: schedhot's lib/schedhot/libssl.so and libcrypto.so "
+                    "are not loaded (README \"schedhot serve\")",
+                    o.web_config));
+    return 1;
+  }
+  if (web.tls.enabled() && o.common.verbose)
+    err(fmt::format("TLS: civetweb's OpenSSL is version {} (libssl compat), {} (libcrypto compat)",
+                    schedhot_civetweb_libssl_compat(), schedhot_civetweb_libcrypto_compat()));
 #endif
   int status = 0;
   auto a = attach_some(o.common, status);
@@ -167,14 +255,15 @@ int run_serve(const ServeCmd& o) {
 
   Published pub;
 #ifndef SCHEDHOT_NO_HTTP
-  HttpCtx hctx{&pub, o.per_cpu};
+  HttpCtx hctx{&pub, o.per_cpu, &auth, "", &web.tls};
+  for (const auto& [name, value] : web.headers) hctx.headers += fmt::format("{}: {}\r\n", name, value);
+  const std::string ports = web.tls.enabled() ? tls_ports(o.listen) : o.listen;
   mg_context* ctx = nullptr;
   if (!o.listen.empty()) {
     g_verbose_http = o.common.verbose;
-    mg_init_library(0);
     const std::string threads = fmt::format("{}", o.max_connections);
     const std::string timeout = fmt::format("{}", o.timeout_ms);
-    const char* opts[] = {"listening_ports", o.listen.c_str(),
+    const char* opts[] = {"listening_ports", ports.c_str(),
                           "num_threads", threads.c_str(),         // at most this many connections served at once
                           "connection_queue", "64",               // accepted, waiting for a worker
                           "listen_backlog", "64",
@@ -185,22 +274,28 @@ int run_serve(const ServeCmd& o) {
                           nullptr};
     mg_callbacks cb{};
     cb.log_message = log_message;
+    if (web.tls.enabled()) cb.init_ssl = init_ssl;
     char ebuf[256] = "";
     unsigned ecode = 0;
     mg_error_data ed{&ecode, ebuf, sizeof ebuf};
-    mg_init_data id{&cb, nullptr, opts};
+    mg_init_data id{&cb, &hctx, opts};
     ctx = mg_start2(&id, &ed);
     if (!ctx) {
       err(fmt::format("--listen {}: {}", o.listen, ebuf[0] ? ebuf : "cannot start the HTTP server"));
-      mg_exit_library();
       return 1;
     }
     mg_set_request_handler(ctx, "**", handle, &hctx);
   }
 #endif
+  std::string where;
+#ifndef SCHEDHOT_NO_HTTP
+  if (!o.listen.empty())
+    where = fmt::format(" on {}://{}/metrics{}", web.tls.enabled() ? "https" : "http", o.listen,
+                        web.users.empty() ? "" : fmt::format(" (basic auth: {} user{})", web.users.size(), web.users.size() == 1 ? "" : "s"));
+#endif
   if (!o.quiet)
     err(fmt::format("serving {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops", a->probes->statuses().size(),
-                    o.listen.empty() ? "" : fmt::format(" on http://{}/metrics", o.listen),
+                    where,
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
                     stats.on() ? "measured" : "absent: " + stats.error()));
 
@@ -240,10 +335,7 @@ int run_serve(const ServeCmd& o) {
     have_prev = true;
   }
 #ifndef SCHEDHOT_NO_HTTP
-  if (ctx) {
-    mg_stop(ctx);
-    mg_exit_library();
-  }
+  if (ctx) mg_stop(ctx);
 #endif
   if (!o.quiet && rc == 0) err(fmt::format("served {} samples{}", n, g_stop.load() ? " (stopped by signal)" : ""));
   return rc;

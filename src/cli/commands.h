@@ -97,6 +97,7 @@ struct ServeCmd {
   bool per_cpu = false;
   int max_connections = 32;                ///< civetweb num_threads
   int timeout_ms = 2000;                   ///< civetweb request_timeout_ms
+  std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
   bool quiet = false;
   std::string command_line;
 };

@@ -116,6 +116,11 @@ int main(int argc, char** argv) {
   csv->add_flag("--per-cpu", srv.per_cpu, "a cpu label on every per-probe series");
   csv->add_option("--max-connections", srv.max_connections, "connections served at once (default 32)");
   csv->add_option("--timeout-ms", srv.timeout_ms, "read/write timeout per request, ms (default 2000)");
+  csv->add_option("--web-config", srv.web_config,
+                  "Prometheus's web config YAML, as exporters' --web.config.file: tls_server_config (HTTPS on --listen, "
+                  "client certificates), basic_auth_users (bcrypt), http_server_config.headers")
+      ->type_name("FILE")
+      ->check(kNotEmpty);
   csv->add_flag("-q,--quiet", srv.quiet, "no progress messages");
 
   ReportCmd rep;
