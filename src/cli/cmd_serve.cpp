@@ -6,9 +6,9 @@
 #ifndef SCHEDHOT_NO_HTTP
 #include <civetweb.h>
 
-#include "compat/civetweb_openssl3.h"
 #include "sys/web_config.h"
 #endif
+#include <dlfcn.h>
 #include <fcntl.h>
 #include <fmt/format.h>
 #include <unistd.h>
@@ -159,21 +159,64 @@ int read_web_config(const ServeCmd& o, WebConfig& web) {
   return 0;
 }
 
+/// Loads lib/schedhot/libcrypto.so and libssl.so (src/compat/civetweb_openssl3.h) with
+/// RTLD_GLOBAL, so civetweb's dlopen("libssl.so") gets them by soname: from the build
+/// tree, the install prefix (SCHEDHOT_COMPAT_DIRS) or ../lib/schedhot next to this binary.
+/// Returns "" or why not (one line). Only serve with TLS needs them.
+std::string load_openssl_compat(std::string& loaded_from) {
+  std::vector<std::string> dirs;
+  for (std::string_view rest = SCHEDHOT_COMPAT_DIRS; !rest.empty();) {
+    const size_t c = rest.find(':');
+    dirs.emplace_back(rest.substr(0, c));
+    rest = c == std::string_view::npos ? std::string_view{} : rest.substr(c + 1);
+  }
+  char exe[4096];
+  if (ssize_t n = ::readlink("/proc/self/exe", exe, sizeof exe - 1); n > 0) {
+    std::string e(exe, size_t(n));
+    e.resize(e.rfind('/'));
+    dirs.push_back(e + "/../lib/schedhot");
+    dirs.push_back(e + "/lib/schedhot");
+  }
+  std::string why;
+  for (const std::string& d : dirs) {
+    if (::access((d + "/libssl.so").c_str(), R_OK) != 0) continue;
+    void* crypto = ::dlopen((d + "/libcrypto.so").c_str(), RTLD_NOW | RTLD_GLOBAL);
+    void* ssl = crypto ? ::dlopen((d + "/libssl.so").c_str(), RTLD_NOW | RTLD_GLOBAL) : nullptr;
+    if (ssl) {
+      loaded_from = d;
+      return "";
+    }
+    why = ::dlerror();
+  }
+  return why.empty() ? fmt::format("lib/schedhot/libssl.so not found in {}", fmt::join(dirs, ", ")) : why;
+}
+
 /// civetweb's library, started (with OpenSSL when tls) by start() and stopped at scope exit.
 class CivetwebLibrary {
  public:
-  /// False when civetweb cannot load OpenSSL (then TLS cannot be served).
+  /// False when civetweb cannot load OpenSSL (then TLS cannot be served); why() says why.
   bool start(bool tls) {
+    if (tls) {
+      std::string from;
+      why_ = load_openssl_compat(from);
+      if (!why_.empty()) return false;
+      from_ = from;
+    }
     const unsigned want = tls ? MG_FEATURES_TLS : 0;
     on_ = true;
-    return (mg_init_library(want) & want) == want;
+    if ((mg_init_library(want) & want) == want) return true;
+    why_ = "civetweb did not start its TLS (run with -v for its log)";
+    return false;
   }
+  const std::string& why() const { return why_; }
+  const std::string& loaded_from() const { return from_; }
   ~CivetwebLibrary() {
     if (on_) mg_exit_library();
   }
 
  private:
   bool on_ = false;
+  std::string why_, from_;
 };
 
 #endif  // SCHEDHOT_NO_HTTP
@@ -236,14 +279,12 @@ int run_serve(const ServeCmd& o) {
   // civetweb loads OpenSSL as its library starts: a TLS it cannot have stops us before attaching.
   CivetwebLibrary civetweb;
   if (!o.listen.empty() && !civetweb.start(web.tls.enabled())) {
-    err(fmt::format("--web-config {}: civetweb cannot load OpenSSL: schedhot's lib/schedhot/libssl.so and libcrypto.so "
-                    "are not loaded (README \"schedhot serve\")",
-                    o.web_config));
+    err(fmt::format("--web-config {}: civetweb cannot load OpenSSL: {} (README \"schedhot serve\")", o.web_config,
+                    civetweb.why()));
     return 1;
   }
   if (web.tls.enabled() && o.common.verbose)
-    err(fmt::format("TLS: civetweb's OpenSSL is version {} (libssl compat), {} (libcrypto compat)",
-                    schedhot_civetweb_libssl_compat(), schedhot_civetweb_libcrypto_compat()));
+    err(fmt::format("TLS: civetweb's OpenSSL through {}/libssl.so", civetweb.loaded_from()));
 #endif
   int status = 0;
   auto a = attach_some(o.common, status);
