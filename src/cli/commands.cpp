@@ -108,6 +108,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     return nullptr;
   }
   ao.only = split_commas(o.probes);
+  if (ao.only.size() == 1 && ao.only[0] == "all") ao.only.clear();  // a unit's default (/etc/default/schedhot)
   ao.exact = o.exact;
   if (!o.probes.empty() && ao.only.empty()) {
     err(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));

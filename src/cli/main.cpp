@@ -23,7 +23,7 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--backend", o.backend,
                  "auto (fentry, then kprobe, then a tracepoint proxy) | fentry | kprobe | proxy (stand-ins only)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "proxy"}));
-  c->add_option("--probes", o.probes, "comma-separated probes to attach (default: all)");
+  c->add_option("--probes", o.probes, "comma-separated probes to attach, or all (the default)");
   c->add_option("--system-map", o.system_map, "System.map of the running kernel, for tick_broadcast_lock's address");
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
