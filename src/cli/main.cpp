@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/docgen.h"
 
 #ifndef SCHEDHOT_VERSION
 #define SCHEDHOT_VERSION "dev"
@@ -196,6 +197,9 @@ int main(int argc, char** argv) {
                "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
   add_view_options(cy, replay.sort, replay.cpus, replay.xfer_cost);
 
+  // The build writes the man page and the shell completions from the definitions above
+  // (src/cli/docgen.h); not a command, so not in --help.
+  if (argc >= 2 && std::string(argv[1]) == "--docgen") return docgen(app, argc - 2, argv + 2);
   {
     std::string names;
     bool known = false;
