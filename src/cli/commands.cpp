@@ -108,13 +108,13 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     return nullptr;
   }
   ao.only = split_commas(o.probes);
-  if (ao.only.size() == 1 && ao.only[0] == "all") ao.only.clear();  // a unit's default (/etc/default/schedhot)
   ao.exact = o.exact;
   if (!o.probes.empty() && ao.only.empty()) {
     err(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;
     return nullptr;
   }
+  if (ao.only == std::vector<std::string>{"all"}) ao.only.clear();  // a unit's default (/etc/default/schedhot)
   for (auto& n : ao.only)
     if (!find_probe(n)) {
       std::string all;
