@@ -23,6 +23,8 @@ for tool in dpkg-buildpackage dh lintian rsync; do
     exit 1
   }
 done
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
 stage="$out/schedhot-$version"
 mkdir -p "$stage"
 

@@ -13,12 +13,17 @@ Usage: test_deb.py BUILD_DIR SOURCE_DIR
      man schedhot-fleet, the bash completion as bash-completion loads it, the zsh
      completion as compinit finds it, systemd-analyze verify of both units (man page
      included), /etc/default/schedhot a conffile.
-  4. The recording service's state as systemd would leave it (/var/lib/private/schedhot,
-     the /var/lib/schedhot link), then dpkg --purge: the file list of the root equals the
-     one before dpkg -i (paths; dpkg's own database, logs and caches left out).
+  4. The units under a real systemd: a copy of that root booted with systemd-nspawn starts
+     schedhot-record.service (a dynamic user with exactly its capabilities, rotating) and
+     schedhot-serve.service; their recordings and /metrics are checked; dpkg --purge there
+     removes the state directory systemd made.
+  5. The recording service's state as systemd leaves it (/var/lib/private/schedhot, the
+     /var/lib/schedhot link), then dpkg --purge: the file list of the root equals the one
+     before dpkg -i (paths; dpkg's own database, logs and caches left out).
 Prints how long each part took.
 """
 import hashlib
+import json
 import os
 import re
 import shutil
@@ -101,6 +106,112 @@ def base_tarball(deb):
     os.rename(part, tar)
     print("base: %s built in %.0f s (%d MB)" % (tar, time.time() - t, os.path.getsize(tar) >> 20))
     return tar, True
+
+
+BOOT_CHECK = r"""#!/bin/sh
+# Run by check.service in the booted copy: the units as systemd starts them.
+printf 'SCHEDHOT_ROTATE=2\nSCHEDHOT_MAX_SIZE=64K\nSCHEDHOT_INTERVAL=20ms\n' >> /etc/default/schedhot
+systemctl start schedhot-record.service
+sleep 20
+echo "record-active $(systemctl is-active schedhot-record.service)"
+pid=$(systemctl show -P MainPID schedhot-record.service)
+grep -E "^(Uid|CapEff|CapPrm|CapBnd|CapAmb|NoNewPrivs):" /proc/$pid/status | sed 's/^/record-/'
+systemctl stop schedhot-record.service
+echo "record-stopped $(systemctl show -P Result schedhot-record.service) $(systemctl show -P ExecMainStatus schedhot-record.service)"
+for f in /var/lib/schedhot/record.shot /var/lib/schedhot/record.shot.1 /var/lib/schedhot/record.shot.2 /var/lib/schedhot/record.shot.3; do
+  [ -e $f ] && echo "file $f $(stat -c %u $f) $(schedhot info --json $f | tr -d '\n')"
+done
+systemctl start schedhot-serve.service
+sleep 4
+echo "serve-active $(systemctl is-active schedhot-serve.service)"
+pid=$(systemctl show -P MainPID schedhot-serve.service)
+grep -E "^(Uid|CapEff):" /proc/$pid/status | sed 's/^/serve-/'
+python3 -c 'import urllib.request; print("metrics", urllib.request.urlopen("http://127.0.0.1:9870/metrics").read().decode().replace("\n", " | "))'
+systemctl stop schedhot-serve.service
+echo "serve-stopped $(systemctl show -P Result schedhot-serve.service)"
+journalctl --no-pager -q -u schedhot-record -u schedhot-serve | sed 's/^/journal /'
+echo done
+"""
+
+
+def boot_units(root, build, version):
+    """The packaged units started by a real systemd: a copy of the installed root booted with
+    systemd-nspawn (given CAP_BPF, CAP_PERFMON, CAP_SYSLOG and the bpf and perf_event_open
+    system calls, which nspawn withholds from its containers by default), where check.service
+    starts schedhot-record (rotating fast: 20 ms, 64K, 2 files), then schedhot-serve, reports
+    and powers off. Then dpkg --purge there removes the state directory systemd made."""
+    if not shutil.which("systemd-nspawn"):
+        check(False, "systemd-nspawn is installed (Debian package systemd-container, packaging/deps.txt)")
+        return
+    t = time.time()
+    boot = root + "-boot"
+    shutil.rmtree(boot, ignore_errors=True)
+    r = run(["cp", "-a", root, boot])
+    check(r.returncode == 0, "a copy of the root to boot (%s)" % r.stderr.strip())
+    with open(os.path.join(boot, "root/check.sh"), "w") as f:
+        f.write(BOOT_CHECK)
+    os.chmod(os.path.join(boot, "root/check.sh"), 0o755)
+    with open(os.path.join(boot, "etc/systemd/system/check.service"), "w") as f:
+        f.write("[Unit]\nAfter=multi-user.target\n[Service]\nType=oneshot\nStandardOutput=file:/root/result.txt\n"
+                "StandardError=file:/root/result.err\nExecStart=/root/check.sh\n"
+                "ExecStartPost=-/bin/systemctl --no-block poweroff\n[Install]\nWantedBy=multi-user.target\n")
+    os.symlink("/etc/systemd/system/check.service",
+               os.path.join(boot, "etc/systemd/system/multi-user.target.wants/check.service"))
+    r = run(["timeout", "300", "systemd-nspawn", "--quiet", "--boot", "--directory", boot, "--register=no", "--keep-unit",
+             "--capability=CAP_BPF,CAP_PERFMON,CAP_SYSLOG", "--system-call-filter=bpf perf_event_open"],
+            timeout=330, stdin=subprocess.DEVNULL)
+    try:
+        res = open(os.path.join(boot, "root/result.txt")).read()
+    except OSError:
+        res = ""
+    booted = r.returncode == 0 and res.endswith("done\n")
+    check(booted, "booted with systemd-nspawn, check.service ran (%d%s)"
+          % (r.returncode, "" if booted else ": " + (r.stdout + r.stderr).strip()[-600:]))
+    kv = {}
+    for line in res.splitlines():
+        k, _, v = line.partition(" ") if not re.match(r"^\w+-\w+:", line) else line.partition(":")
+        kv.setdefault(k, []).append(v.strip())
+    host = run([os.path.join(build, "schedhot"), "probes", "--json"])
+    want_probes = sorted(p["probe"] for p in json.loads(host.stdout)["probes"] if p["attached"]) if host.returncode == 0 else []
+    caps = "000000c400000000"  # CAP_BPF (39), CAP_PERFMON (38), CAP_SYSLOG (34)
+    check(kv.get("record-active") == ["active"], "schedhot-record.service active after 20 s: %s" % kv.get("record-active"))
+    uid = int((kv.get("record-Uid") or ["0"])[0].split()[0])
+    check(61184 <= uid <= 65519, "schedhot-record runs as a dynamic user (uid %d)" % uid)
+    for k in ("CapEff", "CapPrm", "CapBnd", "CapAmb"):
+        check(kv.get("record-" + k) == [caps], "schedhot-record %s = %s: exactly CAP_BPF CAP_PERFMON CAP_SYSLOG"
+              % (k, kv.get("record-" + k)))
+    check(kv.get("record-NoNewPrivs") == ["1"], "schedhot-record NoNewPrivs")
+    check(kv.get("record-stopped") == ["success 0"], "systemctl stop: Result=success, exit 0: %s" % kv.get("record-stopped"))
+    files = {}
+    for v in kv.get("file", []):
+        path, owner, js = v.split(" ", 2)
+        files[path] = (owner, json.loads(js) if js.startswith("{") else None)
+    names = sorted(files)
+    check(names == ["/var/lib/schedhot/record.shot", "/var/lib/schedhot/record.shot.1", "/var/lib/schedhot/record.shot.2"],
+          "rotated into record.shot, .1 and .2 (SCHEDHOT_ROTATE=2): %s" % names)
+    for path, (owner, info) in sorted(files.items()):
+        ok = info and info["integrity"]["complete"] and info["integrity"]["damage"] is None and \
+            info["integrity"]["samples"] >= 2 and sorted(p["name"] for p in info["probes"] if p["status"] == "attached") == want_probes
+        check(bool(ok) and owner == str(uid), "%s (uid %s): closed, undamaged, %s samples, the probes root attaches here %s"
+              % (path, owner, info and info["integrity"]["samples"], want_probes))
+    check(kv.get("serve-active") == ["active"], "schedhot-serve.service active: %s" % kv.get("serve-active"))
+    suid = int((kv.get("serve-Uid") or ["0"])[0].split()[0])
+    check(61184 <= suid <= 65519 and kv.get("serve-CapEff") == [caps], "schedhot-serve: dynamic user %d, CapEff %s"
+          % (suid, kv.get("serve-CapEff")))
+    served = sorted(set(re.findall(r'schedhot_probe_info\{[^}]*probe="(\w+)"[^}]*attached="true"', " ".join(kv.get("metrics", [])))))
+    check(served and served == want_probes, "schedhot-serve on 127.0.0.1:9870: the probes root attaches: %s" % served)
+    check(kv.get("serve-stopped") == ["success"], "schedhot-serve stopped: %s" % kv.get("serve-stopped"))
+    if failures:
+        print("\n".join(l for l in res.splitlines() if l.startswith("journal"))[-3000:])
+    os.unlink(os.path.join(boot, "etc/systemd/system/multi-user.target.wants/check.service"))
+    st = os.path.join(boot, "var/lib/private/schedhot")
+    check(os.path.isdir(st) and os.path.islink(os.path.join(boot, "var/lib/schedhot")),
+          "systemd made /var/lib/private/schedhot and the /var/lib/schedhot link")
+    r = in_root(boot, "dpkg --purge schedhot")
+    check(r.returncode == 0 and not os.path.lexists(st) and not os.path.lexists(os.path.join(boot, "var/lib/schedhot")),
+          "dpkg --purge removes the recordings systemd's DynamicUser left (%d)" % r.returncode)
+    shutil.rmtree(boot, ignore_errors=True)
+    print("units under systemd-nspawn: %.0f s" % (time.time() - t))
 
 
 def main():
@@ -198,7 +309,10 @@ c schedhot info /usr/share/doc/schedhot/examples/vm
               "/usr/share/zsh/vendor-completions/_schedhot", "/usr/share/man/man1/schedhot.1.gz"):
         check(re.search(r"^%s$" % re.escape(p), r.stdout, re.M) is not None, "dpkg -L: %s" % p)
 
-    # ---- 4. purge ----
+    # ---- 4. the units under systemd, in a copy of the root booted with systemd-nspawn ----
+    boot_units(root, build, version)
+
+    # ---- 5. purge ----
     # what schedhot-record.service leaves (DynamicUser=yes: the StateDirectory is private)
     os.makedirs(os.path.join(root, "var/lib/private/schedhot"), mode=0o700)
     shutil.copy(os.path.join(root, ex.lstrip("/")), os.path.join(root, "var/lib/private/schedhot/record.shot"))
