@@ -114,6 +114,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     status = 2;
     return nullptr;
   }
+  if (ao.only == std::vector<std::string>{"all"}) ao.only.clear();  // a unit's default (/etc/default/schedhot)
   for (auto& n : ao.only)
     if (!find_probe(n)) {
       std::string all;

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/docgen.h"
 
 #ifndef SCHEDHOT_VERSION
 #define SCHEDHOT_VERSION "dev"
@@ -23,7 +24,7 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--backend", o.backend,
                  "auto (fentry, then kprobe, then a tracepoint proxy) | fentry | kprobe | proxy (stand-ins only)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "proxy"}));
-  c->add_option("--probes", o.probes, "comma-separated probes to attach (default: all)");
+  c->add_option("--probes", o.probes, "comma-separated probes to attach, or all (the default)");
   c->add_option("--system-map", o.system_map, "System.map of the running kernel, for tick_broadcast_lock's address");
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
@@ -201,6 +202,9 @@ int main(int argc, char** argv) {
                "FILE is still being written: show the newest interval as samples arrive, through rotations (like tail -f)");
   add_view_options(cy, replay.sort, replay.cpus, replay.xfer_cost);
 
+  // The build writes the man page and the shell completions from the definitions above
+  // (src/cli/docgen.h); not a command, so not in --help.
+  if (argc >= 2 && std::string(argv[1]) == "--docgen") return docgen(app, argc - 2, argv + 2);
   {
     std::string names;
     bool known = false;

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <stdexcept>
@@ -19,6 +20,36 @@
 namespace schedhot {
 
 namespace {
+
+/// The first line of a /proc file, "" when unreadable.
+std::string first_line(const char* path) {
+  std::string s;
+  if (FILE* f = std::fopen(path, "re")) {
+    char buf[64];
+    if (std::fgets(buf, sizeof buf, f)) s = buf;
+    std::fclose(f);
+  }
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' ')) s.pop_back();
+  return s;
+}
+
+/// Why /proc/kallsyms shows every address as 0 (kallsyms_show_value()): kptr_restrict 2
+/// hides them from everyone; else a process without CAP_SYSLOG sees them only with
+/// kptr_restrict 0 and perf_event_paranoid <= 1.
+std::string kallsyms_hidden_reason() {
+  bool syslog = false;
+  if (FILE* f = std::fopen("/proc/self/status", "re")) {
+    char line[256];
+    while (std::fgets(line, sizeof line, f))
+      if (std::strncmp(line, "CapEff:", 7) == 0) syslog = (std::strtoull(line + 7, nullptr, 16) >> 34) & 1;
+    std::fclose(f);
+  }
+  const std::string kptr = first_line("/proc/sys/kernel/kptr_restrict");
+  const std::string paranoid = first_line("/proc/sys/kernel/perf_event_paranoid");
+  if (kptr == "2" || syslog) return fmt::format("/proc/kallsyms addresses are hidden (kernel.kptr_restrict {})", kptr);
+  return fmt::format("/proc/kallsyms addresses are hidden without CAP_SYSLOG (kernel.kptr_restrict {}, "
+                     "kernel.perf_event_paranoid {})", kptr, paranoid);
+}
 
 /// Raw BTF (magic 0xeB9F) says its own length in its header (hdr_len + str_off + str_len):
 /// a file of another size is damaged or padded (libbpf would read, and keep, all of it).
@@ -156,7 +187,7 @@ KernelFacts read_kernel_facts(const std::string& system_map_path, const std::str
   } else {
     f.kallsyms = std::move(*ks);
     if (f.kallsyms.addresses_hidden())
-      f.kallsyms_error = "/proc/kallsyms addresses are hidden (kernel.kptr_restrict, or not root)";
+      f.kallsyms_error = kallsyms_hidden_reason();
   }
   if (!system_map_path.empty()) {
     auto sm = SymbolTable::load(system_map_path, &err);

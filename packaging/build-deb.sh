@@ -1,0 +1,81 @@
+#!/usr/bin/env bash
+# Builds the Debian package with Debian's tooling: the source tree (git's tracked and
+# untracked, not ignored, files) is staged in OUT/schedhot-VERSION/ with packaging/debian/
+# as its debian/, debian/changelog is written with CMakeLists.txt's project() version (the
+# one version: schedhot --version prints the same), then dpkg-buildpackage -b builds
+# OUT/schedhot_VERSION_amd64.deb and lintian checks it (errors fail the build; warnings
+# are printed).
+# The staged tree and dh's CMake build directory (obj-*) are kept between runs, files
+# copied with their times, so a second run only rebuilds what changed.
+# Usage: packaging/build-deb.sh [OUT]   (OUT default: build-deb/; SCHEDHOT_DEB_OUT too)
+# Needs: packaging/deps.txt (its build part, and debhelper, lintian).
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+out="${1:-${SCHEDHOT_DEB_OUT:-$root/build-deb}}"
+version="$(sed -n 's/^project(schedhot VERSION \([0-9][0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
+if [ -z "$version" ]; then
+  echo "build-deb: no 'project(schedhot VERSION x.y.z' line in $root/CMakeLists.txt" >&2
+  exit 1
+fi
+for tool in dpkg-buildpackage dh lintian rsync; do
+  command -v "$tool" > /dev/null || {
+    echo "build-deb: $tool is missing (packaging/install-deps.sh installs it)" >&2
+    exit 1
+  }
+done
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
+stage="$out/schedhot-$version"
+mkdir -p "$stage"
+
+# The source: what git would commit (tracked and untracked, not ignored), else the tree.
+list="$out/files.txt"
+if git -C "$root" rev-parse --git-dir > /dev/null 2>&1; then
+  git -C "$root" ls-files -co --exclude-standard | grep -v '^debian/' | sort > "$list"
+else
+  (cd "$root" && find . -path ./build -prune -o -path './build-*' -prune -o -type f -print | sed 's#^\./##' | sort) > "$list"
+fi
+# Only files that exist (ls-files lists a deleted, uncommitted file too).
+(cd "$root" && while IFS= read -r f; do [ -f "$f" ] && printf '%s\n' "$f"; done < "$list") > "$list.present"
+rsync -a --files-from="$list.present" "$root/" "$stage/"
+# A file removed from the source goes from the stage too (not debian/ nor dh's obj-*).
+(cd "$stage" && find . -path ./debian -prune -o -path './obj-*' -prune -o -type f -print | sed 's#^\./##' | sort) \
+  | comm -23 - "$list.present" | (cd "$stage" && xargs -r -d '\n' rm -f)
+# debian/: packaging/debian as it is, which also drops dh's stamps and staging dirs of an
+# earlier run, so every dh step runs again (on the kept obj-* build).
+rsync -a --delete "$root/packaging/debian/" "$stage/debian/"
+
+# debian/changelog: CMakeLists.txt's version, dated by the commit it is built from.
+maint="$(sed -n 's/^Maintainer: //p' "$stage/debian/control")"
+if commit="$(git -C "$root" rev-parse --short=12 HEAD 2> /dev/null)"; then
+  when="$(git -C "$root" log -1 --format=%cD HEAD)"
+  what="commit $commit"
+  [ -z "$(git -C "$root" status --porcelain --untracked-files=no)" ] || what="$what and uncommitted changes"
+else
+  when="$(date -R)"
+  what="a source tree outside git"
+fi
+cat > "$stage/debian/changelog" << EOF
+schedhot ($version) unstable; urgency=medium
+
+  * Built by packaging/build-deb.sh from:
+    $what.
+  * The version is CMakeLists.txt's project() version, as schedhot
+    --version prints it.
+
+ -- $maint  $when
+EOF
+
+cd "$stage"
+start=$(date +%s)
+DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
+  dpkg-buildpackage -b -us -uc -nc > "$out/build.log" 2>&1 || {
+  tail -n 40 "$out/build.log" >&2
+  echo "build-deb: dpkg-buildpackage failed (whole log: $out/build.log)" >&2
+  exit 1
+}
+deb="$out/schedhot_${version}_amd64.deb"
+echo "build-deb: $deb ($(( $(date +%s) - start )) s)"
+# lintian: errors fail; every warning is listed (the README's packaging section names them).
+lintian --fail-on error --display-info "$out/schedhot_${version}_amd64.changes" | tee "$out/lintian.txt"
+echo "build-deb: lintian: $(grep -c '^E:' "$out/lintian.txt" || true) errors, $(grep -c '^W:' "$out/lintian.txt" || true) warnings"

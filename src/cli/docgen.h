@@ -1,0 +1,18 @@
+// The man page and the shell completions, written from the same CLI11 definitions that
+// --help prints (src/cli/main.cpp), so they cannot drift from it.
+#pragma once
+
+namespace CLI {
+class App;
+}
+
+namespace schedhot::cli {
+
+/// `schedhot --docgen man TEMPLATE` (the page: TEMPLATE's prose with @VERSION@, @DATE@,
+/// @COMMANDS@ and @PROBES@ filled in; @DATE@ from SOURCE_DATE_EPOCH when set),
+/// `schedhot --docgen bash` and `schedhot --docgen zsh` (completion scripts), on stdout.
+/// Used by the build (CMakeLists.txt); not listed in --help. args: what follows --docgen.
+/// Returns the exit status (2 and one line for bad arguments).
+int docgen(const CLI::App& app, int argc, char** args);
+
+}  // namespace schedhot::cli
