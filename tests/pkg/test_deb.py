@@ -306,7 +306,8 @@ c schedhot info /usr/share/doc/schedhot/examples/vm
           "/etc/default/schedhot is a conffile")
     for p in ("/usr/bin/schedhot", "/usr/bin/schedhot-fleet", "/lib/systemd/system/schedhot-record.service",
               "/lib/systemd/system/schedhot-serve.service", "/usr/share/bash-completion/completions/schedhot",
-              "/usr/share/zsh/vendor-completions/_schedhot", "/usr/share/man/man1/schedhot.1.gz"):
+              "/usr/share/zsh/vendor-completions/_schedhot", "/usr/share/man/man1/schedhot.1.gz",
+              "/usr/lib/schedhot/libssl.so", "/usr/lib/schedhot/libcrypto.so"):
         check(re.search(r"^%s$" % re.escape(p), r.stdout, re.M) is not None, "dpkg -L: %s" % p)
 
     # ---- 4. the units under systemd, in a copy of the root booted with systemd-nspawn ----
