@@ -73,6 +73,16 @@ std::vector<std::string> choices_of(const CLI::Option* o) {
   return v;
 }
 
+/// A flag's entry: its names as typed (-h, --help) and a description.
+OptDoc flag_doc(const CLI::Option* o, std::string desc) {
+  OptDoc d;
+  for (auto& s : o->get_snames()) d.names.push_back("-" + s);
+  for (auto& l : o->get_lnames()) d.names.push_back("--" + l);
+  d.flag = true;
+  d.desc = std::move(desc);
+  return d;
+}
+
 std::string upper(std::string s) {
   for (char& c : s) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
   return s;
@@ -89,11 +99,8 @@ std::vector<CmdDoc> collect(const CLI::App& app) {
         c.pos.push_back({upper(o->get_name(true)), o->get_items_expected_max() > 1, o->get_description()});
         continue;
       }
-      OptDoc d;
-      for (auto& s : o->get_snames()) d.names.push_back("-" + s);
-      for (auto& l : o->get_lnames()) d.names.push_back("--" + l);
+      OptDoc d = flag_doc(o, o->get_description());
       d.flag = o->get_expected() == 0;  // add_flag: expected(0)
-      d.desc = o->get_description();
       if (!d.flag) {
         const std::string l = o->get_lnames().empty() ? o->get_snames().front() : o->get_lnames().front();
         d.choices = choices_of(o);
@@ -102,14 +109,7 @@ std::vector<CmdDoc> collect(const CLI::App& app) {
       }
       c.opts.push_back(std::move(d));
     }
-    if (help) {
-      OptDoc d;
-      for (auto& s : help->get_snames()) d.names.push_back("-" + s);
-      for (auto& l : help->get_lnames()) d.names.push_back("--" + l);
-      d.flag = true;
-      d.desc = "print this command's options and exit";
-      c.opts.push_back(std::move(d));
-    }
+    if (help) c.opts.push_back(flag_doc(help, "print this command's options and exit"));
     cmds.push_back(std::move(c));
   }
   return cmds;
@@ -119,13 +119,8 @@ std::vector<CmdDoc> collect(const CLI::App& app) {
 std::vector<OptDoc> top_options(const CLI::App& app) {
   std::vector<OptDoc> v;
   for (const CLI::Option* o : app.get_options()) {
-    if (o->get_positional()) continue;
-    OptDoc d;
-    for (auto& s : o->get_snames()) d.names.push_back("-" + s);
-    for (auto& l : o->get_lnames()) d.names.push_back("--" + l);
-    d.flag = true;
-    d.desc = o == app.get_help_ptr() ? "print the commands and exit" : "print the version and exit";
-    v.push_back(std::move(d));
+    if (!o->get_positional())
+      v.push_back(flag_doc(o, o == app.get_help_ptr() ? "print the commands and exit" : "print the version and exit"));
   }
   return v;
 }

@@ -28,14 +28,10 @@ import tempfile
 import time
 import urllib.request
 
+from checks import check, failures, finish, run
+
 CAP_BITS = {"CAP_SYSLOG": 34, "CAP_PERFMON": 38, "CAP_BPF": 39}
-failures = []
 
-
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
 
 def unit_caps(path, key):
@@ -74,9 +70,6 @@ def unit_command(path, schedhot, replace):
             argv.append(re.sub(r"\$\{(\w+)\}", lambda m: env[m.group(1)], w))
     return [replace.get(a, a) for a in argv]
 
-
-def run(argv, timeout=120):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
 
 
 def attached(probes_json):
@@ -195,8 +188,7 @@ def main():
             print("without %s: probes lost on this kernel: %s" % (drop, sorted(lost)))
 
     subprocess.run(["rm", "-rf", tmp])
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":

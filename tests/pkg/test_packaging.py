@@ -26,17 +26,10 @@ import subprocess
 import sys
 import tempfile
 
-failures = []
+from checks import check, failures, finish, run
 
 
-def check(ok, what):
-    print(("ok   " if ok else "FAIL ") + what, flush=True)
-    if not ok:
-        failures.append(what)
 
-
-def run(argv, **kw):
-    return subprocess.run(argv, capture_output=True, text=True, timeout=120, **kw)
 
 
 def help_commands(schedhot):
@@ -279,8 +272,7 @@ def main():
         check(d in rec, "schedhot-record.service has %s" % d)
 
     shutil.rmtree(tmp)
-    print("%d failed" % len(failures))
-    return 1 if failures else 0
+    return finish()
 
 
 if __name__ == "__main__":
