@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <mutex>
@@ -335,7 +336,10 @@ int run_serve(const ServeCmd& o) {
                         web.users.empty() ? "" : fmt::format(" (basic auth: {} user{})", web.users.size(), web.users.size() == 1 ? "" : "s"));
 #endif
   if (!o.quiet)
-    err(fmt::format("serving {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops", a->probes->statuses().size(),
+    err(fmt::format("serving {} of {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops",
+                    std::count_if(a->probes->statuses().begin(), a->probes->statuses().end(),
+                                  [](const ProbeStatus& p) { return p.attached; }),
+                    a->probes->statuses().size(),
                     where,
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
                     stats.on() ? "measured" : "absent: " + stats.error()));

@@ -133,6 +133,7 @@ FigureDiff compare_rates(const RateSeries& a, const RateSeries& b, uint64_t stre
   std::mt19937_64 rng(splitmix(kDiffSeed ^ splitmix(stream ^ 0x7a7e)));
   std::vector<double> logs;
   logs.reserve(static_cast<size_t>(resamples));
+  // One resample of a side: its events and seconds.
   auto one = [&](const RateSeries& s) {
     double ev = 0, sec = 0;
     for (size_t k = 0; k < s.events.size(); ++k) {
@@ -140,11 +141,19 @@ FigureDiff compare_rates(const RateSeries& a, const RateSeries& b, uint64_t stre
       ev += s.events[i];
       sec += s.seconds[i];
     }
-    return sec > 0 ? std::max(ev, 0.5) / sec : 0.0;
+    return std::pair<double, double>{ev, sec};
   };
   for (int r = 0; r < resamples; ++r) {
-    const double ra = one(a), rb = one(b);
-    logs.push_back(ra > 0 && rb > 0 ? std::log(rb / ra) : 0);
+    const auto [ea, sa] = one(a);
+    const auto [eb, sb] = one(b);
+    // Both resamples empty: no difference (not the ratio of two floors over unequal spans,
+    // which read "0 -> 3 events in one of 15 intervals" as significant). One side empty:
+    // half an event over its seconds, so the log ratio stays finite.
+    if ((ea <= 0 && eb <= 0) || sa <= 0 || sb <= 0) {
+      logs.push_back(0);
+      continue;
+    }
+    logs.push_back(std::log((std::max(eb, 0.5) / sb) / (std::max(ea, 0.5) / sa)));
   }
   std::tie(d.log_lo, d.log_hi) = interval_of(logs);
   verdict(d);

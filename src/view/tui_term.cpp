@@ -265,8 +265,15 @@ int Terminal::height() const { return getmaxy(stdscr); }
 
 bool quits_ahead(const TuiApp& app, const std::vector<int>& keys) {
   if (app.in_prompt()) return false;
+  bool overlay = app.overlay() != Overlay::none;
   for (int k : keys) {
+    if (overlay) {  // any key but the scrolling ones closes it (TuiApp::on_key): q too
+      const bool scroll = k == kKeyUp || k == kKeyDown || k == kKeyPgUp || k == kKeyPgDn || k == kKeyHome || k == kKeyEnd;
+      overlay = scroll;
+      continue;
+    }
     if (k == 'q') return true;
+    if (k == '?' || k == 'p') overlay = true;
     if (k == '/' || k == 'j') return false;  // a prompt opens: what follows is its text
   }
   return false;

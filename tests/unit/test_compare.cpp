@@ -140,3 +140,24 @@ TEST(Compare, AShiftWithinTheBucketErrorIsNotSignificant) {
   Row r = compare(a, b, 13, 14);
   for (auto& p : r.pct) EXPECT_FALSE(p.significant) << *p.ratio;
 }
+
+TEST(Compare, ZeroAgainstAFewEventsInOneIntervalIsNotSignificant) {
+  // The fresh user's case: A has 0 events in 20 intervals of 1 s, B 3 events all in one of
+  // 15 intervals of 2 s. A resample of B misses that interval (14/15)^15 = 35 % of the time,
+  // so the 99 % interval cannot exclude "no change".
+  RateSeries a, b;
+  for (int i = 0; i < 20; ++i) a.add(0, 1.0);
+  for (int i = 0; i < 15; ++i) b.add(i == 7 ? 3 : 0, 2.0);
+  const FigureDiff d = compare_rates(a, b, 1);
+  EXPECT_FALSE(d.ratio);
+  EXPECT_FALSE(d.significant) << "log interval " << d.log_lo << ".." << d.log_hi;
+  // The same 0 against events spread over every interval is a real change.
+  RateSeries c;
+  for (int i = 0; i < 15; ++i) c.add(3, 2.0);
+  EXPECT_TRUE(compare_rates(a, c, 1).significant);
+  // And 6 -> 0 over the halves of one quiet file (events in two intervals): not significant.
+  RateSeries e, z;
+  for (int i = 0; i < 7; ++i) e.add(i == 2 || i == 5 ? 3 : 0, 1.0);
+  for (int i = 0; i < 8; ++i) z.add(0, 1.0);
+  EXPECT_FALSE(compare_rates(e, z, 2).significant);
+}

@@ -567,6 +567,14 @@ TEST_F(Replay, QTypedAheadOfSlowKeysQuitsUnlessAPromptTakesIt) {
   EXPECT_FALSE(tui::quits_ahead(*app, V{'w', 'T'}));
   EXPECT_FALSE(tui::quits_ahead(*app, V{'/', '1', 'q'})) << "after / the q is the filter's text";
   EXPECT_FALSE(tui::quits_ahead(*app, V{'j', 'q'}));
+  // q in the help or probes overlay closes it (a fresh user's ? q quit top).
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'?', 'q'}));
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'p', kKeyDown, 'q'}));
+  EXPECT_TRUE(tui::quits_ahead(*app, V{'?', 'q', 'q'}));
+  keys("?");
+  EXPECT_FALSE(tui::quits_ahead(*app, V{'q'}));
+  EXPECT_TRUE(tui::quits_ahead(*app, V{'x', 'q'}));
+  keys("x");
   keys("/");
   ASSERT_TRUE(app->in_prompt());
   EXPECT_FALSE(tui::quits_ahead(*app, V{'q'}));
