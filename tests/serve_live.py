@@ -2,7 +2,7 @@
 """schedhot serve on this host (root): promtool check metrics on both formats, hostile
 clients (POST, unknown path, '..', 1 MB header, slowloris, 200 idle connections) while
 /metrics keeps answering, and --textfile always complete. Kills what it starts."""
-import os, socket, subprocess, sys, tempfile, threading, time, urllib.request
+import os, re, socket, subprocess, sys, tempfile, threading, time, urllib.request
 exe = sys.argv[1]
 port = 19871
 td = tempfile.mkdtemp()
@@ -36,6 +36,20 @@ try:
     st, om = get(accept="application/openmetrics-text; version=1.0.0")
     check(st == 200 and om.endswith("# EOF\n") and "# TYPE schedhot_probe info" in om, "OpenMetrics text when asked")
     check(get(method="POST")[0] == 405, "POST /metrics: 405")
+    # HEAD: the headers GET would send (Content-Length of its body), and no body (RFC 9110)
+    for path in ("/", "/metrics"):
+        s = socket.create_connection(("127.0.0.1", port), timeout=5)
+        s.sendall(b"HEAD " + path.encode() + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+        resp = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk: break
+            resp += chunk
+        s.close()
+        head, _, rest = resp.partition(b"\r\n\r\n")
+        m = re.search(rb"Content-Length: (\d+)", head)
+        check(head.startswith(b"HTTP/1.1 200") and m and int(m.group(1)) > 0 and rest == b"",
+              f"HEAD {path}: 200, Content-Length {m and int(m.group(1))}, body {len(rest)} bytes (want 0)")
     check(get("/nope")[0] == 404, "GET /nope: 404")
     check(raw(b"GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n").split(" ")[1:2] in (["404"], ["400"]), "GET /../etc/passwd: 404 or 400")
     big = raw(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (1 << 20) + b"\r\n\r\n")

@@ -64,7 +64,8 @@ void send(mg_connection* c, const HttpCtx& ctx, int code, const char* reason, co
             "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nCache-Control: no-store\r\n%s%s"
             "Connection: close\r\n\r\n",
             code, reason, type, body.size(), ctx.headers.c_str(), extra);
-  mg_write(c, body.data(), body.size());
+  // HEAD: the headers (Content-Length of what GET would send), never a body (RFC 9110 9.3.2).
+  if (std::strcmp(mg_get_request_info(c)->request_method, "HEAD") != 0) mg_write(c, body.data(), body.size());
 }
 
 /// Every request: without the credentials basic_auth_users asks for, 401 (any path, any
@@ -103,11 +104,7 @@ int handle(mg_connection* c, void* data) {
   o.openmetrics = accept && wants_openmetrics(accept);
   o.per_cpu = ctx->per_cpu;
   const std::string body = render_metrics(*st, o);
-  if (std::strcmp(ri->request_method, "HEAD") == 0) {
-    send(c, *ctx, 200, "OK", metrics_content_type(o.openmetrics), "");
-  } else {
-    send(c, *ctx, 200, "OK", metrics_content_type(o.openmetrics), body);
-  }
+  send(c, *ctx, 200, "OK", metrics_content_type(o.openmetrics), body);  // HEAD: headers only (send())
   return 200;
 }
 

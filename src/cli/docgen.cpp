@@ -4,7 +4,11 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
+#include <sys/stat.h>
+
+#include <cstdio>
 #include <fstream>
+#include <system_error>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -214,6 +218,11 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 }
 
 int man_page(const CLI::App& app, const std::string& tmpl_path) {
+  struct stat st {};
+  if (::stat(tmpl_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
+    err(fmt::format("--docgen man: the template '{}' is not a regular file of at most 1 MiB", tmpl_path));
+    return 1;
+  }
   std::ifstream in(tmpl_path);
   if (!in) {
     err(fmt::format("--docgen man: cannot read the template '{}'", tmpl_path));
@@ -415,7 +424,9 @@ _schedhot() {{
 
 }  // namespace
 
-int docgen(const CLI::App& app, int argc, char** args) {
+namespace {
+
+int docgen_to_stdout(const CLI::App& app, int argc, char** args) {
   const std::string what = argc > 0 ? args[0] : "";
   if (what == "man" && argc == 2) return man_page(app, args[1]);
   if (what == "bash" && argc == 1) {
@@ -428,6 +439,21 @@ int docgen(const CLI::App& app, int argc, char** args) {
   }
   err("usage: schedhot --docgen man TEMPLATE | bash | zsh");
   return 2;
+}
+
+}  // namespace
+
+int docgen(const CLI::App& app, int argc, char** args) {
+  // A write error (a full disk under a build, a closed stdout) is one line and exit 1, so a
+  // build never ships a cut page: fmt::print throws it, fflush reports what was buffered.
+  try {
+    const int rc = docgen_to_stdout(app, argc, args);
+    if (std::fflush(stdout) != 0) throw std::system_error(errno, std::generic_category());
+    return rc;
+  } catch (const std::system_error& e) {
+    err(fmt::format("--docgen: cannot write to stdout: {}", e.code().message()));
+    return 1;
+  }
 }
 
 }  // namespace schedhot::cli

@@ -4,8 +4,12 @@
 #include <fmt/format.h>
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/rand.h>
 #include <openssl/ssl.h>
 #include <openssl/x509.h>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
@@ -124,14 +128,14 @@ const char* openssl_cipher(const std::string& go) {
   return nullptr;
 }
 
-/// A bcrypt hash as crypt(3) and Go's bcrypt write it: $2a$, $2b$ or $2y$, a cost of 04..31,
+/// A bcrypt hash as crypt(3) and Go's bcrypt write it: $2a$, $2b$ or $2y$, a cost of 04..16 (Go allows 31: days a check),
 /// then 53 characters of bcrypt's base64 (22 of salt, 31 of hash).
 bool is_bcrypt(const std::string& h) {
   if (h.size() != 60 || h.compare(0, 2, "$2") != 0 || std::strchr("aby", h[2]) == nullptr || h[3] != '$' || h[6] != '$')
     return false;
   if (!std::isdigit(static_cast<unsigned char>(h[4])) || !std::isdigit(static_cast<unsigned char>(h[5]))) return false;
   const int cost = (h[4] - '0') * 10 + (h[5] - '0');
-  if (cost < 4 || cost > 31) return false;
+  if (cost < 4 || cost > kBcryptMaxCost) return false;
   for (size_t i = 7; i < h.size(); ++i) {
     const char c = h[i];
     if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '/')) return false;
@@ -251,7 +255,7 @@ WebConfig parse_web_config(const std::string& text, const std::string& dir) {
                  if (user.empty()) fail(u.first, key, "an empty user name");
                  if (user.find(':') != std::string::npos) fail(u.first, ukey, "a ':' in the user name (basic auth splits there)");
                  if (!is_bcrypt(hash))
-                   fail(u.second, ukey, "not a bcrypt hash ($2a$, $2b$ or $2y$, cost 04..31, 60 characters; `htpasswd -nbBC 10 USER PW` makes one)");
+                   fail(u.second, ukey, "not a bcrypt hash ($2a$, $2b$ or $2y$, cost 04..16 (a check at cost 16 takes about 3 s; 10 is usual), 60 characters; `htpasswd -nbBC 10 USER PW` makes one)");
                  if (!c.users.emplace(user, hash).second) fail(u.first, ukey, "given twice");
                }
              }
@@ -259,7 +263,29 @@ WebConfig parse_web_config(const std::string& text, const std::string& dir) {
   return c;
 }
 
+namespace {
+
+/// "" when path names a regular file of at most max_bytes (checked on the opened file, so
+/// a FIFO or device never blocks or streams for ever), else why not.
+std::string not_a_small_file(const std::string& path, off_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) return std::strerror(errno);
+  struct stat st {};
+  const int r = ::fstat(fd, &st);
+  const int e = errno;
+  ::close(fd);
+  if (r != 0) return std::strerror(e);
+  if (S_ISDIR(st.st_mode)) return "is a directory";
+  if (!S_ISREG(st.st_mode)) return "not a regular file";
+  if (st.st_size > max_bytes) return fmt::format("{} bytes, more than the {} allowed", st.st_size, max_bytes);
+  return "";
+}
+
+}  // namespace
+
 WebConfig load_web_config(const std::string& path) {
+  if (std::string why = not_a_small_file(path, kWebConfigMaxBytes); !why.empty())
+    throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, why));
   std::ifstream in(path);
   if (!in) throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
   std::stringstream ss;
@@ -287,8 +313,9 @@ std::string configure_tls(void* p, const TlsServerConfig& t) {
   SSL_CTX* ctx = static_cast<SSL_CTX*>(p);
   ERR_clear_error();
   for (const auto& [key, file] : {std::pair{"cert_file", &t.cert_file}, {"key_file", &t.key_file}, {"client_ca_file", &t.client_ca_file}})
-    if (!file->empty() && ::access(file->c_str(), R_OK) != 0)
-      return fmt::format("tls_server_config.{} {}: {}", key, *file, std::strerror(errno));
+    if (!file->empty())
+      if (std::string why = not_a_small_file(*file, kTlsFileMaxBytes); !why.empty())
+        return fmt::format("tls_server_config.{} {}: {}", key, *file, why);
   if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
     return fmt::format("tls_server_config.cert_file {}: no PEM certificate ({})", t.cert_file, ssl_error());
   const bool key_loaded = SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) == 1;
@@ -382,14 +409,35 @@ struct BasicAuth::Scratch {
 
 BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)), scratch_(std::make_unique<Scratch>()) {
   std::memset(&scratch_->data, 0, sizeof scratch_->data);
+  if (RAND_bytes(salt_.data(), int(salt_.size())) != 1) throw std::runtime_error("basic auth: no random bytes from OpenSSL");
 }
 
 BasicAuth::~BasicAuth() = default;
+
+std::array<unsigned char, 32> BasicAuth::cache_key(const std::string& user, const std::string& password) const {
+  std::array<unsigned char, 32> out{};
+  std::string msg(reinterpret_cast<const char*>(salt_.data()), salt_.size());
+  msg += user;
+  msg.push_back('\0');
+  msg += password;
+  unsigned int n = 0;
+  EVP_Digest(msg.data(), msg.size(), out.data(), &n, EVP_sha256(), nullptr);
+  OPENSSL_cleanse(msg.data(), msg.size());
+  return out;
+}
 
 bool BasicAuth::allows(const char* authorization) const {
   if (users_.empty()) return true;
   std::string user, password;
   if (!authorization || !decode_basic_auth(authorization, user, password)) return false;
+  // Credentials that passed before skip bcrypt (as exporter-toolkit caches them), so a
+  // flood of wrong guesses, each a bcrypt in turn, does not hold up the real scraper.
+  const auto key = cache_key(user, password);
+  {
+    std::lock_guard<std::mutex> g(cache_mu_);
+    for (const auto& k : passed_)
+      if (CRYPTO_memcmp(k.data(), key.data(), key.size()) == 0) return true;
+  }
   const auto it = users_.find(user);
   const bool known = it != users_.end();
   // An unknown user costs a bcrypt too (against the first user's hash, then refused), so
@@ -402,7 +450,14 @@ bool BasicAuth::allows(const char* authorization) const {
     same = out && std::strlen(out) == hash.size() && CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
   }
   // crypt(3) stops at a NUL byte: "pw\0anything" must not pass as "pw".
-  return same && known && password.find('\0') == std::string::npos;
+  const bool ok = same && known && password.find('\0') == std::string::npos;
+  if (ok) {
+    std::lock_guard<std::mutex> g(cache_mu_);
+    if (passed_.size() >= kPassedMax) passed_.erase(passed_.begin());
+    passed_.push_back(key);
+  }
+  OPENSSL_cleanse(password.data(), password.size());
+  return ok;
 }
 
 }  // namespace schedhot

@@ -16,7 +16,7 @@
 //     headers: {X-Frame-Options: deny}   # the five headers exporter-toolkit allows
 //     http2: true                 # accepted; schedhot serves HTTP/1.1 only
 //   basic_auth_users:
-//     prometheus: $2b$10$...      # user -> bcrypt hash ($2a$, $2b$ or $2y$, cost 4..31)
+//     prometheus: $2b$10$...      # user -> bcrypt hash ($2a$, $2b$ or $2y$, cost 4..16)
 //
 // Errors: parse_web_config and load_web_config throw std::invalid_argument with one line
 // naming the YAML line and the key (load_web_config: the file too), for an unknown key,
@@ -27,7 +27,9 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <array>
 #include <mutex>
+#include <vector>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -76,10 +78,18 @@ std::string configure_tls(void* ssl_ctx, const TlsServerConfig& tls);
 /// case). False when it is another scheme, not base64, or has no ':'.
 bool decode_basic_auth(std::string_view header, std::string& user, std::string& password);
 
+/// The largest web-config file read (bytes), and certificate/key/CA file.
+inline constexpr long kWebConfigMaxBytes = 1 << 20, kTlsFileMaxBytes = 16 << 20;
+/// The highest bcrypt cost accepted (Go's bcrypt allows 31: days per check, which would
+/// hold serve's one checker and its stop for as long).
+inline constexpr int kBcryptMaxCost = 16;
+
 /// HTTP basic authentication against bcrypt hashes (libxcrypt's crypt_rn). Every check
-/// with credentials costs one bcrypt at the user's cost, an unknown user's too (hashed
-/// against the first user's hash and refused), and nothing is cached, so no guess is
+/// of credentials not seen to pass costs one bcrypt at the user's cost, an unknown
+/// user's too (hashed against the first user's hash and refused), so no wrong guess is
 /// cheaper than another. Checks run one at a time (a flood of guesses takes one core).
+/// Credentials that passed are remembered (the last kPassedMax, as salted SHA-256, in
+/// memory only), so the real scraper is not queued behind a flood of wrong guesses.
 class BasicAuth {
  public:
   explicit BasicAuth(std::map<std::string, std::string> users);
@@ -92,9 +102,14 @@ class BasicAuth {
 
  private:
   struct Scratch;
+  static constexpr size_t kPassedMax = 16;
+  std::array<unsigned char, 32> cache_key(const std::string& user, const std::string& password) const;
   std::map<std::string, std::string> users_;
   mutable std::mutex mu_;
   std::unique_ptr<Scratch> scratch_;  ///< crypt_rn's work area, used under mu_
+  std::array<unsigned char, 16> salt_{};  ///< random per process: the cache's keys mean nothing elsewhere
+  mutable std::mutex cache_mu_;
+  mutable std::vector<std::array<unsigned char, 32>> passed_;  ///< under cache_mu_
 };
 
 }  // namespace schedhot

@@ -3,6 +3,7 @@
 // up (read back from a real SSL_CTX), and basic auth against real bcrypt hashes.
 #include <crypt.h>
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <openssl/evp.h>
 #include <openssl/pem.h>
 #include <openssl/ssl.h>
@@ -224,6 +225,24 @@ TEST(WebConfig, LoadChecksTheFilesItNames) {
   } catch (const std::invalid_argument& e) {
     EXPECT_EQ(std::string(e.what()), d / "absent.yml" + ": cannot read: No such file or directory");
   }
+  // An attacker's findings: a directory read as an empty file meant plain HTTP without auth;
+  // a FIFO blocked; /dev/zero grew until bad_alloc; a FIFO as key_file blocked at start.
+  auto load_error = [&](const std::string& path) {
+    try {
+      load_web_config(path);
+    } catch (const std::invalid_argument& e) {
+      return std::string(e.what());
+    }
+    return std::string("accepted");
+  };
+  EXPECT_EQ(load_error(d.path), d.path + ": cannot read: is a directory");
+  ASSERT_EQ(::mkfifo((d / "fifo").c_str(), 0600), 0);
+  EXPECT_EQ(load_error(d / "fifo"), d / "fifo" + ": cannot read: not a regular file");
+  EXPECT_EQ(load_error("/dev/zero"), "/dev/zero: cannot read: not a regular file");
+  spit(d / "big.yml", std::string(kWebConfigMaxBytes + 1, '#'));
+  EXPECT_NE(load_error(d / "big.yml").find("more than the 1048576 allowed"), std::string::npos);
+  EXPECT_EQ(refused("tls_server_config: {cert_file: server.crt, key_file: fifo}\n"),
+            d / "web.yml" + ": tls_server_config.key_file " + d / "fifo" + ": not a regular file");
 }
 
 TEST(WebConfig, ConfigureTlsSetsTheContext) {
@@ -322,6 +341,27 @@ TEST(WebConfig, BasicAuthChecksBcrypt) {
   crypt_data cd{};
   const std::string y_hash = crypt_rn("pw", y.c_str(), &cd, sizeof cd);
   EXPECT_TRUE(BasicAuth({{"u", y_hash}}).allows(basic("u:pw").c_str()));
+}
+
+TEST(WebConfig, PassedCredentialsSkipTheQueueWrongOnesDoNot) {
+  // Cost 12 (~200 ms here): the first right check pays it, the next is remembered; a wrong
+  // password right after still pays a bcrypt.
+  const BasicAuth auth({{"alice", bcrypt("s3cret", 12)}});
+  auto seconds = [&](const std::string& h, bool want) {
+    const auto t0 = std::chrono::steady_clock::now();
+    EXPECT_EQ(auth.allows(h.c_str()), want) << h;
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  const double first = seconds(basic("alice:s3cret"), true), again = seconds(basic("alice:s3cret"), true);
+  const double wrong = seconds(basic("alice:s3cret2"), false), other = seconds(basic("bob:s3cret"), false);
+  std::printf("bcrypt cost 12: first right %.1f ms, remembered %.3f ms, wrong %.1f ms, unknown %.1f ms\n", first * 1e3,
+              again * 1e3, wrong * 1e3, other * 1e3);
+  EXPECT_LT(again, first / 20);
+  EXPECT_GT(wrong, first / 4);
+  EXPECT_GT(other, first / 4);
+  // A cost above 16 is refused when the file is read (Go allows 31: days a check).
+  EXPECT_THROW(parse_web_config("basic_auth_users: {u: '" + std::string("$2b$17$") + std::string(53, 'a') + "'}\n", "."),
+               std::invalid_argument);
 }
 
 TEST(WebConfig, UnknownUserCostsABcryptToo) {
