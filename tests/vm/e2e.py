@@ -14,7 +14,8 @@ on trace_clock mono. Only trace events whose timestamp lies in (first sample's m
 last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then, on the host:
 
   * every function probe attached with the expected backend and symbol, non-zero on every
-    CPU, all of its calls timed (none nested, no orphan exits; the timed count is the calls'
+    CPU, all of its calls timed (none nested, at most one orphan exit per CPU: a call in flight
+    at attach; the timed count is the calls'
     within one per CPU, for calls in flight at the window's edges);
   * schedhot's totals and per-CPU counts agree with ftrace's within 2 % (at least 1 call);
     ILB kicks against csd:csd_queue_cpu filtered on nohz_csd_func; tick-broadcast sites
@@ -353,12 +354,16 @@ def check_backend(ck, kver, variant, backend, d, binary):
             # Calls are counted at entry and timed at return: a call in flight when the
             # window's first sample is read is timed but not counted, one in flight at the
             # last sample is counted but not timed. These functions do not nest on a CPU,
-            # so the two totals differ by at most one call per CPU.
+            # so the two totals differ by at most one call per CPU. An orphan exit (a return
+            # with no entry time) is a call already running when the entry program attached
+            # (fentry and fexit are two links); one on a CPU whose vCPU thread was descheduled
+            # past the baseline sample lands in the window (seen once on 6.1 under a loaded
+            # TCG host): at most one per CPU.
             c = p["counters"]
             lat = p["latency_ns"] or {}
             ncpu = len(p["per_cpu"] or [])
             timed = lat.get("count")
-            ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] == 0 and timed is not None
+            ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] <= ncpu and timed is not None
                       and abs(timed - s) <= ncpu, tag,
                       f"{probe}: {s} calls but {timed} timed ({c['nested']['total']} nested, "
                       f"{c['orphan_exits']['total']} orphan exits; calls in flight at the window's edges "
