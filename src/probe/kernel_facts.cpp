@@ -1,4 +1,5 @@
 #include "probe/kernel_facts.h"
+#include "sys/privileges.h"
 
 #include <sys/stat.h>
 #include <sys/utsname.h>
@@ -37,13 +38,7 @@ std::string first_line(const char* path) {
 /// hides them from everyone; else a process without CAP_SYSLOG sees them only with
 /// kptr_restrict 0 and perf_event_paranoid <= 1.
 std::string kallsyms_hidden_reason() {
-  bool syslog = false;
-  if (FILE* f = std::fopen("/proc/self/status", "re")) {
-    char line[256];
-    while (std::fgets(line, sizeof line, f))
-      if (std::strncmp(line, "CapEff:", 7) == 0) syslog = (std::strtoull(line + 7, nullptr, 16) >> 34) & 1;
-    std::fclose(f);
-  }
+  const bool syslog = (effective_capabilities().value_or(0) >> 34) & 1;  // CAP_SYSLOG
   const std::string kptr = first_line("/proc/sys/kernel/kptr_restrict");
   const std::string paranoid = first_line("/proc/sys/kernel/perf_event_paranoid");
   if (kptr == "2" || syslog) return fmt::format("/proc/kallsyms addresses are hidden (kernel.kptr_restrict {})", kptr);

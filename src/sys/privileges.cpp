@@ -11,18 +11,24 @@
 
 namespace schedhot {
 
-std::string missing_privileges() {
+std::optional<uint64_t> effective_capabilities() {
   std::ifstream in("/proc/self/status");
   std::string line;
-  unsigned long long eff = 0;
-  bool found = false;
-  while (std::getline(in, line)) {
+  while (std::getline(in, line))
     if (line.rfind("CapEff:", 0) == 0) {
-      eff = std::stoull(line.substr(7), nullptr, 16);
-      found = true;
+      try {
+        return std::stoull(line.substr(7), nullptr, 16);
+      } catch (const std::exception&) {
+        return std::nullopt;
+      }
     }
-  }
-  if (!found) return "";  // cannot tell; let the kernel decide
+  return std::nullopt;
+}
+
+std::string missing_privileges() {
+  const std::optional<uint64_t> caps = effective_capabilities();
+  if (!caps) return "";  // cannot tell; let the kernel decide
+  const unsigned long long eff = *caps;
   const unsigned long long sys_admin = 1ull << 21, perfmon = 1ull << 38, bpf = 1ull << 39;
   if (eff & sys_admin) return "";
   if ((eff & bpf) && (eff & perfmon)) return "";
