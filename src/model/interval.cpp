@@ -31,15 +31,18 @@ const Field* Interval::find(int probe, std::string_view field) const {
 
 Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(meta), a_(a), b_(b) {
   seconds_ = b.mono_ns > a.mono_ns ? static_cast<double>(b.mono_ns - a.mono_ns) / 1e9 : 0.0;
+  present_.resize(meta_.probes.size());
+  for (size_t p = 0; p < meta_.probes.size(); ++p) {
+    if (p >= a_.probes.size() || p >= b_.probes.size()) continue;
+    const auto& pa = a_.probes[p];
+    const auto& pb = b_.probes[p];
+    const size_t need = size_t(meta_.ncpus) * meta_.probes[p].layout.slot_words;
+    present_[p] = pa.present && pb.present && pa.words.size() == need && pb.words.size() == need;
+  }
 }
 
 bool Interval::present(int probe) const {
-  if (probe < 0 || probe >= static_cast<int>(meta_.probes.size())) return false;
-  if (static_cast<size_t>(probe) >= a_.probes.size() || static_cast<size_t>(probe) >= b_.probes.size()) return false;
-  const auto& pa = a_.probes[probe];
-  const auto& pb = b_.probes[probe];
-  size_t need = size_t(meta_.ncpus) * meta_.probes[probe].layout.slot_words;
-  return pa.present && pb.present && pa.words.size() == need && pb.words.size() == need;
+  return probe >= 0 && static_cast<size_t>(probe) < present_.size() && present_[size_t(probe)];
 }
 
 bool Interval::online(int cpu) const {
@@ -77,12 +80,25 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
     lo = f->offset + idx;
     hi = lo + 1;
   }
+  // Plain pointers: this runs per CPU and field in the coherence model's inner loop.
+  const size_t sw = meta_.probes[size_t(probe)].layout.slot_words;
+  const uint64_t* wa = a_.probes[size_t(probe)].words.data();
+  const uint64_t* wb = b_.probes[size_t(probe)].words.data();
   uint64_t sum = 0;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-    for (uint32_t w = lo; w < hi; ++w) sum += word_delta(probe, c, w);
+    const uint64_t* pa = wa + size_t(c) * sw;
+    const uint64_t* pb = wb + size_t(c) * sw;
+    for (uint32_t w = lo; w < hi; ++w) sum += pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
   }
   return sum;
+}
+
+void Interval::word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const {
+  const size_t base = size_t(cpu) * meta_.probes[size_t(probe)].layout.slot_words;
+  const uint64_t* pa = a_.probes[size_t(probe)].words.data() + base;
+  const uint64_t* pb = b_.probes[size_t(probe)].words.data() + base;
+  for (uint32_t w : words) out[w] = pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
 }
 
 template <class Cpus>

@@ -85,6 +85,12 @@ class Interval {
   double rate(const FieldRef& f, std::span<const int> cpus, int idx = -1) const;
   HistSummary hist(const FieldRef& f, std::span<const int> cpus) const;
 
+  /// Deltas of chosen words of probe's slot on one CPU, for hot loops that read many
+  /// fields per CPU (the coherence model): out[w] = the delta of word w (a reset reads as
+  /// 0) for each w in words; other entries of out are left alone. Requires present(probe),
+  /// 0 <= cpu < ncpus and every w < slot_words.
+  void word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const;
+
   const Meta& meta() const { return meta_; }
   const Sample& first() const { return a_; }
   const Sample& last() const { return b_; }
@@ -104,6 +110,7 @@ class Interval {
   const Sample& a_;
   const Sample& b_;
   double seconds_ = 0;
+  std::vector<char> present_;  ///< per probe: present(), decided once
   mutable std::vector<int8_t> online_;  ///< per CPU: -1 not asked yet, else online()
 };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <unordered_map>
 #include <fmt/format.h>
 
 #include "probe/module.h"
@@ -299,32 +300,79 @@ std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
   };
   std::vector<Entry> ents;
   std::vector<int64_t> ls;
+  struct PairHash {
+    size_t operator()(const std::pair<size_t, int64_t>& k) const {
+      return std::hash<uint64_t>()(uint64_t(k.second) * 0x9e3779b97f4a7c15ull ^ k.first);
+    }
+  };
+  std::unordered_map<std::pair<size_t, int64_t>, size_t, PairHash> seen;
+  std::vector<uint64_t> d, caps;
   for (int p = 0; p < static_cast<int>(meta.probes.size()) && size_t(p) < probe_res_.size(); ++p) {
     const auto [b, e] = probe_res_[size_t(p)];
     if (b == e || !iv.present(p)) continue;
     // What the report says is not counted is not counted here either (unavailable, blind).
     if (!meta.probes[size_t(p)].status.attached || !blind_reason(meta, p).empty()) continue;
+    // The words this probe's accesses read (counters, minus counters, bounds), whose
+    // deltas are taken once per CPU into d; and the bounds: a CPU where all are 0 adds
+    // nothing (bw <= cap, br <= cap - bw below), so idle CPUs cost a few words each.
+    std::vector<uint32_t> words;
+    std::vector<int> pb;
+    auto need = [&](const FieldRef& f) {
+      if (f && f.field->kind != FieldKind::priv && f.field->kind != FieldKind::hist)
+        for (uint32_t w = f.field->offset; w < f.field->offset + f.field->nwords; ++w) words.push_back(w);
+    };
+    for (size_t i = b; i < e; ++i) {
+      need(res_[i].counter);
+      need(res_[i].minus);
+      need(bounds_[size_t(res_[i].bound)]);
+      if (std::find(pb.begin(), pb.end(), res_[i].bound) == pb.end()) pb.push_back(res_[i].bound);
+    }
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    d.assign(meta.probes[size_t(p)].layout.slot_words, 0);
+    // Interval::count(f, cpu, idx) of the probe's words on this CPU, from d.
+    auto cnt = [&](const FieldRef& f, int idx) -> uint64_t {
+      if (!f || f.field->kind == FieldKind::priv || f.field->kind == FieldKind::hist) return 0;
+      uint32_t lo = f.field->offset, hi = lo + f.field->nwords;
+      if (f.field->kind == FieldKind::counter_array && idx >= 0) {
+        if (static_cast<uint32_t>(idx) >= f.field->nwords) return 0;
+        lo += static_cast<uint32_t>(idx);
+        hi = lo + 1;
+      }
+      uint64_t sum = 0;
+      for (uint32_t w = lo; w < hi; ++w) sum += d[w];
+      return sum;
+    };
+    caps.assign(bounds_.size(), 0);
     for (int cpu = 0; cpu < ncpus; ++cpu) {
-      if (!iv.online(cpu)) continue;
+      iv.word_deltas(p, cpu, words, d.data());
+      bool any = false;
+      for (int bd : pb) any |= (caps[size_t(bd)] = cnt(bounds_[size_t(bd)], -1)) > 0;
+      if (!any || !iv.online(cpu)) continue;
       ents.clear();
       for (size_t i = b; i < e; ++i) {
         const Resolved& r = res_[i];
         double n = 0;
         if (r.bits) {
           for (uint32_t k = 0; k < r.counter.field->nwords; ++k)
-            if (k & r.bits) n += static_cast<double>(iv.count(r.counter, cpu, static_cast<int>(k)));
+            if (k & r.bits) n += static_cast<double>(cnt(r.counter, static_cast<int>(k)));
         } else {
-          n = static_cast<double>(iv.count(r.counter, cpu, r.elem));
+          n = static_cast<double>(cnt(r.counter, r.elem));
         }
         if (n <= 0) continue;
-        if (r.minus) n = std::max(0.0, n - static_cast<double>(iv.count(r.minus, cpu, -1)));
+        if (r.minus) n = std::max(0.0, n - static_cast<double>(cnt(r.minus, -1)));
         if (n <= 0) continue;
         ls.clear();
         r.target.lines(cpu, lb, ls);
         for (int64_t l : ls) {
-          const size_t id = line_id(r, l);
-          if (std::find(used[id].begin(), used[id].end(), i) == used[id].end()) used[id].push_back(i);
-          ents.push_back({id, r.bound, r.kind, r.write ? 0 : n, r.write ? n : 0});
+          // (access, line) -> line id: the LineKey map (a string per key) once per pair.
+          auto [it, fresh] = seen.try_emplace(std::pair<size_t, int64_t>{i, l}, 0);
+          if (fresh) {
+            it->second = line_id(r, l);
+            std::vector<size_t>& u = used[it->second];
+            if (std::find(u.begin(), u.end(), i) == u.end()) u.push_back(i);
+          }
+          ents.push_back({it->second, r.bound, r.kind, r.write ? 0 : n, r.write ? n : 0});
         }
       }
       if (ents.empty()) continue;
@@ -347,7 +395,7 @@ std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
             bw += kw;
             br += std::max(0.0, kr - kw);
           }
-          const double cap = static_cast<double>(iv.count(bounds_[size_t(bound)], cpu, -1));
+          const double cap = static_cast<double>(caps[size_t(bound)]);
           bw = std::min(bw, cap);
           br = std::min(br, std::max(0.0, cap - bw));
           ws += bw;

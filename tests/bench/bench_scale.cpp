@@ -191,7 +191,7 @@ bool bench_fleet(const std::string& schedhot, int hosts) {
 }
 
 int usage() {
-  fmt::print(stderr, "usage: schedhot_bench_scale [--short] [--cpus N] [--samples N] [--fleet-hosts N] [--schedhot PATH]\n");
+  fmt::print(stderr, "usage: schedhot_bench_scale [--short] [--cpus N] [--samples N] [--fleet-hosts N] [--schedhot PATH] [--keep]\n");
   return 2;
 }
 
@@ -201,6 +201,7 @@ int main(int argc, char** argv) {
   uint32_t ncpus = 8192;
   int nsamples = 100, intervals = 10, fleet_hosts = 100;
   std::string schedhot;
+  bool keep = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--short") {
@@ -214,6 +215,8 @@ int main(int argc, char** argv) {
       ncpus = uint32_t(std::strtoul(argv[++i], nullptr, 10));
     } else if (a == "--samples" && i + 1 < argc) {
       nsamples = std::atoi(argv[++i]);
+    } else if (a == "--keep") {
+      keep = true;
     } else if (a == "--schedhot" && i + 1 < argc) {
       schedhot = argv[++i];
     } else {
@@ -274,7 +277,10 @@ int main(int argc, char** argv) {
       status = 1;
     }
   }
-  std::remove(path.c_str());
+  if (keep)
+    fmt::print("  kept the recording: {}\n", path);
+  else
+    std::remove(path.c_str());
 
   // ---- fleet ----
   if (!schedhot.empty() && fleet_hosts > 0 && !bench_fleet(schedhot, fleet_hosts)) status = 1;
