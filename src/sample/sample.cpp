@@ -49,6 +49,20 @@ Sample make_sample(const Meta& meta) {
   return s;
 }
 
+void reshape_sample(const Meta& meta, Sample& s) {
+  s.seq = 0;
+  s.mono_ns = s.wall_ns = 0;
+  s.online.clear();
+  s.exact.reset();
+  s.probes.resize(meta.probes.size());
+  for (size_t i = 0; i < meta.probes.size(); ++i) {
+    ProbeSample& p = s.probes[i];
+    p.present = meta.probes[i].status.attached;
+    const size_t n = p.present ? size_t(meta.ncpus) * meta.probes[i].layout.slot_words : 0;
+    if (p.words.size() != n) p.words.assign(n, 0);
+  }
+}
+
 namespace {
 FieldKind kind_from_string(const std::string& s) {
   if (s == "counter") return FieldKind::counter;

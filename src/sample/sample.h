@@ -96,6 +96,11 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
 
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
+/// make_sample(meta) in s's buffers, for a loop that takes a sample each interval: the
+/// probes' word vectors of the right size are kept as they are (not zeroed), so the
+/// caller must overwrite every word (SlotReader::read does); others become zeros. At 8192
+/// CPUs this saves allocating and zeroing 225 MB per interval.
+void reshape_sample(const Meta& meta, Sample& s);
 
 /// Copies one probe's slot array (ncpus * layout.slot_words u64 words, CPU-major, as the
 /// BPF array map holds it) into words, resized to fit, with the private words zeroed:

@@ -76,7 +76,7 @@ bool LiveSource::finish(Sample& out) {
 }
 
 void LiveSource::take(Sample& out) {
-  out = make_sample(meta_);
+  reshape_sample(meta_, out);  // the caller's buffers: read() overwrites every word
   out.seq = seq_;
   out.mono_ns = mono_now_ns();
   out.wall_ns = wall_now_ns();

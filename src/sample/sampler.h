@@ -93,7 +93,8 @@ class SlotReader {
   virtual ~SlotReader() = default;
   /// Status of every probe, in catalog order (ProbeSet::statuses).
   virtual const std::vector<ProbeStatus>& statuses() const = 0;
-  /// Copies the probes' slots into s (ProbeSet::read).
+  /// Copies the probes' slots into s (ProbeSet::read): every word of a probe that is
+  /// read, its words cleared for one that is not (LiveSource reuses s's buffers).
   virtual void read(Sample& s) const = 0;
   /// Waits up to timeout_ms, servicing the lock-address learner; returns the probes whose
   /// status changed (ProbeSet::poll). A signal ends the wait early.
