@@ -116,16 +116,22 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     const uint64_t* pa = wa + size_t(c) * sw;
     const uint64_t* pb = wb + size_t(c) * sw;
+    // No value was added on this CPU when sum_ns (2 words before the buckets) and bucket 0
+    // (the only bucket a 0 ns value reaches without moving sum_ns) did not move: an idle
+    // CPU costs two words, not 512.
+    if (pa[-2] == pb[-2] && pa[0] == pb[0]) continue;
     for (uint32_t b = 0; b < SH_HIST_BUCKETS; ++b) o[b] += pb[b] >= pa[b] ? pb[b] - pa[b] : 0;  // see word_delta
   }
   return out;
 }
 
 template <class Cpus>
-HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus) const {
+HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std::vector<uint64_t>* keep) const {
+  if (keep) keep->assign(SH_HIST_BUCKETS, 0);
   if (!present(probe)) return {};
   if (!f || f->kind != FieldKind::hist) return {};
   auto b = buckets_over(probe, f, cpus);
+  if (keep) *keep = b;
   uint64_t sum = 0, max_a = 0, max_b = 0;
   const uint32_t sw = meta_.probes[probe].layout.slot_words;
   for (int c : cpus) {
@@ -175,6 +181,11 @@ HistSummary Interval::hist(int probe, std::string_view field, int cpu) const {
 
 HistSummary Interval::hist(int probe, std::string_view field, std::span<const int> cpus) const {
   return hist_over(probe, find(probe, field), cpus);
+}
+
+HistSummary Interval::hist(int probe, std::string_view field, std::span<const int> cpus,
+                           std::vector<uint64_t>& buckets) const {
+  return hist_over(probe, find(probe, field), cpus, &buckets);
 }
 
 uint64_t Interval::count(const FieldRef& f, int cpu, int idx) const {

@@ -76,6 +76,8 @@ class Interval {
   double rate(int probe, std::string_view field, std::span<const int> cpus, int idx = -1) const;
   std::vector<uint64_t> buckets(int probe, std::string_view field, std::span<const int> cpus) const;
   HistSummary hist(int probe, std::string_view field, std::span<const int> cpus) const;
+  /// hist() and buckets() of the same CPUs in one pass over them (the histogram view).
+  HistSummary hist(int probe, std::string_view field, std::span<const int> cpus, std::vector<uint64_t>& buckets) const;
 
   /// The same with a resolved field (field_ref() of this interval's Meta): no lookup by name.
   uint64_t count(const FieldRef& f, int cpu = -1, int idx = -1) const;
@@ -103,7 +105,7 @@ class Interval {
   template <class Cpus>
   std::vector<uint64_t> buckets_over(int probe, const Field* f, const Cpus& cpus) const;
   template <class Cpus>
-  HistSummary hist_over(int probe, const Field* f, const Cpus& cpus) const;
+  HistSummary hist_over(int probe, const Field* f, const Cpus& cpus, std::vector<uint64_t>* keep = nullptr) const;
   /// probe's field by name (nullptr when the probe or field is unknown).
   const Field* find(int probe, std::string_view field) const;
   const Meta& meta_;

@@ -418,8 +418,8 @@ std::vector<Line> TuiApp::body(int width, int height) {
         out.push_back(Line().add(title, Role::title));
         out.push_back(Line().add(fmt::format("{}: counts only, no duration", pm.status.proxy_label), Role::dim));
       } else {
-        std::vector<uint64_t> b = iv.buckets(hist_probe_, spec->hist, cpus);
-        HistSummary s = iv.hist(hist_probe_, spec->hist, cpus);
+        std::vector<uint64_t> b;
+        HistSummary s = iv.hist(hist_probe_, spec->hist, cpus, b);
         for (Line& l : render_histogram(title, b, s, width, height - 1, opts_.utf8)) out.push_back(std::move(l));
       }
       for (Line& l : out) clip(l, width);

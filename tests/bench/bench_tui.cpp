@@ -83,74 +83,79 @@ int main(int argc, char** argv) {
   fmt::print(out, "{:>6} {:<32} {:>9} {:>9} {:>9}  {}\n", "CPUs", "view", "build", "draw", "total", "goal");
   int status = 0;
   for (uint32_t n : sizes) {
-    auto t0 = Clock::now();
-    std::string path = write_recording(n, 3, "tui");
-    const double write_ms = ms_since(t0);
-    ReplayFeed feed(RecordingReader::open(path));
+    // Every CPU busy (the worst case), then an idle machine (1 CPU in 64 busy): a frame
+    // should cost what changed.
     TuiOptions o;
     o.utf8 = true;
-    TuiApp app(feed, o);
-    Terminal term;
-    const int runs = short_mode ? 3 : n > 2048 ? 5 : 20;
-    double worst_frame = 0;
-    for (const BenchView& v : all_views(feed.meta())) {
-      for (char k : v.keys) app.on_key(k);
-      std::vector<double> build, draw;
-      for (int r = 0; r < runs; ++r) {
-        auto b0 = Clock::now();
-        Screen s = app.render(160, 50);
-        build.push_back(ms_since(b0));
-        auto d0 = Clock::now();
-        term.draw(s);
-        draw.push_back(ms_since(d0));
+    for (const bool idle : {false, true}) {
+      const std::string tag = idle ? "idle: " : "";
+      auto t0 = Clock::now();
+      std::string path = write_recording(n, 3, idle ? "tui-idle" : "tui", -1, idle ? 64 : 1);
+      const double write_ms = ms_since(t0);
+      ReplayFeed feed(RecordingReader::open(path));
+      TuiApp app(feed, o);
+      Terminal term;
+      const int runs = short_mode ? 3 : n > 2048 ? 5 : 20;
+      double worst_frame = 0;
+      for (const BenchView& v : all_views(feed.meta())) {
+        for (char k : v.keys) app.on_key(k);
+        std::vector<double> build, draw;
+        for (int r = 0; r < runs; ++r) {
+          auto b0 = Clock::now();
+          Screen s = app.render(160, 50);
+          build.push_back(ms_since(b0));
+          auto d0 = Clock::now();
+          term.draw(s);
+          draw.push_back(ms_since(d0));
+        }
+        double b = median(build), d = median(draw);
+        worst_frame = std::max(worst_frame, b + d);
+        fmt::print(out, "{:>6} {:<32} {:>9.2f} {:>9.2f} {:>9.2f}  {}\n", n, tag + v.name, b, d, b + d,
+                   verdict(b + d, kFrameGoalMs));
       }
-      double b = median(build), d = median(draw);
-      worst_frame = std::max(worst_frame, b + d);
-      fmt::print(out, "{:>6} {:<32} {:>9.2f} {:>9.2f} {:>9.2f}  {}\n", n, v.name, b, d, b + d,
-                 verdict(b + d, kFrameGoalMs));
-    }
-    // Where a frame's time goes: the Interval primitives the views call, on this interval.
-    {
-      const Meta& m = feed.meta();
-      Interval iv(m, *feed.first(), *feed.last());
-      const FieldRef idle_lat = field_ref(m, m.probe_index("idle"), "lat"),
-                     set_lat = field_ref(m, m.probe_index("cpupri_set"), "lat"),
-                     exits = field_ref(m, m.probe_index("idle"), "exits");
-      std::vector<double> all_hist, cpu_p99, rates;
-      double sink = 0;
-      for (int r = 0; r < runs; ++r) {
-        auto a0 = Clock::now();
-        sink += double(iv.hist(idle_lat).count);
-        all_hist.push_back(ms_since(a0));
-        auto p0 = Clock::now();
-        for (int c = 0; c < int(m.ncpus); ++c) sink += double(iv.hist(set_lat, c).count);
-        cpu_p99.push_back(ms_since(p0));
-        auto r0 = Clock::now();
-        for (int c = 0; c < int(m.ncpus); ++c) sink += iv.rate(exits, c);
-        rates.push_back(ms_since(r0));
+      // Where a frame's time goes: the Interval primitives the views call, on this interval.
+      {
+        const Meta& m = feed.meta();
+        Interval iv(m, *feed.first(), *feed.last());
+        const FieldRef idle_lat = field_ref(m, m.probe_index("idle"), "lat"),
+                       set_lat = field_ref(m, m.probe_index("cpupri_set"), "lat"),
+                       exits = field_ref(m, m.probe_index("idle"), "exits");
+        std::vector<double> all_hist, cpu_p99, rates;
+        double sink = 0;
+        for (int r = 0; r < runs; ++r) {
+          auto a0 = Clock::now();
+          sink += double(iv.hist(idle_lat).count);
+          all_hist.push_back(ms_since(a0));
+          auto p0 = Clock::now();
+          for (int c = 0; c < int(m.ncpus); ++c) sink += double(iv.hist(set_lat, c).count);
+          cpu_p99.push_back(ms_since(p0));
+          auto r0 = Clock::now();
+          for (int c = 0; c < int(m.ncpus); ++c) sink += iv.rate(exits, c);
+          rates.push_back(ms_since(r0));
+        }
+        fmt::print(out, "{:>6} {}where it goes: one histogram summed over all CPUs {:.2f} ms; a histogram summary on each "
+                   "CPU (a p99 column) {:.2f} ms; a rate on each CPU {:.2f} ms{}\n",
+                   n, tag, median(all_hist), median(cpu_p99), median(rates), sink < 0 ? "!" : "");
       }
-      fmt::print(out, "{:>6} where it goes: one histogram summed over all CPUs {:.2f} ms; a histogram summary on each "
-                 "CPU (a p99 column) {:.2f} ms; a rate on each CPU {:.2f} ms{}\n",
-                 n, median(all_hist), median(cpu_p99), median(rates), sink < 0 ? "!" : "");
+      {
+        // The coherence model of the interval shown (the xfer/s column, the l view): TuiApp
+        // computes it once per new interval and keeps it while the interval stays.
+        auto m0 = Clock::now();
+        CoherenceAccumulator acc(feed.meta());
+        acc.add(Interval(feed.meta(), *feed.first(), *feed.last()));
+        const CoherenceSummary sum = acc.summary();
+        fmt::print(out, "{:>6} {}coherence model of one interval (once per new sample): {:.0f} ms, {} lines\n", n, tag, ms_since(m0),
+                   sum.lines.size());
+      }
+      fmt::print(out, "{:>6} {}slowest view {:.2f} ms against the goal {} ms: {} (writing the 3-sample recording took {:.0f} ms)\n",
+                 n, tag, worst_frame, kFrameGoalMs, verdict(worst_frame, kFrameGoalMs), write_ms);
+      fflush(out);
+      std::remove(path.c_str());
     }
-    {
-      // The coherence model of the interval shown (the xfer/s column, the l view): TuiApp
-      // computes it once per new interval and keeps it while the interval stays.
-      auto m0 = Clock::now();
-      CoherenceAccumulator acc(feed.meta());
-      acc.add(Interval(feed.meta(), *feed.first(), *feed.last()));
-      const CoherenceSummary sum = acc.summary();
-      fmt::print(out, "{:>6} coherence model of one interval (once per new sample): {:.0f} ms, {} lines\n", n, ms_since(m0),
-                 sum.lines.size());
-    }
-    fmt::print(out, "{:>6} slowest view {:.2f} ms against the goal {} ms: {} (writing the 3-sample recording took {:.0f} ms)\n",
-               n, worst_frame, kFrameGoalMs, verdict(worst_frame, kFrameGoalMs), write_ms);
-    fflush(out);
-    std::remove(path.c_str());
 
     // w: the worst cpupri_set p99 is planted at sample worst_k (CPU 5's tail).
     const int worst_k = worst_samples * 2 / 3;
-    t0 = Clock::now();
+    auto t0 = Clock::now();
     std::string wpath = write_recording(n, worst_samples, "worst", worst_k);
     const double wwrite_ms = ms_since(t0);
     ReplayFeed wfeed(RecordingReader::open(wpath));

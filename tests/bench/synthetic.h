@@ -63,15 +63,17 @@ inline void advance(const Meta& m, Sample& s, int k, int busy_every = 1, int wor
 }
 
 /// Writes a recording of nsamples busy samples of ncpus CPUs to /tmp and returns its path
-/// (the caller removes it). The worst cpupri_set tail is at sample worst_k.
-inline std::string write_recording(uint32_t ncpus, int nsamples, const char* tag, int worst_k = -1) {
+/// (the caller removes it). The worst cpupri_set tail is at sample worst_k. busy_every > 1:
+/// only every busy_every-th CPU is busy (an idle machine).
+inline std::string write_recording(uint32_t ncpus, int nsamples, const char* tag, int worst_k = -1,
+                                   int busy_every = 1) {
   std::string path = fmt::format("/tmp/schedhot-bench-{}-{}-{}.shot", tag, ncpus, getpid());
   std::remove(path.c_str());
   Meta m = big_meta(ncpus);
   RecordingWriter w(path, m);
   Sample s = make_sample(m);
   for (int k = 0; k < nsamples; ++k) {
-    advance(m, s, k, 1, worst_k);
+    advance(m, s, k, busy_every, worst_k);
     w.write_sample(s);
   }
   w.close();

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <numeric>
 #include <random>
 
 #include "model/interval.h"
@@ -121,5 +122,48 @@ TEST(Interval, WordDeltasEqualCountsOnRandomSamples) {
         }
       }
     }
+  }
+}
+
+// buckets()/hist() skip a CPU whose sum_ns and bucket 0 did not move; on random histograms
+// with idle CPUs, CPUs that only added 0 ns values (bucket 0, sum unchanged) and busy ones,
+// the sums equal the naive per-bucket deltas, and the one-pass hist(.., buckets) agrees.
+TEST(Interval, HistogramSumsSkipOnlyCpusThatAddedNothing) {
+  Meta m = synthetic_meta(64);
+  const int p = m.probe_index("cpupri_set");
+  const Field* f = m.probes[size_t(p)].layout.find("lat");
+  ASSERT_NE(f, nullptr);
+  const uint32_t sw = m.probes[size_t(p)].layout.slot_words;
+  std::mt19937_64 rng(7);
+  for (int round = 0; round < 10; ++round) {
+    Sample a = make_sample(m), b = make_sample(m);
+    b.mono_ns = 1'000'000'000;
+    std::vector<uint64_t> naive(SH_HIST_BUCKETS, 0);
+    for (uint32_t c = 0; c < m.ncpus; ++c) {
+      uint64_t* wa = a.probes[size_t(p)].words.data() + size_t(c) * sw + f->offset;
+      uint64_t* wb = b.probes[size_t(p)].words.data() + size_t(c) * sw + f->offset;
+      for (uint32_t k = 0; k < 2 + SH_HIST_BUCKETS; ++k) wa[k] = wb[k] = rng() % 50;
+      switch (rng() % 3) {
+        case 0: break;  // idle
+        case 1: wb[2] += 3; naive[0] += 3; break;  // three 0 ns values: only bucket 0 moves
+        default:
+          for (int v = 0; v < 5; ++v) {
+            const uint32_t k = 1 + uint32_t(rng() % (SH_HIST_BUCKETS - 1));
+            wb[2 + k] += 1;
+            naive[k] += 1;
+            wb[0] += 1000;
+          }
+      }
+    }
+    Interval iv(m, a, b);
+    EXPECT_EQ(iv.buckets(p, "lat"), naive);
+    std::vector<int> all(m.ncpus);
+    std::iota(all.begin(), all.end(), 0);
+    std::vector<uint64_t> one_pass;
+    const HistSummary h1 = iv.hist(p, "lat", all, one_pass), h2 = iv.hist(p, "lat");
+    EXPECT_EQ(one_pass, naive);
+    EXPECT_EQ(h1.count, h2.count);
+    EXPECT_EQ(h1.p99, h2.p99);
+    EXPECT_EQ(h1.count, std::accumulate(naive.begin(), naive.end(), uint64_t(0)));
   }
 }
