@@ -68,6 +68,7 @@ EOF
 
 cd "$stage"
 start=$(date +%s)
+echo "build-deb: dpkg-buildpackage in $stage (minutes on a small machine; output in $out/build.log)"
 DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
   dpkg-buildpackage -b -us -uc -nc > "$out/build.log" 2>&1 || {
   tail -n 40 "$out/build.log" >&2

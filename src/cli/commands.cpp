@@ -330,7 +330,12 @@ int run_record(const RecordCmd& o) {
     return 1;
   }
   if (!o.quiet) {
-    err(fmt::format("recording {} of {} probes to {} {} every {:.3f} s ({})", n, statuses.size(), o.output,
+    int proxies = 0;
+    for (auto& s2 : statuses) proxies += s2.attached && s2.proxy;
+    err(fmt::format("recording {} of {} probes{} to {} {} every {:.3f} s ({})", n, statuses.size(),
+                    proxies ? fmt::format(" ({} through tracepoint proxies: schedhot probes says what each counts)", proxies)
+                            : std::string(),
+                    o.output,
                     dur ? fmt::format("for {:.1f} s", dur / 1e9) : std::string("until stopped"), iv / 1e9,
                     dur ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
     for (auto& s2 : statuses)

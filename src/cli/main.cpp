@@ -236,7 +236,11 @@ int main(int argc, char** argv) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    err(fmt::format("{} (see schedhot --help)", e.what()));
+    // The subcommand's own --help lists its options and their choices.
+    std::string help = "schedhot --help";
+    for (const CLI::App* sub : app.get_subcommands())
+      if (sub->parsed()) help = fmt::format("schedhot {} --help", sub->get_name());
+    err(fmt::format("{} (see {})", e.what(), help));
     return 2;
   }
   install_signal_handlers();

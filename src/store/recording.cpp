@@ -489,6 +489,9 @@ void RecordingWriter::close() {
 std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path) { return open(path, FollowOptions{}); }
 
 std::unique_ptr<RecordingReader> RecordingReader::open(const std::string& path, const FollowOptions& follow) {
+  if (path == "-")  // record -o - exists; a reader seeks (INDEX, END), so a pipe cannot be read
+    throw std::runtime_error("'-': a recording is read from a file, not from standard input (save record -o -'s "
+                             "output to a file and give its path)");
   std::unique_ptr<RecordingReader> r(new RecordingReader());
   r->path_ = path;
   r->follow_ = follow;

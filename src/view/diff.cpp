@@ -556,11 +556,23 @@ std::string render_diff_markdown(const nlohmann::json& d) {
 }
 
 std::string render_diff_patch(const nlohmann::json& d) {
-  std::string out;
+  // Which recording is A and which B, then per probe the seeds' layout; a figure whose
+  // change is beyond the noise says so (the text format's '*'). Probes with no event on
+  // either side are left out: nothing to argue with.
+  auto side = [&](const char* k) {
+    const auto& s = d[k];
+    return fmt::format("{} ({}, {}, {:.0f} s)", s.value("file", std::string("?")), s.value("hostname", std::string("?")),
+                       s.value("kernel_release", std::string("?")), s.value("seconds", 0.0));
+  };
+  std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
+  const size_t head = out.size();
   for (auto& p : d["probes"]) {
     if (p["verdict"] == "not compared") continue;
     const std::string name = p["probe"];
     const auto& lat = p["latency_ns"];
+    const bool silent = lat.is_null() && (p["rate"].is_null() || (p["rate"]["a"].get<double>() == 0 &&
+                                                                   p["rate"]["b"].get<double>() == 0));
+    if (silent) continue;
     if (!lat.is_null()) {
       out += fmt::format("- runtime for {}, nanoseconds:\n\n", name);
       for (const char* s : {"a", "b"}) {
@@ -569,7 +581,9 @@ std::string render_diff_patch(const nlohmann::json& d) {
           out += lat[k][s].is_null() ? fmt::format("  {}: {:>5}", k, "-") : fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
         out += "\n";
       }
-      out += "\n";
+      bool sig = false;
+      for (const char* k : kPctNames) sig |= lat[k].value("significant", false);
+      out += sig ? "  (the change is beyond the noise: significant)\n\n" : "\n";
     }
     if (!p["rate"].is_null()) {
       const auto& r = p["rate"];
@@ -577,9 +591,11 @@ std::string render_diff_patch(const nlohmann::json& d) {
       out += fmt::format("- {} {}/s: {:.2f} -> {:.2f}", name, spec ? spec->primary : "calls", r["a"].get<double>(),
                          r["b"].get<double>());
       if (!r["ratio"].is_null()) out += fmt::format(" ({:+.1f} %)", (r["ratio"].get<double>() - 1) * 100);
+      if (r.value("significant", false)) out += " significant";
       out += "\n\n";
     }
   }
+  if (out.size() == head) out += "no probe counted an event on either side\n";
   return out;
 }
 

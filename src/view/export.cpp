@@ -524,7 +524,9 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
                                    opts.from_s < 0 && opts.to_s < 0 ? "recording" : "window", format_cpulist(online)));
     opts.cpus = req.cpus.empty() ? online : req.cpus;
   }
-  if (cur.seek_start()) return fail(1, fmt::format("{}: no samples at or after --from {}", req.file, req.from));
+  if (WindowProblem wp = cur.seek_start())
+    return fail(1, fmt::format("{}: no samples at or after --from {}{}", req.file, req.from,
+                               wp.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *wp.span_s) : std::string()));
   // Where the bytes go: stdout; a device or FIFO named by -o, written in place (/dev/null
   // stays a device); else a temporary file renamed over the destination at the end, so a
   // failed export leaves nothing half-written (through a symlink: next to its target, so
@@ -739,10 +741,15 @@ std::string render_info_text(const nlohmann::json& j) {
                              j["start_mono_ns"].get<uint64_t>() / 1e9, j["interval_ns"].get<uint64_t>() / 1e9));
   add("probes", fmt::format("{} of {} attached", j["probes_attached"].get<int>(), j["probes"].size()));
   for (const auto& p : j["probes"]) {
-    if (p["status"] == "attached")
-      out += fmt::format("  {:<12} attached     {:<12} {}\n", p["name"].get<std::string>(), p["backend"].get<std::string>(),
-                         symbol_with_via(p["symbol"].get<std::string>(), p["via"].get<std::string>()));
-    else
+    if (p["status"] == "attached") {
+      // A proxy's label already names its tracepoint: not twice.
+      const std::string backend = p["backend"].get<std::string>();
+      std::string where = symbol_with_via(p["symbol"].get<std::string>(), p["via"].get<std::string>());
+      if (!where.empty() && backend.find(where) != std::string::npos) where.clear();
+      std::string row = fmt::format("  {:<12} attached     {:<12} {}", p["name"].get<std::string>(), backend, where);
+      row.erase(row.find_last_not_of(' ') + 1);
+      out += row + "\n";
+    } else
       out += fmt::format("  {:<12} unavailable  {}\n", p["name"].get<std::string>(), p["reason"].get<std::string>());
   }
   for (const auto& n : j["status_changes"])

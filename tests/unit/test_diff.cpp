@@ -61,6 +61,17 @@ TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
       EXPECT_NEAR(p["rate"]["ratio"].get<double>(), 1.0, 1e-9);
       EXPECT_FALSE(p["rate"]["significant"].get<bool>());
     }
+  // The commit-message table names A and B, marks the significant latency change, not the
+  // unchanged rate, and leaves out the probes with no event on either side.
+  req.format = DiffFormat::patch;
+  o = diff_command(req);
+  ASSERT_EQ(o.status, 3) << o.out;
+  EXPECT_EQ(o.out.rfind("A: " + req.a.file + " (", 0), 0u) << o.out;
+  EXPECT_NE(o.out.find("\nB: " + req.b.file + " ("), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("- runtime for cpupri_set, nanoseconds:"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("(the change is beyond the noise: significant)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("- cpupri_set calls/s: 800.00 -> 800.00 (+0.0 %)\n"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("nohz_exit"), std::string::npos) << "no event on either side: left out\n" << o.out;
 }
 
 TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {

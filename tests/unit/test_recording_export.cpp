@@ -326,7 +326,7 @@ TEST(ExportCommand, NothingAfterFromIsAnErrorAndWritesNothing) {
   const CommandOutput res = export_command(req, out);
   EXPECT_EQ(res.status, 1);
   ASSERT_EQ(res.errors.size(), 1u);
-  EXPECT_EQ(res.errors[0], path + ": no samples at or after --from 100s");
+  EXPECT_EQ(res.errors[0], path + ": no samples at or after --from 100s; the samples span +0..+3.00 s");
   EXPECT_FALSE(std::filesystem::exists(dir / "out.csv"));
 }
 
