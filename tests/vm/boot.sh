@@ -8,8 +8,10 @@
 #   qemu-system-x86_64 -accel tcg,thread=multi -cpu max[,-arat,-monitor][,-hypervisor]
 #     -smp N -m M -nographic -no-reboot -nic none -kernel vmlinuz -initrd FILE
 #     -append "console=ttyS0 quiet panic=-1 schedhot.watchdog=W ARGS" [-acpitable file=cst.aml]
-# VER is 6.1, 6.12, 7.3 (under $CACHE/kernels), or a directory holding vmlinuz
-# (+ version), or a vmlinuz file.
+# VER is 6.1, 6.12, 7.3, 6.1-arm64 (under $CACHE/kernels), or a directory holding vmlinuz
+# (+ version), or a vmlinuz file. A kernel whose release ends in -arm64 boots with
+#   qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max ... console=ttyAMA0
+# (the x86 CPU and ACPI options --no-arat, --no-hypervisor and --cst are refused there).
 #   --no-arat        -cpu max,-arat,-monitor: LAPIC timer keeps C3STOP, no mwait idle
 #   --no-hypervisor  also clear CPUID.hypervisor: native qspinlock instead of virt_spin_lock
 #   --cst            load cst.asl (compiled with iasl into $CACHE/acpi) as an SSDT: _CST
@@ -75,8 +77,6 @@ done
 [[ "$STALL" =~ ^[0-9]+$ ]] || die "--stall wants seconds (0: off)"
 case "$TCGTHREAD" in single|multi) ;; *) die "--tcg-thread wants single or multi" ;; esac
 [[ "$RETRIES" =~ ^[0-9]+$ ]] && [ "$RETRIES" -ge 1 ] || die "--retries wants a number >= 1"
-QEMU=${QEMU:-qemu-system-x86_64}
-command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
 
 # ---- kernel
 if [ -f "$KVER" ]; then
@@ -88,6 +88,22 @@ else
 fi
 [ -f "$VMLINUZ" ] || die "no kernel at $VMLINUZ (run tests/vm/fetch-kernels.sh $KVER)"
 RELEASE=$(cat "$KDIR/version" 2>/dev/null || echo unknown)
+# an arm64 kernel (6.1-arm64: Debian's -arm64 flavour; its vmlinuz is arm64's Image) boots on
+# qemu-system-aarch64's virt machine, console on its PL011 UART
+ARCH=x86_64
+case "$RELEASE" in *-arm64) ARCH=arm64 ;; esac
+if [ "$ARCH" = arm64 ]; then
+    QEMU=${QEMU:-qemu-system-aarch64}
+    command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-arm)"
+    [ "$NOARAT" = 0 ] && [ "$NOHYP" = 0 ] && [ "$CST" = 0 ] || die "--no-arat, --no-hypervisor and --cst are x86 CPU/ACPI options"
+    MACHINE=(-M virt)
+    CONSOLE=ttyAMA0
+else
+    QEMU=${QEMU:-qemu-system-x86_64}
+    command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
+    MACHINE=()
+    CONSOLE=ttyS0
+fi
 
 # ---- CPU model
 CPU=max
@@ -133,11 +149,11 @@ fi
 : > "$LOG"
 
 WD=$((TIMEOUT - 15))
-CMDLINE="console=ttyS0 quiet panic=-1 schedhot.watchdog=$WD${APPEND:+ $APPEND}"
-echo "boot: kernel $RELEASE ($KVER) tcg=$TCGTHREAD smp=$SMPARG mem=${MEM}M cpu=$CPU${ACPI[1]:+ acpitable=${ACPI[1]#file=}} log=$LOG" >&2
+CMDLINE="console=$CONSOLE quiet panic=-1 schedhot.watchdog=$WD${APPEND:+ $APPEND}"
+echo "boot: kernel $RELEASE ($KVER) $ARCH tcg=$TCGTHREAD smp=$SMPARG mem=${MEM}M cpu=$CPU${ACPI[1]:+ acpitable=${ACPI[1]#file=}} log=$LOG" >&2
 
 T0=$EPOCHREALTIME
-timeout -k 10 "$TIMEOUT" "$QEMU" -accel "tcg,thread=$TCGTHREAD" -cpu "$CPU" -smp "$SMPARG" -m "$MEM" \
+timeout -k 10 "$TIMEOUT" "$QEMU" ${MACHINE[@]+"${MACHINE[@]}"} -accel "tcg,thread=$TCGTHREAD" -cpu "$CPU" -smp "$SMPARG" -m "$MEM" \
     -nographic -no-reboot -nic none -kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
     ${ACPI[@]+"${ACPI[@]}"} ${QARGS[@]+"${QARGS[@]}"} </dev/null >"$LOG" 2>"$LOG.qemu-stderr" &
 QPID=$!

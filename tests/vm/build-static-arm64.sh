@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # build-static-arm64.sh BUILD_DIR: cross-builds a statically linked arm64 (aarch64) schedhot
 # on this x86-64 Debian 12 machine, at BUILD_DIR/schedhot, plus the guest tools
-# BUILD_DIR/workload and BUILD_DIR/tracecount (tests/vm/workload.c, tracecount.c), and
-# prints the schedhot path on stdout. BUILD_DIR is a build directory of its own (e2e.py
+# BUILD_DIR/workload and BUILD_DIR/tracecount (tests/vm/workload.c, tracecount.c) and Debian's
+# arm64 busybox-static at BUILD_DIR/busybox (with busybox.list, its applets), and prints the
+# schedhot path on stdout. BUILD_DIR is a build directory of its own (e2e.py
 # uses <build>/vm-static-arm64); a native or non-static CMake build directory is refused.
 #
 # Parts, all Debian 12's own:
@@ -68,8 +69,9 @@ mirror() {
 
 # What the static arm64 build links or includes (the static build needs no civetweb,
 # yaml-cpp, OpenSSL or libcrypt: SCHEDHOT_STATIC serves --textfile only).
+# busybox-static: the arm64 guest's userland (mkimage.sh takes BUILD_DIR/busybox).
 PKGS=(libc6-dev libbpf-dev libelf-dev zlib1g-dev libzstd-dev libncurses-dev libisal-dev
-      libfmt-dev nlohmann-json3-dev libcli11-dev)
+      libfmt-dev nlohmann-json3-dev libcli11-dev busybox-static)
 
 APT=$A64/apt
 SYSROOT=$A64/sysroot
@@ -177,12 +179,22 @@ fi
 $TRIPLE-gcc -O2 -g0 -Wall -Wextra -Wno-unused-parameter -static -pthread -o "$OUT/workload" "$HERE/workload.c" ||
     die "cross-compiling workload.c failed"
 $TRIPLE-gcc -O2 -Wall -Wextra -static -o "$OUT/tracecount" "$HERE/tracecount.c" || die "cross-compiling tracecount.c failed"
-for b in schedhot workload tracecount; do
+# ---- busybox for the guest: Debian's arm64 busybox-static, and its applet list (mkinitramfs.sh
+# links one name per applet; an arm64 busybox cannot run here to list them, so the list comes
+# from the host's busybox-static when both are built from the same source version, whose
+# Debian configuration is the same on every architecture)
+cp "$SYSROOT/bin/busybox" "$OUT/busybox"
+bb_arm64=$(awk '$1 == "busybox-static" { print $2 }' "$SYSROOT/.schedhot-packages")
+bb_host=$(dpkg-query -W -f='${Version}' busybox-static 2>/dev/null) || die "busybox-static is not installed on the host (tests/vm/DEPS)"
+[ "${bb_arm64%+b[0-9]*}" = "${bb_host%+b[0-9]*}" ] ||
+    die "arm64 busybox-static $bb_arm64 and the host's $bb_host differ in source version: no applet list for the arm64 one"
+/bin/busybox --list-full > "$OUT/busybox.list"
+for b in schedhot workload tracecount busybox; do
     readelf -h "$OUT/$b" | grep 'Machine:.*AArch64' >/dev/null || die "$OUT/$b is not an AArch64 executable"
     # a dynamic executable has a PT_INTERP program header; a static one has none
     if readelf -l "$OUT/$b" | grep 'INTERP' >/dev/null; then die "$OUT/$b is not statically linked"; fi
 done
 # the BPF objects were compiled for arm64's pt_regs (a kprobe program reads user_pt_regs)
 grep -q '^SCHEDHOT_BPF_ARCH:STRING=arm64$' "$OUT/CMakeCache.txt" || die "the BPF objects were not built for arm64"
-log "static arm64 schedhot: $OUT/schedhot (and $OUT/workload, $OUT/tracecount)"
+log "static arm64 schedhot: $OUT/schedhot (and $OUT/workload, $OUT/tracecount, $OUT/busybox $bb_arm64)"
 echo "$OUT/schedhot"
