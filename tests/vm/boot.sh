@@ -107,6 +107,10 @@ fi
 
 # ---- CPU model
 CPU=max
+# arm64: QEMU's implementation-defined pointer-authentication hash instead of the
+# architected QARMA5, which TCG computes slowly; Debian's kernel signs and checks return
+# addresses in every function (CONFIG_ARM64_PTR_AUTH_KERNEL), and runs the same code either way
+[ "$ARCH" = arm64 ] && CPU="$CPU,pauth-impdef=on"
 [ "$NOARAT" = 1 ] && CPU="$CPU,-arat,-monitor"
 [ "$NOHYP" = 1 ] && CPU="$CPU,-hypervisor"
 SMPARG=$SMP
