@@ -48,7 +48,10 @@ refused with ENOTSUPP (arm64 has BPF trampolines on kernel functions since 6.4) 
 probe on kprobe, so its plain run records the default backend only (= kprobe); the layouts read
 from its BTF must be NR_CPUS=256's inline 32 B masks (no CPUMASK_OFFSTACK: no separate mask lines,
 no mask pointers to learn, cpu_to_pri[] learned); without KALLSYMS_ALL tick_broadcast_lock's line
-is unknown and bcast_wait blind until the lock's address is learned from a contention.
+is unknown and bcast_wait blind until the lock's address is learned from a contention. With
+6.1-arm64 in SCHEDHOT_VM_NOARAT it also gets the idle-dt run: boot.sh --idle-states (a PSCI idle
+state marked local-timer-stop, the arch timer without always-on), the no-ARAT workloads, every
+tick-broadcast site against ftrace and __tick_broadcast_oneshot_control >= IDLEDT_BCAST_MIN_RATE/s.
 
 Results: ${SCHEDHOT_VM_OUT:-<SCHEDHOT_BIN's directory>/vm-e2e}/<kernel>-<variant>/ (serial log
 and every emitted file), summary.txt and summary.json there. One VM run at a time per machine
