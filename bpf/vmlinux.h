@@ -11,7 +11,10 @@
  * makes only the probe that reads it fail to load, with libbpf's CO-RE error.
  *
  * UAPI constants (map types, flags) come from the system's <linux/bpf.h>.
- * x86-64 only (struct pt_regs below is the kernel's x86-64 layout).
+ * Registers (kprobe arguments) per architecture, as libbpf's bpf_tracing.h
+ * reads them for -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64 (CMake picks one
+ * from CMAKE_SYSTEM_PROCESSOR): x86-64's struct pt_regs, or arm64's UAPI
+ * struct user_pt_regs, which the kernel's arm64 pt_regs begins with.
  */
 #ifndef __VMLINUX_H__
 #define __VMLINUX_H__
@@ -28,13 +31,29 @@ typedef __s64 s64;
 typedef _Bool bool;
 enum { false = 0, true = 1 };
 
+#if defined(__TARGET_ARCH_arm64)
+/* arch/arm64/include/uapi/asm/ptrace.h: a fixed UAPI layout (no relocation needed);
+ * bpf_tracing.h casts the kprobe context to it (regs[0] is the first argument). */
+struct user_pt_regs {
+	__u64 regs[31];
+	__u64 sp;
+	__u64 pc;
+	__u64 pstate;
+};
+struct pt_regs; /* the kprobe context type; only pointed to */
+#elif !defined(__TARGET_ARCH_x86)
+#error "bpf/vmlinux.h: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64"
+#endif
+
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
 
+#if defined(__TARGET_ARCH_x86)
 /* arch/x86/include/asm/ptrace.h (x86-64) */
 struct pt_regs {
 	unsigned long r15, r14, r13, r12, bp, bx, r11, r10, r9, r8;
 	unsigned long ax, cx, dx, si, di, orig_ax, ip, cs, flags, sp, ss;
 };
+#endif
 
 typedef struct { int counter; } atomic_t;
 

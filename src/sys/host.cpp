@@ -1,6 +1,8 @@
 #include "sys/host.h"
 
+#if defined(__x86_64__) || defined(__i386__)
 #include <cpuid.h>
+#endif
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -60,6 +62,7 @@ std::vector<int> read_cpulist_file(const std::string& path) {
   }
 }
 
+#if defined(__x86_64__) || defined(__i386__)
 void read_cpuid(HostInfo& h) {
   unsigned a, b, c, d;
   if (__get_cpuid(1, &a, &b, &c, &d)) h.hypervisor = (c >> 31) & 1;
@@ -90,6 +93,12 @@ void read_cpuid(HostInfo& h) {
     h.spinlock = SpinlockMode::virt_spin_lock;
   }
 }
+#else
+/// No CPUID (arm64): virt_spin_lock() and the PV spinlocks are x86's; an arm64 guest's
+/// queued spinlocks are the native ones (arch/arm64 has no paravirt spinlock), and
+/// "arat"/"hypervisor" are x86 cpuinfo flags, which arm64's /proc/cpuinfo does not have.
+void read_cpuid(HostInfo& h) { h.spinlock = SpinlockMode::native; }
+#endif
 
 void read_timer_list(const std::string& root, HostInfo& h) {
   std::string text;

@@ -8,10 +8,15 @@
 #   qemu-system-x86_64 -accel tcg,thread=multi -cpu max[,-arat,-monitor][,-hypervisor]
 #     -smp N -m M -nographic -no-reboot -nic none -kernel vmlinuz -initrd FILE
 #     -append "console=ttyS0 quiet panic=-1 schedhot.watchdog=W ARGS" [-acpitable file=cst.aml]
-# VER is 6.1, 6.12, 7.3 (under $CACHE/kernels), or a directory holding vmlinuz
-# (+ version), or a vmlinuz file.
+# VER is 6.1, 6.12, 7.3, 6.1-arm64 (under $CACHE/kernels), or a directory holding vmlinuz
+# (+ version), or a vmlinuz file. A kernel whose release ends in -arm64 boots with
+#   qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max ... console=ttyAMA0
+# (the x86 CPU and ACPI options --no-arat, --no-hypervisor and --cst are refused there).
 #   --no-arat        -cpu max,-arat,-monitor: LAPIC timer keeps C3STOP, no mwait idle
 #   --no-hypervisor  also clear CPUID.hypervisor: native qspinlock instead of virt_spin_lock
+#   --idle-states    arm64: boot with QEMU's virt device tree plus a PSCI idle state marked
+#                    local-timer-stop and the arch timer without always-on (arm64-idle-dt.py;
+#                    dtc), so deep idle goes through the tick broadcast (cached in $CACHE/dtb)
 #   --cst            load cst.asl (compiled with iasl into $CACHE/acpi) as an SSDT: _CST
 #                    with C1 (hlt) and C2 (I/O port 0x814), so acpi_idle gets a deep state
 #   --timeout S      host-side limit (default 300); the guest watchdog fires at S-15
@@ -40,7 +45,7 @@ CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
 die() { echo "boot: error: $*" >&2; exit 2; }
 
 RETRIES=1 ARGS=("$@")
-KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 TIMEOUT=300 STALL=0 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
+KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 IDLEDT=0 TIMEOUT=300 STALL=0 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
 QARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
@@ -52,6 +57,7 @@ while [ $# -gt 0 ]; do
         --no-arat) NOARAT=1 ;;
         --no-hypervisor) NOHYP=1 ;;
         --cst) CST=1 ;;
+        --idle-states) IDLEDT=1 ;;
         --timeout) TIMEOUT=${2:?}; shift ;;
         --stall) STALL=${2:?}; shift ;;
         --log) LOG=${2:?}; shift ;;
@@ -75,8 +81,6 @@ done
 [[ "$STALL" =~ ^[0-9]+$ ]] || die "--stall wants seconds (0: off)"
 case "$TCGTHREAD" in single|multi) ;; *) die "--tcg-thread wants single or multi" ;; esac
 [[ "$RETRIES" =~ ^[0-9]+$ ]] && [ "$RETRIES" -ge 1 ] || die "--retries wants a number >= 1"
-QEMU=${QEMU:-qemu-system-x86_64}
-command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
 
 # ---- kernel
 if [ -f "$KVER" ]; then
@@ -88,13 +92,54 @@ else
 fi
 [ -f "$VMLINUZ" ] || die "no kernel at $VMLINUZ (run tests/vm/fetch-kernels.sh $KVER)"
 RELEASE=$(cat "$KDIR/version" 2>/dev/null || echo unknown)
+# an arm64 kernel (6.1-arm64: Debian's -arm64 flavour; its vmlinuz is arm64's Image) boots on
+# qemu-system-aarch64's virt machine, console on its PL011 UART
+ARCH=x86_64
+case "$RELEASE" in *-arm64) ARCH=arm64 ;; esac
+if [ "$ARCH" = arm64 ]; then
+    QEMU=${QEMU:-qemu-system-aarch64}
+    command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-arm)"
+    [ "$NOARAT" = 0 ] && [ "$NOHYP" = 0 ] && [ "$CST" = 0 ] || die "--no-arat, --no-hypervisor and --cst are x86 CPU/ACPI options (arm64: --idle-states)"
+    MACHINE=(-M virt)
+    CONSOLE=ttyAMA0
+else
+    QEMU=${QEMU:-qemu-system-x86_64}
+    command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-x86)"
+    [ "$IDLEDT" = 0 ] || die "--idle-states is an arm64 device-tree option (x86: --no-arat --cst)"
+    MACHINE=()
+    CONSOLE=ttyS0
+fi
 
 # ---- CPU model
 CPU=max
+# arm64: QEMU's implementation-defined pointer-authentication hash instead of the
+# architected QARMA5, which TCG computes slowly; Debian's kernel signs and checks return
+# addresses in every function (CONFIG_ARM64_PTR_AUTH_KERNEL), and runs the same code either way
+[ "$ARCH" = arm64 ] && CPU="$CPU,pauth-impdef=on"
 [ "$NOARAT" = 1 ] && CPU="$CPU,-arat,-monitor"
 [ "$NOHYP" = 1 ] && CPU="$CPU,-hypervisor"
 SMPARG=$SMP
 [ -n "$MAXCPUS" ] && SMPARG="$SMP,maxcpus=$MAXCPUS"
+
+# ---- arm64 --idle-states: QEMU's own virt device tree (dumped for this -smp/-m), with a PSCI idle
+# state marked local-timer-stop and the architected timer without always-on (arm64-idle-dt.py),
+# so that idle entries go through the tick broadcast (bc_hrtimer)
+if [ "$IDLEDT" = 1 ]; then
+    command -v dtc >/dev/null || die "dtc not found (apt-get install device-tree-compiler)"
+    key=$( { "$QEMU" --version | head -n1; echo "$CPU $SMPARG $MEM"; cat "$HERE/arm64-idle-dt.py"; } | sha256sum | cut -c1-12)
+    DTB=$CACHE/dtb/virt-idle-$key.dtb
+    if [ ! -s "$DTB" ]; then
+        mkdir -p "$CACHE/dtb"
+        t=$CACHE/dtb/virt-idle-$key
+        "$QEMU" -M "virt,dumpdtb=$t.orig.dtb" -cpu "$CPU" -smp "$SMPARG" \
+            -m "$MEM" -nographic >"$t.log" 2>&1 || { cat "$t.log" >&2; die "qemu could not dump the virt device tree"; }
+        dtc -q -I dtb -O dts -o "$t.orig.dts" "$t.orig.dtb" || die "dtc could not decompile $t.orig.dtb"
+        python3 "$HERE/arm64-idle-dt.py" "$t.orig.dts" "$t.dts" || die "arm64-idle-dt.py failed on $t.orig.dts"
+        dtc -q -I dts -O dtb -o "$DTB.tmp" "$t.dts" || die "dtc could not compile $t.dts"
+        mv "$DTB.tmp" "$DTB"
+    fi
+    QARGS+=(-dtb "$DTB")
+fi
 
 # ---- optional _CST SSDT
 ACPI=()
@@ -133,11 +178,11 @@ fi
 : > "$LOG"
 
 WD=$((TIMEOUT - 15))
-CMDLINE="console=ttyS0 quiet panic=-1 schedhot.watchdog=$WD${APPEND:+ $APPEND}"
-echo "boot: kernel $RELEASE ($KVER) tcg=$TCGTHREAD smp=$SMPARG mem=${MEM}M cpu=$CPU${ACPI[1]:+ acpitable=${ACPI[1]#file=}} log=$LOG" >&2
+CMDLINE="console=$CONSOLE quiet panic=-1 schedhot.watchdog=$WD${APPEND:+ $APPEND}"
+echo "boot: kernel $RELEASE ($KVER) $ARCH tcg=$TCGTHREAD smp=$SMPARG mem=${MEM}M cpu=$CPU${ACPI[1]:+ acpitable=${ACPI[1]#file=}} log=$LOG" >&2
 
 T0=$EPOCHREALTIME
-timeout -k 10 "$TIMEOUT" "$QEMU" -accel "tcg,thread=$TCGTHREAD" -cpu "$CPU" -smp "$SMPARG" -m "$MEM" \
+timeout -k 10 "$TIMEOUT" "$QEMU" ${MACHINE[@]+"${MACHINE[@]}"} -accel "tcg,thread=$TCGTHREAD" -cpu "$CPU" -smp "$SMPARG" -m "$MEM" \
     -nographic -no-reboot -nic none -kernel "$VMLINUZ" -initrd "$INITRD" -append "$CMDLINE" \
     ${ACPI[@]+"${ACPI[@]}"} ${QARGS[@]+"${QARGS[@]}"} </dev/null >"$LOG" 2>"$LOG.qemu-stderr" &
 QPID=$!

@@ -21,6 +21,8 @@
 #   schedhot.e2e_phase=S                              seconds per workload phase (default 2)
 #   schedhot.e2e_graph=0|1                            function_graph sample (default 0)
 #   schedhot.e2e_diff=0|1                             before/after recordings (default 0)
+#   schedhot.e2e_probes=0|1                           `schedhot probes --json` first, emitted as
+#                                                     probes.json (default 0)
 # demo mode runs the plain workloads without the ftrace oracle (tests/vm/demo.sh).
 set -u
 . /lib/schedhot/guest-lib.sh
@@ -35,6 +37,7 @@ BACKENDS=$(_gl_cmdline schedhot.e2e_backends || echo auto)
 PHASE=$(_gl_cmdline schedhot.e2e_phase || echo 2)
 GRAPH=$(_gl_cmdline schedhot.e2e_graph || echo 0)
 DIFF=$(_gl_cmdline schedhot.e2e_diff || echo 0)
+PROBES=$(_gl_cmdline schedhot.e2e_probes || echo 0)
 ORACLE=1; [ "$MODE" = demo ] && ORACLE=0
 
 # Oracle: the functions schedhot probes (and their compiler clones) that this kernel can
@@ -155,6 +158,12 @@ run_backend() {   # run_backend BACKEND
 
 emit_file sysinfo /tmp/sysinfo
 rc=0
+if [ "$PROBES" = 1 ]; then
+    # how every probe attaches on this kernel, or why not (each tried for real, then detached)
+    glog "e2e: schedhot probes --json"
+    /bin/schedhot probes --json > /tmp/probes.json 2> /tmp/probes.err || { cat /tmp/probes.err; rc=1; }
+    emit_file probes.json /tmp/probes.json
+fi
 for b in $(echo "$BACKENDS" | tr ',' ' '); do
     run_backend "$b" || rc=1
 done

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """e2e.py SCHEDHOT_BIN: schedhot on Debian's own kernels under QEMU, checked against ftrace.
 
-For each kernel of ${SCHEDHOT_VM_KERNELS:-6.1 6.12 7.3} it boots one guest (tests/vm/boot.sh,
+For each kernel of ${SCHEDHOT_VM_KERNELS:-6.1 6.12 7.3 6.1-arm64} it boots one guest (tests/vm/boot.sh,
 TCG, 4 vCPUs; a boot that hits the TCG text-patching race or hangs (a soft lockup, or a console
 silent for 120 s after /init: boot.sh --stall), boot.sh rc 6, 7 or 8, boots
 again, up to 5 times in all) from an initramfs of busybox-static and static binaries: a
@@ -39,6 +39,20 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     address (total and per CPU; at least NOHV_MIN_CONTENTIONS of them, so that the comparison
     means something); and the blind spot with the hypervisor bit.
 
+arm64 (6.1-arm64: Debian's linux-image-6.1.0-N-cloud-arm64 on qemu-system-aarch64 -M virt): the
+guest runs a static arm64 schedhot, workload, tracecount and busybox cross-built by
+tests/vm/build-static-arm64.sh in <SCHEDHOT_BIN's directory>/vm-static-arm64/
+($SCHEDHOT_VM_GUEST_BIN_ARM64 names another schedhot; a failed cross build fails the test). The
+same checks run, with that kernel's facts: `schedhot probes --json` in the guest must show fentry
+refused with ENOTSUPP (arm64 has BPF trampolines on kernel functions since 6.4) and every function
+probe on kprobe, so its plain run records the default backend only (= kprobe); the layouts read
+from its BTF must be NR_CPUS=256's inline 32 B masks (no CPUMASK_OFFSTACK: no separate mask lines,
+no mask pointers to learn, cpu_to_pri[] learned); without KALLSYMS_ALL tick_broadcast_lock's line
+is unknown and bcast_wait blind until the lock's address is learned from a contention. With
+6.1-arm64 in SCHEDHOT_VM_NOARAT it also gets the idle-dt run: boot.sh --idle-states (a PSCI idle
+state marked local-timer-stop, the arch timer without always-on), the no-ARAT workloads, every
+tick-broadcast site against ftrace and __tick_broadcast_oneshot_control >= IDLEDT_BCAST_MIN_RATE/s.
+
 Results: ${SCHEDHOT_VM_OUT:-<SCHEDHOT_BIN's directory>/vm-e2e}/<kernel>-<variant>/ (serial log
 and every emitted file), summary.txt and summary.json there. One VM run at a time per machine
 (a lock on $CACHE/vm.lock; a second run waits): parallel guests on a small host would
@@ -57,7 +71,37 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 CACHE = os.environ.get("SCHEDHOT_VM_CACHE", "/var/cache/schedhot-vm")
-KNOWN = ("6.1", "6.12", "7.3")
+KNOWN = ("6.1", "6.12", "7.3", "6.1-arm64")
+
+
+def arch(kver):
+    """The guest's architecture: Debian's -arm64 kernels boot on qemu-system-aarch64."""
+    return "arm64" if kver.endswith("-arm64") else "x86_64"
+
+
+def series(kver):
+    """The kernel series of a kernel key: "6.1-arm64" -> "6.1"."""
+    return kver.split("-")[0]
+
+
+# What the kernels' Debian configurations give (checked by the layouts, lines and learned
+# addresses): x86-64 (amd64 cloud) has CPUMASK_OFFSTACK=y (every cpumask a separate
+# allocation) and KALLSYMS_ALL=y; arm64 (arm64 cloud, 6.1) has neither: NR_CPUS=256 masks of
+# 32 B inline in their structs, and tick_broadcast_lock's address is not in kallsyms.
+KERNEL_FACTS = {
+    "6.1-arm64": {"offstack": False, "kallsyms_all": False, "mask_bytes": 32},
+}
+X86_FACTS = {"offstack": True, "kallsyms_all": True, "mask_bytes": None}
+
+
+def facts(kver):
+    return KERNEL_FACTS.get(kver, X86_FACTS)
+
+
+# Kernels whose default backend cannot be fentry: arm64 attaches BPF trampolines to kernel
+# functions through ftrace direct calls, which arm64 has since 6.4 (DYNAMIC_FTRACE_WITH_CALL_OPS);
+# on 6.1 the kernel refuses fentry with ENOTSUPP and schedhot falls back to kprobes.
+NO_TRAMPOLINE = ("6.1-arm64",)
 OUT = ""  # set in main
 
 TOL = 0.02            # schedhot vs ftrace: 2 % of the ftrace count, at least 1 call, at least
@@ -83,7 +127,8 @@ FUNC_PROBES = {
     "cpupri_set": "cpupri_set",
     "cpupri_find": "cpupri_find_fitness",
 }
-KICK_HOST = {"6.1": "trigger_load_balance", "6.12": "sched_balance_trigger", "7.3": "sched_balance_trigger"}
+KICK_HOST = {"6.1": "trigger_load_balance", "6.12": "sched_balance_trigger", "7.3": "sched_balance_trigger",
+             "6.1-arm64": "trigger_load_balance"}
 TIMED = ("nohz_exit", "nohz_kick", "cpupri_set", "cpupri_find")
 BACKEND_LABEL = {"auto": "fentry", "kprobe": "kprobe"}
 # proxy probe -> (real function, the band in % of its calls that its documented error
@@ -109,7 +154,14 @@ VARIANTS = {
     "noarat-nohv": (["--no-arat", "--no-hypervisor", "--cst", "--tcg-thread", "single"], "noarat-nohv",
                     ["auto"], False, 600),
     "noarat": (["--no-arat", "--cst", "--tcg-thread", "single"], "noarat", ["auto"], False, 600),
+    # arm64's counterpart (6.1-arm64 in SCHEDHOT_VM_NOARAT): a PSCI idle state marked
+    # local-timer-stop and the arch timer without always-on (boot.sh --idle-states), the
+    # no-ARAT guests' workloads; the tick broadcast is bc_hrtimer, the spinlocks native
+    "idle-dt": (["--idle-states"], "noarat", ["auto"], False, 420),
 }
+# __tick_broadcast_oneshot_control per second in the idle-dt guest (all CPUs): 475, 830 and
+# 596/s measured in three runs (2026-12-04, multi-threaded TCG); a third of the lowest
+IDLEDT_BCAST_MIN_RATE = 150
 
 
 def die(msg, rc=1):
@@ -330,6 +382,8 @@ def check_backend(ck, kver, variant, backend, d, binary):
         return
 
     want = BACKEND_LABEL[backend]
+    if backend == "auto" and kver in NO_TRAMPOLINE:
+        want = "kprobe"
     for probe, fname in FUNC_PROBES.items():
         fname = fname or KICK_HOST[kver]
         p = probes.get(probe)
@@ -371,7 +425,7 @@ def check_backend(ck, kver, variant, backend, d, binary):
 
     # ILB kicks: csd_queue_cpu of nohz_csd_func (6.5+)
     ik = probes.get("ilb_kick")
-    if kver == "6.1":
+    if series(kver) == "6.1":
         ck.expect(ik and ik["status"] == "unavailable" and "6.5" in ik["reason"], tag,
                   f"ilb_kick on 6.1 should be unavailable (csd tracepoints since 6.5), got {ik and ik['status']}")
     elif ck.expect(ik and ik["status"] == "attached" and ik["backend"] == "tracepoint", tag,
@@ -387,6 +441,39 @@ def check_backend(ck, kver, variant, backend, d, binary):
 
     idle = probes.get("idle")
     ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
+
+
+def check_probes(ck, kver, d):
+    """The guest's `schedhot probes --json` (arm64 guests): every function probe attached with
+    the kernel's best backend; where fentry cannot be (NO_TRAMPOLINE) it was tried and refused
+    with ENOTSUPP, and kprobe attached instead; the layout read from the guest's own BTF."""
+    tag = f"{kver}/probes"
+    path = os.path.join(d, "probes.json")
+    if not ck.expect(os.path.exists(path), tag, "the guest emitted no probes.json"):
+        return
+    with open(path) as fh:
+        j = json.load(fh)
+    ck.expect(j.get("btf") is True and j.get("kprobes") is True, tag, f"btf={j.get('btf')} kprobes={j.get('kprobes')}")
+    for p in j["probes"]:
+        tried = "; ".join(f"{t['backend']}: {t['error']}" for t in p.get("tried", []))
+        ck.say(f"   probe  {p['probe']:<11} {('attached ' + p['backend']) if p['attached'] else 'unavailable':<19} "
+               f"{p['symbol'] or '-':<34} {p['reason'] or ''}{'  (tried ' + tried + ')' if tried else ''}")
+    by = {p["probe"]: p for p in j["probes"]}
+    for probe, fname in FUNC_PROBES.items():
+        p = by.get(probe)
+        fname = fname or KICK_HOST[kver]
+        if not ck.expect(p and p["attached"], tag, f"{probe} not attached: {p and p['reason']}"):
+            continue
+        if kver in NO_TRAMPOLINE:
+            f = [t for t in p.get("tried", []) if t["backend"] == "fentry"]
+            ck.expect(p["backend"] == "kprobe" and f and "ENOTSUPP" in f[0]["error"], tag,
+                      f"{probe}: backend {p['backend']}, fentry tried: {f}: expected fentry refused "
+                      f"with ENOTSUPP (no BPF trampoline on arm64 before 6.4) and kprobe attached")
+        else:
+            ck.expect(p["backend"] == "fentry", tag, f"{probe}: backend {p['backend']}, expected fentry")
+        ck.expect(p["symbol"] == fname, tag, f"{probe} on {p['symbol']}, expected {fname}")
+    lay = j.get("layout") or {}
+    ck.expect(lay.get("btf_source") == "/sys/kernel/btf/vmlinux", tag, f"layout not from the guest's BTF: {lay.get('btf_source')}")
 
 
 KERNEL_LOW = 0xff00000000000000  # the lowest kernel address with 5-level paging (QEMU -cpu max has LA57)
@@ -423,10 +510,25 @@ def check_learned(ck, tag, kver, binary, rec_path, report):
     if not ck.expect(a is not None, tag, f"no learned addresses in the recording's layout: {(lay or {}).get('notes')}"):
         return
     nprios = lay["cpupri"]["nr_prios"] if lay.get("cpupri") else 0
-    ck.expect(len(a["masks"]) == nprios and all(m >= KERNEL_LOW for m in a["masks"]), tag,
-              f"learned {len(a['masks'])} pri_to_cpu[].mask pointers, want {nprios} kernel addresses")
     ck.expect(a["cpus"] == list(range(4)), tag, f"learned on CPUs {a['cpus']}, want 0-3 (one root domain)")
     lb = lay["line_bytes"]
+    if not facts(kver)["offstack"]:
+        # CPUMASK_OFFSTACK off (arm64): the masks are inline in root_domain and nohz, so the
+        # only separate allocation is cpu_to_pri[]; its line is modeled from its learned address
+        notes = report["cachelines"]["layout"]["notes"]
+        ck.expect(a["masks"] == [] and lay["cpupri"]["mask_is_pointer"] is False, tag,
+                  f"inline cpupri masks, but {len(a['masks'])} mask pointers learned")
+        cp = a.get("cpu_to_pri", 0)
+        ck.expect(cp >= KERNEL_LOW and a.get("rd", 0) >= KERNEL_LOW, tag,
+                  f"root_domain {a.get('rd', 0):#x} / cpu_to_pri {cp:#x} not learned as kernel addresses")
+        want = f"cpu_to_pri[] ({a.get('cpu_to_pri_bytes')} B) at {cp:#x}"
+        ck.expect(any(want in n for n in notes), tag, f"layout note does not say '{want}': {notes}")
+        ck.say(f"   learn  rd {a['rd']:#x}; masks inline; cpu_to_pri[] {a.get('cpu_to_pri_bytes')} B at {cp:#x}")
+        ck.learned.append({"kernel": kver, "allocations": 1, "lines": None, "mask_bytes": 0,
+                           "nohz_idle_mask_learned": False, "idle_mask_shares_with_cpupri": 0})
+        return
+    ck.expect(len(a["masks"]) == nprios and all(m >= KERNEL_LOW for m in a["masks"]), tag,
+              f"learned {len(a['masks'])} pri_to_cpu[].mask pointers, want {nprios} kernel addresses")
     allocs, lines = learned_lines(a, lb)
     notes = report["cachelines"]["layout"]["notes"]
     want = f"{allocs} separate allocations in {lines} modeled lines"
@@ -457,12 +559,29 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
     ck.expect(fx["nohz_nr_cpus_removed"] is want_nr, tag, f"fixes: nohz.nr_cpus removed = {fx['nohz_nr_cpus_removed']}, "
                                                              f"expected {want_nr} on {kver}")
     ck.expect(fx["cpupri_count_removed"] is False, tag, f"fixes: cpupri_vec.count removed = {fx['cpupri_count_removed']}")
-    # Debian builds with KALLSYMS_ALL: the lock's address is known and it is alone in its line (4.11+)
-    ck.expect(fx["bcast_lock_own_line"] is True, tag, f"fixes: tick_broadcast_lock own line = {fx['bcast_lock_own_line']} "
-                                                        f"({fx['text']})")
+    kf = facts(kver)
     lines = {l["name"]: l for l in c["lines"]}
-    # Debian: CPUMASK_OFFSTACK=y, so the idle mask is its own allocation
-    ck.expect("nohz.idle_cpus_mask" in lines, tag, f"no separate nohz.idle_cpus_mask line (lines: {sorted(lines)})")
+    if kf["kallsyms_all"]:
+        # Debian x86 builds with KALLSYMS_ALL: the lock's address is known and it is alone in its line (4.11+)
+        ck.expect(fx["bcast_lock_own_line"] is True, tag, f"fixes: tick_broadcast_lock own line = {fx['bcast_lock_own_line']} "
+                                                            f"({fx['text']})")
+    else:
+        # arm64's Debian config has no KALLSYMS_ALL: the lock's line is unknown, and says why
+        ck.expect(fx["bcast_lock_own_line"] is None and "KALLSYMS_ALL off" in fx["text"], tag,
+                  f"fixes: tick_broadcast_lock own line = {fx['bcast_lock_own_line']} without KALLSYMS_ALL ({fx['text']})")
+    if kf["offstack"]:
+        # Debian x86: CPUMASK_OFFSTACK=y, so the idle mask is its own allocation
+        ck.expect("nohz.idle_cpus_mask" in lines, tag, f"no separate nohz.idle_cpus_mask line (lines: {sorted(lines)})")
+    else:
+        # arm64: NR_CPUS=256, masks inline (32 B) in nohz and in each cpupri vector
+        mb = kf["mask_bytes"]
+        notes = lay["notes"]
+        ck.expect("nohz.idle_cpus_mask" not in lines and "nohz" in lines
+                  and "nohz.idle_cpus_mask[cpu]" in lines["nohz"]["fields"], tag,
+                  f"inline idle_cpus_mask: expected it among the nohz line's fields (lines: {sorted(lines)})")
+        ck.expect(any(f"idle_cpus_mask an inline {mb} B bitmap" in n for n in notes)
+                  and any(f"mask inline {mb} B" in n for n in notes), tag,
+                  f"layout notes do not state the inline {mb} B masks of NR_CPUS=256: {notes}")
     wi = {w["id"]: w for w in c["what_if"]}
     ck.expect(wi["nohz_nr_cpus"]["applies"] is (not want_nr), tag, f"nr_cpus what-if applies={wi['nohz_nr_cpus']['applies']}")
     for name, l in sorted(lines.items()):
@@ -531,6 +650,11 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
         ck.expect(all(row["bcast_wait/s"] is None for row in report["cpus"]), tag,
                   "bcast_wait/s per CPU is not null under virt_spin_lock")
         ck.expect(lockev == 0, tag, f"ftrace saw {lockev} contention events on tick_broadcast_lock under virt_spin_lock")
+    elif not facts(kver)["kallsyms_all"] and bw and "blind" in bw:
+        # no KALLSYMS_ALL (arm64): the lock's address is learned from a contention stack; a
+        # guest where the lock was never contended leaves it blind, with no numbers
+        ck.expect("address was not learned" in bw["blind"] and bw["counters"] is None, tag,
+                  f"bcast_wait blind for another reason: {bw['blind']!r}")
     else:
         ck.expect(bw and "blind" not in bw, tag, f"bcast_wait is blind with spinlock {host['spinlock']}")
     if variant == "noarat-nohv":
@@ -556,6 +680,18 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
         ck.say(f"   no-ARAT: __tick_broadcast_oneshot_control {hot} in {w['seconds']:.1f} s = {rate:.0f}/s; "
                f"contentions {cont} (ftrace {lockev}; {per_m:.0f} per million calls), wait p50 {lat.get('p50', 0) / 1e6:.2f} ms "
                f"p99 {lat.get('p99', 0) / 1e6:.2f} ms")
+    elif variant == "idle-dt":
+        ck.expect(rate >= IDLEDT_BCAST_MIN_RATE, tag,
+                  f"__tick_broadcast_oneshot_control {rate:.0f}/s, expected >= {IDLEDT_BCAST_MIN_RATE}/s with "
+                  f"a local-timer-stop idle state")
+        ck.expect(host.get("broadcast_device") == "bc_hrtimer" and host.get("cpuidle_driver") == "psci_idle", tag,
+                  f"broadcast device {host.get('broadcast_device')!r}, cpuidle {host.get('cpuidle_driver')!r}: "
+                  f"expected bc_hrtimer and psci_idle")
+        ck.noarat.append({"kernel": kver, "variant": variant, "calls": hot, "seconds": w["seconds"],
+                          "calls_per_s": round(rate), "contentions": total(bw, "contentions") if bw and bw.get("counters") else None,
+                          "oracle": lockev})
+        ck.say(f"   idle-dt: __tick_broadcast_oneshot_control {hot} in {w['seconds']:.1f} s = {rate:.0f}/s; "
+               f"bcast_wait {'blind: ' + bw['blind'][:60] if bw and 'blind' in bw else total(bw, 'contentions')}")
     elif variant == "noarat":
         ck.expect(rate >= HV_BCAST_MIN_RATE, tag,
                   f"__tick_broadcast_oneshot_control {rate:.0f}/s, expected >= {HV_BCAST_MIN_RATE}/s")
@@ -669,11 +805,12 @@ def check_diff(ck, kver, d, binary):
 
 def run_one(ck, binary, image, kver, variant, backends, diff=False):
     flags, mode, _, graph, timeout = VARIANTS[variant]
+    probes = arch(kver) == "arm64" and variant == "plain"
     d = os.path.join(OUT, f"{kver}-{variant}")
     shutil.rmtree(d, ignore_errors=True)
     os.makedirs(d)
     log = os.path.join(d, "serial.log")
-    append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)} schedhot.e2e_diff={int(diff)}"
+    append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)} schedhot.e2e_diff={int(diff)} schedhot.e2e_probes={int(probes)}"
     t0 = time.time()
     b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
                         "--quiet", "--retries", "5", "--stall", "120", "--log", log, "--summary", os.path.join(d, "boot.txt"),
@@ -703,6 +840,8 @@ def run_one(ck, binary, image, kver, variant, backends, diff=False):
         with open(os.path.join(d, "sysinfo")) as fh:
             info = fh.readline().strip()
         ck.say(f"   {info.replace('schedhot-guest: ', 'guest: ')}")
+    if probes:
+        check_probes(ck, kver, d)
     for be in backends:
         check_backend(ck, kver, variant, be, d, binary)
     if graph:
@@ -719,13 +858,16 @@ def main(argv):
     binary = os.path.abspath(argv[1])
     if not (os.path.isfile(binary) and os.access(binary, os.X_OK)):
         die(f"{argv[1]} is not an executable schedhot", 2)
-    kernels = os.environ.get("SCHEDHOT_VM_KERNELS", "6.1 6.12 7.3").split()
+    kernels = os.environ.get("SCHEDHOT_VM_KERNELS", "6.1 6.12 7.3 6.1-arm64").split()
     noarat = os.environ.get("SCHEDHOT_VM_NOARAT", "6.1 6.12").split()
     proxy = os.environ.get("SCHEDHOT_VM_PROXY", "6.12")
     diff = os.environ.get("SCHEDHOT_VM_DIFF", "6.12")
     for k in kernels + noarat + ([diff] if diff else []):
         if k not in KNOWN:
             die(f"unknown kernel '{k}' (known: {' '.join(KNOWN)})", 2)
+    for k in ([proxy] if proxy else []) + ([diff] if diff else []):
+        if arch(k) != "x86_64":
+            die(f"{k}: the proxy and diff runs are x86 guests' (SCHEDHOT_VM_PROXY, SCHEDHOT_VM_DIFF)", 2)
     check_deps()
     global OUT
     OUT = os.environ.get("SCHEDHOT_VM_OUT", os.path.join(os.path.dirname(binary), "vm-e2e"))
@@ -734,13 +876,24 @@ def main(argv):
     # The guests run a statically linked schedhot built from this source tree
     # (build-static.sh, next to SCHEDHOT_BIN in vm-static/); SCHEDHOT_BIN itself replays
     # their recordings on the host. SCHEDHOT_VM_GUEST_BIN names a guest binary instead.
-    guest_bin = os.environ.get("SCHEDHOT_VM_GUEST_BIN")
-    if not guest_bin:
-        b = subprocess.run([os.path.join(HERE, "build-static.sh"), os.path.join(os.path.dirname(binary), "vm-static")],
-                           stdout=subprocess.PIPE, text=True)
-        if b.returncode != 0:
-            die("building the static schedhot for the guests failed")
-        guest_bin = b.stdout.strip().splitlines()[-1]
+    # arm64 guests (6.1-arm64) run a static arm64 schedhot cross-built by build-static-arm64.sh
+    # in vm-static-arm64/ (with the arm64 workload, tracecount and busybox);
+    # $SCHEDHOT_VM_GUEST_BIN_ARM64 names another. A failed build fails the test.
+    guest_bins = {}
+    builders = {"x86_64": ("SCHEDHOT_VM_GUEST_BIN", "build-static.sh", "vm-static"),
+                "arm64": ("SCHEDHOT_VM_GUEST_BIN_ARM64", "build-static-arm64.sh", "vm-static-arm64")}
+    for a in sorted({arch(k) for k in kernels}):
+        env, script, sub = builders[a]
+        gb = os.environ.get(env)
+        if not gb:
+            t0 = time.time()
+            b = subprocess.run([os.path.join(HERE, script), os.path.join(os.path.dirname(binary), sub)],
+                               stdout=subprocess.PIPE, text=True)
+            if b.returncode != 0:
+                die(f"building the static {a} schedhot for the guests failed ({script})")
+            gb = b.stdout.strip().splitlines()[-1]
+            print(f"e2e: {a} guest binaries ({script}) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+        guest_bins[a] = gb
     lock = open(os.path.join(CACHE, "vm.lock"), "w")
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -750,22 +903,30 @@ def main(argv):
     t_start = time.time()
     if subprocess.run([os.path.join(HERE, "fetch-kernels.sh")] + kernels, stdout=sys.stderr).returncode != 0:
         die(f"fetch-kernels.sh {' '.join(kernels)} failed")
-    image = os.path.join(OUT, "e2e.cpio.gz")
-    if subprocess.run([os.path.join(HERE, "mkimage.sh"), guest_bin, image]).returncode != 0:
-        die("building the initramfs failed")
+    images = {}
+    for a, gb in guest_bins.items():
+        images[a] = os.path.join(OUT, "e2e.cpio.gz" if a == "x86_64" else f"e2e-{a}.cpio.gz")
+        if subprocess.run([os.path.join(HERE, "mkimage.sh"), gb, images[a]]).returncode != 0:
+            die(f"building the {a} initramfs failed")
 
     runs = []
     for k in kernels:
         backends = list(VARIANTS["plain"][2]) + (["proxy"] if k == proxy else [])
+        if k in NO_TRAMPOLINE:
+            # the default backend is kprobe there (no fentry): a --backend kprobe recording
+            # would repeat it
+            backends = ["auto"]
         runs.append((k, "plain", backends, k == diff))
     for k in kernels:
-        if k in noarat:
+        if k in noarat and arch(k) == "arm64":
+            runs.append((k, "idle-dt", VARIANTS["idle-dt"][2], False))
+        elif k in noarat:
             runs += [(k, "noarat-nohv", VARIANTS["noarat-nohv"][2], False), (k, "noarat", VARIANTS["noarat"][2], False)]
 
     ck = Checker()
     times = []
     for k, variant, backends, dk in runs:
-        dt, rel = run_one(ck, binary, image, k, variant, backends, dk)
+        dt, rel = run_one(ck, binary, images[arch(k)], k, variant, backends, dk)
         times.append({"kernel": k, "variant": variant, "release": rel, "seconds": round(dt)})
     wall = time.time() - t_start
     ck.say()

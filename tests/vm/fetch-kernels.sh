@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fetch-kernels.sh [--refresh] [6.1|6.12|7.3|all]...
+# fetch-kernels.sh [--refresh] [6.1|6.12|7.3|6.1-arm64|all]...
 #
 # Downloads Debian cloud kernels with `apt-get download` into a cache outside
 # git and leaves, per version, $CACHE/kernels/<ver>/ with:
@@ -12,6 +12,11 @@
 #   7.3  newest linux-binary-7.3.*-cloud-amd64 (+ its linux-base-* for the
 #        config) from trixie-backports, through a PRIVATE apt configuration
 #        under $CACHE/apt-trixie-backports (the system's /etc/apt is untouched)
+#   6.1-arm64  newest linux-image-6.1.0-N-cloud-arm64 of bookworm, bookworm-updates and
+#        bookworm-security, through a PRIVATE apt configuration with
+#        APT::Architecture=arm64 under $CACHE/apt-arm64 (the system's dpkg
+#        architecture list and /etc/apt untouched); booted by boot.sh with
+#        qemu-system-aarch64 (vmlinuz is arm64's gzip'ed Image)
 #
 # Cache: ${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}. Idempotent: a version
 # whose directory is complete is skipped unless --refresh is given.
@@ -32,8 +37,8 @@ for a in "$@"; do
         -h|--help) usage 0 ;;
         --refresh) REFRESH=1 ;;
         all) VERS+=(6.1 6.12 7.3) ;;
-        6.1|6.12|7.3) VERS+=("$a") ;;
-        *) die "unknown argument '$a' (want 6.1, 6.12, 7.3 or all)" ;;
+        6.1|6.12|7.3|6.1-arm64) VERS+=("$a") ;;
+        *) die "unknown argument '$a' (want 6.1, 6.12, 7.3, 6.1-arm64 or all)" ;;
     esac
 done
 [ ${#VERS[@]} -gt 0 ] || VERS=(6.1 6.12 7.3)
@@ -121,6 +126,43 @@ resolve_73() {
     echo "$p"
 }
 
+# ---------------------------------------------------------------- private apt (bookworm, arm64)
+A64="$CACHE/apt-arm64"
+a64_opts() {
+    printf '%s\n' -o APT::Architecture=arm64 -o APT::Architectures=arm64 \
+        -o "Dir::Etc::SourceList=$A64/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+        -o "Dir::State::Lists=$A64/lists" -o "Dir::Cache=$A64/cache" -o Dir::State::status=/dev/null \
+        -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
+}
+A64_READY=0
+a64_setup() {
+    [ "$A64_READY" = 1 ] && return 0
+    mkdir -p "$A64/lists/partial" "$A64/cache/archives/partial"
+    [ -r "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
+    local m; m=$(debian_mirror)
+    { echo "deb [signed-by=$KEYRING] $m bookworm main"
+      echo "deb [signed-by=$KEYRING] $m bookworm-updates main"
+      echo "deb [signed-by=$KEYRING] ${m%/debian}/debian-security bookworm-security main"; } > "$A64/sources.list"
+    local -a o; mapfile -t o < <(a64_opts)
+    if [ "$REFRESH" = 1 ] || [ -z "$(find "$A64/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
+        log "apt-get update (private arm64 config in $A64)"
+        if ! apt-get "${o[@]}" --error-on=any update >"$A64/update.log" 2>&1; then
+            cat "$A64/update.log" >&2; die "private apt-get update for arm64 failed"
+        fi
+    fi
+    A64_READY=1
+}
+
+resolve_61_arm64() {
+    a64_setup
+    local -a o; mapfile -t o < <(a64_opts)
+    local p
+    p=$(apt-cache "${o[@]}" pkgnames linux-image-6.1.0- 2>/dev/null |
+        grep -E '^linux-image-6\.1\.0-[0-9]+-cloud-arm64$' | sort -V | tail -n1 || true)
+    [ -n "$p" ] || die "no linux-image-6.1.0-*-cloud-arm64 in the private arm64 lists ($A64)"
+    echo "$p"
+}
+
 # ---------------------------------------------------------------- download + unpack
 download() {   # download DIR [apt options...] -- PKG...
     local dir=$1; shift
@@ -146,6 +188,9 @@ install_version() {
         7.3)  main=$(resolve_73)
               local -a o; mapfile -t o < <(tb_opts); aptopt=("${o[@]}")
               pkgs=("$main" "${main/linux-binary-/linux-base-}") ;;
+        6.1-arm64) main=$(resolve_61_arm64)
+              local -a o; mapfile -t o < <(a64_opts); aptopt=("${o[@]}")
+              pkgs=("$main") ;;
     esac
     log "$ver: downloading ${pkgs[*]}"
     local dl="$CACHE/debs/$ver"

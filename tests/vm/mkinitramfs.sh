@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# mkinitramfs.sh -o OUT.cpio.gz -i INIT_SCRIPT [-f HOSTPATH:GUESTPATH]... [-b BUSYBOX]
+# mkinitramfs.sh -o OUT.cpio.gz -i INIT_SCRIPT [-f HOSTPATH:GUESTPATH]... [-b BUSYBOX [-l APPLETS]]
 #
+# -l APPLETS: the applet list (`busybox --list-full` output) of a BUSYBOX that cannot run
+# here (another architecture's: build-static-arm64.sh writes one); otherwise BUSYBOX lists it.
 # Builds a gzip'ed newc initramfs containing:
 #   /bin/busybox (static) + a symlink per applet, /proc /sys /dev /tmp /run /root /etc,
 #   /dev/console and /dev/null nodes, /lib/schedhot/guest-lib.sh (this dir's guest-lib.sh),
@@ -13,14 +15,15 @@ set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 die() { echo "mkinitramfs: error: $*" >&2; exit 1; }
 
-OUT='' INIT='' BUSYBOX=${SCHEDHOT_BUSYBOX:-}
+OUT='' INIT='' BUSYBOX=${SCHEDHOT_BUSYBOX:-} APPLETS=''
 FILES=()
-while getopts "o:i:f:b:h" opt; do
+while getopts "o:i:f:b:l:h" opt; do
     case "$opt" in
         o) OUT=$OPTARG ;;
         i) INIT=$OPTARG ;;
         f) FILES+=("$OPTARG") ;;
         b) BUSYBOX=$OPTARG ;;
+        l) APPLETS=$OPTARG ;;
         h) awk 'NR>1 && /^#/{sub(/^# ?/,"");print;next} NR>1{exit}' "$0"; exit 0 ;;
         *) die "bad option (see -h)" ;;
     esac
@@ -34,6 +37,7 @@ if [ -z "$BUSYBOX" ]; then
     for b in /bin/busybox /usr/bin/busybox; do [ -x "$b" ] && { BUSYBOX=$b; break; }; done
 fi
 [ -n "$BUSYBOX" ] && [ -x "$BUSYBOX" ] || die "busybox not found (apt-get install busybox-static)"
+[ -z "$APPLETS" ] || [ -s "$APPLETS" ] || die "applet list '$APPLETS' is missing or empty"
 if command -v file >/dev/null && ! file -L "$BUSYBOX" | grep -q 'statically linked'; then
     die "$BUSYBOX is not statically linked (apt-get install busybox-static)"
 fi
@@ -55,7 +59,7 @@ parents() {   # emit dir entries for every parent of guest path $1
     echo "nod /dev/console 0600 c 5 1"
     echo "nod /dev/null 0666 c 1 3"
     echo "file /bin/busybox $BUSYBOX 0755"
-    "$BUSYBOX" --list-full | while read -r a; do
+    if [ -n "$APPLETS" ]; then cat "$APPLETS"; else "$BUSYBOX" --list-full; fi | while read -r a; do
         [ "$a" = bin/busybox ] && continue
         parents "/$a"
         echo "slink /$a /bin/busybox 0777"

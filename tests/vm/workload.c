@@ -54,10 +54,18 @@ static double now_s(void) {
     return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static inline void cpu_relax(void) {
+#if defined(__x86_64__) || defined(__i386__)
+    __asm__ volatile("pause");
+#elif defined(__aarch64__)
+    __asm__ volatile("yield");
+#endif
+}
+
 static void spin_us(unsigned us) {
     if (!us) return;
     double end = now_s() + us / 1e6;
-    while (now_s() < end) __asm__ volatile("pause");
+    while (now_s() < end) cpu_relax();
 }
 
 static void sleep_us(unsigned us) {
