@@ -556,19 +556,28 @@ std::string render_diff_markdown(const nlohmann::json& d) {
 }
 
 std::string render_diff_patch(const nlohmann::json& d) {
-  // Which recording is A and which B, then per probe the seeds' layout; a figure whose
-  // change is beyond the noise says so (the text format's '*'). Probes with no event on
-  // either side are left out: nothing to argue with.
+  // Which recording (and window) is A and which B, the host differences that make the
+  // comparison suspect (as the text format), then per probe the seeds' layout; a figure
+  // whose change is beyond the noise says so (the text format's '*'), as do the modeled
+  // cachelines that changed. Probes with no event on either side are left out: nothing to
+  // argue with; probes not compared say why.
   auto side = [&](const char* k) {
     const auto& s = d[k];
-    return fmt::format("{} ({}, {}, {:.0f} s)", s.value("file", std::string("?")), s.value("hostname", std::string("?")),
-                       s.value("kernel_release", std::string("?")), s.value("seconds", 0.0));
+    return fmt::format("{}{} ({}, {}, {:.3g} s)", scrub_controls(s.value("file", std::string("?"))),
+                       s["window"].is_null() ? "" : " " + scrub_controls(s["window"].get<std::string>()),
+                       scrub_controls(s.value("hostname", std::string("?"))),
+                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0));
   };
   std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
+  for (auto& h : d["host_differences"]) out += "! " + h.get<std::string>() + "\n";
+  if (!d["host_differences"].empty()) out += "\n";
   const size_t head = out.size();
   for (auto& p : d["probes"]) {
-    if (p["verdict"] == "not compared") continue;
     const std::string name = p["probe"];
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("- {}: not compared ({})\n\n", name, p.value("reason", std::string("?")));
+      continue;
+    }
     const auto& lat = p["latency_ns"];
     const bool silent = lat.is_null() && (p["rate"].is_null() || (p["rate"]["a"].get<double>() == 0 &&
                                                                    p["rate"]["b"].get<double>() == 0));
@@ -595,7 +604,13 @@ std::string render_diff_patch(const nlohmann::json& d) {
       out += "\n\n";
     }
   }
+  for (auto& l : d["lines"]) {
+    if (l.contains("reason") || !l.value("significant", false)) continue;
+    out += fmt::format("- modeled coherence transfers/s of {}: {:.1f} -> {:.1f} significant\n\n", l["name"].get<std::string>(),
+                       l["a"].get<double>(), l["b"].get<double>());
+  }
   if (out.size() == head) out += "no probe counted an event on either side\n";
+  if (d["significant"].get<bool>()) out += "(schedhot diff: significant change, exit status 3)\n";
   return out;
 }
 

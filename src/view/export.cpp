@@ -707,10 +707,10 @@ std::string render_info_text(const nlohmann::json& j) {
   std::string out;
   auto add = [&](const char* key, const std::string& v) { out += fmt::format("{:<10} {}\n", key, v); };
   const auto& h = j["host"];
-  add("recording", fmt::format("{} (format {}, {} bytes)", j["file"].get<std::string>(), j["format"].get<std::string>(),
+  add("recording", fmt::format("{} (format {}, {} bytes)", scrub_controls(j["file"].get<std::string>()), j["format"].get<std::string>(),
                                j["bytes"].get<uint64_t>()));
   add("made by", fmt::format("schedhot {}{}", j["tool_version"].get<std::string>(),
-                             j["command"].get<std::string>().empty() ? "" : ": " + j["command"].get<std::string>()));
+                             j["command"].get<std::string>().empty() ? "" : ": " + scrub_controls(j["command"].get<std::string>())));
   add("host", fmt::format("{}  kernel {} {}", h["hostname"].get<std::string>(), h["kernel_release"].get<std::string>(),
                           h["machine"].get<std::string>()));
   std::string cpus = fmt::format("{} online ({}) of {} possible", h["online_count"].get<size_t>(),

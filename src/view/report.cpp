@@ -406,7 +406,7 @@ std::string text_head(const nlohmann::json& r) {
   std::string state = src["complete"].get<bool>() ? "complete" : "not closed by its writer";
   if (!src["damage"].is_null()) state = "damaged " + src["damage"].get<std::string>() + "; report covers what precedes it";
   if (!src["file"].get<std::string>().empty())
-    out += fmt::format("recording {} (format {}): {}\n", src["file"].get<std::string>(), src["format"].get<std::string>(), state);
+    out += fmt::format("recording {} (format {}): {}\n", scrub_controls(src["file"].get<std::string>()), src["format"].get<std::string>(), state);
   const auto& w = r["window"];
   if (r.contains("error")) {
     out += fmt::format("\n{}\n", r["error"].get<std::string>());

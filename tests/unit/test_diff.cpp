@@ -96,6 +96,12 @@ TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {
   o = diff_command(req);
   EXPECT_NE(o.out.find("kernel: 6.12.0-test (A) vs 6.13.0-other (B)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("cpupri_set: a proxy (tp:test) on B only"), std::string::npos) << o.out;
+  // The commit-message format carries the same warnings (a pasted table must not hide them).
+  req.format = DiffFormat::patch;
+  o = diff_command(req);
+  EXPECT_NE(o.out.find("\n! kernel: 6.12.0-test (A) vs 6.13.0-other (B)\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("\n! cpupri_set: a proxy (tp:test) on B only"), std::string::npos) << o.out;
+  req.format = DiffFormat::text;
   req.b.file = "/nonexistent.shot";
   o = diff_command(req);
   EXPECT_EQ(o.status, 1);
