@@ -1,6 +1,7 @@
 #include "sample/sample.h"
 
 #include "probe/module.h"
+#include "sys/units.h"
 
 #include <algorithm>
 #include <cstring>
@@ -103,7 +104,9 @@ void from_json(const nlohmann::json& j, Meta& m) {
     if (m.ncpus == 0 || m.ncpus > 65536) throw std::runtime_error(fmt::format("CPU count {} out of range", m.ncpus));
     m.start_wall_ns = j.value("start_wall_ns", uint64_t{0});
     m.start_mono_ns = j.value("start_mono_ns", uint64_t{0});
-    m.interval_ns = j.value("interval_ns", uint64_t{0});
+    m.interval_ns = j.value("interval_ns", uint64_t{0});  // 0: not known (hand-made metadata)
+    if (m.interval_ns > kMaxIntervalNs)
+      throw std::runtime_error(fmt::format("sample interval {} ns out of range (at most 24 h)", m.interval_ns));
     const auto& h = j.at("hist");
     m.hist_sub_bits = h.at("sub_bits").get<uint32_t>();
     m.hist_max_msb = h.at("max_msb").get<uint32_t>();

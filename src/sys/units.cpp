@@ -46,6 +46,7 @@ uint64_t parse_duration_ns(const std::string& s, const char* what) {
 uint64_t parse_interval_ns(const std::string& s) {
   uint64_t iv = parse_duration_ns(s, "-i/--interval");
   if (iv < 10'000'000) throw std::invalid_argument("-i/--interval must be at least 10ms");
+  if (iv > kMaxIntervalNs) throw std::invalid_argument("-i/--interval must be at most 24h");
   return iv;
 }
 

@@ -12,8 +12,13 @@ namespace schedhot {
 /// than 1e18 ns.
 uint64_t parse_duration_ns(const std::string& s, const char* what);
 
+/// The longest sample interval, ns (1 day): -i/--interval refuses more, and a recording
+/// whose metadata says more is refused as bad metadata (a crafted interval_ns, such as a
+/// negative one read as 2^64-5, made every --from/--to window span the whole file).
+inline constexpr uint64_t kMaxIntervalNs = 24ull * 3600 * 1'000'000'000ull;
+
 /// Parses -i/--interval like parse_duration_ns ("-i/--interval" in messages) and
-/// requires at least 10 ms. Throws std::invalid_argument.
+/// requires at least 10 ms and at most kMaxIntervalNs. Throws std::invalid_argument.
 uint64_t parse_interval_ns(const std::string& s);
 
 /// Parses "512M", "64K", "2G", "1000000" (no unit: bytes; K/M/G are powers of 1024) to

@@ -659,6 +659,12 @@ TEST(RecordingCli, MessagesSayWhatIsWrong) {
   CliRun r = run_cli("info " + dir / "m.shot");
   expect_one_line_error(r, 1, "m.shot: bad metadata: [json.exception.out_of_range.403] key 'host' not found");
   EXPECT_EQ(r.err.find("bad metadata: bad metadata"), std::string::npos) << r.err;
+  // A crafted interval_ns (-5 read as 2^64-5) made every --from/--to window the whole file.
+  j = m;
+  j["interval_ns"] = uint64_t(0) - 5;
+  spit(dir / "iv.shot", slurp(kData + "/v1.1-raw.shot").substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, j.dump()));
+  expect_one_line_error(run_cli("report " + dir / "iv.shot" + " --from 10 --to 20"), 1,
+                        "iv.shot: bad metadata: sample interval 18446744073709551611 ns out of range (at most 24 h)");
 }
 
 // --btf FILE: vmlinux BTF from a file (a kernel whose BTF is elsewhere). A bad FILE is one

@@ -39,6 +39,8 @@ TEST(Units, DurationsIntervalsAndSizes) {
   EXPECT_EQ(parse_duration_ns(".5s", "--at"), 500000000u);
   EXPECT_EQ(error_of([] { parse_duration_ns("1e12h", "--to"); }), "--to '1e12h' is too long");
   EXPECT_EQ(error_of([] { parse_interval_ns("5ms"); }), "-i/--interval must be at least 10ms");
+  EXPECT_EQ(parse_interval_ns("24h"), kMaxIntervalNs);
+  EXPECT_EQ(error_of([] { parse_interval_ns("25h"); }), "-i/--interval must be at most 24h");
   EXPECT_EQ(error_of([] { parse_size_bytes("12Q", "--max-size"); }), "--max-size '12Q': unknown unit 'Q' (use K, M or G)");
   EXPECT_EQ(error_of([] { parse_size_bytes("1e30G", "--max-size"); }), "--max-size '1e30G': too large (at most 4E bytes)");
 }
