@@ -81,12 +81,15 @@ wait_funclatency() {   # wait_funclatency PID FUNC: until its kprobe and kretpro
 tool_start() {   # tool_start RUN CONFIG FUNC: the tool in the background (TPID), attached
     TPID=""; TLOG=/tmp/tool-$1-$2-$3.log; _t0=$(uptime_s)
     rm -f /tmp/gb.shot
+    # emptied here, appended to by the tool: a redirection in the background job could
+    # come after the first grep, and an appending writer overwrites no line of another
+    : > "$TLOG"
     case "$2" in
         none) return 0 ;;
-        fentry) $SH record -d 0 -o /tmp/gb.shot 2> "$TLOG" & ;;
-        kprobe) $SH record --backend kprobe -d 0 -o /tmp/gb.shot 2> "$TLOG" & ;;
-        exact) $SH record --exact -d 0 -o /tmp/gb.shot 2> "$TLOG" & ;;
-        funclatency) $FL "$3" > "$TLOG" 2>&1 & ;;
+        fentry) $SH record -d 0 -o /tmp/gb.shot 2>> "$TLOG" & ;;
+        kprobe) $SH record --backend kprobe -d 0 -o /tmp/gb.shot 2>> "$TLOG" & ;;
+        exact) $SH record --exact -d 0 -o /tmp/gb.shot 2>> "$TLOG" & ;;
+        funclatency) $FL "$3" >> "$TLOG" 2>&1 & ;;
         *) glog "guest-bench: unknown configuration $2"; echo "tool $1 $2 $3 rc=254 attach_s=0" >> "$R"; return 1 ;;
     esac
     TPID=$!
@@ -155,10 +158,11 @@ if [ "$CMP" = 1 ]; then
     # no SCHED_FIFO task runs outside it, so both see the same calls.
     glog "guest-bench: compare window (schedhot record + funclatency cpupri_set)"
     rm -f /tmp/cmp.shot
-    $SH record -d 0 -o /tmp/cmp.shot 2> /tmp/cmp-record.log &
+    : > /tmp/cmp-record.log; : > /tmp/cmp-funclatency.txt
+    $SH record -d 0 -o /tmp/cmp.shot 2>> /tmp/cmp-record.log &
     _sp=$!
     if wait_schedhot $_sp /tmp/cmp-record.log; then
-        $FL cpupri_set > /tmp/cmp-funclatency.txt 2>&1 &
+        $FL cpupri_set >> /tmp/cmp-funclatency.txt 2>&1 &
         _fp=$!
         if wait_funclatency $_fp cpupri_set; then
             sleep 0.5

@@ -239,8 +239,13 @@ def run(a, runs, secs, configs):
     for t in tools:
         if t["rc"] != 0:
             what = "did not attach" if t["rc"] == 255 else f"exited {t['rc']}"
-            raise Failed(f"round {t['round']}: {LABEL.get(t['config'], t['config'])} ({t['function']}) {what} "
-                         f"(log {out}/tool-{t['round']}-{t['config']}-{t['function']}.log)")
+            tl = os.path.join(out, f"tool-{t['round']}-{t['config']}-{t['function']}.log")
+            last = ""
+            if os.path.exists(tl):
+                with open(tl, errors="replace") as fh:
+                    last = ([x.strip() for x in fh if x.strip()] or [""])[-1]
+            raise Failed(f"round {t['round']}: {LABEL.get(t['config'], t['config'])} ({t['function']}) {what}: "
+                         f"{last[:160]} (log {tl})")
     thr = {}
     for c in configs:
         for w, field, _ in WORKLOADS:
