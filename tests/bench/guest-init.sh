@@ -64,12 +64,13 @@ wait_schedhot() {   # wait_schedhot PID LOG: until record says "recording" (its 
     done
 }
 wait_funclatency() {   # wait_funclatency PID FUNC: until its kprobe and kretprobe on FUNC are
-    # registered (kprobes/list; its "Tracing" line is block-buffered into a file)
+    # registered (kprobes/list: "ADDR  k  FUNC+0xN", +0x4 past an IBT endbr64; its "Tracing"
+    # line is block-buffered into a file)
     _n=0
     while :; do
         kill -0 "$1" 2>/dev/null || return 1
         if [ -r "$KPL" ]; then
-            _k=$(grep -c " k  $2+0x0" "$KPL"); _r=$(grep -c " r  $2+0x0" "$KPL")
+            _k=$(grep -c " k  $2+0x" "$KPL"); _r=$(grep -c " r  $2+0x" "$KPL")
             [ "${_k:-0}" -ge 1 ] && [ "${_r:-0}" -ge 1 ] && return 0
         else
             [ $_n -ge 30 ] && return 0   # no kprobes list: 3 s
@@ -123,6 +124,7 @@ workload() {   # workload RUN CONFIG hackbench|cpupri: one timed workload, its J
     echo "wl $1 $2 $3 rc=$_rc $_o" >> "$R"
 }
 run_config() {   # run_config RUN CONFIG
+    glog "guest-bench: round $1: $2"   # (also keeps the console from looking hung: boot.sh --stall)
     if [ "$2" = funclatency ]; then
         tool_start "$1" "$2" "$KICK" && workload "$1" "$2" hackbench
         tool_stop "$1" "$2" "$KICK"
