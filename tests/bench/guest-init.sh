@@ -18,8 +18,8 @@
 # Emits (guest-lib.sh emit_file):
 #   sysinfo           guest facts
 #   results           "param ..." once; per workload "wl RUN CONFIG WORKLOAD rc=N {workload JSON}";
-#                     per tool start "tool RUN CONFIG FUNC rc=N attach_s=S" (rc of the tool at
-#                     its stop; 255: it never attached)
+#                     per tool start "tool RUN CONFIG FUNC rc=N attach_s=S[ probes=N/M]" (rc of
+#                     the tool at its stop, 255: it never attached; schedhot's probes attached)
 #   tool-RUN-CONFIG-FUNC.log  a failed tool's output
 #   cmp-report.json cmp-funclatency.txt cmp-record.log cmp-workload.json   (the compare window)
 # Kernel command line knobs: schedhot.gb_runs (5), schedhot.gb_dur (3), schedhot.gb_usec (50),
@@ -110,7 +110,9 @@ tool_start() {   # tool_start RUN CONFIG FUNC: the tool in the background (TPID)
 tool_stop() {   # tool_stop RUN CONFIG FUNC
     [ -n "$TPID" ] || return 0
     kill -INT $TPID; wait $TPID; _rc=$?
-    echo "tool $1 $2 $3 rc=$_rc attach_s=$TATTACH" >> "$R"
+    # schedhot's "recording N of M probes" -> probes=N/M
+    _p=$(sed -n 's/^schedhot: recording \([0-9]*\) of \([0-9]*\) probes.*/\1\/\2/p' "$TLOG" | head -n1)
+    echo "tool $1 $2 $3 rc=$_rc attach_s=$TATTACH${_p:+ probes=$_p}" >> "$R"
     if [ $_rc != 0 ]; then cat "$TLOG"; emit_file "tool-$1-$2-$3.log" "$TLOG"; fi
     TPID=""
     rm -f /tmp/gb.shot

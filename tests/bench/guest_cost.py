@@ -136,7 +136,7 @@ def parse_results(path):
             elif f[0] == "tool" and len(f) >= 6:
                 kv = dict(x.split("=", 1) for x in line.split()[4:] if "=" in x)
                 tools.append({"round": int(f[1]), "config": f[2], "function": f[3], "rc": int(kv.get("rc", -1)),
-                              "attach_s": float(kv.get("attach_s", "nan"))})
+                              "attach_s": float(kv.get("attach_s", "nan")), "probes": kv.get("probes")})
     return param, wl, tools
 
 
@@ -324,8 +324,9 @@ def run(a, runs, secs, configs):
             cells.append(f"{median(ratios):.3f} ({min(ratios):.3f}-{max(ratios):.3f})")
         att = [t["attach_s"] for t in tools if t["config"] == c]
         summary["attach_s"][c] = att
-        say(f"  {LABEL[c]:<34} {cells[0]:>22} {cells[1]:>22}   {median(att):.1f}" if att else
-            f"  {LABEL[c]:<34} {cells[0]:>22} {cells[1]:>22}   -")
+        pr = sorted({t["probes"] for t in tools if t["config"] == c and t.get("probes")})
+        say(f"  {LABEL[c]:<34} {cells[0]:>22} {cells[1]:>22}   "
+            + (f"{median(att):.1f}" if att else "-") + (f" ({', '.join(pr)} probes)" if pr else ""))
     nb = {w: median([thr[("none", w, rr)] for rr in range(1, runs + 1)]) for w, _, _ in WORKLOADS}
     say(f"  (no tool, median: hackbench {nb['hackbench']:.0f} msg/s, cpupri driver {nb['cpupri']:.0f} iter/s; "
         f"its row is each round against that median)")
