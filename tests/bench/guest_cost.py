@@ -207,6 +207,7 @@ def run(a, runs, secs, configs):
     guest_bin = a.guest_bin or os.environ.get("SCHEDHOT_VM_GUEST_BIN") or \
         e2e.guest_binary(os.path.join(os.path.abspath(a.build), "schedhot"), "x86_64", who="guest_cost")
     guest_bin = os.path.abspath(guest_bin)
+    t_bin = time.time() - t_all
     if not os.access(guest_bin, os.X_OK):
         raise Failed(f"{guest_bin} is not an executable")
     out = os.path.abspath(a.out or os.path.join(os.path.dirname(guest_bin), "guest-bench", a.kernel))
@@ -349,7 +350,7 @@ def run(a, runs, secs, configs):
     d = s_calls - f_calls
     say(f"  calls: schedhot - funclatency = {d:+d} ({d * 100.0 / f_calls if f_calls else 0:+.2f} %)")
     say("")
-    say(f"guest_cost: wall time {wall:.0f} s (image {t_image:.0f} s, boot and runs {dt:.0f} s, /init after "
+    say(f"guest_cost: wall time {wall:.0f} s (guest binary {t_bin:.0f} s, image {t_image:.0f} s, boot and runs {dt:.0f} s, /init after "
         f"{boot.get('init_s', '?')} s){'; ' + retried if retried else ''}")
     summary.update({"compare": {"schedhot": {"calls": s_calls, "timed": s_lat.get("count"), "p50_ns": s_lat["p50"],
                                              "p99_ns": s_lat["p99"], "backend": cp.get("backend")},
