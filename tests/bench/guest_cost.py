@@ -145,7 +145,7 @@ def parse_funclatency(path):
     unit, rows = None, []
     with open(path, errors="replace") as fh:
         for line in fh:
-            m = re.match(r"\s*(nsecs|usecs|msecs)\s*:\s*count", line)
+            m = re.match(r"\s*(nsec|usec|msec)s?\s*:\s*count", line)
             if m:
                 unit, rows = m.group(1), []   # the last histogram printed wins
                 continue
@@ -283,7 +283,7 @@ def run(a, runs, secs, configs):
     unit, rows = parse_funclatency(cmp_fl)
     if not rows:
         raise Failed(f"compare window: no histogram in funclatency's output ({cmp_fl})")
-    scale = {"nsecs": 1, "usecs": 1000, "msecs": 1000000}[unit]
+    scale = {"nsec": 1, "usec": 1000, "msec": 1000000}[unit]
     f_calls = sum(c for _, _, c in rows)
     f50, f99 = hist_pct(rows, 0.5), hist_pct(rows, 0.99)
     wall = time.time() - t_all
