@@ -6,10 +6,10 @@
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
 #   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
 #               (Debian 6.12: no tool, schedhot fentry/kprobe/--exact, funclatency); boots a
-#               VM (tests/vm), so not in the default list: name it (--short: about 2 min)
+#               VM (tests/vm's packages and cache; --short about 1.6 min, full about 5.5 min)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).
-# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: the first four)
+# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all five)
 #   --short: CI mode, a few seconds each; DIR: the build directory (default build/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -26,7 +26,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#names[@]} -gt 0 ] || names=(recording tui scale probe_cost)
+[ ${#names[@]} -gt 0 ] || names=(recording tui scale probe_cost guest)
 bin="$build/tests"
 
 # name -> command line; and a pattern that a line of its figures matches.
