@@ -4,9 +4,12 @@
 #   tui         bench_tui.cpp: top/replay frame build+draw per view, and `w` (8192 CPUs)
 #   scale       bench_scale.cpp: report of 100 samples (time, peak RSS), report --fleet (480 CPUs) and sampling (8192 CPUs)
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
+#   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
+#               (Debian 6.12: no tool, schedhot fentry/kprobe/--exact, funclatency); boots a
+#               VM (tests/vm's packages and cache; --short about 1.6 min, full about 5.5 min)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).
-# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all four)
+# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all five)
 #   --short: CI mode, a few seconds each; DIR: the build directory (default build/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -17,13 +20,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1 ;;
     --build) build="$2"; shift ;;
-    -h|--help) sed -n '2,11p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
     -*) echo "schedhot: run.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
 done
-[ ${#names[@]} -gt 0 ] || names=(recording tui scale probe_cost)
+[ ${#names[@]} -gt 0 ] || names=(recording tui scale probe_cost guest)
 bin="$build/tests"
 
 # name -> command line; and a pattern that a line of its figures matches.
@@ -33,6 +36,7 @@ cmd_of() {
     tui) echo "$bin/schedhot_bench_tui ${short:+--short}" ;;
     scale) echo "$bin/schedhot_bench_scale ${short:+--short} --schedhot $build/schedhot" ;;
     probe_cost) echo "$bin/schedhot_bench_probe_cost ${short:+--short}" ;;
+    guest) echo "python3 $root/tests/bench/guest_cost.py ${short:+--short} --build $build" ;;
     *) return 1 ;;
   esac
 }
@@ -42,6 +46,7 @@ figures_of() {
     tui) echo '^ +[0-9]+ per-CPU, by idle/s +[0-9.]+ +[0-9.]+ +[0-9.]+' ;;
     scale) echo 'take a sample +[0-9.]+' ;;
     probe_cost) echo '^ +1 +timed \+ sh_hist \(per-CPU\) +[0-9.]+' ;;
+    guest) echo '^  schedhot record \(default, fentry\) +[0-9]+\.[0-9]{3} \(' ;;
   esac
 }
 

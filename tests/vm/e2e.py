@@ -803,6 +803,42 @@ def check_diff(ck, kver, d, binary):
     ck.diffs.append(row)
 
 
+def boot_guest(d, kver, image, append, flags=(), timeout=420, retries=5, stall=120):
+    """Boots one guest with boot.sh (serial log d/serial.log, summary d/boot.txt), booting
+    again up to RETRIES times in all on the TCG text-patching race or a hung guest.
+    Returns (boot.sh's CompletedProcess, the summary's key=value dict, seconds, retried):
+    retried is None or a sentence on the boots that were retried. Also used by
+    tests/bench/guest_cost.py."""
+    log = os.path.join(d, "serial.log")
+    t0 = time.time()
+    b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
+                        "--quiet", "--retries", str(retries), "--stall", str(stall), "--log", log,
+                        "--summary", os.path.join(d, "boot.txt"), "--append", append] + list(flags),
+                       capture_output=True, text=True)
+    dt = time.time() - t0
+    boot = {}
+    if os.path.exists(os.path.join(d, "boot.txt")):
+        with open(os.path.join(d, "boot.txt")) as fh:
+            boot = dict(line.rstrip("\n").split("=", 1) for line in fh if "=" in line)
+    retried = None
+    panics = [f for f in os.listdir(d) if f.startswith("serial.log.panic-")]
+    if panics:
+        hung = 0
+        for f in panics:
+            with open(os.path.join(d, f), errors="replace") as fh:
+                text = fh.read()
+                hung += "soft lockup" in text and "Oops: int3" not in text
+        retried = (f"{len(panics) - hung} boot(s) hit the TCG text-patching race (Oops: int3), {hung} hung "
+                   f"(soft lockup); each was retried, its log kept as serial.log.panic-K")
+    return b, boot, dt, retried
+
+
+def extract_files(d):
+    """extract.sh: every file the guest emitted on d/serial.log, into d."""
+    return subprocess.run([os.path.join(HERE, "extract.sh"), os.path.join(d, "serial.log"), d],
+                          capture_output=True, text=True)
+
+
 def run_one(ck, binary, image, kver, variant, backends, diff=False):
     flags, mode, _, graph, timeout = VARIANTS[variant]
     probes = arch(kver) == "arm64" and variant == "plain"
@@ -811,30 +847,15 @@ def run_one(ck, binary, image, kver, variant, backends, diff=False):
     os.makedirs(d)
     log = os.path.join(d, "serial.log")
     append = f"schedhot.e2e_mode={mode} schedhot.e2e_backends={','.join(backends)} schedhot.e2e_graph={int(graph)} schedhot.e2e_diff={int(diff)} schedhot.e2e_probes={int(probes)}"
-    t0 = time.time()
-    b = subprocess.run([os.path.join(HERE, "boot.sh"), "--kernel", kver, "--initrd", image, "--timeout", str(timeout),
-                        "--quiet", "--retries", "5", "--stall", "120", "--log", log, "--summary", os.path.join(d, "boot.txt"),
-                        "--append", append] + flags, capture_output=True, text=True)
-    dt = time.time() - t0
-    boot = {}
-    if os.path.exists(os.path.join(d, "boot.txt")):
-        with open(os.path.join(d, "boot.txt")) as fh:
-            boot = dict(line.rstrip("\n").split("=", 1) for line in fh if "=" in line)
+    b, boot, dt, retried = boot_guest(d, kver, image, append, flags, timeout)
     ck.say(f"== {kver} {variant}: kernel {boot.get('release', '?')} (cpu {boot.get('cpu', '?')}"
            f"{' ' + ' '.join(flags) if flags else ''}): /init after {boot.get('init_s', '?')} s, "
            f"run {dt:.0f} s, {boot.get('result', b.stderr.strip()[-200:])}")
     tag = f"{kver}/{variant}"
-    panics = [f for f in os.listdir(d) if f.startswith("serial.log.panic-")]
-    if panics:
-        hung = 0
-        for f in panics:
-            with open(os.path.join(d, f), errors="replace") as fh:
-                text = fh.read()
-                hung += "soft lockup" in text and "Oops: int3" not in text
-        ck.say(f"   ({len(panics) - hung} boot(s) hit the TCG text-patching race (Oops: int3), {hung} hung "
-               f"(soft lockup); each was retried, its log kept as serial.log.panic-K)")
+    if retried:
+        ck.say(f"   ({retried})")
     ck.expect(b.returncode == 0, tag, f"boot.sh rc {b.returncode}: {boot.get('result', b.stderr.strip())} (log {log})")
-    x = subprocess.run([os.path.join(HERE, "extract.sh"), log, d], capture_output=True, text=True)
+    x = extract_files(d)
     ck.expect(x.returncode == 0, tag, f"extracting the guest's files failed: {x.stderr.strip()}")
     if os.path.exists(os.path.join(d, "sysinfo")):
         with open(os.path.join(d, "sysinfo")) as fh:
@@ -849,6 +870,41 @@ def run_one(ck, binary, image, kver, variant, backends, diff=False):
     if diff:
         check_diff(ck, kver, d, binary)
     return dt, boot.get("release", "?")
+
+
+GUEST_BUILDERS = {"x86_64": ("SCHEDHOT_VM_GUEST_BIN", "build-static.sh", "vm-static"),
+                  "arm64": ("SCHEDHOT_VM_GUEST_BIN_ARM64", "build-static-arm64.sh", "vm-static-arm64")}
+
+
+def guest_binary(binary, a="x86_64", who="e2e"):
+    """The guests' static schedhot for architecture a: $SCHEDHOT_VM_GUEST_BIN (_ARM64) when set,
+    else built from this source tree by build-static.sh (build-static-arm64.sh) in
+    <dir of binary>/vm-static/ (vm-static-arm64/); a failed build ends the run (exit 1)."""
+    env, script, sub = GUEST_BUILDERS[a]
+    gb = os.environ.get(env)
+    if gb:
+        return gb
+    t0 = time.time()
+    b = subprocess.run([os.path.join(HERE, script), os.path.join(os.path.dirname(binary), sub)],
+                       stdout=subprocess.PIPE, text=True)
+    if b.returncode != 0:
+        print(f"{who}: error: building the static {a} schedhot for the guests failed ({script})", file=sys.stderr)
+        sys.exit(1)
+    print(f"{who}: {a} guest binaries ({script}) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
+    return b.stdout.strip().splitlines()[-1]
+
+
+def vm_lock(who="e2e"):
+    """$CACHE/vm.lock, held while guests boot (one VM run per machine); waits for another
+    holder. Keep the returned file open for as long as the lock is needed."""
+    os.makedirs(CACHE, exist_ok=True)
+    lock = open(os.path.join(CACHE, "vm.lock"), "w")
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        print(f"{who}: another VM run holds {CACHE}/vm.lock; waiting for it", file=sys.stderr, flush=True)
+        fcntl.flock(lock, fcntl.LOCK_EX)
+    return lock
 
 
 def main(argv):
@@ -879,27 +935,8 @@ def main(argv):
     # arm64 guests (6.1-arm64) run a static arm64 schedhot cross-built by build-static-arm64.sh
     # in vm-static-arm64/ (with the arm64 workload, tracecount and busybox);
     # $SCHEDHOT_VM_GUEST_BIN_ARM64 names another. A failed build fails the test.
-    guest_bins = {}
-    builders = {"x86_64": ("SCHEDHOT_VM_GUEST_BIN", "build-static.sh", "vm-static"),
-                "arm64": ("SCHEDHOT_VM_GUEST_BIN_ARM64", "build-static-arm64.sh", "vm-static-arm64")}
-    for a in sorted({arch(k) for k in kernels}):
-        env, script, sub = builders[a]
-        gb = os.environ.get(env)
-        if not gb:
-            t0 = time.time()
-            b = subprocess.run([os.path.join(HERE, script), os.path.join(os.path.dirname(binary), sub)],
-                               stdout=subprocess.PIPE, text=True)
-            if b.returncode != 0:
-                die(f"building the static {a} schedhot for the guests failed ({script})")
-            gb = b.stdout.strip().splitlines()[-1]
-            print(f"e2e: {a} guest binaries ({script}) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-        guest_bins[a] = gb
-    lock = open(os.path.join(CACHE, "vm.lock"), "w")
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        print(f"e2e: another VM run holds {CACHE}/vm.lock; waiting for it", file=sys.stderr, flush=True)
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    guest_bins = {a: guest_binary(binary, a) for a in sorted({arch(k) for k in kernels})}
+    lock = vm_lock("e2e")  # noqa: F841 (held until exit)
     t_start = time.time()
     if subprocess.run([os.path.join(HERE, "fetch-kernels.sh")] + kernels, stdout=sys.stderr).returncode != 0:
         die(f"fetch-kernels.sh {' '.join(kernels)} failed")

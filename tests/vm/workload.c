@@ -9,6 +9,9 @@
 //
 // Every mode prints exactly one JSON line on stdout at the end (what it did,
 // per thread); diagnostics go to stderr. Exit status 0 on success.
+// Throughput (tests/bench/guest_cost.py): hackbench's "msgs_per_s" (messages received per
+// second from the threads' start to their join), fifo-sleepers' and idle-churn's
+// "iters_per_s" (sleep+spin iterations of all threads per second, same span, "elapsed_s").
 //
 // idle-churn:    threads nanosleep(USEC) then spin SPIN_USEC: many idle enter/exit cycles.
 // hackbench:     per group FDS receivers with one socketpair each, FDS senders that write
@@ -142,11 +145,13 @@ struct sleepers_run {
     int n, fifo, prio, usec, spin, ncpus;
     int *cpus;
     struct sleeper *t;
+    double t0;   // threads started (now_s)
 };
 
 static void sleepers_start(struct sleepers_run *r) {
     if (r->n < 1 || r->n > MAXT) die("thread count out of range in %s", r->name);
     r->t = calloc(r->n, sizeof(*r->t));
+    r->t0 = now_s();
     pthread_attr_t at;
     pthread_attr_init(&at);
     if (r->fifo) {
@@ -171,6 +176,7 @@ static void sleepers_start(struct sleepers_run *r) {
 static void sleepers_join_json(struct sleepers_run *r, FILE *f) {
     uint64_t *v = calloc(r->n, sizeof(*v));
     for (int i = 0; i < r->n; i++) { pthread_join(r->t[i].th, NULL); v[i] = r->t[i].iters; }
+    double el = now_s() - r->t0;
     fprintf(f, "{\"mode\":\"%s\",\"duration_s\":%.3f,\"threads\":%d,\"usec\":%d,\"spin_usec\":%d", r->name, g_dur,
             r->n, r->usec, r->spin);
     if (r->fifo) fprintf(f, ",\"policy\":\"SCHED_FIFO\",\"prio\":%d", r->prio);
@@ -179,7 +185,9 @@ static void sleepers_join_json(struct sleepers_run *r, FILE *f) {
         for (int i = 0; i < r->ncpus; i++) fprintf(f, "%s%d", i ? "," : "", r->cpus[i]);
         fputc(']', f);
     }
-    fprintf(f, ",\"total\":%llu,\"per_thread\":", (unsigned long long)sum_u64(v, r->n));
+    uint64_t tot = sum_u64(v, r->n);
+    fprintf(f, ",\"total\":%llu,\"elapsed_s\":%.3f,\"iters_per_s\":%.1f,\"per_thread\":", (unsigned long long)tot, el,
+            el > 0 ? tot / el : 0.0);
     json_u64_array(f, v, r->n);
     fputc('}', f);
     free(v);
@@ -289,9 +297,10 @@ static void hb_join_json(struct hb_run *h, FILE *f) {
     h->t1 = now_s();
     uint64_t ts = sum_u64(sent, n), tr = sum_u64(recv, n);
     fprintf(f, "{\"mode\":\"hackbench\",\"groups\":%d,\"fds\":%d,\"loops\":%d,\"msg_bytes\":%d,\"sender_rounds\":%llu,"
-               "\"messages_sent\":%llu,\"messages_received\":%llu,\"ok\":%s,\"elapsed_s\":%.3f,\"per_sender\":",
+               "\"messages_sent\":%llu,\"messages_received\":%llu,\"ok\":%s,\"elapsed_s\":%.3f,\"msgs_per_s\":%.1f,\"per_sender\":",
             h->groups, h->fds, h->loops, h->msg, (unsigned long long)rounds, (unsigned long long)ts,
-            (unsigned long long)tr, ts == tr ? "true" : "false", h->t1 - h->t0);
+            (unsigned long long)tr, ts == tr ? "true" : "false", h->t1 - h->t0,
+            h->t1 > h->t0 ? tr / (h->t1 - h->t0) : 0.0);
     json_u64_array(f, sent, n);
     fprintf(f, ",\"per_receiver\":");
     json_u64_array(f, recv, n);
