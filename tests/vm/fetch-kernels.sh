@@ -96,6 +96,22 @@ tb_opts() {
         -o "Dir::State::Lists=$TB/lists" -o "Dir::Cache=$TB/cache" -o Dir::State::status=/dev/null \
         -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
 }
+# private_update DIR NAME APT-OPTIONS...: apt-get update of a private configuration in DIR
+# when --refresh is given or its lists are older than a day (or missing); a failed update
+# or an index whose signature cannot be verified with $KEYRING stops the script.
+private_update() {
+    local dir=$1 name=$2; shift 2
+    if [ "$REFRESH" = 1 ] || [ -z "$(find "$dir/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
+        log "apt-get update (private $name config in $dir)"
+        if ! apt-get "$@" --error-on=any update >"$dir/update.log" 2>&1; then
+            cat "$dir/update.log" >&2; die "private apt-get update for $name failed"
+        fi
+        if grep -qE 'NO_PUBKEY|not signed|EXPKEYSIG' "$dir/update.log"; then
+            cat "$dir/update.log" >&2; die "$name signature not verifiable with $KEYRING"
+        fi
+    fi
+}
+
 TB_READY=0
 tb_setup() {
     [ "$TB_READY" = 1 ] && return 0
@@ -103,16 +119,7 @@ tb_setup() {
     [ -r "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
     echo "deb [signed-by=$KEYRING] $(debian_mirror) trixie-backports main" > "$TB/sources.list"
     local -a o; mapfile -t o < <(tb_opts)
-    # refresh the private lists when older than a day (or missing)
-    if [ "$REFRESH" = 1 ] || [ -z "$(find "$TB/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
-        log "apt-get update (private trixie-backports config in $TB)"
-        if ! apt-get "${o[@]}" update >"$TB/update.log" 2>&1; then
-            cat "$TB/update.log" >&2; die "private apt-get update for trixie-backports failed"
-        fi
-        if grep -qE 'NO_PUBKEY|not signed|EXPKEYSIG' "$TB/update.log"; then
-            cat "$TB/update.log" >&2; die "trixie-backports signature not verifiable with $KEYRING"
-        fi
-    fi
+    private_update "$TB" trixie-backports "${o[@]}"
     TB_READY=1
 }
 
@@ -144,12 +151,7 @@ a64_setup() {
       echo "deb [signed-by=$KEYRING] $m bookworm-updates main"
       echo "deb [signed-by=$KEYRING] ${m%/debian}/debian-security bookworm-security main"; } > "$A64/sources.list"
     local -a o; mapfile -t o < <(a64_opts)
-    if [ "$REFRESH" = 1 ] || [ -z "$(find "$A64/lists" -maxdepth 1 -name '*Packages*' -mmin -1440 2>/dev/null | head -n1)" ]; then
-        log "apt-get update (private arm64 config in $A64)"
-        if ! apt-get "${o[@]}" --error-on=any update >"$A64/update.log" 2>&1; then
-            cat "$A64/update.log" >&2; die "private apt-get update for arm64 failed"
-        fi
-    fi
+    private_update "$A64" arm64 "${o[@]}"
     A64_READY=1
 }
 
