@@ -977,6 +977,57 @@ TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
   EXPECT_EQ(rows, 3) << txt.out;
 }
 
+// issue 28 items 8 and 14: a re-run of schedhot-fleet into a directory with fewer hosts ranked
+// the earlier run's hosts with this run's; a host directory named with a newline came out
+// rewritten ("a?b") in CSV. Hosts not in DIR/fleet.json's "hosts" are now listed apart as
+// stale with when they were recorded (never ranked, never read); a name with a control
+// character is refused (listed as failed, saying why, the exact name in JSON).
+TEST(RecordingCli, FleetReportListsEarlierRunsHostsAsStaleAndRefusesControlCharacterNames) {
+  namespace fs = std::filesystem;
+  const TempDir tmp("fleet_stale");  // removed at the end
+  const fs::path dir = tmp.path;
+  for (const char* h : {"now1", "old1", "old2"}) {
+    fs::create_directories(dir / h);
+    fs::copy_file(kData + "/vm-7.3.shot", dir / h / "recording.shot");
+  }
+  std::ofstream(dir / "old1" / "state.json")
+      << R"({"schema":"schedhot.fleet-host/1","host":"old1","failure":null,"steps":{"record":{"ok":true,"start_at":1764650000}}})";
+  std::ofstream(dir / "old2" / "state.json")
+      << R"({"schema":"schedhot.fleet-host/1","host":"old2","steps":{},"failure":{"step":"preflight","name":"unreachable","detail":"x"}})";
+  const std::string odd = "a\nb";
+  fs::create_directories(dir / odd);
+  fs::copy_file(kData + "/vm-7.3.shot", dir / odd / "recording.shot");
+  std::ofstream(dir / "fleet.json") << R"({"schema":"schedhot.fleet/1","run_at":1764700000,"hosts":["now1","a\nb"]})";
+  CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by;
+  for (auto& h : d["hosts"]) by[h["host"]] = h;
+  ASSERT_EQ(by.size(), 4u) << r.out;
+  EXPECT_EQ(by["now1"]["rank"], 1);
+  EXPECT_EQ(d["counts"]["reported"], 1) << "only this run's hosts are ranked";
+  EXPECT_EQ(d["counts"]["stale"], 2);
+  for (const char* h : {"old1", "old2"}) {
+    EXPECT_EQ(by[h]["status"], "stale") << h;
+    EXPECT_TRUE(by[h]["rank"].is_null()) << h;
+    EXPECT_NE(by[h]["why"].get<std::string>().find("earlier run"), std::string::npos) << by[h].dump();
+  }
+  EXPECT_EQ(by["old1"]["recorded_at"], 1764650000);
+  EXPECT_NE(by["old1"]["why"].get<std::string>().find("recorded 2025-12-02"), std::string::npos) << by["old1"]["why"];
+  EXPECT_TRUE(by["old2"]["recorded_at"].is_null());
+  ASSERT_TRUE(by.count(odd)) << "the exact name in JSON";
+  EXPECT_EQ(by[odd]["status"], "failed");
+  EXPECT_NE(by[odd]["why"].get<std::string>().find("control character"), std::string::npos) << by[odd].dump();
+  for (auto& l : d["fleet_latency"]) EXPECT_EQ(l["hosts"], 1) << "stale and refused hosts are not merged: " << l.dump();
+  CliRun csv = run_cli(fmt::format("report --fleet {} --csv", dir.string()));
+  EXPECT_NE(csv.out.find("a?b,failed,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("control character"), std::string::npos) << "said, not silently rewritten";
+  EXPECT_NE(csv.out.find("old1,stale,"), std::string::npos) << csv.out;
+  CliRun txt = run_cli(fmt::format("report --fleet {}", dir.string()));
+  EXPECT_NE(txt.out.find("2 stale hosts of earlier runs"), std::string::npos) << txt.out;
+  EXPECT_NE(txt.out.find("\n  old1: recorded 2025-12-02"), std::string::npos) << txt.out;
+}
+
 TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
   namespace fs = std::filesystem;
   const TempDir tmp("fleet_spans");  // removed at the end
