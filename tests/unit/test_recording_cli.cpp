@@ -375,6 +375,63 @@ TEST(RecordingCli, RecordStartAtIsCheckedBeforeAttaching) {
   EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
 }
 
+// issue 28 item 2: `record --start-at ... --force` opened its output only at the start
+// instant, so a symlink planted at the path while it waited (after schedhot-fleet removed the
+// old file) made root write through it. The file is now opened at launch: whatever appears at
+// the path later is never followed, with or without a file there before (--force replaces
+// that one by renaming the new file over the path, which replaces a link, never follows it).
+TEST(RecordingCli, RecordStartAtOpensItsFileAtLaunchAndNeverFollowsALinkPlantedLater) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  namespace fs = std::filesystem;
+  TempDir dir("cli_start_at_link");
+  const std::string victim = dir / "victim", path = dir / "s.shot", done = dir / "done", e = dir / "err";
+  for (bool existing : {false, true}) {
+    SCOPED_TRACE(existing ? "an earlier file at the path (--force)" : "nothing at the path");
+    fs::remove(path);
+    fs::remove(done);
+    std::ofstream(victim) << "precious\n";
+    if (existing) fs::copy_file(kData + "/v1.3-basic.shot", path);
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const long start = ts.tv_sec + 5;
+    std::system(fmt::format("{{ {} record --start-at {} -d 1 -i 100ms -q --force -o {} 2> {}; echo $? > {}; }} &",
+                            SCHEDHOT_BIN, start, path, e, done).c_str());
+    // Well before the instant (the probes attach meanwhile): the attacker swaps in a link.
+    for (int i = 0; i < 25 && !fs::exists(done); ++i) usleep(100'000);
+    ASSERT_FALSE(fs::exists(done)) << "record ended before the instant: " << slurp(e);
+    fs::remove(path);
+    ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+    for (int i = 0; i < 200 && !fs::exists(done); ++i) usleep(100'000);
+    usleep(100'000);
+    ASSERT_EQ(slurp(done), "0\n") << slurp(e);
+    EXPECT_TRUE(slurp(victim) == "precious\n") << "the link planted after the launch was followed: the file it names "
+                                                   "now holds " << slurp(victim).size() << " bytes";
+    if (existing) {
+      // the new recording was renamed over the path: the link is replaced, not followed
+      ASSERT_FALSE(fs::is_symlink(path));
+      CliRun r = run_cli("info --json " + path);
+      ASSERT_EQ(r.status, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_TRUE(j["integrity"]["complete"].get<bool>());
+      EXPECT_GE(j["integrity"]["samples"].get<int>(), 2);
+      EXPECT_GE(j["start_wall_ns"].get<uint64_t>(), uint64_t(start) * 1'000'000'000ull) << "samples from the instant on";
+    } else {
+      EXPECT_TRUE(fs::is_symlink(path)) << "the link is left as it is; the recording went to the file opened at launch";
+    }
+    for (auto& f : fs::directory_iterator(dir.path))
+      EXPECT_EQ(f.path().filename().string().find(".new"), std::string::npos) << "no temporary left: " << f.path();
+  }
+  // Stopped while waiting: nothing recorded, and the file made at launch is gone again.
+  fs::remove(path);
+  fs::remove(done);
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::system(fmt::format("{{ timeout --preserve-status -s INT 4 {} record --start-at {} -d 1 -q -o {} 2> {}; echo $? > {}; }}", SCHEDHOT_BIN,
+                          ts.tv_sec + 30, path, e, done).c_str());
+  EXPECT_EQ(slurp(done), "130\n") << slurp(e);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << "the file opened at launch is removed when nothing was recorded";
+}
+
 TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_rotate");
