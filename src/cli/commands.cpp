@@ -299,6 +299,19 @@ int run_record(const RecordCmd& o) {
     err(fmt::format("{} exists; choose another name or pass --force", o.output));
     return 1;
   }
+  // The file is opened now, before attaching and before --start-at: a symlink planted at
+  // the path while the probes attach or while waiting for the instant is never followed
+  // (the samples are written from the start on; a file created here is removed again if
+  // nothing is recorded). A rotating recording opens its FILE after rotating the old one.
+  std::unique_ptr<PreparedOutput> prepared;
+  if (o.output != "-" && !rot.max_bytes) {
+    try {
+      prepared = std::make_unique<PreparedOutput>(o.output, o.force);
+    } catch (const std::exception& e) {
+      err(e.what());
+      return 1;
+    }
+  }
   int status = 0;
   auto a = attach_some(o.common, status);
   if (!a) return status;
@@ -309,6 +322,7 @@ int run_record(const RecordCmd& o) {
   WriterOptions wo;
   wo.compress = !o.no_compress;
   wo.overwrite = o.force;
+  wo.prepared = prepared.get();
   if (start_at) {  // probes attached first: attaching takes no time of the window
     const uint64_t now = wall_now_ns();
     if (now > start_at) {

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <ctime>
 #include <stdexcept>
+#include <utility>
 
 #include <fmt/format.h>
 #include <zstd.h>
@@ -211,7 +212,14 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     fd_ = STDOUT_FILENO;
     own_fd_ = false;
   } else {
-    fd_ = open_output(path, opts.overwrite, created_, replaces_);
+    if (opts.prepared && opts.prepared->fd_ >= 0 && opts.prepared->path_ == path) {
+      // opened ahead: this writer takes its descriptor and what it created
+      fd_ = std::exchange(opts.prepared->fd_, -1);
+      created_ = std::move(opts.prepared->created_);
+      replaces_ = std::move(opts.prepared->replaces_);
+    } else {
+      fd_ = open_output(path, opts.overwrite, created_, replaces_);
+    }
     struct stat st {};
     if (!created_.empty() && ::fstat(fd_, &st) == 0) {
       created_dev_ = st.st_dev;
@@ -250,6 +258,20 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     remove_created();
     throw;
   }
+}
+
+PreparedOutput::PreparedOutput(const std::string& path, bool overwrite) : path_(path) {
+  fd_ = open_output(path, overwrite, created_, replaces_);
+}
+
+PreparedOutput::~PreparedOutput() {
+  if (fd_ < 0) return;
+  struct stat open_st {}, path_st {};
+  // Never taken: the file this made goes again, only while its name still holds it.
+  if (!created_.empty() && ::fstat(fd_, &open_st) == 0 && ::lstat(created_.c_str(), &path_st) == 0 &&
+      S_ISREG(path_st.st_mode) && open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino)
+    ::unlink(created_.c_str());
+  ::close(fd_);
 }
 
 bool RecordingWriter::remove_created() {

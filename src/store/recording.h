@@ -100,6 +100,8 @@ enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
 
+class PreparedOutput;
+
 /// Writer options.
 struct WriterOptions {
   bool compress = true;      ///< zstd sample payloads when smaller
@@ -108,6 +110,32 @@ struct WriterOptions {
   /// When > 0, the file including its closing INDEX and END frames never grows past this
   /// many bytes: write_sample()/write_status() return false instead of writing.
   uint64_t max_bytes = 0;
+  /// The output opened ahead (record: at launch, before attaching and before --start-at),
+  /// taken by the first writer of its path instead of opening the path then: whatever
+  /// appears at the path after it was opened (a symlink planted while waiting) is never
+  /// followed or truncated. nullptr: the writer opens the path itself.
+  PreparedOutput* prepared = nullptr;
+};
+
+/// A recording's output opened now and written later (WriterOptions::prepared). The open
+/// is the writer's (symlinks present now resolved once, O_EXCL creation, an existing
+/// regular file replaced only with overwrite, through a new file beside it renamed over it
+/// once the header and META are written), so the file the writer produces is byte for byte
+/// the same. Not taken by a writer: closed, and a file it created removed (if still the one
+/// it created). Throws like RecordingWriter's constructor.
+class PreparedOutput {
+ public:
+  PreparedOutput(const std::string& path, bool overwrite);
+  ~PreparedOutput();
+  PreparedOutput(const PreparedOutput&) = delete;
+  PreparedOutput& operator=(const PreparedOutput&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  friend class RecordingWriter;
+  std::string path_;
+  int fd_ = -1;
+  std::string created_, replaces_;
 };
 
 /// Appends a recording. Every frame goes to the kernel with one write() as soon as it is

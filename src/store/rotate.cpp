@@ -79,6 +79,7 @@ RotatingWriter::RotatingWriter(const std::string& path, const Meta& meta, Writer
     check_rotatable(path_, rot_.keep, wo_.overwrite);
     check_rotated("rotation would move or delete it: choose another name");
     wo_.overwrite = false;
+    wo_.prepared = nullptr;  // FILE is rotated away first: opened here, after the shift
     if (exists(path_)) shift();
   }
   open_new(meta_.start_wall_ns, meta_.start_mono_ns);
@@ -112,6 +113,7 @@ void RotatingWriter::open_new(uint64_t start_wall_ns, uint64_t start_mono_ns) {
   m.start_mono_ns = start_mono_ns;
   repeated_ = 0;
   w_ = std::make_unique<RecordingWriter>(path_, m, wo_);
+  wo_.prepared = nullptr;  // the first file only: a rotation opens its new FILE then
 }
 
 void RotatingWriter::write_sample(const Sample& s) {

@@ -65,7 +65,30 @@ struct Entry {
   bool loose = false;     ///< DIR/<host>.shot, not DIR/<host>/
   std::string unreadable; ///< why DIR/<host>/ gives no figures before any reading (unreadable, empty)
   std::string note;       ///< a flag about the entry itself (a renamed duplicate)
+  std::string stale;      ///< why it is not one of the latest schedhot-fleet run's hosts ("" when it is)
+  std::string bad_name;   ///< why its name is refused ("" when it is a host name)
 };
+
+/// A name with an ASCII control character (newline, tab, escape...) is no host name (schedhot-fleet
+/// never makes one): refused rather than shown rewritten. Other code points are kept (JSON
+/// and CSV) and only the text table shows them as '?'.
+bool has_ascii_control(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
+}
+
+/// When a recording of this entry's host was made (epoch seconds), from state.json: the record
+/// step's start_at, else the check step's start_wall_ns; null when neither says.
+nlohmann::json recorded_at(const nlohmann::json& state) {
+  if (!state.is_object() || !state.contains("steps") || !state["steps"].is_object()) return nullptr;
+  const auto& st = state["steps"];
+  if (st.contains("record") && st["record"].is_object() && st["record"].contains("start_at") &&
+      st["record"]["start_at"].is_number())
+    return st["record"]["start_at"];
+  if (st.contains("check") && st["check"].is_object() && st["check"].contains("start_wall_ns") &&
+      st["check"]["start_wall_ns"].is_number())
+    return st["check"]["start_wall_ns"].get<double>() / 1e9;
+  return nullptr;
+}
 
 /// Hosts of dir: DIR/<host>/ holding recording.shot or state.json, and loose DIR/<host>.shot.
 std::vector<Entry> discover(const std::string& dir) {
@@ -73,6 +96,23 @@ std::vector<Entry> discover(const std::string& dir) {
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(fmt::format("--fleet {}: not a directory", dir));
   std::vector<Entry> out;
   const bool run_dir = fs::exists(fs::path(dir) / "fleet.json", ec);
+  // The latest schedhot-fleet run's hosts (DIR/fleet.json "hosts"): any other host of DIR is an
+  // earlier run's, listed apart as stale and never ranked. No readable list: every host counts.
+  std::optional<std::set<std::string>> this_run;
+  std::string run_at;
+  if (run_dir) {
+    try {
+      const nlohmann::json fj = read_state(fs::path(dir) / "fleet.json");
+      if (fj.contains("hosts") && fj["hosts"].is_array()) {
+        this_run.emplace();
+        for (auto& h : fj["hosts"])
+          if (h.is_string()) this_run->insert(h.get<std::string>());
+        if (fj.contains("run_at") && fj["run_at"].is_number())
+          run_at = " of " + format_utc_time(static_cast<uint64_t>(fj["run_at"].get<double>() * 1e9));
+      }
+    } catch (const std::exception&) {
+    }
+  }
   fs::directory_iterator it(dir, ec), end;
   if (ec) throw std::runtime_error(fmt::format("--fleet {}: {}", dir, ec.message()));
   for (; it != end; it.increment(ec)) {
@@ -120,6 +160,13 @@ std::vector<Entry> discover(const std::string& dir) {
       e.note = fmt::format("named {} by its file: {}/ is also a host", fs::path(e.recording).filename().string(), e.host);
       e.host = fs::path(e.recording).filename().string();
     }
+  for (Entry& e : out) {
+    if (has_ascii_control(e.host))
+      e.bad_name = "its name holds a control character (newline, tab, escape...): not a host name, not read; rename it";
+    if (this_run && !this_run->count(e.host))
+      e.stale = fmt::format("not a host of the latest schedhot-fleet run{} (DIR/fleet.json): an earlier run's, not ranked",
+                            run_at);
+  }
   std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.host < b.host; });
   if (out.empty())
     throw std::runtime_error(fmt::format("--fleet {}: no host in it (want DIR/<host>/recording.shot, DIR/<host>/state.json "
@@ -253,6 +300,18 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
       : !fail.is_null() && !fail.is_discarded() && e.state.is_object() ? "failure: " + json_text(fail)
                                                                        : "";
   if (!e.state_error.empty()) row["state_error"] = e.state_error;
+  if (!e.bad_name.empty()) return failed(e.bad_name);
+  if (!e.stale.empty()) {  // an earlier run's host: listed apart with when it was recorded, never read
+    row["status"] = "stale";
+    row["severity"] = nullptr;
+    row["recorded_at"] = recorded_at(e.state);
+    row["why"] = fmt::format("recorded {}; {}",
+                             row["recorded_at"].is_number()
+                                 ? format_utc_time(static_cast<uint64_t>(row["recorded_at"].get<double>() * 1e9))
+                                 : std::string("at an unknown time"),
+                             e.stale);
+    return row;
+  }
   if (!e.unreadable.empty()) return failed(e.unreadable);
   if (e.recording.empty())
     return failed(fail_text.empty() ? (e.state_error.empty() ? "no recording collected" : "state.json: " + e.state_error)
@@ -413,11 +472,11 @@ nlohmann::json fleet_document(const FleetRequest& req) {
     if (fa != fb) return fa;
     return fa && a["severity"].get<double>() > b["severity"].get<double>();
   });
-  int rank = 0, reported = 0, partial = 0, failed = 0, not_shown = 0;
+  int rank = 0, reported = 0, partial = 0, failed = 0, stale = 0, not_shown = 0;
   nlohmann::json hosts = nlohmann::json::array();
   for (auto& r : rows) {
     const std::string st = r["status"];
-    (st == "reported" ? reported : st == "partial" ? partial : failed)++;
+    (st == "reported" ? reported : st == "partial" ? partial : st == "stale" ? stale : failed)++;
     r["rank"] = r["severity"].is_number() ? nlohmann::json(++rank) : nlohmann::json(nullptr);
     if (req.top >= 0 && st == "reported" && rank > req.top) {
       ++not_shown;
@@ -474,7 +533,7 @@ nlohmann::json fleet_document(const FleetRequest& req) {
                    {"unit", "us per CPU-second"}};
   d["p99_flag_ns"] = req.p99_flag_ns;
   d["hosts_total"] = rows.size();
-  d["counts"] = {{"reported", reported}, {"partial", partial}, {"failed", failed}};
+  d["counts"] = {{"reported", reported}, {"partial", partial}, {"failed", failed}, {"stale", stale}};
   d["not_shown"] = not_shown;
   d["hosts"] = hosts;
   d["groups"] = gj;
@@ -491,6 +550,10 @@ std::string render_fleet_text(const nlohmann::json& d) {
                      scrub_controls(d["dir"].get<std::string>()), d["hosts_total"].get<size_t>(),
                      d["hosts_total"].get<size_t>() == 1 ? "" : "s", c["reported"].get<int>(),
                      c["partial"].get<int>(), c["failed"].get<int>());
+  if (c.contains("stale") && c["stale"].get<int>() > 0)
+    out += fmt::format("plus {} stale host{} of earlier runs (not in the latest schedhot-fleet run: not ranked, listed "
+                       "at the end)\n",
+                       c["stale"].get<int>(), c["stale"].get<int>() == 1 ? "" : "s");
   out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
   out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
   size_t hw = 4;
@@ -531,10 +594,19 @@ std::string render_fleet_text(const nlohmann::json& d) {
     for (auto& f : h["flags"]) out += fmt::format("       ! {}\n", scrub_controls(f.get<std::string>()));
   }
   if (d["not_shown"].get<int>() > 0) out += fmt::format("  ... {} more ranked hosts (--top)\n", d["not_shown"].get<int>());
-  if (any_failed) {
+  bool any_stale = false;
+  for (auto& h : d["hosts"]) any_stale |= h["status"] == "stale";
+  if (any_failed && std::any_of(d["hosts"].begin(), d["hosts"].end(),
+                                [](const nlohmann::json& h) { return !h["severity"].is_number() && h["status"] != "stale"; })) {
     out += "\nWithout figures:\n";
     for (auto& h : d["hosts"])
-      if (!h["severity"].is_number())
+      if (!h["severity"].is_number() && h["status"] != "stale")
+        out += fmt::format("  {}: {}\n", scrub_controls(h["host"].get<std::string>()), scrub_controls(h["why"].get<std::string>()));
+  }
+  if (any_stale) {
+    out += "\nStale (earlier runs' hosts, not in the latest schedhot-fleet run; not ranked):\n";
+    for (auto& h : d["hosts"])
+      if (h["status"] == "stale")
         out += fmt::format("  {}: {}\n", scrub_controls(h["host"].get<std::string>()), scrub_controls(h["why"].get<std::string>()));
   }
   if (!d["groups"].empty()) {

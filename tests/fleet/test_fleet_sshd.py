@@ -13,8 +13,15 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   fails     record fails at once, a stale file where it records -> record failed, nothing collected
   nopriv    the real schedhot run as nobody (setpriv)  -> not privileged
   fewer     the real schedhot attaching only cpupri_set -> probe set differs
-Then usage errors, a missing --remote-dir, and a run interrupted while recording (a re-run
-stops its recorder).
+Then usage errors (an unknown @group too), a missing --remote-dir, a world-writable one without
+the sticky bit and one of another user (refused), and a run interrupted while recording
+(failure "interrupted", not "timeout"; a re-run stops its recorder).
+  viaport   its ssh_config entry names a port nobody listens on: --ssh-options '-p PORT' (as the
+            help shows it) reaches sshd for the record and for collect's scp; a re-run of
+            viaport alone into that directory lists h1 as stale (an earlier run's), not ranked.
+The main run's --remote-dir is a shared sticky world-writable directory (/tmp-like) where
+symlinks to a file of ours are planted at every name an earlier schedhot-fleet used: none is
+followed or truncated, each host records in a private mktemp -d directory (0700).
   'a;rm -rf /'  hostile name                        -> bad host name (not contacted)
 Then a re-run resumes (h1/h2 not re-recorded, failed hosts tried again) and --force re-records
 with the report step: h1 and h2 ranked from their recordings, each failed host listed with why.
@@ -89,15 +96,29 @@ exec %s "$@"
     sshd.host("fails", "fails_key")
     sshd.host("nopriv", "nopriv_key")
     sshd.host("fewer", "fewer_key")
+    sshd.host("viaport", "user_key", port=sshd.dead)
     ssh_config = sshd.ssh_config()
     out = os.path.join(t, "fleet")
-    # An earlier run's file where "fails" records: it must not pass for this run's recording.
-    shutil.copy(os.path.join(src, "tests", "data", "vm-7.3.shot"), os.path.join(t, "schedhot-fleet-fails.shot"))
+    # The remote dir: shared, sticky and world-writable like /tmp. Symlinks to a file of ours
+    # wait at the names schedhot-fleet used to create there (FILE, FILE.log, .pid, .rc).
+    shared = os.path.join(t, "shared")
+    os.mkdir(shared)
+    os.chmod(shared, 0o1777)
+    victim = os.path.join(t, "victim")
+    with open(victim, "w") as f:
+        f.write("precious\n")
+    planted = []
+    for h in ("h1", "h2", "cut"):
+        for suffix in ("", ".log", ".pid", ".rc", ".rc.tmp"):
+            planted.append(os.path.join(shared, "schedhot-fleet-%s.shot%s" % (h, suffix)))
+            os.symlink(victim, planted[-1])
+    # An earlier run's file where "fails" recorded: it must not pass for this run's recording.
+    shutil.copy(os.path.join(src, "tests", "data", "vm-7.3.shot"), os.path.join(shared, "schedhot-fleet-fails.shot"))
 
     def run(*extra, report=False):
         cmd = [fleet, "run", "-o", out, "-F", ssh_config, "-w", "h[1-2],nokey,refused,dead,missing,hang,cut,fails,nopriv,fewer",
                "-w", "a;rm -rf /", "-d", "2", "-i", "200ms", "--start-delay", "2", "-t", "8", "--connect-timeout", "3",
-               "--remote-dir", t, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
+               "--remote-dir", shared, "--local-schedhot", os.path.join(build, "schedhot")] + ([] if report else ["--no-report"]) + list(extra)
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=80)
         print(r.stderr)
         return r
@@ -120,7 +141,18 @@ exec %s "$@"
     fl = st("fails").get("failure") or {}
     check(fl.get("name") == "record failed" and "boom" in fl.get("detail", ""), "fails: record failed, its message (got %s)" % fl)
     check(not os.path.exists(os.path.join(out, "fails", "recording.shot")),
-          "fails: the stale remote file was removed before the launch, nothing collected")
+          "fails: an earlier file at the old name in the remote dir is not collected")
+    # Nothing planted was followed: the file the links point at is intact, the links are there.
+    check(open(victim).read() == "precious\n", "shared remote dir: no planted symlink followed or truncated (victim: %r)"
+          % open(victim).read()[:40])
+    check(all(os.path.islink(l) for l in planted), "shared remote dir: the planted links are left alone")
+    for h in ("h1", "h2"):
+        rf = st(h)["steps"].get("record", {}).get("remote_file", "")
+        d = os.path.dirname(rf)
+        ok = os.path.dirname(d) == shared and os.path.basename(d).startswith("schedhot-fleet.") and os.path.isdir(d) \
+            and not os.path.islink(d) and (os.lstat(d).st_mode & 0o7777) == 0o700 and os.lstat(d).st_uid == os.geteuid()
+        check(ok and sorted(os.listdir(d)) == ["log", "pid", "rc", "recording.shot"],
+              "%s: recorded in a private directory of its own, 0700 (%s: %s)" % (h, rf, sorted(os.listdir(d)) if ok else "-"))
     check("a;rm -rf /: bad host name" in r.stderr, "hostile name is a failed host")
     check(not os.path.exists(os.path.join(out, "a;rm -rf ")), "no directory for the hostile name")
     starts = set()
@@ -170,7 +202,13 @@ exec %s "$@"
         want = 1 if bad[0] == "-w" else 2
         check(r2.returncode == want and "Traceback" not in r2.stderr, "%s: exit %d, one line (got %d: %s)"
               % (" ".join(bad), want, r2.returncode, r2.stderr.strip()[-200:]))
-    base = [fleet, "run", "-F", ssh_config, "-w", "h1", "-i", "200ms", "--start-delay", "1", "-t", "8",
+    # An unknown @group names no host: an error, not "0 host(s)" and exit 0.
+    r2 = subprocess.run([fleet, "preflight", "-w", "@nosuchgroup", "-o", os.path.join(t, "nogroup"), "-F", ssh_config],
+                        capture_output=True, text=True, timeout=60)
+    check(r2.returncode == 2 and "@nosuchgroup" in r2.stderr and "names no host" in r2.stderr
+          and len(r2.stderr.strip().splitlines()) == 1, "preflight -w @nosuchgroup: exit 2, one line (got %d: %s)"
+          % (r2.returncode, r2.stderr.strip()[-200:]))
+    base = [fleet, "run", "-F", ssh_config, "-w", "h1", "-i", "200ms", "--start-delay", "3", "-t", "8",
             "--connect-timeout", "3", "--local-schedhot", os.path.join(build, "schedhot"), "--no-report"]
     # A --remote-dir that does not exist: record failed at once with the shell's reason.
     t0 = time.time()
@@ -179,19 +217,64 @@ exec %s "$@"
     f2 = (json.load(open(os.path.join(t, "nodir", "h1", "state.json"))).get("failure") or {})
     check(f2.get("name") == "record failed" and "No such file" in f2.get("detail", "") and time.time() - t0 < 20,
           "missing --remote-dir: record failed at once (got %s in %.0f s)" % (f2, time.time() - t0))
+    # A remote dir others could plant names in, or another user's: refused, one line per host.
+    opendir, theirs = os.path.join(t, "open"), os.path.join(t, "theirs")
+    os.mkdir(opendir)
+    os.chmod(opendir, 0o777)
+    os.mkdir(theirs)
+    os.chown(theirs, 65534, 65534)
+    for rdir, why in ((opendir, "world-writable without the sticky bit"), (theirs, "owned by uid 65534")):
+        o2 = os.path.join(t, "refused-" + os.path.basename(rdir))
+        r2 = subprocess.run(base + ["-o", o2, "-d", "2", "--remote-dir", rdir], capture_output=True, text=True, timeout=60)
+        f2 = (json.load(open(os.path.join(o2, "h1", "state.json"))).get("failure") or {})
+        check(r2.returncode == 1 and f2.get("name") == "remote dir refused" and why in f2.get("detail", "")
+              and "h1: remote dir refused (record): --remote-dir %s: %s" % (rdir, why) in r2.stderr and not os.listdir(rdir),
+              "--remote-dir %s: refused, nothing created in it (got %s)" % (os.path.basename(rdir), f2))
+    # sshd on a port the ssh config does not name: --ssh-options '-p PORT' as the help shows it,
+    # for the record (ssh) and for collect (scp, where -p alone means "preserve").
+    pdir = os.path.join(t, "port")
+    r2 = subprocess.run(base + ["-o", pdir, "-d", "2", "--remote-dir", shared, "-w", "viaport",
+                                "--ssh-options", "-p %d" % sshd.port], capture_output=True, text=True, timeout=80)
+    print(r2.stderr)
+    fj = json.load(open(os.path.join(pdir, "fleet.json"))) if os.path.exists(os.path.join(pdir, "fleet.json")) else {}
+    check(r2.returncode == 0 and sorted(fj.get("complete", [])) == ["h1", "viaport"],
+          "--ssh-options '-p PORT': record and collect reach the port (got %d, complete %s)" % (r2.returncode, fj.get("complete")))
+    # Re-run into that directory with h1 left out: h1 is an earlier run's host, listed apart as
+    # stale with when it was recorded, never ranked; viaport (complete, not re-recorded) is ranked.
+    h1_at = json.load(open(os.path.join(pdir, "h1", "state.json")))["steps"].get("record", {}).get("start_at")
+    r2 = subprocess.run([fleet, "run", "-F", ssh_config, "-w", "viaport", "--ssh-options", "-p %d" % sshd.port, "-o", pdir,
+                         "--connect-timeout", "3", "--local-schedhot", os.path.join(build, "schedhot"), "--json"],
+                        capture_output=True, text=True, timeout=80)
+    try:
+        rows = {h["host"]: h for h in json.loads(r2.stdout).get("hosts", [])}
+    except ValueError:
+        rows = {}
+    h1r, vp = rows.get("h1", {}), rows.get("viaport", {})
+    check(r2.returncode == 0 and vp.get("rank") == 1 and vp.get("status") == "reported",
+          "re-run without h1: viaport ranked first (got %d, %s)" % (r2.returncode, {k: vp.get(k) for k in ("rank", "status")}))
+    check(h1r.get("status") == "stale" and h1r.get("rank") is None and h1r.get("recorded_at") == h1_at
+          and "earlier run" in (h1r.get("why") or ""),
+          "re-run without h1: h1 listed as stale, recorded at its run's instant, not ranked (got %s)"
+          % {k: h1r.get(k) for k in ("status", "rank", "recorded_at", "why")})
+    txt = subprocess.run([os.path.join(build, "schedhot"), "report", "--fleet", pdir], capture_output=True, text=True).stdout
+    check("Stale (" in txt and "\n  h1: recorded " in txt, "text report: h1 under Stale with its time")
     # Interrupted while recording: exit 130, the pid kept; a re-run stops that recorder and records again.
     intr = os.path.join(t, "intr")
-    p = subprocess.Popen(base + ["-o", intr, "-d", "60", "--remote-dir", t], stderr=subprocess.PIPE, text=True)
+    p = subprocess.Popen(base + ["-o", intr, "-d", "60", "--remote-dir", shared], stderr=subprocess.PIPE, text=True)
     time.sleep(6)
     p.send_signal(signal.SIGINT)
     e2 = p.communicate(timeout=30)[1]
     check(p.returncode == 130 and "interrupted" in e2, "SIGINT: exit 130, says so (got %d)" % p.returncode)
-    check(isinstance(json.load(open(os.path.join(intr, "h1", "state.json")))["steps"].get("record", {}).get("pid"), int),
-          "SIGINT: the recorder's pid is in state.json")
-    r2 = subprocess.run(base + ["-o", intr, "-d", "2", "--remote-dir", t], capture_output=True, text=True, timeout=80)
+    sti = json.load(open(os.path.join(intr, "h1", "state.json")))
+    check(isinstance(sti["steps"].get("record", {}).get("pid"), int), "SIGINT: the recorder's pid is in state.json")
+    check((sti.get("failure") or {}).get("name") == "interrupted" and "h1: interrupted (record)" in e2,
+          "SIGINT: the host's failure is 'interrupted', not 'timeout' (got %s)" % sti.get("failure"))
+    old_dir = os.path.dirname(sti["steps"].get("record", {}).get("remote_file", "/nonexistent/x"))
+    r2 = subprocess.run(base + ["-o", intr, "-d", "2", "--remote-dir", shared], capture_output=True, text=True, timeout=80)
     left = [l for l in subprocess.run(["ps", "-eo", "args"], capture_output=True, text=True).stdout.splitlines()
-            if "record" in l and "-d 60" in l and "schedhot-fleet-h1" in l]
+            if "record" in l and "-d 60" in l and old_dir in l]
     check(r2.returncode == 0 and not left, "re-run: complete, the interrupted run's recorder stopped (left: %s)" % left)
+    check(not os.path.exists(old_dir), "re-run: the interrupted run's private directory removed (%s)" % old_dir)
 finally:
     if sshd:
         sshd.close()

@@ -375,6 +375,63 @@ TEST(RecordingCli, RecordStartAtIsCheckedBeforeAttaching) {
   EXPECT_FALSE(std::filesystem::exists(dir / "r.shot"));
 }
 
+// issue 28 item 2: `record --start-at ... --force` opened its output only at the start
+// instant, so a symlink planted at the path while it waited (after schedhot-fleet removed the
+// old file) made root write through it. The file is now opened at launch: whatever appears at
+// the path later is never followed, with or without a file there before (--force replaces
+// that one by renaming the new file over the path, which replaces a link, never follows it).
+TEST(RecordingCli, RecordStartAtOpensItsFileAtLaunchAndNeverFollowsALinkPlantedLater) {
+  if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
+  namespace fs = std::filesystem;
+  TempDir dir("cli_start_at_link");
+  const std::string victim = dir / "victim", path = dir / "s.shot", done = dir / "done", e = dir / "err";
+  for (bool existing : {false, true}) {
+    SCOPED_TRACE(existing ? "an earlier file at the path (--force)" : "nothing at the path");
+    fs::remove(path);
+    fs::remove(done);
+    std::ofstream(victim) << "precious\n";
+    if (existing) fs::copy_file(kData + "/v1.3-basic.shot", path);
+    timespec ts{};
+    clock_gettime(CLOCK_REALTIME, &ts);
+    const long start = ts.tv_sec + 5;
+    std::system(fmt::format("{{ {} record --start-at {} -d 1 -i 100ms -q --force -o {} 2> {}; echo $? > {}; }} &",
+                            SCHEDHOT_BIN, start, path, e, done).c_str());
+    // Well before the instant (the probes attach meanwhile): the attacker swaps in a link.
+    for (int i = 0; i < 25 && !fs::exists(done); ++i) usleep(100'000);
+    ASSERT_FALSE(fs::exists(done)) << "record ended before the instant: " << slurp(e);
+    fs::remove(path);
+    ASSERT_EQ(::symlink(victim.c_str(), path.c_str()), 0);
+    for (int i = 0; i < 200 && !fs::exists(done); ++i) usleep(100'000);
+    usleep(100'000);
+    ASSERT_EQ(slurp(done), "0\n") << slurp(e);
+    EXPECT_TRUE(slurp(victim) == "precious\n") << "the link planted after the launch was followed: the file it names "
+                                                   "now holds " << slurp(victim).size() << " bytes";
+    if (existing) {
+      // the new recording was renamed over the path: the link is replaced, not followed
+      ASSERT_FALSE(fs::is_symlink(path));
+      CliRun r = run_cli("info --json " + path);
+      ASSERT_EQ(r.status, 0) << r.err;
+      const auto j = nlohmann::json::parse(r.out);
+      EXPECT_TRUE(j["integrity"]["complete"].get<bool>());
+      EXPECT_GE(j["integrity"]["samples"].get<int>(), 2);
+      EXPECT_GE(j["start_wall_ns"].get<uint64_t>(), uint64_t(start) * 1'000'000'000ull) << "samples from the instant on";
+    } else {
+      EXPECT_TRUE(fs::is_symlink(path)) << "the link is left as it is; the recording went to the file opened at launch";
+    }
+    for (auto& f : fs::directory_iterator(dir.path))
+      EXPECT_EQ(f.path().filename().string().find(".new"), std::string::npos) << "no temporary left: " << f.path();
+  }
+  // Stopped while waiting: nothing recorded, and the file made at launch is gone again.
+  fs::remove(path);
+  fs::remove(done);
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  std::system(fmt::format("{{ timeout --preserve-status -s INT 4 {} record --start-at {} -d 1 -q -o {} 2> {}; echo $? > {}; }}", SCHEDHOT_BIN,
+                          ts.tv_sec + 30, path, e, done).c_str());
+  EXPECT_EQ(slurp(done), "130\n") << slurp(e);
+  EXPECT_FALSE(fs::exists(fs::symlink_status(path))) << "the file opened at launch is removed when nothing was recorded";
+}
+
 TEST(RecordingCli, RecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_rotate");
@@ -975,6 +1032,57 @@ TEST(RecordingCli, FleetReportKeepsDuplicateAndBidiHostNamesApart) {
     ++rows;
   }
   EXPECT_EQ(rows, 3) << txt.out;
+}
+
+// issue 28 items 8 and 14: a re-run of schedhot-fleet into a directory with fewer hosts ranked
+// the earlier run's hosts with this run's; a host directory named with a newline came out
+// rewritten ("a?b") in CSV. Hosts not in DIR/fleet.json's "hosts" are now listed apart as
+// stale with when they were recorded (never ranked, never read); a name with a control
+// character is refused (listed as failed, saying why, the exact name in JSON).
+TEST(RecordingCli, FleetReportListsEarlierRunsHostsAsStaleAndRefusesControlCharacterNames) {
+  namespace fs = std::filesystem;
+  const TempDir tmp("fleet_stale");  // removed at the end
+  const fs::path dir = tmp.path;
+  for (const char* h : {"now1", "old1", "old2"}) {
+    fs::create_directories(dir / h);
+    fs::copy_file(kData + "/vm-7.3.shot", dir / h / "recording.shot");
+  }
+  std::ofstream(dir / "old1" / "state.json")
+      << R"({"schema":"schedhot.fleet-host/1","host":"old1","failure":null,"steps":{"record":{"ok":true,"start_at":1764650000}}})";
+  std::ofstream(dir / "old2" / "state.json")
+      << R"({"schema":"schedhot.fleet-host/1","host":"old2","steps":{},"failure":{"step":"preflight","name":"unreachable","detail":"x"}})";
+  const std::string odd = "a\nb";
+  fs::create_directories(dir / odd);
+  fs::copy_file(kData + "/vm-7.3.shot", dir / odd / "recording.shot");
+  std::ofstream(dir / "fleet.json") << R"({"schema":"schedhot.fleet/1","run_at":1764700000,"hosts":["now1","a\nb"]})";
+  CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));
+  ASSERT_EQ(r.status, 0) << r.err;
+  auto d = nlohmann::json::parse(r.out);
+  std::map<std::string, nlohmann::json> by;
+  for (auto& h : d["hosts"]) by[h["host"]] = h;
+  ASSERT_EQ(by.size(), 4u) << r.out;
+  EXPECT_EQ(by["now1"]["rank"], 1);
+  EXPECT_EQ(d["counts"]["reported"], 1) << "only this run's hosts are ranked";
+  EXPECT_EQ(d["counts"]["stale"], 2);
+  for (const char* h : {"old1", "old2"}) {
+    EXPECT_EQ(by[h]["status"], "stale") << h;
+    EXPECT_TRUE(by[h]["rank"].is_null()) << h;
+    EXPECT_NE(by[h]["why"].get<std::string>().find("earlier run"), std::string::npos) << by[h].dump();
+  }
+  EXPECT_EQ(by["old1"]["recorded_at"], 1764650000);
+  EXPECT_NE(by["old1"]["why"].get<std::string>().find("recorded 2025-12-02"), std::string::npos) << by["old1"]["why"];
+  EXPECT_TRUE(by["old2"]["recorded_at"].is_null());
+  ASSERT_TRUE(by.count(odd)) << "the exact name in JSON";
+  EXPECT_EQ(by[odd]["status"], "failed");
+  EXPECT_NE(by[odd]["why"].get<std::string>().find("control character"), std::string::npos) << by[odd].dump();
+  for (auto& l : d["fleet_latency"]) EXPECT_EQ(l["hosts"], 1) << "stale and refused hosts are not merged: " << l.dump();
+  CliRun csv = run_cli(fmt::format("report --fleet {} --csv", dir.string()));
+  EXPECT_NE(csv.out.find("a?b,failed,"), std::string::npos) << csv.out;
+  EXPECT_NE(csv.out.find("control character"), std::string::npos) << "said, not silently rewritten";
+  EXPECT_NE(csv.out.find("old1,stale,"), std::string::npos) << csv.out;
+  CliRun txt = run_cli(fmt::format("report --fleet {}", dir.string()));
+  EXPECT_NE(txt.out.find("2 stale hosts of earlier runs"), std::string::npos) << txt.out;
+  EXPECT_NE(txt.out.find("\n  old1: recorded 2025-12-02"), std::string::npos) << txt.out;
 }
 
 TEST(RecordingCli, FleetReportSpansAgreeWithEveryInterval) {
