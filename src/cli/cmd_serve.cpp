@@ -52,7 +52,7 @@ class Published {
 #ifndef SCHEDHOT_NO_HTTP
 struct HttpCtx {
   Published* pub;
-  bool per_cpu;
+  PerCpu per_cpu;
   const BasicAuth* auth;        ///< basic_auth_users (none: every request passes)
   std::string headers;          ///< http_server_config.headers as "Name: value\r\n" lines, on every answer
   const TlsServerConfig* tls;   ///< tls_server_config (init_ssl applies it)
@@ -341,11 +341,14 @@ int run_serve(const ServeCmd& o) {
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
                     stats.on() ? "measured" : "absent: " + stats.error()));
 
+  if (o.per_cpu.on) err(per_cpu_notice(src.meta(), o.per_cpu));  // hundreds of series a CPU: say how many
+
   int rc = 0;
   Sample s, prev;
   bool have_prev = false;
   uint64_t lost = 0, n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
+  LineTransferTotals line_totals;
   while (src.next(s)) {
     auto st = std::make_shared<MetricsState>();
     st->meta = src.meta();
@@ -353,7 +356,7 @@ int run_serve(const ServeCmd& o) {
     if (have_prev) {
       lost += tui::missed_samples(s.mono_ns - prev.mono_ns, src.interval());
       const Interval last(src.meta(), prev, s);
-      for (const LineSummary& l : acc->of(last).lines) st->lines.push_back({l.family, l.name, l.traffic.total()});
+      st->lines = line_totals.add(acc->of(last));
     }
     st->lost_samples = lost;
     st->samples = ++n;

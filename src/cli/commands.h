@@ -12,6 +12,7 @@
 #include "store/rotate.h"
 #include "sys/host.h"
 #include "sys/units.h"
+#include "view/metrics.h"
 
 namespace schedhot {
 struct CommandOutput;
@@ -94,7 +95,7 @@ struct ServeCmd {
   std::string listen = "127.0.0.1:9870";  ///< civetweb listening_ports ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
-  bool per_cpu = false;
+  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (view/metrics.h)
   int max_connections = 32;                ///< civetweb num_threads
   int timeout_ms = 2000;                   ///< civetweb request_timeout_ms
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
