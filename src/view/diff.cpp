@@ -206,10 +206,11 @@ nlohmann::json figure_json(const FigureDiff& d, bool tested) {
   return j;
 }
 
-/// Why probe p of m shows no figures, "" when it does.
+/// Why probe p of m shows no figures, "" when it does: "not selected (--probes)" as info
+/// and report say it, "unavailable" (could not attach), "blind: WHY".
 std::string not_measured(const Meta& m, int p) {
   const ProbeStatus& st = m.probes[p].status;
-  if (!st.attached) return "unavailable";
+  if (!st.attached) return st.reason.rfind("not selected", 0) == 0 ? "not selected (--probes)" : "unavailable";
   if (std::string b = blind_reason(m, p); !b.empty()) return "blind: " + b;
   return "";
 }
@@ -310,7 +311,9 @@ nlohmann::json diff_document(const DiffRequest& req) {
     const std::string na = not_measured(a.meta, static_cast<int>(p)), nb = q < 0 ? "absent" : not_measured(b.meta, q);
     if (!na.empty() || !nb.empty()) {
       row["verdict"] = "not compared";
-      row["reason"] = fmt::format("A: {}; B: {}", na.empty() ? "measured" : na, nb.empty() ? "measured" : nb);
+      // The same reason on both sides (a long blind reason) is said once.
+      row["reason"] = na == nb ? fmt::format("A and B: {}", na)
+                               : fmt::format("A: {}; B: {}", na.empty() ? "measured" : na, nb.empty() ? "measured" : nb);
       row["significant"] = false;
       probes.push_back(row);
       continue;
@@ -447,8 +450,36 @@ std::string ratio_text(const nlohmann::json& f) {
 std::string rate_text(const nlohmann::json& f, const char* side) {
   return f[side].is_null() ? "-" : format_rate(f[side].get<double>());
 }
+/// A duration in ns as microseconds, the one unit of every latency column of the text and
+/// Markdown tables (a column never mixes "9472" ns with "26.1us"): "0.070", "9.47", "26.1", "4661".
+std::string us_text(double ns) {
+  const double u = ns / 1e3;
+  if (u < 1) return fmt::format("{:.3f}", u);
+  if (u < 10) return fmt::format("{:.2f}", u);
+  if (u < 1000) return fmt::format("{:.1f}", u);
+  return fmt::format("{:.0f}", u);
+}
 std::string ns_text(const nlohmann::json& f, const char* side) {
-  return f.is_null() || f[side].is_null() ? "-" : format_ns(f[side].get<double>());
+  return f.is_null() || f[side].is_null() ? "-" : us_text(f[side].get<double>());
+}
+
+/// The tested figures of probe row p that changed significantly, in column order: "p90",
+/// "p99", "rate".
+std::vector<std::string> significant_figures(const nlohmann::json& p) {
+  std::vector<std::string> v;
+  const auto& lat = p["latency_ns"];
+  if (!lat.is_null())
+    for (const char* k : kPctNames)
+      if (lat.contains(k) && lat[k].value("significant", false)) v.push_back(k);
+  if (p.contains("rate") && p["rate"].is_object() && p["rate"].value("significant", false)) v.push_back("rate");
+  return v;
+}
+
+/// A probe row's verdict as the tables show it: "significant (p90, rate)", "no change".
+std::string verdict_text(const nlohmann::json& p) {
+  const std::string v = p["verdict"].get<std::string>();
+  const std::vector<std::string> figs = significant_figures(p);
+  return v == "significant" && !figs.empty() ? fmt::format("{} ({})", v, fmt::join(figs, ", ")) : v;
 }
 
 }  // namespace
@@ -467,11 +498,11 @@ std::string render_diff_text(const nlohmann::json& d) {
     out += "\nHost differences (the comparison may be suspect):\n";
     for (auto& h : d["host_differences"]) out += "  ! " + h.get<std::string>() + "\n";
   }
-  out += fmt::format("\nProbes (B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and the change "
-                     "exceeds the bucket error)\n",
+  out += fmt::format("\nProbes (p10..max in us; B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and "
+                     "the change exceeds the bucket error)\n",
                      d["method"]["confidence"].get<double>() * 100);
   out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "probe", "", "calls",
-                     "rate/s", "p10", "p50", "p90", "p98", "p99", "max", "verdict");
+                     "rate/s", "p10 us", "p50 us", "p90 us", "p98 us", "p99 us", "max us", "verdict");
   for (auto& p : d["probes"]) {
     const std::string name = p["probe"];
     if (p["verdict"] == "not compared") {
@@ -490,7 +521,7 @@ std::string render_diff_text(const nlohmann::json& d) {
     auto rat = [&](const char* k) { return lat.is_null() ? std::string("-") : ratio_text(lat[k]); };
     out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "", "B/A", "",
                        ratio_text(p["rate"]), rat("p10"), rat("p50"), rat("p90"), rat("p98"), rat("p99"), rat("max"),
-                       p["verdict"].get<std::string>());
+                       verdict_text(p));
   }
   if (!d["lines"].empty()) {
     out += "\nCachelines (modeled transfers/s)\n";
@@ -518,7 +549,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
                                 d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()));
   for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
   if (!d["host_differences"].empty()) out += "\n";
-  out += "| probe | side | calls | rate/s | p10 | p50 | p90 | p98 | p99 | max | verdict |\n";
+  out += "| probe | side | calls | rate/s | p10 (us) | p50 (us) | p90 (us) | p98 (us) | p99 (us) | max (us) | verdict |\n";
   out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
   for (auto& p : d["probes"]) {
     if (p["verdict"] == "not compared") {
@@ -541,7 +572,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
     std::string rr = ratio_text(p["rate"]);
     if (rr.back() == '*') rr = "**" + rr.substr(0, rr.size() - 1) + "**";
     out += fmt::format("| | B/A | | {} | {} | {} | {} | {} | {} | {} | {} |\n", rr, rat("p10"), rat("p50"), rat("p90"),
-                       rat("p98"), rat("p99"), rat("max"), p["verdict"].get<std::string>());
+                       rat("p98"), rat("p99"), rat("max"), verdict_text(p));
   }
   if (!d["lines"].empty()) {
     out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
@@ -583,16 +614,23 @@ std::string render_diff_patch(const nlohmann::json& d) {
                                                                    p["rate"]["b"].get<double>() == 0));
     if (silent) continue;
     if (!lat.is_null()) {
-      out += fmt::format("- runtime for {}, nanoseconds:\n\n", name);
+      const ProbeSpec* hs = find_probe(name);  // runtime, wait time (bcast_wait), residency (idle)
+      out += fmt::format("- {} for {}, nanoseconds:\n\n", hs ? hs->hist_what : "runtime", name);
       for (const char* s : {"a", "b"}) {
         out += fmt::format("  {}:", s[0] == 'a' ? "A" : "B");
         for (const char* k : kPctNames)
           out += lat[k][s].is_null() ? fmt::format("  {}: {:>5}", k, "-") : fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
         out += "\n";
       }
-      bool sig = false;
-      for (const char* k : kPctNames) sig |= lat[k].value("significant", false);
-      out += sig ? "  (the change is beyond the noise: significant)\n\n" : "\n";
+      // Which percentiles moved beyond the noise, each with its change; the others did not.
+      std::vector<std::string> moved;
+      for (const char* k : kPctNames)
+        if (lat[k].value("significant", false))
+          moved.push_back(lat[k]["ratio"].is_null() ? fmt::format("{} (from 0)", k)
+                                                    : fmt::format("{} {:+.1f} %", k, (lat[k]["ratio"].get<double>() - 1) * 100));
+      out += moved.empty() ? "\n"
+                           : fmt::format("  (beyond the noise, significant: {}{})\n\n", fmt::join(moved, ", "),
+                                         moved.size() < 5 ? "; the other percentiles are not" : "");
     }
     if (!p["rate"].is_null()) {
       const auto& r = p["rate"];
