@@ -62,6 +62,9 @@ struct Side {
   std::vector<char> has_hist;              ///< per probe: latency events in the window (a proxy without duration: none)
   std::map<std::string, LineSeries> lines;  ///< by object:line
   std::vector<WhatIfResult> what_if;
+  /// The file is damaged after the window: "damaged at byte N (why) after the window",
+  /// "" when intact (a window that reaches the damage is refused).
+  std::string damage;
 };
 
 /// "cpu 2" < "cpu 10": runs of digits compare as numbers.
@@ -126,11 +129,17 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
   std::optional<Sample> first, prev;
   Sample s;
   size_t n = 0;
+  bool past_window = false;  // an intact sample after the window was read
+  double last_t = 0;         // the last intact sample read, seconds since the first
   while (cur.next(s)) {
     if (stop && stop->load()) throw Interrupted{};
     const double t = cur.t0() ? static_cast<double>(s.mono_ns - *cur.t0()) / 1e9 : 0;
+    if (w.after(t)) {
+      past_window = true;
+      break;
+    }
+    last_t = t;
     if (w.before(t)) continue;
-    if (w.after(t)) break;
     side.samples++;
     if (!first) first = s;
     if (prev) {
@@ -164,9 +173,17 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
     }
     prev = s;
   }
-  if (r->damage())
-    throw std::runtime_error(fmt::format("{} is damaged at byte {} ({}); diff compares intact recordings", ds.file,
-                                         r->damage()->offset, r->damage()->reason));
+  // Damage is a value (as report has it): a window wholly before it compares intact
+  // samples, and says so; one that reaches it would compare a cut window, and is refused.
+  if (const auto& dmg = r->damage()) {
+    if (past_window || (ds.to_s >= 0 && last_t >= ds.to_s))
+      side.damage = fmt::format("damaged at byte {} ({}) after the window: its samples are intact", dmg->offset, dmg->reason);
+    else
+      throw std::runtime_error(fmt::format(
+          "{} is damaged at byte {} ({}) and {} reaches it; its intact samples span +0..+{:.2f} s: a window ending "
+          "by then (--to, or --a/--b FROM:TO) is compared",
+          ds.file, dmg->offset, dmg->reason, ds.window.empty() ? "the whole recording" : "the window " + ds.window, last_t));
+  }
   if (n < 1)
     throw std::runtime_error(fmt::format("{}: {} sample{} in {}, need two for an interval", ds.file, side.samples,
                                          side.samples == 1 ? "" : "s",
@@ -275,7 +292,8 @@ nlohmann::json side_json(const DiffSide& ds, const Side& s) {
           {"intervals", s.seconds.size()},
           {"seconds", sec},
           {"hostname", s.meta.host.hostname},
-          {"kernel_release", s.meta.host.kernel_release}};
+          {"kernel_release", s.meta.host.kernel_release},
+          {"damage", s.damage.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.damage)}};
 }
 
 const char* kPctNames[5] = {"p10", "p50", "p90", "p98", "p99"};
@@ -450,6 +468,10 @@ std::string ratio_text(const nlohmann::json& f) {
 std::string rate_text(const nlohmann::json& f, const char* side) {
   return f[side].is_null() ? "-" : format_rate(f[side].get<double>());
 }
+/// "; damaged at byte N (...) after the window: ..." for a side read before its damage, else "".
+std::string damage_text(const nlohmann::json& side) {
+  return side.contains("damage") && side["damage"].is_string() ? "; " + scrub_controls(side["damage"].get<std::string>()) : "";
+}
 /// A duration in ns as microseconds, the one unit of every latency column of the text and
 /// Markdown tables (a column never mixes "9472" ns with "26.1us"): "0.070", "9.47", "26.1", "4661".
 std::string us_text(double ns) {
@@ -488,10 +510,10 @@ std::string render_diff_text(const nlohmann::json& d) {
   std::string out;
   auto side = [&](const char* s) {
     const auto& j = d[s];
-    return fmt::format("{}{} ({} interval{}, {:.1f} s)", scrub_controls(j["file"].get<std::string>()),
+    return fmt::format("{}{} ({} interval{}, {:.1f} s{})", scrub_controls(j["file"].get<std::string>()),
                        j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
                        j["intervals"].get<int>() == 1 ? "" : "s",
-                       j["seconds"].get<double>());
+                       j["seconds"].get<double>(), damage_text(j));
   };
   out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
   if (!d["host_differences"].empty()) {
@@ -543,10 +565,11 @@ std::string render_diff_text(const nlohmann::json& d) {
 
 std::string render_diff_markdown(const nlohmann::json& d) {
   // a name with a backtick stays inside a double-backtick code span
-  std::string out = fmt::format("**A**: `` {} ``{}  \n**B**: `` {} ``{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
+  std::string out = fmt::format("**A**: `` {} ``{}{}  \n**B**: `` {} ``{}{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
                                 d["a"]["window"].is_null() ? "" : " " + scrub_controls(d["a"]["window"].get<std::string>()),
-                                scrub_controls(d["b"]["file"].get<std::string>()),
-                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()));
+                                damage_text(d["a"]), scrub_controls(d["b"]["file"].get<std::string>()),
+                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()),
+                                damage_text(d["b"]));
   for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
   if (!d["host_differences"].empty()) out += "\n";
   out += "| probe | side | calls | rate/s | p10 (us) | p50 (us) | p90 (us) | p98 (us) | p99 (us) | max (us) | verdict |\n";
@@ -594,10 +617,10 @@ std::string render_diff_patch(const nlohmann::json& d) {
   // argue with; probes not compared say why.
   auto side = [&](const char* k) {
     const auto& s = d[k];
-    return fmt::format("{}{} ({}, {}, {:.3g} s)", scrub_controls(s.value("file", std::string("?"))),
+    return fmt::format("{}{} ({}, {}, {:.3g} s{})", scrub_controls(s.value("file", std::string("?"))),
                        s["window"].is_null() ? "" : " " + scrub_controls(s["window"].get<std::string>()),
                        scrub_controls(s.value("hostname", std::string("?"))),
-                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0));
+                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0), damage_text(s));
   };
   std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
   for (auto& h : d["host_differences"]) out += "! " + h.get<std::string>() + "\n";

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 
 #include "store/recording.h"
+#include "test_recording_util.h"
 #include "test_util.h"
 #include "view/diff.h"
 
@@ -151,6 +152,45 @@ TEST(Diff, NotSelectedIsSaidAsReportSaysItAndABlindReasonOnce) {
     if (n && l.find("not compared (A and B: blind: ") != std::string::npos) ++blind_lines;
   }
   EXPECT_GE(blind_lines, 1) << o.out;
+}
+
+// A damaged recording: a window wholly before the damage is compared (and says so), one that
+// reaches it is refused with the intact span (report's damage-as-a-value, issue 28).
+TEST(Diff, WindowBeforeTheDamageIsComparedOneReachingItIsRefused) {
+  Meta m = synthetic_meta(4);
+  const std::string src = write_rec_with("diff_d_src.shot", m, 31, uniform);
+  std::string data = slurp(src);
+  data[data.size() - 200] ^= 0x10;  // inside the last sample frame (+30 s)
+  const std::string bad = (std::filesystem::temp_directory_path() / "diff_d.shot").string();
+  spit(bad, data);
+  DiffRequest req;
+  req.a.file = req.b.file = bad;
+  req.a.to_s = 10;
+  req.a.window = ":10s";
+  req.b.from_s = 10;
+  req.b.to_s = 20;
+  req.b.window = "10s:20s";
+  CommandOutput o = diff_command(req);
+  ASSERT_EQ(o.status, 0) << (o.errors.empty() ? "" : o.errors[0]) << o.out;
+  EXPECT_NE(o.out.find("after the window: its samples are intact)"), std::string::npos) << o.out;
+  req.format = DiffFormat::json;
+  o = diff_command(req);
+  auto d = nlohmann::json::parse(o.out);
+  EXPECT_TRUE(d["a"]["damage"].is_string()) << d["a"].dump();
+  req.format = DiffFormat::text;
+  req.b.to_s = -1;  // 10s: reaches the damage
+  req.b.window = "10s:";
+  o = diff_command(req);
+  EXPECT_EQ(o.status, 1) << o.out;
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("B: " + bad + " is damaged at byte "), std::string::npos) << o.errors[0];
+  EXPECT_NE(o.errors[0].find("and the window 10s: reaches it; its intact samples span +0..+29.00 s"), std::string::npos)
+      << o.errors[0];
+  req.a = req.b = DiffSide{bad};  // the whole recording
+  o = diff_command(req);
+  EXPECT_EQ(o.status, 1);
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("and the whole recording reaches it"), std::string::npos) << o.errors[0];
 }
 
 TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
