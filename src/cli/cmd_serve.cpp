@@ -142,14 +142,12 @@ std::string tls_ports(const std::string& listen) {
 int read_web_config(const ServeCmd& o, WebConfig& web) {
   if (o.web_config.empty()) return 0;
   if (o.listen.empty()) {
-    err("--web-config with --listen '': there is no HTTP server to configure");
-    return 2;
+    return usage_error("--web-config with --listen '': there is no HTTP server to configure");
   }
   try {
     web = load_web_config(o.web_config);
   } catch (const std::invalid_argument& e) {
-    err(fmt::format("--web-config {}", e.what()));
-    return 2;
+    return usage_error(fmt::format("--web-config {}", e.what()));
   }
   if (!web.users.empty() && !web.tls.enabled())
     err(fmt::format("warning: --web-config {}: basic auth without tls_server_config sends the passwords in clear text",
@@ -249,26 +247,21 @@ int run_serve(const ServeCmd& o) {
   try {
     iv = parse_interval_ns(o.interval);
   } catch (const std::invalid_argument& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (o.listen.empty() && o.textfile.empty()) {
-    err("--listen '' and no --textfile: nothing to serve");
-    return 2;
+    return usage_error("--listen '' and no --textfile: nothing to serve");
   }
   if (!o.textfile.empty() && ::access(o.textfile.c_str(), W_OK) != 0) {
-    err(fmt::format("--textfile {}: not a writable directory ({})", o.textfile, std::strerror(errno)));
-    return 2;
+    return usage_error(fmt::format("--textfile {}: not a writable directory ({})", o.textfile, std::strerror(errno)));
   }
   if (o.max_connections < 1 || o.max_connections > 1024) {
-    err(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
-    return 2;
+    return usage_error(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
   }
 #ifdef SCHEDHOT_NO_HTTP
   if (!o.listen.empty() || !o.web_config.empty()) {
-    err(fmt::format("serve: this static build has no HTTP server (Debian ships no static libcivetweb){}; use --listen '' --textfile DIR",
+    return usage_error(fmt::format("serve: this static build has no HTTP server (Debian ships no static libcivetweb){}; use --listen '' --textfile DIR",
                     o.web_config.empty() ? "" : ", so no --web-config"));
-    return 2;
   }
 #else
   WebConfig web;

@@ -41,6 +41,14 @@ struct CommonProbeOptions {
 /// Prints "schedhot: MSG" on stderr.
 void err(const std::string& msg);
 
+/// Names the command being run ("serve"; main sets it after parsing), for usage_hint().
+void set_usage_command(const std::string& name);
+/// "(see schedhot COMMAND --help)", or "(see schedhot --help)" before a command is known.
+std::string usage_hint();
+/// A usage error: prints "schedhot: MSG (see schedhot COMMAND --help)", as CLI11's parse
+/// errors end, and returns 2 (the exit status of a usage error).
+int usage_error(const std::string& msg);
+
 /// Prints what a command's entry point below src/cli returned (view/report.h
 /// CommandOutput): its stdout text, then each error with err(). Returns its exit status.
 int print_output(const CommandOutput& res);

@@ -259,6 +259,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   install_signal_handlers();
+  for (const CLI::App* sub : app.get_subcommands())
+    if (sub->parsed()) set_usage_command(sub->get_name());  // usage errors after parsing point to its --help
   int rc = 2;
   try {
     if (cp->parsed()) {
