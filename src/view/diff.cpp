@@ -465,8 +465,16 @@ std::string ratio_text(const nlohmann::json& f) {
   if (f.is_null() || f["ratio"].is_null()) return f.is_object() && f.value("significant", false) ? "-*" : "-";
   return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
 }
+/// A rate (events/s) with no k/M multiplier, so a column holds one unit at one scale
+/// ("9472", "12840", not "9472" above "12.8k"): "0", "0.35", "26.7", "12840".
+std::string per_s(double r) {
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
 std::string rate_text(const nlohmann::json& f, const char* side) {
-  return f[side].is_null() ? "-" : format_rate(f[side].get<double>());
+  return f[side].is_null() ? "-" : per_s(f[side].get<double>());
 }
 /// "; damaged at byte N (...) after the window: ..." for a side read before its damage, else "".
 std::string damage_text(const nlohmann::json& side) {
@@ -537,7 +545,7 @@ std::string render_diff_text(const nlohmann::json& d) {
       out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", s[0] == 'a' ? name : "",
                          s[0] == 'a' ? "A" : "B",
                          p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
-                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
                          pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
     }
     auto rat = [&](const char* k) { return lat.is_null() ? std::string("-") : ratio_text(lat[k]); };
@@ -549,8 +557,8 @@ std::string render_diff_text(const nlohmann::json& d) {
     out += "\nCachelines (modeled transfers/s)\n";
     out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
     for (auto& l : d["lines"]) {
-      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
-                         format_rate(l["b"].get<double>()), ratio_text(l),
+      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l),
                          l.contains("reason") ? "  not compared: " + l["reason"].get<std::string>() : "");
       if (l.contains("by"))
         for (auto& g : l["by"])
@@ -586,7 +594,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |\n",
                          s[0] == 'a' ? p["probe"].get<std::string>() : "", s[0] == 'a' ? "A" : "B",
                          p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
-                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
                          pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
     auto rat = [&](const char* k) {
       std::string r = lat.is_null() ? "-" : ratio_text(lat[k]);
@@ -600,8 +608,8 @@ std::string render_diff_markdown(const nlohmann::json& d) {
   if (!d["lines"].empty()) {
     out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
     for (auto& l : d["lines"])
-      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
-                         format_rate(l["b"].get<double>()), ratio_text(l));
+      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l));
   }
   out += fmt::format("\nBold: significant ({:.0f} % bootstrap interval over intervals excludes 1, change above the "
                      "bucket error).\n",

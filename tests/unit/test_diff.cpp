@@ -125,6 +125,20 @@ TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
   EXPECT_NE(o.out.find("significant (p90, p98, p99) |"), std::string::npos) << o.out;
 }
 
+// Rates are plain events/s in every row: 12800 is not "12.8k" under a "9472" of another row.
+TEST(Diff, RateColumnsHaveNoMultiplier) {
+  Meta m = synthetic_meta(64);  // 64 x 200 cpupri_set calls a second
+  DiffRequest req;
+  req.a.file = req.b.file = write_rec_with("diff_r.shot", m, 41, uniform);
+  for (DiffFormat f : {DiffFormat::text, DiffFormat::markdown}) {
+    req.format = f;
+    CommandOutput o = diff_command(req);
+    ASSERT_EQ(o.status, 0) << o.out;
+    EXPECT_NE(o.out.find(" 12800 "), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find("12.8k"), std::string::npos) << o.out;
+  }
+}
+
 // Probes left out with --probes are "not selected (--probes)" as info and report say; a
 // reason both sides share (a long blind reason) is said once per line.
 TEST(Diff, NotSelectedIsSaidAsReportSaysItAndABlindReasonOnce) {
