@@ -94,7 +94,7 @@ try:
         check(bool(q) and ((0 < v <= 1.1) if n > 0 else math.isnan(v)),
               f"histogram_quantile answers on {name}: {v} s ({'a number' if n > 0 else 'NaN: nothing counted yet'})")
         les = query(f"count({name})")
-        check(bool(les) and int(les[0]["value"][1]) == 26, f"{name}: 26 buckets (2^6..2^30 ns and +Inf): {les}")
+        check(bool(les) and int(les[0]["value"][1]) == 26, f"{name}: 26 buckets (2^6-1..2^30-1 ns and +Inf): {les}")
 
     # ---- Prometheus against schedhot report over the same window
     time.sleep(max(0.0, t_up + W + 2 - time.time()))
@@ -139,7 +139,7 @@ try:
                   f"report {v['rate_per_s']:.2f}/s over the window")
             compared += 1
         lat = p.get("latency_ns")
-        hist = f"schedhot_{name}_lat_seconds"
+        hist = f"schedhot_{name}_{'residency' if name == 'idle' else 'lat'}_seconds"  # idle's is residency
         if not query(f"{hist}_count", time=T):
             continue
         raw = query(f"{hist}_count[{W}s]", time=T)[0]["values"]
@@ -159,9 +159,10 @@ try:
             continue
         err = nw["percentile_error"]
         reps = [x for x in ((inner.get(name) or {}).get("latency_ns"), lat, (outer.get(name) or {}).get("latency_ns")) if x]
-        k = math.floor(math.log2(pq))
-        # The bucket [2^k, 2^(k+1)) that holds Prometheus's estimate; at a bound exactly, either side.
-        lo_b, hi_b = 2.0 ** (k - (1 if pq == 2.0 ** k else 0)), 2.0 ** (k + 1)
+        # The bucket (2^k - 1, 2^(k+1) - 1] ns (le = 2^k - 1: whole ns below 2^k) that holds
+        # Prometheus's estimate; at a bound exactly, either side.
+        k = math.floor(math.log2(pq + 1))
+        lo_b, hi_b = 2.0 ** (k - (1 if pq == 2.0 ** k - 1 else 0)) - 1, 2.0 ** (k + 1) - 1
         ok = any(lo_b * (1 - err) <= x["p99"] <= hi_b * (1 + err) for x in reps)
         check(ok, f"{hist}: histogram_quantile(0.99) {pq:.0f} ns and report's p99 {[x['p99'] for x in reps]} ns "
                   f"(inner, same, outer window) share the bucket [{lo_b:.0f}, {hi_b:.0f}) ns (+-{err:.1%})")

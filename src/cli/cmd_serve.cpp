@@ -52,7 +52,7 @@ class Published {
 #ifndef SCHEDHOT_NO_HTTP
 struct HttpCtx {
   Published* pub;
-  bool per_cpu;
+  PerCpu per_cpu;
   const BasicAuth* auth;        ///< basic_auth_users (none: every request passes)
   std::string headers;          ///< http_server_config.headers as "Name: value\r\n" lines, on every answer
   const TlsServerConfig* tls;   ///< tls_server_config (init_ssl applies it)
@@ -142,14 +142,12 @@ std::string tls_ports(const std::string& listen) {
 int read_web_config(const ServeCmd& o, WebConfig& web) {
   if (o.web_config.empty()) return 0;
   if (o.listen.empty()) {
-    err("--web-config with --listen '': there is no HTTP server to configure");
-    return 2;
+    return usage_error("--web-config with --listen '': there is no HTTP server to configure");
   }
   try {
     web = load_web_config(o.web_config);
   } catch (const std::invalid_argument& e) {
-    err(fmt::format("--web-config {}", e.what()));
-    return 2;
+    return usage_error(fmt::format("--web-config {}", e.what()));
   }
   if (!web.users.empty() && !web.tls.enabled())
     err(fmt::format("warning: --web-config {}: basic auth without tls_server_config sends the passwords in clear text",
@@ -249,26 +247,21 @@ int run_serve(const ServeCmd& o) {
   try {
     iv = parse_interval_ns(o.interval);
   } catch (const std::invalid_argument& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (o.listen.empty() && o.textfile.empty()) {
-    err("--listen '' and no --textfile: nothing to serve");
-    return 2;
+    return usage_error("--listen '' and no --textfile: nothing to serve");
   }
   if (!o.textfile.empty() && ::access(o.textfile.c_str(), W_OK) != 0) {
-    err(fmt::format("--textfile {}: not a writable directory ({})", o.textfile, std::strerror(errno)));
-    return 2;
+    return usage_error(fmt::format("--textfile {}: not a writable directory ({})", o.textfile, std::strerror(errno)));
   }
   if (o.max_connections < 1 || o.max_connections > 1024) {
-    err(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
-    return 2;
+    return usage_error(fmt::format("--max-connections {}: give 1..1024", o.max_connections));
   }
 #ifdef SCHEDHOT_NO_HTTP
   if (!o.listen.empty() || !o.web_config.empty()) {
-    err(fmt::format("serve: this static build has no HTTP server (Debian ships no static libcivetweb){}; use --listen '' --textfile DIR",
+    return usage_error(fmt::format("serve: this static build has no HTTP server (Debian ships no static libcivetweb){}; use --listen '' --textfile DIR",
                     o.web_config.empty() ? "" : ", so no --web-config"));
-    return 2;
   }
 #else
   WebConfig web;
@@ -341,11 +334,14 @@ int run_serve(const ServeCmd& o) {
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
                     stats.on() ? "measured" : "absent: " + stats.error()));
 
+  if (o.per_cpu.on) err(per_cpu_notice(src.meta(), o.per_cpu));  // hundreds of series a CPU: say how many
+
   int rc = 0;
   Sample s, prev;
   bool have_prev = false;
   uint64_t lost = 0, n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
+  LineTransferTotals line_totals;
   while (src.next(s)) {
     auto st = std::make_shared<MetricsState>();
     st->meta = src.meta();
@@ -353,7 +349,7 @@ int run_serve(const ServeCmd& o) {
     if (have_prev) {
       lost += tui::missed_samples(s.mono_ns - prev.mono_ns, src.interval());
       const Interval last(src.meta(), prev, s);
-      for (const LineSummary& l : acc->of(last).lines) st->lines.push_back({l.family, l.name, l.traffic.total()});
+      st->lines = line_totals.add(acc->of(last));
     }
     st->lost_samples = lost;
     st->samples = ++n;

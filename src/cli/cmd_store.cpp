@@ -24,12 +24,10 @@ int parse_window(const std::string& from, const std::string& to, double& from_s,
     if (!from.empty()) from_s = static_cast<double>(parse_duration_ns(from, from_name.c_str())) / 1e9;
     if (!to.empty()) to_s = static_cast<double>(parse_duration_ns(to, to_name.c_str())) / 1e9;
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (from_s >= 0 && to_s >= 0 && to_s <= from_s) {
-    err(fmt::format("{} must be later than {}", to_name, from_name));
-    return 2;
+    return usage_error(fmt::format("{} must be later than {}", to_name, from_name));
   }
   return 0;
 }
@@ -38,32 +36,26 @@ int parse_rotation(const std::string& max_size, int rotate, const std::string& o
   out = RotateOptions{};
   if (max_size.empty()) {
     if (rotate >= 0) {
-      err("--rotate needs --max-size SIZE");
-      return 2;
+      return usage_error("--rotate needs --max-size SIZE");
     }
     return 0;
   }
   if (rotate < 0) {
-    err("--max-size needs --rotate N (closed files to keep as FILE.1 .. FILE.N; 0 keeps none)");
-    return 2;
+    return usage_error("--max-size needs --rotate N (closed files to keep as FILE.1 .. FILE.N; 0 keeps none)");
   }
   if (rotate > 1000) {
-    err("--rotate: at most 1000 closed files");
-    return 2;
+    return usage_error("--rotate: at most 1000 closed files");
   }
   if (output == "-") {
-    err("--max-size: rotation needs -o FILE, not stdout");
-    return 2;
+    return usage_error("--max-size: rotation needs -o FILE, not stdout");
   }
   try {
     out.max_bytes = parse_size_bytes(max_size, "--max-size");
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (out.max_bytes < (64u << 10)) {
-    err(fmt::format("--max-size {}: at least 64K (a file holds the metadata and at least one sample)", max_size));
-    return 2;
+    return usage_error(fmt::format("--max-size {}: at least 64K (a file holds the metadata and at least one sample)", max_size));
   }
   out.keep = static_cast<unsigned>(rotate);
   return 0;
@@ -71,8 +63,7 @@ int parse_rotation(const std::string& max_size, int rotate, const std::string& o
 
 int run_info(const InfoCmd& o) {
   if (o.file.empty()) {
-    err("info needs a recording FILE");
-    return 2;
+    return usage_error("info needs a recording FILE");
   }
   InfoRequest req;
   req.file = o.file;
@@ -83,20 +74,17 @@ int run_info(const InfoCmd& o) {
 
 int run_export(const ExportCmd& o) {
   if (o.file.empty()) {
-    err("export needs a recording FILE");
-    return 2;
+    return usage_error("export needs a recording FILE");
   }
   if (o.output.empty()) {
-    err("-o: an empty path (- is stdout)");
-    return 2;
+    return usage_error("-o: an empty path (- is stdout)");
   }
   ExportRequest req;
   try {
     req.opts.format = parse_export_format(o.format);
     if (!o.cpus.empty()) req.cpus = parse_cpulist(o.cpus);
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
   req.opts.stop = &g_stop;
@@ -114,8 +102,7 @@ namespace {
 int parse_side_window(const char* opt, const std::string& w, DiffSide& side) {
   const auto colon = w.find(':');
   if (colon == std::string::npos) {
-    err(fmt::format("{} {}: a window FROM:TO, e.g. 0:60s or 60s: (either part may be empty)", opt, w));
-    return 2;
+    return usage_error(fmt::format("{} {}: a window FROM:TO, e.g. 0:60s or 60s: (either part may be empty)", opt, w));
   }
   side.window = w;
   return parse_window(w.substr(0, colon), w.substr(colon + 1), side.from_s, side.to_s, opt);
@@ -125,34 +112,28 @@ int parse_side_window(const char* opt, const std::string& w, DiffSide& side) {
 
 int run_diff(const DiffCmd& o) {
   if (o.files.empty() || o.files.size() > 2) {
-    err("diff needs A.shot B.shot, or one file with --a FROM:TO --b FROM:TO");
-    return 2;
+    return usage_error("diff needs A.shot B.shot, or one file with --a FROM:TO --b FROM:TO");
   }
   if (o.json && o.format != "text") {
-    err(fmt::format("--json and --format {}: pick one (--json is --format json)", o.format));
-    return 2;
+    return usage_error(fmt::format("--json and --format {}: pick one (--json is --format json)", o.format));
   }
   DiffRequest req;
   try {
     req.format = o.json ? DiffFormat::json : parse_diff_format(o.format);
     if (!o.by.empty()) req.by = parse_diff_by(o.by);
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   req.a.file = o.files[0];
   req.b.file = o.files.size() == 2 ? o.files[1] : o.files[0];
   if (o.files.size() == 1 && (o.a.empty() || o.b.empty())) {
-    err("diff of one file needs two windows: --a FROM:TO --b FROM:TO");
-    return 2;
+    return usage_error("diff of one file needs two windows: --a FROM:TO --b FROM:TO");
   }
   if (o.files.size() == 2 && (!o.a.empty() || !o.b.empty())) {
-    err("--a/--b pick two windows of one file; with two files, --from/--to is the window of both");
-    return 2;
+    return usage_error("--a/--b pick two windows of one file; with two files, --from/--to is the window of both");
   }
   if ((!o.from.empty() || !o.to.empty()) && (!o.a.empty() || !o.b.empty())) {
-    err("--from/--to apply to both files; with --a/--b give each side its window");
-    return 2;
+    return usage_error("--from/--to apply to both files; with --a/--b give each side its window");
   }
   if (!o.from.empty() || !o.to.empty()) {
     if (int rc = parse_window(o.from, o.to, req.a.from_s, req.a.to_s)) return rc;

@@ -168,19 +168,19 @@ bool parse_view_options(const std::string& sort, const std::string& cpus, const 
   if (out.sort_col < 0) {
     std::string names = "cpu";
     for (auto& c : cpu_columns()) names += fmt::format(", {}", c.header);
-    err(fmt::format("--sort: no column '{}' (a probe name or one of: {})", sort, names));
+    usage_error(fmt::format("--sort: no column '{}' (a probe name or one of: {})", sort, names));
     return false;
   }
   try {
     out.filter = cpus.empty() ? std::vector<int>{} : parse_cpulist(cpus);
   } catch (const std::invalid_argument& e) {
-    err(fmt::format("--cpus: {}", e.what()));
+    usage_error(fmt::format("--cpus: {}", e.what()));
     return false;
   }
   try {
     if (!xfer_cost.empty()) out.xfer_cost = parse_xfer_cost(xfer_cost);
   } catch (const std::invalid_argument& e) {
-    err(e.what());
+    usage_error(e.what());
     return false;
   }
   out.parse_time = [](const std::string& s) { return parse_duration_ns(s, "time"); };
@@ -197,10 +197,10 @@ bool check_filter(const std::vector<int>& filter, const Meta& meta, const std::v
     bool ok = c < static_cast<int>(meta.ncpus) && (online.empty() || std::binary_search(online.begin(), online.end(), c));
     if (!ok) {
       if (recorded)
-        err(fmt::format("--cpus '{}': CPU {} was never online in the recording (online at some point: {})", text, c,
+        usage_error(fmt::format("--cpus '{}': CPU {} was never online in the recording (online at some point: {})", text, c,
                         format_cpulist(online)));
       else
-        err(fmt::format("--cpus '{}': CPU {} is not online (online: {})", text, c, format_cpulist(online)));
+        usage_error(fmt::format("--cpus '{}': CPU {} is not online (online: {})", text, c, format_cpulist(online)));
       return false;
     }
   }
@@ -261,21 +261,17 @@ int run_top(const TopCmd& o) {
   try {
     iv = parse_interval_ns(o.interval);
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (o.iterations < 0) {
-    err("-n/--iterations must be 0 or more");
-    return 2;
+    return usage_error("-n/--iterations must be 0 or more");
   }
   if (!parse_view_options(o.sort, o.cpus, o.xfer_cost, opts)) return 2;
   if (o.record.empty() && (!o.max_size.empty() || o.rotate >= 0)) {
-    err(fmt::format("{} needs --record FILE", o.max_size.empty() ? "--rotate" : "--max-size"));
-    return 2;
+    return usage_error(fmt::format("{} needs --record FILE", o.max_size.empty() ? "--rotate" : "--max-size"));
   }
   if (o.record == "-") {
-    err("--record -: top draws on stdout; give a file name");
-    return 2;
+    return usage_error("--record -: top draws on stdout; give a file name");
   }
   RotateOptions rot;
   if (int rc = parse_rotation(o.max_size, o.rotate, o.record, rot)) return rc;
@@ -314,12 +310,10 @@ int run_replay(const ReplayCmd& o) {
   try {
     if (!o.at.empty()) at = parse_duration_ns(o.at, "--at");
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (o.file.empty()) {
-    err("replay needs a recording FILE");
-    return 2;
+    return usage_error("replay needs a recording FILE");
   }
   std::unique_ptr<RecordingReader> reader;
   std::unique_ptr<tui::ReplayFeed> feed;
@@ -350,8 +344,7 @@ int run_replay(const ReplayCmd& o) {
   const std::string damaged = o.follow ? "" : feed->source_note();  // "recording damaged at byte N: ..."
   if (!o.at.empty()) {
     if (std::string why = feed->jump(at); !why.empty()) {
-      err(fmt::format("--at {}: {}{}", o.at, why, damaged.find("damaged") != std::string::npos ? " (" + damaged + ")" : ""));
-      return 2;
+      return usage_error(fmt::format("--at {}: {}{}", o.at, why, damaged.find("damaged") != std::string::npos ? " (" + damaged + ")" : ""));
     }
   }
   tui::TuiApp app(*feed, opts);

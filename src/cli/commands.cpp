@@ -71,12 +71,26 @@ bool covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string& d, c
     check_covers_an_interval(dur_ns, iv_ns, d, i, until_stopped);
     return true;
   } catch (const std::invalid_argument& e) {
-    err(e.what());
+    usage_error(e.what());
     return false;
   }
 }
 
+/// The command main is running ("serve"), for usage_error()'s pointer.
+std::string g_usage_command;
+
 }  // namespace
+
+void set_usage_command(const std::string& name) { g_usage_command = name; }
+
+std::string usage_hint() {
+  return g_usage_command.empty() ? "(see schedhot --help)" : fmt::format("(see schedhot {} --help)", g_usage_command);
+}
+
+int usage_error(const std::string& msg) {
+  err(fmt::format("{} {}", msg, usage_hint()));
+  return 2;
+}
 
 void err(const std::string& msg) {
   // write(2), not stdio: never throws, and a failing stderr (2>/dev/full, a closed pipe)
@@ -89,7 +103,8 @@ void err(const std::string& msg) {
 
 int print_output(const CommandOutput& res) {
   fmt::print("{}", res.out);
-  for (const std::string& e : res.errors) err(e);
+  for (size_t i = 0; i < res.errors.size(); ++i)  // status 2: an option that does not fit; its line points to --help
+    err(res.status == 2 && i + 1 == res.errors.size() ? fmt::format("{} {}", res.errors[i], usage_hint()) : res.errors[i]);
   return res.status;
 }
 
@@ -103,14 +118,14 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   try {
     ao.pref = parse_backend_pref(o.backend);
   } catch (const std::exception& e) {
-    err(e.what());
+    usage_error(e.what());
     status = 2;
     return nullptr;
   }
   ao.only = split_commas(o.probes);
   ao.exact = o.exact;
   if (!o.probes.empty() && ao.only.empty()) {
-    err(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
+    usage_error(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;
     return nullptr;
   }
@@ -119,7 +134,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
     if (!find_probe(n)) {
       std::string all;
       for (auto& p : probe_catalog()) all += (all.empty() ? "" : ", ") + p.name;
-      err(fmt::format("--probes: no probe named '{}' (probes: {})", n, all));
+      usage_error(fmt::format("--probes: no probe named '{}' (probes: {})", n, all));
       status = 2;
       return nullptr;
     }
@@ -280,19 +295,16 @@ int run_record(const RecordCmd& o) {
     iv = parse_interval_ns(o.interval);
     if (!o.start_at.empty()) start_at = parse_start_at_ns(o.start_at, wall_now_ns());
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   if (!covers_an_interval(dur, iv, o.duration, o.interval, true)) return 2;
   if (o.output.empty()) {
-    err("record needs -o FILE (or -o - for stdout)");
-    return 2;
+    return usage_error("record needs -o FILE (or -o - for stdout)");
   }
   RotateOptions rot;
   if (int rc = parse_rotation(o.max_size, o.rotate, o.output, rot)) return rc;
   if (o.output == "-" && isatty(STDOUT_FILENO)) {
-    err("-o -: stdout is a terminal; redirect it to a file or a pipe");
-    return 2;
+    return usage_error("-o -: stdout is a terminal; redirect it to a file or a pipe");
   }
   struct stat st {};
   if (o.output != "-" && !o.force && !rot.max_bytes && stat(o.output.c_str(), &st) == 0) {
@@ -385,8 +397,7 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
     try {
       req.opts.xfer_cost = parse_xfer_cost(o.xfer_cost);
     } catch (const std::invalid_argument& e) {
-      err(e.what());
-      return 2;
+      return usage_error(e.what());
     }
   }
   req.file = o.file;
@@ -405,24 +416,20 @@ namespace {
 int report_fleet(const ReportCmd& o) {
   if (!o.file.empty() || o.live || o.all_cpus || o.sort_given || !o.from.empty() || !o.to.empty() || o.duration_given ||
       o.interval_given) {
-    err("--fleet DIR reads every host's whole recording: no FILE, --live, --from/--to, --sort or --all-cpus with it");
-    return 2;
+    return usage_error("--fleet DIR reads every host's whole recording: no FILE, --live, --from/--to, --sort or --all-cpus with it");
   }
   const CommonProbeOptions& c = o.common;
   if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose) {
-    err("--fleet DIR reads recordings: --backend, --probes, --system-map, --btf and -v are for --live");
-    return 2;
+    return usage_error("--fleet DIR reads recordings: --backend, --probes, --system-map, --btf and -v are for --live");
   }
   if (o.json && o.csv) {
-    err("--json and --csv: pick one");
-    return 2;
+    return usage_error("--json and --csv: pick one");
   }
   FleetRequest req;
   req.dir = o.fleet;
   req.every_interval = o.every_interval;
   if (o.spans_given && o.every_interval) {
-    err("--spans and --every-interval: pick one");
-    return 2;
+    return usage_error("--spans and --every-interval: pick one");
   }
   req.spans = o.spans;
   req.jobs = o.jobs ? o.jobs : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
@@ -432,8 +439,7 @@ int report_fleet(const ReportCmd& o) {
     req.p99_flag_ns = static_cast<double>(parse_duration_ns(o.p99_flag, "--p99-flag"));
     if (!o.xfer_cost.empty()) req.xfer_cost = parse_xfer_cost(o.xfer_cost);
   } catch (const std::exception& e) {
-    err(e.what());
-    return 2;
+    return usage_error(e.what());
   }
   req.stop = &g_stop;
   return print_output(fleet_command(req));
@@ -444,35 +450,30 @@ int report_fleet(const ReportCmd& o) {
 int run_report(const ReportCmd& o) {
   if (!o.fleet.empty()) return report_fleet(o);
   if (o.csv) {
-    err("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
-    return 2;
+    return usage_error("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
   }
   if (o.p99_flag_given || o.every_interval || o.jobs_given || o.spans_given) {
-    err(fmt::format("{} is for --fleet", o.p99_flag_given  ? "--p99-flag"
+    return usage_error(fmt::format("{} is for --fleet", o.p99_flag_given  ? "--p99-flag"
                                          : o.every_interval ? "--every-interval"
                                          : o.jobs_given     ? "--jobs"
                                                             : "--spans"));
-    return 2;
   }
   if (report_sort_key(o.sort).empty()) {
     std::string names;
     for (auto& c : cpu_columns())
       names += fmt::format("{}{}", names.empty() ? "" : ", ", c.header);
-    err(fmt::format("--sort: no column '{}' (a probe name or one of: cpu, {})", o.sort, names));
-    return 2;
+    return usage_error(fmt::format("--sort: no column '{}' (a probe name or one of: cpu, {})", o.sort, names));
   }
   if (o.live) {
     if (!o.file.empty()) {
-      err("report: give a FILE or --live, not both");
-      return 2;
+      return usage_error("report: give a FILE or --live, not both");
     }
     uint64_t dur, iv;
     try {
       dur = parse_duration_ns(o.duration, "-d/--duration");
       iv = parse_interval_ns(o.interval);
     } catch (const std::exception& e) {
-      err(e.what());
-      return 2;
+      return usage_error(e.what());
     }
     if (!covers_an_interval(dur, iv, o.duration, o.interval, false)) return 2;
     int status = 0;
@@ -484,12 +485,10 @@ int run_report(const ReportCmd& o) {
     return report_from(src, o, nullptr);
   }
   if (o.file.empty()) {
-    err("report needs a recording FILE (or --live)");
-    return 2;
+    return usage_error("report needs a recording FILE (or --live)");
   }
   if (o.duration_given || o.interval_given) {
-    err("report FILE: -d/-i apply to --live only (a recording has its own; --from/--to pick a window)");
-    return 2;
+    return usage_error("report FILE: -d/-i apply to --live only (a recording has its own; --from/--to pick a window)");
   }
   std::unique_ptr<RecordingReader> r;
   try {

@@ -12,6 +12,7 @@
 #include "store/rotate.h"
 #include "sys/host.h"
 #include "sys/units.h"
+#include "view/metrics.h"
 
 namespace schedhot {
 struct CommandOutput;
@@ -39,6 +40,14 @@ struct CommonProbeOptions {
 
 /// Prints "schedhot: MSG" on stderr.
 void err(const std::string& msg);
+
+/// Names the command being run ("serve"; main sets it after parsing), for usage_hint().
+void set_usage_command(const std::string& name);
+/// "(see schedhot COMMAND --help)", or "(see schedhot --help)" before a command is known.
+std::string usage_hint();
+/// A usage error: prints "schedhot: MSG (see schedhot COMMAND --help)", as CLI11's parse
+/// errors end, and returns 2 (the exit status of a usage error).
+int usage_error(const std::string& msg);
 
 /// Prints what a command's entry point below src/cli returned (view/report.h
 /// CommandOutput): its stdout text, then each error with err(). Returns its exit status.
@@ -94,7 +103,7 @@ struct ServeCmd {
   std::string listen = "127.0.0.1:9870";  ///< civetweb listening_ports ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
-  bool per_cpu = false;
+  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (view/metrics.h)
   int max_connections = 32;                ///< civetweb num_threads
   int timeout_ms = 2000;                   ///< civetweb request_timeout_ms
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)

@@ -114,7 +114,22 @@ int main(int argc, char** argv) {
   csv->add_option("--listen", srv.listen, "address:port to listen on (default 127.0.0.1:9870; '' = no HTTP)");
   csv->add_option("-i,--interval", srv.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
   csv->add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename)");
-  csv->add_flag("--per-cpu", srv.per_cpu, "a cpu label on every per-probe series");
+  std::string per_cpu;
+  auto* srv_per_cpu =
+      csv->add_flag("--per-cpu{all}", per_cpu,
+                    "a cpu label on every per-probe series (hundreds a CPU: serve prints the count), or with =LIST only on "
+                    "these probes' and metric families' (e.g. --per-cpu=idle,schedhot_cpupri_set_calls_total)")
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                try {
+                  schedhot::parse_per_cpu(s);
+                } catch (const std::invalid_argument& e) {
+                  const std::string w = e.what();  // CLI11 names the option itself
+                  return w.rfind("--per-cpu: ", 0) == 0 ? w.substr(11) : w;
+                }
+                return "";
+              },
+              "all|LIST"));
   csv->add_option("--max-connections", srv.max_connections, "connections served at once (default 32)");
   csv->add_option("--timeout-ms", srv.timeout_ms, "read/write timeout per request, ms (default 2000)");
   csv->add_option("--web-config", srv.web_config,
@@ -244,6 +259,8 @@ int main(int argc, char** argv) {
     return 2;
   }
   install_signal_handlers();
+  for (const CLI::App* sub : app.get_subcommands())
+    if (sub->parsed()) set_usage_command(sub->get_name());  // usage errors after parsing point to its --help
   int rc = 2;
   try {
     if (cp->parsed()) {
@@ -253,6 +270,7 @@ int main(int argc, char** argv) {
       rc = run_record(rec);
     } else if (csv->parsed()) {
       srv.command_line = join_args(argc, argv);
+      if (srv_per_cpu->count() > 0) srv.per_cpu = schedhot::parse_per_cpu(per_cpu);
       rc = run_serve(srv);
     } else if (cq->parsed()) {
       rep.duration_given = rep_d->count() > 0;

@@ -121,6 +121,12 @@ struct ProbeSpec {
   std::string primary;                     ///< counter the rate is computed from
   std::vector<std::string> secondary;      ///< other counters shown with rates
   std::string hist;                        ///< histogram field name, "" if none
+  /// What the histogram measures, in words: "runtime" (entry to exit, the default),
+  /// "wait time" (bcast_wait), "residency" (idle); diff's commit-message blocks say it.
+  std::string hist_what = "runtime";
+  /// The histogram's metric name part (serve: schedhot_<probe>_<this>_seconds); "" the
+  /// field name ("lat"). idle's is "residency": its histogram holds no latency.
+  std::string hist_metric;
   bool default_hist = false;               ///< top shows this probe's histogram first
   std::vector<TableColumn> columns;        ///< its per-CPU table columns, in display order
   /// Where its columns stand in the per-CPU table: by rank, then sh_probe_id (idle's -1

@@ -62,6 +62,9 @@ struct Side {
   std::vector<char> has_hist;              ///< per probe: latency events in the window (a proxy without duration: none)
   std::map<std::string, LineSeries> lines;  ///< by object:line
   std::vector<WhatIfResult> what_if;
+  /// The file is damaged after the window: "damaged at byte N (why) after the window",
+  /// "" when intact (a window that reaches the damage is refused).
+  std::string damage;
 };
 
 /// "cpu 2" < "cpu 10": runs of digits compare as numbers.
@@ -126,11 +129,17 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
   std::optional<Sample> first, prev;
   Sample s;
   size_t n = 0;
+  bool past_window = false;  // an intact sample after the window was read
+  double last_t = 0;         // the last intact sample read, seconds since the first
   while (cur.next(s)) {
     if (stop && stop->load()) throw Interrupted{};
     const double t = cur.t0() ? static_cast<double>(s.mono_ns - *cur.t0()) / 1e9 : 0;
+    if (w.after(t)) {
+      past_window = true;
+      break;
+    }
+    last_t = t;
     if (w.before(t)) continue;
-    if (w.after(t)) break;
     side.samples++;
     if (!first) first = s;
     if (prev) {
@@ -164,9 +173,17 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
     }
     prev = s;
   }
-  if (r->damage())
-    throw std::runtime_error(fmt::format("{} is damaged at byte {} ({}); diff compares intact recordings", ds.file,
-                                         r->damage()->offset, r->damage()->reason));
+  // Damage is a value (as report has it): a window wholly before it compares intact
+  // samples, and says so; one that reaches it would compare a cut window, and is refused.
+  if (const auto& dmg = r->damage()) {
+    if (past_window || (ds.to_s >= 0 && last_t >= ds.to_s))
+      side.damage = fmt::format("damaged at byte {} ({}) after the window: its samples are intact", dmg->offset, dmg->reason);
+    else
+      throw std::runtime_error(fmt::format(
+          "{} is damaged at byte {} ({}) and {} reaches it; its intact samples span +0..+{:.2f} s: a window ending "
+          "by then (--to, or --a/--b FROM:TO) is compared",
+          ds.file, dmg->offset, dmg->reason, ds.window.empty() ? "the whole recording" : "the window " + ds.window, last_t));
+  }
   if (n < 1)
     throw std::runtime_error(fmt::format("{}: {} sample{} in {}, need two for an interval", ds.file, side.samples,
                                          side.samples == 1 ? "" : "s",
@@ -206,10 +223,11 @@ nlohmann::json figure_json(const FigureDiff& d, bool tested) {
   return j;
 }
 
-/// Why probe p of m shows no figures, "" when it does.
+/// Why probe p of m shows no figures, "" when it does: "not selected (--probes)" as info
+/// and report say it, "unavailable" (could not attach), "blind: WHY".
 std::string not_measured(const Meta& m, int p) {
   const ProbeStatus& st = m.probes[p].status;
-  if (!st.attached) return "unavailable";
+  if (!st.attached) return st.reason.rfind("not selected", 0) == 0 ? "not selected (--probes)" : "unavailable";
   if (std::string b = blind_reason(m, p); !b.empty()) return "blind: " + b;
   return "";
 }
@@ -274,7 +292,8 @@ nlohmann::json side_json(const DiffSide& ds, const Side& s) {
           {"intervals", s.seconds.size()},
           {"seconds", sec},
           {"hostname", s.meta.host.hostname},
-          {"kernel_release", s.meta.host.kernel_release}};
+          {"kernel_release", s.meta.host.kernel_release},
+          {"damage", s.damage.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.damage)}};
 }
 
 const char* kPctNames[5] = {"p10", "p50", "p90", "p98", "p99"};
@@ -310,7 +329,9 @@ nlohmann::json diff_document(const DiffRequest& req) {
     const std::string na = not_measured(a.meta, static_cast<int>(p)), nb = q < 0 ? "absent" : not_measured(b.meta, q);
     if (!na.empty() || !nb.empty()) {
       row["verdict"] = "not compared";
-      row["reason"] = fmt::format("A: {}; B: {}", na.empty() ? "measured" : na, nb.empty() ? "measured" : nb);
+      // The same reason on both sides (a long blind reason) is said once.
+      row["reason"] = na == nb ? fmt::format("A and B: {}", na)
+                               : fmt::format("A: {}; B: {}", na.empty() ? "measured" : na, nb.empty() ? "measured" : nb);
       row["significant"] = false;
       probes.push_back(row);
       continue;
@@ -444,11 +465,51 @@ std::string ratio_text(const nlohmann::json& f) {
   if (f.is_null() || f["ratio"].is_null()) return f.is_object() && f.value("significant", false) ? "-*" : "-";
   return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
 }
+/// A rate (events/s) with no k/M multiplier, so a column holds one unit at one scale
+/// ("9472", "12840", not "9472" above "12.8k"): "0", "0.35", "26.7", "12840".
+std::string per_s(double r) {
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
 std::string rate_text(const nlohmann::json& f, const char* side) {
-  return f[side].is_null() ? "-" : format_rate(f[side].get<double>());
+  return f[side].is_null() ? "-" : per_s(f[side].get<double>());
+}
+/// "; damaged at byte N (...) after the window: ..." for a side read before its damage, else "".
+std::string damage_text(const nlohmann::json& side) {
+  return side.contains("damage") && side["damage"].is_string() ? "; " + scrub_controls(side["damage"].get<std::string>()) : "";
+}
+/// A duration in ns as microseconds, the one unit of every latency column of the text and
+/// Markdown tables (a column never mixes "9472" ns with "26.1us"): "0.070", "9.47", "26.1", "4661".
+std::string us_text(double ns) {
+  const double u = ns / 1e3;
+  if (u < 1) return fmt::format("{:.3f}", u);
+  if (u < 10) return fmt::format("{:.2f}", u);
+  if (u < 1000) return fmt::format("{:.1f}", u);
+  return fmt::format("{:.0f}", u);
 }
 std::string ns_text(const nlohmann::json& f, const char* side) {
-  return f.is_null() || f[side].is_null() ? "-" : format_ns(f[side].get<double>());
+  return f.is_null() || f[side].is_null() ? "-" : us_text(f[side].get<double>());
+}
+
+/// The tested figures of probe row p that changed significantly, in column order: "p90",
+/// "p99", "rate".
+std::vector<std::string> significant_figures(const nlohmann::json& p) {
+  std::vector<std::string> v;
+  const auto& lat = p["latency_ns"];
+  if (!lat.is_null())
+    for (const char* k : kPctNames)
+      if (lat.contains(k) && lat[k].value("significant", false)) v.push_back(k);
+  if (p.contains("rate") && p["rate"].is_object() && p["rate"].value("significant", false)) v.push_back("rate");
+  return v;
+}
+
+/// A probe row's verdict as the tables show it: "significant (p90, rate)", "no change".
+std::string verdict_text(const nlohmann::json& p) {
+  const std::string v = p["verdict"].get<std::string>();
+  const std::vector<std::string> figs = significant_figures(p);
+  return v == "significant" && !figs.empty() ? fmt::format("{} ({})", v, fmt::join(figs, ", ")) : v;
 }
 
 }  // namespace
@@ -457,21 +518,21 @@ std::string render_diff_text(const nlohmann::json& d) {
   std::string out;
   auto side = [&](const char* s) {
     const auto& j = d[s];
-    return fmt::format("{}{} ({} interval{}, {:.1f} s)", scrub_controls(j["file"].get<std::string>()),
+    return fmt::format("{}{} ({} interval{}, {:.1f} s{})", scrub_controls(j["file"].get<std::string>()),
                        j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
                        j["intervals"].get<int>() == 1 ? "" : "s",
-                       j["seconds"].get<double>());
+                       j["seconds"].get<double>(), damage_text(j));
   };
   out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
   if (!d["host_differences"].empty()) {
     out += "\nHost differences (the comparison may be suspect):\n";
     for (auto& h : d["host_differences"]) out += "  ! " + h.get<std::string>() + "\n";
   }
-  out += fmt::format("\nProbes (B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and the change "
-                     "exceeds the bucket error)\n",
+  out += fmt::format("\nProbes (p10..max in us; B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and "
+                     "the change exceeds the bucket error)\n",
                      d["method"]["confidence"].get<double>() * 100);
   out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "probe", "", "calls",
-                     "rate/s", "p10", "p50", "p90", "p98", "p99", "max", "verdict");
+                     "rate/s", "p10 us", "p50 us", "p90 us", "p98 us", "p99 us", "max us", "verdict");
   for (auto& p : d["probes"]) {
     const std::string name = p["probe"];
     if (p["verdict"] == "not compared") {
@@ -484,20 +545,20 @@ std::string render_diff_text(const nlohmann::json& d) {
       out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", s[0] == 'a' ? name : "",
                          s[0] == 'a' ? "A" : "B",
                          p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
-                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
                          pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
     }
     auto rat = [&](const char* k) { return lat.is_null() ? std::string("-") : ratio_text(lat[k]); };
     out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "", "B/A", "",
                        ratio_text(p["rate"]), rat("p10"), rat("p50"), rat("p90"), rat("p98"), rat("p99"), rat("max"),
-                       p["verdict"].get<std::string>());
+                       verdict_text(p));
   }
   if (!d["lines"].empty()) {
     out += "\nCachelines (modeled transfers/s)\n";
     out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
     for (auto& l : d["lines"]) {
-      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
-                         format_rate(l["b"].get<double>()), ratio_text(l),
+      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l),
                          l.contains("reason") ? "  not compared: " + l["reason"].get<std::string>() : "");
       if (l.contains("by"))
         for (auto& g : l["by"])
@@ -512,13 +573,14 @@ std::string render_diff_text(const nlohmann::json& d) {
 
 std::string render_diff_markdown(const nlohmann::json& d) {
   // a name with a backtick stays inside a double-backtick code span
-  std::string out = fmt::format("**A**: `` {} ``{}  \n**B**: `` {} ``{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
+  std::string out = fmt::format("**A**: `` {} ``{}{}  \n**B**: `` {} ``{}{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
                                 d["a"]["window"].is_null() ? "" : " " + scrub_controls(d["a"]["window"].get<std::string>()),
-                                scrub_controls(d["b"]["file"].get<std::string>()),
-                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()));
+                                damage_text(d["a"]), scrub_controls(d["b"]["file"].get<std::string>()),
+                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()),
+                                damage_text(d["b"]));
   for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
   if (!d["host_differences"].empty()) out += "\n";
-  out += "| probe | side | calls | rate/s | p10 | p50 | p90 | p98 | p99 | max | verdict |\n";
+  out += "| probe | side | calls | rate/s | p10 (us) | p50 (us) | p90 (us) | p98 (us) | p99 (us) | max (us) | verdict |\n";
   out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
   for (auto& p : d["probes"]) {
     if (p["verdict"] == "not compared") {
@@ -532,7 +594,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |\n",
                          s[0] == 'a' ? p["probe"].get<std::string>() : "", s[0] == 'a' ? "A" : "B",
                          p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
-                         p["rate"].is_null() ? "-" : format_rate(p["rate"][s].get<double>()), pct("p10", s),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
                          pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
     auto rat = [&](const char* k) {
       std::string r = lat.is_null() ? "-" : ratio_text(lat[k]);
@@ -541,13 +603,13 @@ std::string render_diff_markdown(const nlohmann::json& d) {
     std::string rr = ratio_text(p["rate"]);
     if (rr.back() == '*') rr = "**" + rr.substr(0, rr.size() - 1) + "**";
     out += fmt::format("| | B/A | | {} | {} | {} | {} | {} | {} | {} | {} |\n", rr, rat("p10"), rat("p50"), rat("p90"),
-                       rat("p98"), rat("p99"), rat("max"), p["verdict"].get<std::string>());
+                       rat("p98"), rat("p99"), rat("max"), verdict_text(p));
   }
   if (!d["lines"].empty()) {
     out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
     for (auto& l : d["lines"])
-      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), format_rate(l["a"].get<double>()),
-                         format_rate(l["b"].get<double>()), ratio_text(l));
+      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l));
   }
   out += fmt::format("\nBold: significant ({:.0f} % bootstrap interval over intervals excludes 1, change above the "
                      "bucket error).\n",
@@ -563,10 +625,10 @@ std::string render_diff_patch(const nlohmann::json& d) {
   // argue with; probes not compared say why.
   auto side = [&](const char* k) {
     const auto& s = d[k];
-    return fmt::format("{}{} ({}, {}, {:.3g} s)", scrub_controls(s.value("file", std::string("?"))),
+    return fmt::format("{}{} ({}, {}, {:.3g} s{})", scrub_controls(s.value("file", std::string("?"))),
                        s["window"].is_null() ? "" : " " + scrub_controls(s["window"].get<std::string>()),
                        scrub_controls(s.value("hostname", std::string("?"))),
-                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0));
+                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0), damage_text(s));
   };
   std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
   for (auto& h : d["host_differences"]) out += "! " + h.get<std::string>() + "\n";
@@ -583,16 +645,23 @@ std::string render_diff_patch(const nlohmann::json& d) {
                                                                    p["rate"]["b"].get<double>() == 0));
     if (silent) continue;
     if (!lat.is_null()) {
-      out += fmt::format("- runtime for {}, nanoseconds:\n\n", name);
+      const ProbeSpec* hs = find_probe(name);  // runtime, wait time (bcast_wait), residency (idle)
+      out += fmt::format("- {} for {}, nanoseconds:\n\n", hs ? hs->hist_what : "runtime", name);
       for (const char* s : {"a", "b"}) {
         out += fmt::format("  {}:", s[0] == 'a' ? "A" : "B");
         for (const char* k : kPctNames)
           out += lat[k][s].is_null() ? fmt::format("  {}: {:>5}", k, "-") : fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
         out += "\n";
       }
-      bool sig = false;
-      for (const char* k : kPctNames) sig |= lat[k].value("significant", false);
-      out += sig ? "  (the change is beyond the noise: significant)\n\n" : "\n";
+      // Which percentiles moved beyond the noise, each with its change; the others did not.
+      std::vector<std::string> moved;
+      for (const char* k : kPctNames)
+        if (lat[k].value("significant", false))
+          moved.push_back(lat[k]["ratio"].is_null() ? fmt::format("{} (from 0)", k)
+                                                    : fmt::format("{} {:+.1f} %", k, (lat[k]["ratio"].get<double>() - 1) * 100));
+      out += moved.empty() ? "\n"
+                           : fmt::format("  (beyond the noise, significant: {}{})\n\n", fmt::join(moved, ", "),
+                                         moved.size() < 5 ? "; the other percentiles are not" : "");
     }
     if (!p["rate"].is_null()) {
       const auto& r = p["rate"];

@@ -8,14 +8,26 @@
 #include "model/interval.h"
 #include "probe/catalog.h"
 #include "probe/layout.h"
+#include "probe/module.h"
 #include "schedhot/abi.h"
 
 namespace schedhot {
 
 std::vector<uint64_t> metric_bounds_ns() {
   std::vector<uint64_t> b;
-  for (int k = 6; k <= 30; ++k) b.push_back(uint64_t{1} << k);
+  for (int k = 6; k <= 30; ++k) b.push_back((uint64_t{1} << k) - 1);
   return b;
+}
+
+const std::vector<LineTotal>& LineTransferTotals::add(const CoherenceSummary& s) {
+  for (const LineSummary& l : s.lines) {
+    auto it = std::find_if(totals_.begin(), totals_.end(),
+                           [&](const LineTotal& t) { return t.family == l.family && t.name == l.name; });
+    if (it == totals_.end()) it = totals_.insert(totals_.end(), LineTotal{l.family, l.name, 0});
+    const double x = l.traffic.total() * s.seconds;
+    if (x > 0) it->xfers += x;  // a counter never decreases
+  }
+  return totals_;
 }
 
 const char* metrics_content_type(bool openmetrics) {
@@ -87,7 +99,84 @@ std::string join_labels(std::string a, const std::string& b) {
   return a + "," + b;
 }
 
+/// The family name of field f of probe `probe` without a counter's _total:
+/// schedhot_<probe>_<field>, or schedhot_<probe>_<hist_metric or field>_seconds.
+std::string family_base(std::string_view probe, const Field& f) {
+  if (f.kind != FieldKind::hist) return fmt::format("schedhot_{}_{}", name_part(probe), name_part(f.name));
+  const ProbeSpec* spec = find_probe(probe);
+  const std::string part = spec && spec->hist == f.name && !spec->hist_metric.empty() ? spec->hist_metric : f.name;
+  return fmt::format("schedhot_{}_{}_seconds", name_part(probe), name_part(part));
+}
+
+/// A field's doc as HELP text: without the ", ns" that says the slot's unit (the metric's is seconds).
+std::string help_text(const Field& f) {
+  std::string d = f.doc.empty() ? f.name : f.doc;
+  if (d.size() > 4 && d.compare(d.size() - 4, 4, ", ns") == 0) d.resize(d.size() - 4);
+  return d;
+}
+
+/// Element i of counter array f of probe pm: the name report gives it (the module's label,
+/// else the recording's label), else its index.
+std::string element_label(const ProbeMeta& pm, const Field& f, uint32_t i) {
+  const ProbeModule* mod = find_module(pm.name);
+  if (auto l = mod ? mod->label(f.name, i) : std::nullopt) return *l;
+  if (i < pm.labels.size() && !pm.labels[i].empty()) return pm.labels[i];
+  return fmt::format("{}", i);
+}
+
+/// Series lines (not comments) of an exposition text.
+size_t count_series(const std::string& text) {
+  size_t n = 0, at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    if (text[at] != '#') ++n;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return n;
+}
+
 }  // namespace
+
+bool PerCpu::covers(std::string_view probe, std::string_view base) const {
+  if (!on) return false;
+  if (families.empty()) return true;
+  for (const std::string& f : families)
+    if (f == probe || f == base || (f.size() == base.size() + 6 && f.compare(0, base.size(), base) == 0 &&
+                                    std::string_view(f).substr(base.size()) == "_total"))
+      return true;
+  return false;
+}
+
+std::vector<std::string> per_cpu_family_names() {
+  std::vector<std::string> v;
+  for (const ProbeSpec& p : probe_catalog())
+    for (const Field& f : p.layout.fields)
+      if (f.kind != FieldKind::priv) v.push_back(family_base(p.name, f));
+  return v;
+}
+
+PerCpu parse_per_cpu(std::string_view spec) {
+  PerCpu pc;
+  pc.on = true;
+  if (spec == "all") return pc;
+  const std::vector<std::string> known = per_cpu_family_names();
+  for (std::string_view rest = spec; ;) {
+    const size_t c = rest.find(',');
+    const std::string item(rest.substr(0, c));
+    bool ok = find_probe(item) != nullptr;
+    for (const std::string& k : known) ok |= item == k || item == k + "_total";
+    if (!ok)
+      throw std::invalid_argument(
+          item.empty() ? fmt::format("--per-cpu: '{}' has an empty item (give all, or probe and metric family names, comma-separated)", spec)
+                       : fmt::format("--per-cpu: '{}' is neither a probe nor a per-probe metric family (e.g. idle, "
+                                     "schedhot_idle_exits_total, schedhot_cpupri_set_lat_seconds)", item));
+    pc.families.push_back(item);
+    if (c == std::string_view::npos) break;
+    rest = rest.substr(c + 1);
+  }
+  return pc;
+}
 
 std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   const Meta& m = st.meta;
@@ -96,7 +185,7 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   const Interval iv(m, zero, st.last);  // cumulative since attach
 
   std::vector<int> cpus;  // the CPUs labelled with --per-cpu
-  if (o.per_cpu) {
+  if (o.per_cpu.on) {
     if (!st.last.online.empty()) cpus = st.last.online;
     else
       for (uint32_t c = 0; c < m.ncpus; ++c) cpus.push_back(static_cast<int>(c));
@@ -118,39 +207,42 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     const ProbeMeta& pm = m.probes[p];
     const int pi = static_cast<int>(p);
     if (!pm.status.attached || !iv.present(pi) || !blind_reason(m, pi).empty()) continue;
-    const std::string probe = name_part(pm.name);
     for (const Field& f : pm.layout.fields) {
       if (f.kind == FieldKind::priv || !counter_observed(pm.name, pm.status.proxy, f.name)) continue;
-      const std::string base = fmt::format("schedhot_{}_{}", probe, name_part(f.name));
+      const std::string base = family_base(pm.name, f);
+      const bool per_cpu = o.per_cpu.covers(pm.name, base);
       auto each_cpu = [&](auto&& fn) {
-        if (o.per_cpu)
+        if (per_cpu)
           for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
         else
           fn(-1, std::string());
       };
       if (f.kind == FieldKind::counter) {
-        out.family(base, "counter", f.doc.empty() ? f.name : f.doc);
+        out.family(base, "counter", help_text(f));
         each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
       } else if (f.kind == FieldKind::counter_array) {
-        out.family(base, "counter", f.doc.empty() ? f.name : f.doc);
+        out.family(base, "counter", help_text(f));
         each_cpu([&](int c, const std::string& l) {
           for (uint32_t i = 0; i < f.nwords; ++i) {
-            const std::string el = i < pm.labels.size() && !pm.labels[i].empty() ? pm.labels[i] : fmt::format("{}", i);
+            const std::string el = element_label(pm, f, i);
             out.sample(base + "_total", join_labels(l, fmt::format("element=\"{}\"", esc(el))),
                        fmt::format("{}", iv.count(pi, f.name, c, static_cast<int>(i))));
           }
         });
       } else if (f.kind == FieldKind::hist) {
-        const std::string hb = fmt::format("schedhot_{}_{}_seconds", probe, name_part(f.name));
-        out.family(hb, "histogram", (f.doc.empty() ? f.name : f.doc) + " (seconds; le: powers of two 64 ns .. 1.07 s)");
+        const std::string& hb = base;
+        out.family(hb, "histogram", help_text(f) + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
         each_cpu([&](int c, const std::string& l) {
           const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
           const HistSummary h = iv.hist(pi, f.name, c);
           uint64_t cum = 0;
           size_t i = 0;
           for (uint64_t bound : bounds) {
-            for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) < bound; ++i) cum += b[i];
-            out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) * 1e-9))),
+            // Every bucket whose last value (lower + width - 1) is at or below the bound.
+            for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bound;
+                 ++i)
+              cum += b[i];
+            out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) / 1e9))),
                        fmt::format("{}", cum));
           }
           out.sample(hb + "_bucket", join_labels(l, "le=\"+Inf\""), fmt::format("{}", h.count));
@@ -161,11 +253,11 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     }
   }
 
-  out.family("schedhot_line_transfers_per_second", "gauge",
-             "modeled cacheline transfers/s of a hot line over the sampler's last interval");
-  for (const LineRate& r : st.lines)
-    out.sample("schedhot_line_transfers_per_second", fmt::format("family=\"{}\",line=\"{}\"", esc(r.family), esc(r.name)),
-               num(r.xfers_per_s));
+  out.family("schedhot_line_transfers", "counter",
+             "estimated coherence transfers of a hot line since serve started (the cacheline model's, summed over its intervals)");
+  for (const LineTotal& r : st.lines)
+    out.sample("schedhot_line_transfers_total", fmt::format("family=\"{}\",line=\"{}\"", esc(r.family), esc(r.name)),
+               num(r.xfers));
 
   if (m.layout) {
     const FixesPresent f = fixes_present(*m.layout);
@@ -191,6 +283,21 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     out.sample("schedhot_bpf_runs_total", "", fmt::format("{}", st.bpf_runs.value_or(0)));
   }
   return out.done();
+}
+
+std::string per_cpu_notice(const Meta& meta, const PerCpu& per_cpu) {
+  MetricsState st;
+  st.meta = meta;
+  st.last = make_sample(meta);
+  st.last.online = meta.host.online;
+  MetricsOptions with, without;
+  with.per_cpu = per_cpu;
+  const size_t w = count_series(render_metrics(st, with)), o = count_series(render_metrics(st, without));
+  const size_t ncpus = st.last.online.empty() ? meta.ncpus : st.last.online.size();
+  const size_t each = ncpus > 1 ? (w - o) / (ncpus - 1) : 0;
+  return fmt::format("--per-cpu: {} series a scrape ({}{} CPU{}), {} without it{}", w,
+                     ncpus > 1 ? fmt::format("{} per CPU x ", each) : "", ncpus, ncpus == 1 ? "" : "s", o,
+                     per_cpu.families.empty() ? "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")" : "");
 }
 
 }  // namespace schedhot

@@ -3,10 +3,14 @@
 // file that cannot be read is one line and status 1, and 2x latency on a probe is
 // significant with the right ratio (status 3).
 #include <filesystem>
+#include <functional>
+#include <regex>
+#include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "store/recording.h"
+#include "test_recording_util.h"
 #include "test_util.h"
 #include "view/diff.h"
 
@@ -38,7 +42,170 @@ std::string write_rec(const std::string& name, Meta m, uint64_t seed, uint64_t l
   return path;
 }
 
+/// 30 one-second intervals on every CPU: 200 cpupri_set calls timed lat(rng) ns and 50 idle
+/// exits with residencies 10 x lat(rng) ns.
+std::string write_rec_with(const std::string& name, Meta m, uint64_t seed, const std::function<uint64_t(std::mt19937_64&)>& lat) {
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove(path);
+  RecordingWriter w(path, m, WriterOptions{});
+  std::mt19937_64 rng(seed);
+  Sample s = make_sample(m);
+  w.write_sample(s);
+  const int p = m.probe_index("cpupri_set"), id = m.probe_index("idle");
+  for (int i = 0; i < 30; ++i) {
+    s.seq++;
+    s.mono_ns += m.interval_ns;
+    s.wall_ns += m.interval_ns;
+    for (int c = 0; c < int(m.ncpus); ++c) {
+      for (int k = 0; k < 200; ++k) {
+        s.probes[p].words[word(m, p, c, "calls")] += 1;
+        add_hist(m, s, p, c, "lat", lat(rng));
+      }
+      for (int k = 0; k < 50; ++k) {
+        s.probes[id].words[word(m, id, c, "exits")] += 1;
+        add_hist(m, s, id, c, "lat", 10 * lat(rng));
+      }
+    }
+    w.write_sample(s);
+  }
+  w.close();
+  return path;
+}
+
+uint64_t uniform(std::mt19937_64& r) { return 500 + r() % 1000; }
+/// The same, with the top 20 % ten times longer: p90 p98 p99 move, p10 p50 do not.
+uint64_t tail(std::mt19937_64& r) {
+  const uint64_t v = uniform(r);
+  return v > 1300 ? v * 10 : v;
+}
+
 }  // namespace
+
+// issue 28 item 12: the significant percentiles are named (p50 unchanged, p90 moved), idle's
+// block says residency, every latency column has one unit (us, in the header).
+TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
+  Meta m = synthetic_meta(4);
+  DiffRequest req;
+  req.a.file = write_rec_with("diff_t_a.shot", m, 11, uniform);
+  req.b.file = write_rec_with("diff_t_b.shot", m, 12, tail);
+  req.format = DiffFormat::json;
+  CommandOutput o = diff_command(req);
+  ASSERT_EQ(o.status, 3) << o.out;
+  auto d = nlohmann::json::parse(o.out);
+  for (auto& p : d["probes"])
+    if (p["probe"] == "cpupri_set") {
+      EXPECT_FALSE(p["latency_ns"]["p50"]["significant"].get<bool>()) << p.dump();
+      EXPECT_TRUE(p["latency_ns"]["p90"]["significant"].get<bool>()) << p.dump();
+    }
+  req.format = DiffFormat::patch;
+  o = diff_command(req);
+  EXPECT_NE(o.out.find("- runtime for cpupri_set, nanoseconds:"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("- residency for idle, nanoseconds:"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("runtime for idle"), std::string::npos) << o.out;
+  EXPECT_EQ(o.out.find("(the change is beyond the noise: significant)"), std::string::npos) << o.out;
+  const size_t at = o.out.find("  (beyond the noise, significant: p90 +");
+  ASSERT_NE(at, std::string::npos) << o.out;
+  const std::string line = o.out.substr(at, o.out.find('\n', at) - at);
+  EXPECT_EQ(line.find("p50"), std::string::npos) << line;
+  EXPECT_EQ(line.find("p10"), std::string::npos) << line;
+  EXPECT_NE(line.find("; the other percentiles are not)"), std::string::npos) << line;
+  req.format = DiffFormat::text;
+  o = diff_command(req);
+  EXPECT_NE(o.out.find(" p10 us  p50 us  p90 us  p98 us  p99 us  max us  verdict\n"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("significant (p90, p98, p99)\n"), std::string::npos) << o.out;
+  // No duration cell carries a unit of its own ("9472" next to "26.1us" was two units).
+  const std::regex unit_cell(R"(\d(ns|us|ms|s)( |$))");
+  std::istringstream in(o.out.substr(o.out.find("\nProbes"), o.out.find("\nCachelines") - o.out.find("\nProbes")));
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("cpupri_set", 0) == 0 || l.rfind("idle", 0) == 0 || l.rfind("  ", 0) == 0)
+      EXPECT_FALSE(std::regex_search(l, unit_cell)) << l;
+  req.format = DiffFormat::markdown;
+  o = diff_command(req);
+  EXPECT_NE(o.out.find("| p10 (us) | p50 (us) |"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("significant (p90, p98, p99) |"), std::string::npos) << o.out;
+}
+
+// Rates are plain events/s in every row: 12800 is not "12.8k" under a "9472" of another row.
+TEST(Diff, RateColumnsHaveNoMultiplier) {
+  Meta m = synthetic_meta(64);  // 64 x 200 cpupri_set calls a second
+  DiffRequest req;
+  req.a.file = req.b.file = write_rec_with("diff_r.shot", m, 41, uniform);
+  for (DiffFormat f : {DiffFormat::text, DiffFormat::markdown}) {
+    req.format = f;
+    CommandOutput o = diff_command(req);
+    ASSERT_EQ(o.status, 0) << o.out;
+    EXPECT_NE(o.out.find(" 12800 "), std::string::npos) << o.out;
+    EXPECT_EQ(o.out.find("12.8k"), std::string::npos) << o.out;
+  }
+}
+
+// Probes left out with --probes are "not selected (--probes)" as info and report say; a
+// reason both sides share (a long blind reason) is said once per line.
+TEST(Diff, NotSelectedIsSaidAsReportSaysItAndABlindReasonOnce) {
+  Meta m = synthetic_meta(4);
+  Meta mb = m;
+  for (Meta* x : {&m, &mb}) x->host.spinlock = SpinlockMode::virt_spin_lock;  // bcast_* blind on both
+  const int k = mb.probe_index("nohz_kick");
+  mb.probes[k].status.attached = false;
+  mb.probes[k].status.backend = Backend::none;
+  mb.probes[k].status.reason = "not selected (--probes)";
+  DiffRequest req;
+  req.a.file = write_rec_with("diff_s_a.shot", m, 21, uniform);
+  req.b.file = write_rec_with("diff_s_b.shot", mb, 22, uniform);
+  CommandOutput o = diff_command(req);
+  ASSERT_LE(o.status, 3) << (o.errors.empty() ? o.out : o.errors[0]);
+  EXPECT_EQ(o.out.find("unavailable"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("nohz_kick: measured (A) vs not selected (--probes) (B)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("not compared (A: measured; B: not selected (--probes))"), std::string::npos) << o.out;
+  std::istringstream in(o.out);
+  int blind_lines = 0;
+  for (std::string l; std::getline(in, l);) {
+    size_t n = 0;
+    for (size_t at = l.find("blind:"); at != std::string::npos; at = l.find("blind:", at + 1)) ++n;
+    EXPECT_LE(n, 1u) << "the blind reason twice: " << l;
+    if (n && l.find("not compared (A and B: blind: ") != std::string::npos) ++blind_lines;
+  }
+  EXPECT_GE(blind_lines, 1) << o.out;
+}
+
+// A damaged recording: a window wholly before the damage is compared (and says so), one that
+// reaches it is refused with the intact span (report's damage-as-a-value, issue 28).
+TEST(Diff, WindowBeforeTheDamageIsComparedOneReachingItIsRefused) {
+  Meta m = synthetic_meta(4);
+  const std::string src = write_rec_with("diff_d_src.shot", m, 31, uniform);
+  std::string data = slurp(src);
+  data[data.size() - 200] ^= 0x10;  // inside the last sample frame (+30 s)
+  const std::string bad = (std::filesystem::temp_directory_path() / "diff_d.shot").string();
+  spit(bad, data);
+  DiffRequest req;
+  req.a.file = req.b.file = bad;
+  req.a.to_s = 10;
+  req.a.window = ":10s";
+  req.b.from_s = 10;
+  req.b.to_s = 20;
+  req.b.window = "10s:20s";
+  CommandOutput o = diff_command(req);
+  ASSERT_EQ(o.status, 0) << (o.errors.empty() ? "" : o.errors[0]) << o.out;
+  EXPECT_NE(o.out.find("after the window: its samples are intact)"), std::string::npos) << o.out;
+  req.format = DiffFormat::json;
+  o = diff_command(req);
+  auto d = nlohmann::json::parse(o.out);
+  EXPECT_TRUE(d["a"]["damage"].is_string()) << d["a"].dump();
+  req.format = DiffFormat::text;
+  req.b.to_s = -1;  // 10s: reaches the damage
+  req.b.window = "10s:";
+  o = diff_command(req);
+  EXPECT_EQ(o.status, 1) << o.out;
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("B: " + bad + " is damaged at byte "), std::string::npos) << o.errors[0];
+  EXPECT_NE(o.errors[0].find("and the window 10s: reaches it; its intact samples span +0..+29.00 s"), std::string::npos)
+      << o.errors[0];
+  req.a = req.b = DiffSide{bad};  // the whole recording
+  o = diff_command(req);
+  EXPECT_EQ(o.status, 1);
+  ASSERT_EQ(o.errors.size(), 1u);
+  EXPECT_NE(o.errors[0].find("and the whole recording reaches it"), std::string::npos) << o.errors[0];
+}
 
 TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
   Meta m = synthetic_meta(4);
@@ -69,7 +236,7 @@ TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
   EXPECT_EQ(o.out.rfind("A: " + req.a.file + " (", 0), 0u) << o.out;
   EXPECT_NE(o.out.find("\nB: " + req.b.file + " ("), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("- runtime for cpupri_set, nanoseconds:"), std::string::npos) << o.out;
-  EXPECT_NE(o.out.find("(the change is beyond the noise: significant)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("  (beyond the noise, significant: p10 +"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("- cpupri_set calls/s: 800.00 -> 800.00 (+0.0 %)\n"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("nohz_exit"), std::string::npos) << "no event on either side: left out\n" << o.out;
 }

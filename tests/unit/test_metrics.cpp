@@ -1,6 +1,8 @@
 // render_metrics (`schedhot serve`, `--textfile`) on a sample with known values: counter
-// totals, exact cumulative histogram buckets, unattached probes as info only, both
-// exposition formats, --per-cpu labels and label escaping.
+// totals, exact cumulative histogram buckets (le: value <= le, exactly), idle residency's
+// name, counter arrays named as report names them, the line transfer counter, unattached
+// probes as info only, both exposition formats, --per-cpu (all or a list of families, and
+// its start-up line) and label escaping.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -8,6 +10,9 @@
 #include <regex>
 #include <sstream>
 
+#include <fmt/format.h>
+
+#include "probe/module.h"
 #include "test_util.h"
 #include "view/metrics.h"
 
@@ -69,18 +74,18 @@ TEST(Metrics, CountersAreTotalsSinceAttach) {
 TEST(Metrics, HistogramBucketsAreExactCumulativeCounts) {
   Known k;
   const std::string t = render_metrics(k.st, MetricsOptions{});
-  const std::string h = "schedhot_idle_lat_seconds";
+  const std::string h = "schedhot_idle_residency_seconds";
   EXPECT_TRUE(has_line(t, "# TYPE " + h + " histogram")) << t;
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"6.4e-08\""), 0);        // 64 ns: none (70 is above)
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"1.28e-07\""), 2);       // 70, 100
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"5.12e-07\""), 2);
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"1.024e-06\""), 3);      // + 1000
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"0.000524288\""), 3);
-  EXPECT_EQ(value(t, h + "_bucket", "le=\"0.001048576\""), 4);    // + 1 ms
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"6.3e-08\""), 0);        // 63 ns: none (70 is above)
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"1.27e-07\""), 2);       // 70, 100
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"5.11e-07\""), 2);
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"1.023e-06\""), 3);      // + 1000
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"0.000524287\""), 3);
+  EXPECT_EQ(value(t, h + "_bucket", "le=\"0.001048575\""), 4);    // + 1 ms
   EXPECT_EQ(value(t, h + "_bucket", "le=\"+Inf\""), 4);
   EXPECT_EQ(value(t, h + "_count"), 4);
   EXPECT_NEAR(value(t, h + "_sum"), 1001170e-9, 1e-15);
-  EXPECT_EQ(value(t, "schedhot_cpupri_set_lat_seconds_bucket", "le=\"6.4e-08\""), 4);
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_lat_seconds_bucket", "le=\"6.3e-08\""), 4);
   EXPECT_NEAR(value(t, "schedhot_cpupri_set_lat_seconds_sum"), 42e-9, 1e-18);
   // 25 bounds (2^6 .. 2^30 ns) plus +Inf, never decreasing.
   std::istringstream in(t);
@@ -102,7 +107,7 @@ TEST(Metrics, UnattachedProbeIsInfoOnlyAndLabelsAreEscaped) {
   EXPECT_EQ(t.find("schedhot_nohz_kick_"), std::string::npos) << "not measured is absent, never 0";
   EXPECT_NE(t.find("schedhot_probe_info{probe=\"nohz_kick\",attached=\"false\",backend=\"none\""), std::string::npos) << t;
   EXPECT_NE(t.find("reason=\"kprobe \\\"nohz_balancer_kick\\\" refused\\\\EPERM\\nsee dmesg\""), std::string::npos) << t;
-  EXPECT_EQ(value(t, "schedhot_line_transfers_per_second", "family=\"nohz\",line=\"nohz \\\"line\\\" 0\""), 251.5) << t;
+  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz \\\"line\\\" 0\""), 251.5) << t;
   // Every line is a comment or `name[{labels}] value`: nothing raw from a label leaks out.
   const std::regex series(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [-+0-9.eInfNa]+$)");
   std::istringstream in(t);
@@ -125,17 +130,17 @@ TEST(Metrics, OpenMetricsNamesCounterFamiliesWithoutTotalAndEndsWithEof) {
 
 TEST(Metrics, PerCpuLabelsEveryOnlineCpu) {
   Known k;
-  const std::string t = render_metrics(k.st, MetricsOptions{false, true});
+  const std::string t = render_metrics(k.st, MetricsOptions{false, parse_per_cpu("all")});
   EXPECT_EQ(value(t, "schedhot_idle_exits_total", "cpu=\"0\""), 50);
   EXPECT_EQ(value(t, "schedhot_idle_exits_total", "cpu=\"1\""), 0);
   EXPECT_EQ(value(t, "schedhot_idle_exits_total", "cpu=\"2\""), 7);
   EXPECT_EQ(value(t, "schedhot_idle_exits_total", "cpu=\"3\""), 0);
   EXPECT_TRUE(std::isnan(value(t, "schedhot_idle_exits_total"))) << "no unlabelled total with --per-cpu";
-  EXPECT_EQ(value(t, "schedhot_idle_lat_seconds_bucket", "cpu=\"2\",le=\"1.28e-07\""), 2);
-  EXPECT_EQ(value(t, "schedhot_idle_lat_seconds_count", "cpu=\"0\""), 0);
+  EXPECT_EQ(value(t, "schedhot_idle_residency_seconds_bucket", "cpu=\"2\",le=\"1.27e-07\""), 2);
+  EXPECT_EQ(value(t, "schedhot_idle_residency_seconds_count", "cpu=\"0\""), 0);
   // Only the online CPUs: CPU 3 offline leaves its series out.
   k.st.last.online = {0, 1, 2};
-  const std::string t3 = render_metrics(k.st, MetricsOptions{false, true});
+  const std::string t3 = render_metrics(k.st, MetricsOptions{false, parse_per_cpu("all")});
   EXPECT_TRUE(std::isnan(value(t3, "schedhot_idle_exits_total", "cpu=\"3\"")));
   EXPECT_EQ(value(t3, "schedhot_idle_exits_total", "cpu=\"2\""), 7);
 }
@@ -148,4 +153,133 @@ TEST(Metrics, BpfRunTimeWhenStatsAreOn) {
   EXPECT_EQ(value(t, "schedhot_bpf_stats_enabled"), 1);
   EXPECT_EQ(value(t, "schedhot_bpf_run_seconds_total"), 1.5);
   EXPECT_EQ(value(t, "schedhot_bpf_runs_total"), 3000);
+}
+
+// A bucket counts exactly the values <= its le (Prometheus's meaning): a value at le is in
+// it, le + 1 ns is not (issue 28: a 64 ns event was left out of le="6.4e-08").
+TEST(Metrics, EveryLeCountsTheValuesAtOrBelowIt) {
+  for (uint64_t le_ns : metric_bounds_ns())
+    for (uint64_t v : {le_ns, le_ns + 1}) {
+      Known k;
+      const int cs = k.st.meta.probe_index("cpupri_set");
+      k.st.last = make_sample(k.st.meta);
+      add_hist(k.st.meta, k.st.last, cs, 0, "lat", v);
+      const std::string t = render_metrics(k.st, MetricsOptions{});
+      const std::string le = fmt::format("le=\"{}\"", double(le_ns) / 1e9);
+      const double n = value(t, "schedhot_cpupri_set_lat_seconds_bucket", le);
+      ASSERT_FALSE(std::isnan(n)) << "no bucket " << le << " in\n" << t;
+      EXPECT_EQ(n, v <= le_ns ? 1 : 0) << v << " ns at " << le;
+    }
+  // 64 ns, the issue's example: in le = 127 ns, not in le = 63 ns.
+  Known k;
+  const int cs = k.st.meta.probe_index("cpupri_set");
+  k.st.last = make_sample(k.st.meta);
+  add_hist(k.st.meta, k.st.last, cs, 0, "lat", 64);
+  const std::string t = render_metrics(k.st, MetricsOptions{});
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_lat_seconds_bucket", "le=\"6.3e-08\""), 0);
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_lat_seconds_bucket", "le=\"1.27e-07\""), 1);
+}
+
+// Idle's histogram is residency, in seconds: its name and HELP say so (not "lat", not "ns").
+TEST(Metrics, IdleResidencyIsNamedAndHelpedInSeconds) {
+  Known k;
+  const std::string t = render_metrics(k.st, MetricsOptions{});
+  EXPECT_EQ(t.find("schedhot_idle_lat_seconds"), std::string::npos) << t;
+  EXPECT_NE(t.find("# HELP schedhot_idle_residency_seconds idle residency (seconds;"), std::string::npos) << t;
+  EXPECT_EQ(t.find(", ns ("), std::string::npos) << "no HELP in ns: " << t;
+  EXPECT_NE(t.find("# HELP schedhot_cpupri_set_lat_seconds entry-to-exit time (seconds;"), std::string::npos) << t;
+}
+
+// Counter arrays carry the element names report uses (ilb_kick flags, cpupri_set transitions).
+TEST(Metrics, ArrayElementsAreNamedAsReportNamesThem) {
+  Known k;
+  Meta& m = k.st.meta;
+  const int ik = m.probe_index("ilb_kick"), cs = m.probe_index("cpupri_set");
+  k.st.last.probes[ik].words[word(m, ik, 0, "flags", 3)] = 5;   // BALANCE|STATS
+  k.st.last.probes[ik].words[word(m, ik, 1, "flags", 0)] = 2;   // none
+  const Field* tr = m.probes[cs].layout.find("trans");
+  ASSERT_NE(tr, nullptr);
+  k.st.last.probes[cs].words[word(m, cs, 0, "trans", 1)] = 9;
+  const std::string t = render_metrics(k.st, MetricsOptions{});
+  EXPECT_EQ(value(t, "schedhot_ilb_kick_flags_total", "element=\"BALANCE|STATS\""), 5) << t;
+  EXPECT_EQ(value(t, "schedhot_ilb_kick_flags_total", "element=\"none\""), 2) << t;
+  EXPECT_TRUE(std::isnan(value(t, "schedhot_ilb_kick_flags_total", "element=\"3\""))) << t;
+  const std::string trans1 = find_module("cpupri_set")->label("trans", 1).value();
+  EXPECT_NE(trans1.find("->"), std::string::npos) << trans1;
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_trans_total", "element=\"" + trans1 + "\""), 9) << t;
+}
+
+// Modeled transfers are a counter: each interval's rate x its seconds, summed (rate() works).
+TEST(Metrics, LineTransfersAreACounterOfEveryInterval) {
+  LineTransferTotals tot;
+  CoherenceSummary s;
+  s.seconds = 0.5;
+  LineSummary l;
+  l.family = "nohz";
+  l.name = "nohz line 0";
+  l.traffic.read_xfers_per_s = 100;
+  l.traffic.write_xfers_per_s = 20;
+  s.lines = {l};
+  tot.add(s);  // 60
+  s.seconds = 2;
+  s.lines[0].traffic.read_xfers_per_s = 5;
+  s.lines[0].traffic.write_xfers_per_s = 0;
+  const std::vector<LineTotal>& v = tot.add(s);  // + 10
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_DOUBLE_EQ(v[0].xfers, 70);
+  Known k;
+  k.st.lines = v;
+  const std::string t = render_metrics(k.st, MetricsOptions{});
+  EXPECT_TRUE(has_line(t, "# TYPE schedhot_line_transfers_total counter")) << t;
+  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz line 0\""), 70) << t;
+  EXPECT_EQ(t.find("transfers_per_second"), std::string::npos) << "the last interval's gauge is gone";
+}
+
+// --per-cpu=LIST: only the listed probes' and families' series per CPU; the rest summed.
+TEST(Metrics, PerCpuListLabelsOnlyThoseFamilies) {
+  Known k;
+  const std::string t = render_metrics(k.st, MetricsOptions{false, parse_per_cpu("schedhot_idle_exits_total,cpupri_set")});
+  EXPECT_EQ(value(t, "schedhot_idle_exits_total", "cpu=\"0\""), 50);
+  EXPECT_TRUE(std::isnan(value(t, "schedhot_idle_exits_total"))) << t;
+  EXPECT_EQ(value(t, "schedhot_idle_entries_total"), 0) << "not listed: summed, no cpu label";
+  EXPECT_TRUE(std::isnan(value(t, "schedhot_idle_entries_total", "cpu=\"0\"")));
+  EXPECT_EQ(value(t, "schedhot_idle_residency_seconds_count"), 4);
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_calls_total", "cpu=\"1\""), 100);  // the probe: all its families
+  EXPECT_EQ(value(t, "schedhot_cpupri_set_lat_seconds_count", "cpu=\"1\""), 4);
+  // The OpenMetrics family name (no _total) and a histogram name are taken too.
+  EXPECT_TRUE(parse_per_cpu("schedhot_idle_exits,schedhot_idle_residency_seconds").covers("idle", "schedhot_idle_exits"));
+  EXPECT_FALSE(parse_per_cpu("schedhot_idle_exits").covers("idle", "schedhot_idle_entries"));
+  EXPECT_THROW(parse_per_cpu("idel"), std::invalid_argument);
+  EXPECT_THROW(parse_per_cpu("idle,"), std::invalid_argument);
+  EXPECT_THROW(parse_per_cpu("schedhot_idle_lat_seconds"), std::invalid_argument);
+  try {
+    parse_per_cpu("0-3");
+    ADD_FAILURE() << "a CPU list is not taken";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("'0-3' is neither a probe nor"), std::string::npos) << e.what();
+  }
+}
+
+// The start-up line of --per-cpu says how many series a scrape carries.
+TEST(Metrics, PerCpuNoticeCountsTheSeries) {
+  Known k;
+  k.st.meta.host.online = {0, 1, 2, 3};
+  const std::string n = per_cpu_notice(k.st.meta, parse_per_cpu("all"));
+  MetricsState st;
+  st.meta = k.st.meta;
+  st.last = make_sample(st.meta);
+  auto series = [](const std::string& t) {
+    size_t c = 0;
+    std::istringstream in(t);
+    for (std::string l; std::getline(in, l);) c += !l.empty() && l[0] != '#';
+    return c;
+  };
+  const size_t w = series(render_metrics(st, MetricsOptions{false, parse_per_cpu("all")}));
+  const size_t o = series(render_metrics(st, MetricsOptions{}));
+  EXPECT_EQ(n.rfind(fmt::format("--per-cpu: {} series a scrape ({} per CPU x 4 CPUs), {} without it;", w, (w - o) / 3, o), 0),
+            0u)
+      << n;
+  const std::string one = per_cpu_notice(k.st.meta, parse_per_cpu("schedhot_idle_exits"));
+  EXPECT_EQ(one.rfind(fmt::format("--per-cpu: {} series a scrape (1 per CPU x 4 CPUs), {} without it", o + 3, o), 0), 0u)
+      << one;
 }

@@ -1362,3 +1362,34 @@ TEST(RecordingCli, DiffPatchFormatNamesEachProbesCounter) {
     EXPECT_NE(r.out.find(want), std::string::npos) << want << "\n" << r.out;
   EXPECT_EQ(r.out.find("ilb_kick calls/s"), std::string::npos);
 }
+
+// Usage errors found after parsing (exit 2) end with the command's --help, as CLI11's parse
+// errors do (issue 28's leftover), in one line; a status-2 entry point's line too.
+TEST(RecordingCli, UsageErrorsAfterParsingPointToTheCommandsHelp) {
+  const std::string f = kData + "/v1.2-basic.shot";
+  const std::pair<std::string, std::string> cases[] = {
+      {"diff " + f, "diff"},
+      {fmt::format("diff {} --a 5:1 --b 5:", f), "diff"},
+      {"report " + f + " --p99-flag 5us", "report"},
+      {"report " + f + " --sort nosuchcolumn", "report"},
+      {"report --csv", "report"},
+      {"export " + f + " --from 5 --to 1", "export"},
+      {"record -d 1", "record"},
+      {"replay", "replay"},
+      {"replay " + f + " --cpus x", "replay"},
+      {"top --rotate 2", "top"},
+      {"serve --listen ''", "serve"},
+      {"probes --probes nosuchprobe", "probes"},
+  };
+  for (const auto& [args, cmd] : cases) {
+    SCOPED_TRACE(args);
+    CliRun r = run_cli(args);
+    expect_one_line_error(r, 2, "");
+    const std::string tail = fmt::format(" (see schedhot {} --help)\n", cmd);
+    EXPECT_TRUE(r.err.size() > tail.size() && r.err.compare(r.err.size() - tail.size(), tail.size(), tail) == 0) << r.err;
+  }
+  // A parse error keeps its own pointer, once.
+  CliRun p = run_cli("serve --per-cpu=nosuchfamily");
+  expect_one_line_error(p, 2, "--per-cpu: 'nosuchfamily' is neither a probe nor a per-probe metric family");
+  EXPECT_NE(p.err.find("(see schedhot serve --help)"), std::string::npos) << p.err;
+}

@@ -30,6 +30,8 @@ class Idle : public ProbeModule {
     p.primary = "exits";
     p.secondary = {"entries"};
     p.hist = "lat";
+    p.hist_what = "residency";
+    p.hist_metric = "residency";
     p.columns = {{"idle/s", "exits"}};
     p.table_rank = -1;  // the table's first column and default sort
   }

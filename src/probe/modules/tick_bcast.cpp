@@ -133,6 +133,7 @@ class BcastWait : public ProbeModule {
                    "qspinlock.c queued_spin_lock_slowpath(): the waiter spins reading the lock word",
                    "one read per contention (a waiter re-reads the line each time the holder writes it)"}};
     p.hist = "lat";
+    p.hist_what = "wait time";
     p.columns = {{"bcast_wait/s", "contentions"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
