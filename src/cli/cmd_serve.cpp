@@ -143,7 +143,7 @@ int open_listener(ListenAddr& a, std::string& why) {
   const int one = 1, zero = 0;
   ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (a.addr.ss_family == AF_INET6) ::setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, a.every ? &zero : &one, sizeof one);
-  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) != 0 || ::listen(fd, 128) != 0) {
+  if (::bind(fd, reinterpret_cast<const sockaddr*>(&a.addr), a.len) != 0 || ::listen(fd, SOMAXCONN) != 0) {
     why = std::strerror(errno);
     ::close(fd);
     return -1;
