@@ -100,7 +100,7 @@ def run_bad(name, text):
         fh.write(text)
     t0 = time.time()
     r = subprocess.run([exe, "serve", "--listen", f"127.0.0.1:{aport}", "--web-config", path(name)],
-                       capture_output=True, text=True, timeout=60)
+                       capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
     return r.returncode, r.stderr, time.time() - t0
 
 
@@ -203,7 +203,15 @@ basic_auth_users:
            ("missing cert file", "nocert.yml", f"tls_server_config:\n  cert_file: absent.crt\n  key_file: {path('server.key')}\n",
             f"tls_server_config.cert_file {path('absent.crt')}: No such file or directory"),
            ("non-bcrypt hash", "plainhash.yml", "basic_auth_users:\n  prometheus: correct-horse\n",
-            "line 2: basic_auth_users.prometheus: not a bcrypt hash")]
+            "line 2: basic_auth_users.prometheus: not a bcrypt hash"),
+           # issue 28 item 10: never a passphrase prompt (there was one, twice, on the terminal)
+           ("encrypted key_file", "enckey.yml", f"tls_server_config:\n  cert_file: {path('server.crt')}\n  key_file: {path('server-enc.key')}\n",
+            f"tls_server_config.key_file {path('server-enc.key')}: an encrypted private key")]
+    openssl("pkey", "-in", "server.key", "-aes256", "-passout", "pass:secret", "-out", "server-enc.key")
+    openssl("ec", "-in", "server.key", "-aes256", "-passout", "pass:secret", "-out", "server-enc-trad.key")
+    bad.append(("encrypted key_file (traditional PEM)", "enckey2.yml",
+                f"tls_server_config:\n  cert_file: {path('server.crt')}\n  key_file: {path('server-enc-trad.key')}\n",
+                "an encrypted private key"))
     for what, name, text, want in bad:
         rc, err, dt = run_bad(name, text)
         prc, pout = web_config(name, text)
@@ -211,6 +219,12 @@ basic_auth_users:
         check(rc == 2 and len(lines) == 1 and want in lines[0] and path(name) in lines[0],
               f"{what}: exit {rc}, one line naming the file and key in {dt:.2f} s: {lines}")
         check(prc != 0, f"{what}: promtool check web-config refuses it too: {pout.splitlines()[-1] if pout else ''}")
+    # GnuTLS cannot keep a list of TLS 1.2 suites exactly: refused with one line (promtool takes it)
+    rc, err, dt = run_bad("ciphers.yml", f"tls_server_config:\n  cert_file: {path('server.crt')}\n  key_file: {path('server.key')}\n"
+                          "  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256]\n")
+    lines = err.strip().splitlines()
+    check(rc == 2 and len(lines) == 1 and "cipher_suites" in lines[0] and "GnuTLS" in lines[0],
+          f"a TLS 1.2 cipher_suites list: exit {rc}, one line: {lines}")
 
     # ---- basic auth over plain HTTP: allowed (as in Prometheus), warned about once
     rc, out = web_config("auth-only.yml", f"basic_auth_users:\n  prometheus: {hashed}\n")

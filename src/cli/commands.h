@@ -100,12 +100,12 @@ int run_record(const RecordCmd& o);
 /// `schedhot serve` (cmd_serve.cpp): metrics for Prometheus over HTTP and/or a textfile.
 struct ServeCmd {
   CommonProbeOptions common;
-  std::string listen = "127.0.0.1:9870";  ///< civetweb listening_ports ("" = no HTTP)
+  std::string listen = "127.0.0.1:9870";  ///< ADDRESS:PORT, [IPv6]:PORT or :PORT ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
   PerCpu per_cpu;                          ///< --per-cpu[=LIST] (view/metrics.h)
-  int max_connections = 32;                ///< civetweb num_threads
-  int timeout_ms = 2000;                   ///< civetweb request_timeout_ms
+  int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit; per client address a quarter)
+  int timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
   bool quiet = false;
   std::string command_line;

@@ -2,13 +2,10 @@
 
 #include <crypt.h>
 #include <fmt/format.h>
-#include <openssl/crypto.h>
-#include <openssl/err.h>
-#include <openssl/evp.h>
-#include <openssl/rand.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 #include <fcntl.h>
+#include <gnutls/crypto.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -20,6 +17,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <tuple>
 
 namespace schedhot {
 
@@ -101,31 +99,32 @@ ClientAuth client_auth(const YAML::Node& v, const std::string& key) {
                    s));
 }
 
-/// Go's crypto/tls.CipherSuites() names (what exporter-toolkit 0.8 accepts) -> OpenSSL's
-/// name; nullptr: a TLS 1.3 suite, which Go does not let a config choose (accepted, ignored).
-const char* openssl_cipher(const std::string& go) {
-  static const std::pair<const char*, const char*> kCiphers[] = {
-      {"TLS_RSA_WITH_AES_128_CBC_SHA", "AES128-SHA"},
-      {"TLS_RSA_WITH_AES_256_CBC_SHA", "AES256-SHA"},
-      {"TLS_RSA_WITH_AES_128_GCM_SHA256", "AES128-GCM-SHA256"},
-      {"TLS_RSA_WITH_AES_256_GCM_SHA384", "AES256-GCM-SHA384"},
-      {"TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA", "ECDHE-ECDSA-AES128-SHA"},
-      {"TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA", "ECDHE-ECDSA-AES256-SHA"},
-      {"TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA", "ECDHE-RSA-AES128-SHA"},
-      {"TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA", "ECDHE-RSA-AES256-SHA"},
-      {"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256", "ECDHE-ECDSA-AES128-GCM-SHA256"},
-      {"TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384", "ECDHE-ECDSA-AES256-GCM-SHA384"},
-      {"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "ECDHE-RSA-AES128-GCM-SHA256"},
-      {"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384", "ECDHE-RSA-AES256-GCM-SHA384"},
-      {"TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-RSA-CHACHA20-POLY1305"},
-      {"TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256", "ECDHE-ECDSA-CHACHA20-POLY1305"},
-      {"TLS_AES_128_GCM_SHA256", nullptr},
-      {"TLS_AES_256_GCM_SHA384", nullptr},
-      {"TLS_CHACHA20_POLY1305_SHA256", nullptr},
+/// Go's crypto/tls.CipherSuites() names (what exporter-toolkit 0.8 accepts): 13 for a TLS 1.3
+/// suite (Go does not let a config choose those: accepted, ignored), 12 for a TLS 1.0-1.2
+/// suite, 0 for a name Go does not know.
+int go_cipher_version(const std::string& go) {
+  static const char* const kTls12[] = {
+      "TLS_RSA_WITH_AES_128_CBC_SHA",
+      "TLS_RSA_WITH_AES_256_CBC_SHA",
+      "TLS_RSA_WITH_AES_128_GCM_SHA256",
+      "TLS_RSA_WITH_AES_256_GCM_SHA384",
+      "TLS_ECDHE_ECDSA_WITH_AES_128_CBC_SHA",
+      "TLS_ECDHE_ECDSA_WITH_AES_256_CBC_SHA",
+      "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA",
+      "TLS_ECDHE_RSA_WITH_AES_256_CBC_SHA",
+      "TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256",
+      "TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384",
+      "TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256",
+      "TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384",
+      "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256",
+      "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256",
   };
-  for (const auto& [g, o] : kCiphers)
-    if (go == g) return o ? o : "";
-  return nullptr;
+  static const char* const kTls13[] = {"TLS_AES_128_GCM_SHA256", "TLS_AES_256_GCM_SHA384", "TLS_CHACHA20_POLY1305_SHA256"};
+  for (const char* n : kTls12)
+    if (go == n) return 12;
+  for (const char* n : kTls13)
+    if (go == n) return 13;
+  return 0;
 }
 
 /// A bcrypt hash as crypt(3) and Go's bcrypt write it: $2a$, $2b$ or $2y$, a cost of 04..16 (Go allows 31: days a check),
@@ -163,13 +162,19 @@ void parse_tls(const YAML::Node& n, const std::string& dir, TlsServerConfig& t) 
              else if (k == "prefer_server_cipher_suites") t.prefer_server_ciphers = boolean(v, key);
              else if (k == "cipher_suites") {
                for (const std::string& c : strings(v, key)) {
-                 const char* o = openssl_cipher(c);
-                 if (!o) fail(v, key, fmt::format("unknown cipher '{}' (Go's crypto/tls names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", c));
-                 if (*o) t.ciphers.push_back(o);
+                 const int version = go_cipher_version(c);
+                 if (version == 0)
+                   fail(v, key, fmt::format("unknown cipher '{}' (Go's crypto/tls names, e.g. TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256)", c));
+                 // GnuTLS (libmicrohttpd's TLS) enables key exchanges, ciphers and MACs, not
+                 // single suites: a list of suites cannot be kept exactly, so it is refused.
+                 if (version == 12)
+                   fail(v, key, fmt::format("'{}': schedhot's TLS (GnuTLS) cannot choose TLS 1.0-1.2 suites one by one; "
+                                            "leave cipher_suites out (GnuTLS's defaults) or list only TLS 1.3 suites", c));
                }
              } else if (k == "curve_preferences") {
                static const std::pair<const char*, const char*> kCurves[] = {
-                   {"CurveP256", "P-256"}, {"CurveP384", "P-384"}, {"CurveP521", "P-521"}, {"X25519", "X25519"}};
+                   {"CurveP256", "GROUP-SECP256R1"}, {"CurveP384", "GROUP-SECP384R1"}, {"CurveP521", "GROUP-SECP521R1"},
+                   {"X25519", "GROUP-X25519"}};
                for (const std::string& c : strings(v, key)) {
                  const char* o = nullptr;
                  for (const auto& [g, name] : kCurves)
@@ -220,16 +225,18 @@ void parse_http(const YAML::Node& n, WebConfig& c) {
   });
 }
 
-std::string ssl_error() {
-  const unsigned long e = ERR_get_error();
-  ERR_clear_error();
-  if (e == 0) return "no OpenSSL error";
-  char b[256];
-  ERR_error_string_n(e, b, sizeof b);
-  return b;
+/// Constant-time comparison of n bytes.
+bool same_bytes(const void* a, const void* b, size_t n) {
+  const auto* x = static_cast<const unsigned char*>(a);
+  const auto* y = static_cast<const unsigned char*>(b);
+  unsigned char d = 0;
+  for (size_t i = 0; i < n; ++i) d |= static_cast<unsigned char>(x[i] ^ y[i]);
+  return d == 0;
 }
 
-int accept_any_certificate(int, X509_STORE_CTX*) { return 1; }
+void wipe(std::string& s) {
+  if (!s.empty()) ::explicit_bzero(s.data(), s.size());
+}
 
 }  // namespace
 
@@ -283,87 +290,152 @@ std::string not_a_small_file(const std::string& path, off_t max_bytes) {
 
 }  // namespace
 
-WebConfig load_web_config(const std::string& path) {
-  if (std::string why = not_a_small_file(path, kWebConfigMaxBytes); !why.empty())
-    throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, why));
-  std::ifstream in(path);
-  if (!in) throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+namespace {
+
+/// The whole of a file not_a_small_file() accepts, or why not.
+std::string slurp(const std::string& path, off_t max_bytes, std::string& out) {
+  if (std::string why = not_a_small_file(path, max_bytes); !why.empty()) return why;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::strerror(errno);
   std::stringstream ss;
   ss << in.rdbuf();
-  if (in.bad()) throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, std::strerror(errno)));
+  if (in.bad()) return std::strerror(errno);
+  out = ss.str();
+  return "";
+}
+
+gnutls_datum_t datum(const std::string& s) {
+  return gnutls_datum_t{reinterpret_cast<unsigned char*>(const_cast<char*>(s.data())), static_cast<unsigned>(s.size())};
+}
+
+/// "" when the PEM files of t load into GnuTLS credentials as libmicrohttpd will load
+/// them, else the one-line problem naming the key and file.
+std::string check_tls(const TlsServerConfig& t) {
+  gnutls_x509_crt_t* chain = nullptr;
+  unsigned n = 0;
+  const gnutls_datum_t cert = datum(t.cert_pem), key = datum(t.key_pem);
+  int r = gnutls_x509_crt_list_import2(&chain, &n, &cert, GNUTLS_X509_FMT_PEM, 0);
+  for (unsigned i = 0; r >= 0 && i < n; ++i) gnutls_x509_crt_deinit(chain[i]);
+  gnutls_free(chain);
+  if (r < 0 || n == 0)
+    return fmt::format("tls_server_config.cert_file {}: no PEM certificate ({})", t.cert_file, r < 0 ? gnutls_strerror(r) : "none");
+  // An encrypted key would need a passphrase: schedhot, a service, asks for none (as
+  // `promtool check web-config` and exporter-toolkit refuse such a key).
+  if (t.key_pem.find("-----BEGIN ENCRYPTED PRIVATE KEY-----") != std::string::npos ||
+      t.key_pem.find("Proc-Type: 4,ENCRYPTED") != std::string::npos)
+    return fmt::format("tls_server_config.key_file {}: an encrypted private key; schedhot asks for no passphrase "
+                       "(decrypt it into a file only root reads: openssl pkey -in KEY -out PLAIN)",
+                       t.key_file);
+  gnutls_x509_privkey_t pk = nullptr;
+  gnutls_x509_privkey_init(&pk);
+  r = gnutls_x509_privkey_import2(pk, &key, GNUTLS_X509_FMT_PEM, nullptr, 0);
+  gnutls_x509_privkey_deinit(pk);
+  if (r < 0) return fmt::format("tls_server_config.key_file {}: no PEM private key ({})", t.key_file, gnutls_strerror(r));
+  gnutls_certificate_credentials_t cred = nullptr;
+  if (gnutls_certificate_allocate_credentials(&cred) < 0) return "GnuTLS: cannot allocate credentials";
+  std::string problem;
+  r = gnutls_certificate_set_x509_key_mem2(cred, &cert, &key, GNUTLS_X509_FMT_PEM, nullptr, 0);
+  if (r == GNUTLS_E_CERTIFICATE_KEY_MISMATCH)
+    problem = fmt::format("tls_server_config.key_file {} does not belong to cert_file {}", t.key_file, t.cert_file);
+  else if (r < 0)
+    problem = fmt::format("tls_server_config.cert_file {} with key_file {}: GnuTLS refuses them ({})", t.cert_file, t.key_file,
+                          gnutls_strerror(r));
+  if (problem.empty() && !t.ca_pem.empty()) {
+    const gnutls_datum_t ca = datum(t.ca_pem);
+    r = gnutls_certificate_set_x509_trust_mem(cred, &ca, GNUTLS_X509_FMT_PEM);
+    if (r <= 0)
+      problem = fmt::format("tls_server_config.client_ca_file {}: no PEM certificate ({})",
+                            t.client_ca_file.empty() ? system_ca_bundle() : t.client_ca_file, r < 0 ? gnutls_strerror(r) : "none");
+  }
+  gnutls_certificate_free_credentials(cred);
+  if (!problem.empty()) return problem;
+  gnutls_priority_t prio = nullptr;
+  const char* where = nullptr;
+  const std::string p = tls_priorities(t);
+  r = gnutls_priority_init(&prio, p.c_str(), &where);
+  if (r < 0)
+    return fmt::format("tls_server_config.min_version/max_version/curve_preferences: GnuTLS refuses '{}' at '{}' ({})", p,
+                       where ? where : "?", gnutls_strerror(r));
+  gnutls_priority_deinit(prio);
+  return "";
+}
+
+}  // namespace
+
+std::string system_ca_bundle() {
+  for (const char* p : {"/etc/ssl/certs/ca-certificates.crt", "/etc/pki/tls/certs/ca-bundle.crt"})
+    if (::access(p, R_OK) == 0) return p;
+  return "";
+}
+
+WebConfig load_web_config(const std::string& path) {
+  std::string text;
+  if (std::string why = slurp(path, kWebConfigMaxBytes, text); !why.empty())
+    throw std::invalid_argument(fmt::format("{}: cannot read: {}", path, why));
   const size_t slash = path.rfind('/');
   const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
   WebConfig c;
   try {
-    c = parse_web_config(ss.str(), dir);
+    c = parse_web_config(text, dir);
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(fmt::format("{}: {}", path, e.what()));
   }
   if (c.tls.enabled()) {
-    SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-    if (!ctx) throw std::invalid_argument(fmt::format("{}: OpenSSL: {}", path, ssl_error()));
-    const std::string problem = configure_tls(ctx, c.tls);
-    SSL_CTX_free(ctx);
-    if (!problem.empty()) throw std::invalid_argument(fmt::format("{}: {}", path, problem));
+    TlsServerConfig& t = c.tls;
+    for (const auto& [key, file, pem] : {std::tuple{"cert_file", &t.cert_file, &t.cert_pem}, {"key_file", &t.key_file, &t.key_pem},
+                                         {"client_ca_file", &t.client_ca_file, &t.ca_pem}})
+      if (!file->empty())
+        if (std::string why = slurp(*file, kTlsFileMaxBytes, *pem); !why.empty())
+          throw std::invalid_argument(fmt::format("{}: tls_server_config.{} {}: {}", path, key, *file, why));
+    // libmicrohttpd asks for a client certificate only with CAs to trust: without
+    // client_ca_file, the system's roots (what Go verifies against then).
+    if (t.client_auth != ClientAuth::kNone && t.ca_pem.empty()) {
+      const std::string bundle = system_ca_bundle();
+      if (bundle.empty() || !slurp(bundle, kTlsFileMaxBytes * 4, t.ca_pem).empty())
+        throw std::invalid_argument(fmt::format("{}: tls_server_config.client_auth_type without client_ca_file needs the system's CA "
+                                                "bundle (/etc/ssl/certs/ca-certificates.crt), which cannot be read",
+                                                path));
+    }
+    if (std::string problem = check_tls(t); !problem.empty()) throw std::invalid_argument(fmt::format("{}: {}", path, problem));
   }
   return c;
 }
 
-std::string configure_tls(void* p, const TlsServerConfig& t) {
-  SSL_CTX* ctx = static_cast<SSL_CTX*>(p);
-  ERR_clear_error();
-  for (const auto& [key, file] : {std::pair{"cert_file", &t.cert_file}, {"key_file", &t.key_file}, {"client_ca_file", &t.client_ca_file}})
-    if (!file->empty())
-      if (std::string why = not_a_small_file(*file, kTlsFileMaxBytes); !why.empty())
-        return fmt::format("tls_server_config.{} {}: {}", key, *file, why);
-  if (SSL_CTX_use_certificate_chain_file(ctx, t.cert_file.c_str()) != 1)
-    return fmt::format("tls_server_config.cert_file {}: no PEM certificate ({})", t.cert_file, ssl_error());
-  const bool key_loaded = SSL_CTX_use_PrivateKey_file(ctx, t.key_file.c_str(), SSL_FILETYPE_PEM) == 1;
-  if (!key_loaded && ERR_GET_REASON(ERR_peek_error()) != X509_R_KEY_VALUES_MISMATCH)
-    return fmt::format("tls_server_config.key_file {}: no PEM private key ({})", t.key_file, ssl_error());
-  if (!key_loaded || SSL_CTX_check_private_key(ctx) != 1) {
-    ERR_clear_error();
-    return fmt::format("tls_server_config.key_file {} does not belong to cert_file {}", t.key_file, t.cert_file);
+std::string tls_priorities(const TlsServerConfig& t) {
+  std::string p = "NORMAL:-VERS-ALL";
+  // Highest first: GnuTLS takes the first version both sides have.
+  for (uint16_t v = t.max_version; v >= t.min_version && v >= 0x0301; --v) p += fmt::format(":+VERS-TLS1.{}", v - 0x0301);
+  if (!t.groups.empty()) {
+    p += ":-GROUP-ALL";
+    for (const auto& g : t.groups) p += ":+" + g;
   }
-  // The options a fresh context has, plus no renegotiation; then min/max_version decide the
-  // versions. civetweb 1.15, built for the OpenSSL 1.1 API, sets SSL_OP_ALL as OpenSSL 1.0's
-  // 0x80000BFF and SSL_OP_NO_SSLv2 as 0x01000000: in OpenSSL 3 those bits are kernel TLS,
-  // client-initiated renegotiation, no anti-replay and more, and SSL_OP_DISABLE_TLSEXT_CA_NAMES,
-  // with which Go's TLS 1.3 client (Prometheus) refuses a request for its certificate
-  // ("local error: tls: unexpected message"; so does `openssl s_server -no_ca_names`).
-  SSL_CTX* fresh = SSL_CTX_new(TLS_server_method());
-  const uint64_t defaults = fresh ? SSL_CTX_get_options(fresh) : SSL_OP_NO_COMPRESSION;
-  SSL_CTX_free(fresh);
-  SSL_CTX_clear_options(ctx, ~defaults);
-  SSL_CTX_set_options(ctx, defaults | SSL_OP_NO_RENEGOTIATION);
-  if (SSL_CTX_set_min_proto_version(ctx, t.min_version) != 1 || SSL_CTX_set_max_proto_version(ctx, t.max_version) != 1)
-    return fmt::format("tls_server_config.min_version/max_version: OpenSSL refuses them ({})", ssl_error());
-  if (!t.ciphers.empty() && SSL_CTX_set_cipher_list(ctx, join(t.ciphers, ":").c_str()) != 1)
-    return fmt::format("tls_server_config.cipher_suites: OpenSSL has none of them ({})", ssl_error());
-  if (!t.groups.empty() && SSL_CTX_set1_groups_list(ctx, join(t.groups, ":").c_str()) != 1)
-    return fmt::format("tls_server_config.curve_preferences: OpenSSL refuses them ({})", ssl_error());
-  if (t.prefer_server_ciphers) SSL_CTX_set_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  else SSL_CTX_clear_options(ctx, SSL_OP_CIPHER_SERVER_PREFERENCE);
-  if (!t.client_ca_file.empty()) {
-    if (SSL_CTX_load_verify_locations(ctx, t.client_ca_file.c_str(), nullptr) != 1)
-      return fmt::format("tls_server_config.client_ca_file {}: no PEM certificate ({})", t.client_ca_file, ssl_error());
-    if (STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(t.client_ca_file.c_str())) SSL_CTX_set_client_CA_list(ctx, names);
-  } else if (t.client_auth == ClientAuth::kVerifyIfGiven || t.client_auth == ClientAuth::kRequireAndVerify) {
-    SSL_CTX_set_default_verify_paths(ctx);  // Go verifies against the system's roots then
+  if (t.prefer_server_ciphers) p += ":%SERVER_PRECEDENCE";
+  return p;
+}
+
+std::string verify_client(void* session, ClientAuth auth) {
+  if (auth == ClientAuth::kNone || auth == ClientAuth::kRequest) return "";
+  auto* s = static_cast<gnutls_session_t>(session);
+  if (!s) return "no TLS session";
+  unsigned n = 0;
+  const bool has = gnutls_certificate_get_peers(s, &n) != nullptr && n > 0;
+  if (!has) return auth == ClientAuth::kVerifyIfGiven ? "" : "no client certificate (client_auth_type asks for one)";
+  if (auth == ClientAuth::kRequireAny) return "";
+  gnutls_typed_vdata_st purpose{};
+  purpose.type = GNUTLS_DT_KEY_PURPOSE_OID;
+  purpose.data = reinterpret_cast<unsigned char*>(const_cast<char*>(GNUTLS_KP_TLS_WWW_CLIENT));
+  unsigned status = 0;
+  const int r = gnutls_certificate_verify_peers(s, &purpose, 1, &status);
+  if (r < 0) return fmt::format("client certificate not verified ({})", gnutls_strerror(r));
+  if (status != 0) {
+    gnutls_datum_t out{};
+    std::string why = "not verified";
+    if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) >= 0) {
+      why.assign(reinterpret_cast<const char*>(out.data), out.size);
+      gnutls_free(out.data);
+    }
+    return "client certificate refused: " + why;
   }
-  switch (t.client_auth) {
-    case ClientAuth::kNone: SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, nullptr); break;
-    case ClientAuth::kRequest: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, accept_any_certificate); break;
-    case ClientAuth::kRequireAny:
-      SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, accept_any_certificate);
-      break;
-    case ClientAuth::kVerifyIfGiven: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr); break;
-    case ClientAuth::kRequireAndVerify: SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr); break;
-  }
-  // Session resumption with client verification needs an id context (civetweb sets one only
-  // when it loads the certificate itself).
-  static const unsigned char kSid[] = "schedhot";
-  SSL_CTX_set_session_id_context(ctx, kSid, sizeof kSid - 1);
   return "";
 }
 
@@ -403,16 +475,13 @@ bool decode_basic_auth(std::string_view h, std::string& user, std::string& passw
   return true;
 }
 
-struct BasicAuth::Scratch {
-  crypt_data data;
-};
-
-BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)), scratch_(std::make_unique<Scratch>()) {
-  std::memset(&scratch_->data, 0, sizeof scratch_->data);
-  if (RAND_bytes(salt_.data(), int(salt_.size())) != 1) throw std::runtime_error("basic auth: no random bytes from OpenSSL");
+BasicAuth::BasicAuth(std::map<std::string, std::string> users) : users_(std::move(users)) {
+  if (gnutls_rnd(GNUTLS_RND_KEY, salt_.data(), salt_.size()) != 0) throw std::runtime_error("basic auth: no random bytes from GnuTLS");
 }
 
-BasicAuth::~BasicAuth() = default;
+BasicAuth::~BasicAuth() { ::explicit_bzero(salt_.data(), salt_.size()); }
+
+BasicAuth::Pending::~Pending() { wipe(password); }
 
 std::array<unsigned char, 32> BasicAuth::cache_key(const std::string& user, const std::string& password) const {
   std::array<unsigned char, 32> out{};
@@ -420,44 +489,58 @@ std::array<unsigned char, 32> BasicAuth::cache_key(const std::string& user, cons
   msg += user;
   msg.push_back('\0');
   msg += password;
-  unsigned int n = 0;
-  EVP_Digest(msg.data(), msg.size(), out.data(), &n, EVP_sha256(), nullptr);
-  OPENSSL_cleanse(msg.data(), msg.size());
+  gnutls_hash_fast(GNUTLS_DIG_SHA256, msg.data(), msg.size(), out.data());
+  wipe(msg);
   return out;
 }
 
-bool BasicAuth::allows(const char* authorization) const {
-  if (users_.empty()) return true;
-  std::string user, password;
-  if (!authorization || !decode_basic_auth(authorization, user, password)) return false;
+BasicAuth::Quick BasicAuth::quick(const char* authorization, Pending& p) const {
+  if (users_.empty()) return Quick::kAllowed;
+  if (!authorization || !decode_basic_auth(authorization, p.user, p.password)) return Quick::kRefused;
   // Credentials that passed before skip bcrypt (as exporter-toolkit caches them), so a
   // flood of wrong guesses, each a bcrypt in turn, does not hold up the real scraper.
-  const auto key = cache_key(user, password);
+  p.key = cache_key(p.user, p.password);
   {
     std::lock_guard<std::mutex> g(cache_mu_);
     for (const auto& k : passed_)
-      if (CRYPTO_memcmp(k.data(), key.data(), key.size()) == 0) return true;
+      if (same_bytes(k.data(), p.key.data(), k.size())) return Quick::kAllowed;
   }
-  const auto it = users_.find(user);
-  const bool known = it != users_.end();
+  const auto it = users_.find(p.user);
+  p.known = it != users_.end();
   // An unknown user costs a bcrypt too (against the first user's hash, then refused), so
   // the time does not tell which users exist.
-  const std::string& hash = known ? it->second : users_.begin()->second;
-  bool same = false;
-  {
-    std::lock_guard<std::mutex> g(mu_);
-    const char* out = crypt_rn(password.c_str(), hash.c_str(), &scratch_->data, sizeof scratch_->data);
-    same = out && std::strlen(out) == hash.size() && CRYPTO_memcmp(out, hash.data(), hash.size()) == 0;
-  }
+  p.hash = p.known ? it->second : users_.begin()->second;
+  return Quick::kNeedsBcrypt;
+}
+
+bool BasicAuth::Pending::matches() const {
+  auto data = std::make_unique<crypt_data>();
+  std::memset(data.get(), 0, sizeof *data);
+  const char* out = crypt_rn(password.c_str(), hash.c_str(), data.get(), sizeof *data);
+  const bool same = out && std::strlen(out) == hash.size() && same_bytes(out, hash.data(), hash.size());
+  ::explicit_bzero(data.get(), sizeof *data);
   // crypt(3) stops at a NUL byte: "pw\0anything" must not pass as "pw".
-  const bool ok = same && known && password.find('\0') == std::string::npos;
-  if (ok) {
-    std::lock_guard<std::mutex> g(cache_mu_);
-    if (passed_.size() >= kPassedMax) passed_.erase(passed_.begin());
-    passed_.push_back(key);
+  return same && known && password.find('\0') == std::string::npos;
+}
+
+void BasicAuth::remember(const Pending& p) const {
+  std::lock_guard<std::mutex> g(cache_mu_);
+  for (const auto& k : passed_)
+    if (same_bytes(k.data(), p.key.data(), k.size())) return;
+  if (passed_.size() >= kPassedMax) passed_.erase(passed_.begin());
+  passed_.push_back(p.key);
+}
+
+bool BasicAuth::allows(const char* authorization) const {
+  Pending p;
+  switch (quick(authorization, p)) {
+    case Quick::kAllowed: return true;
+    case Quick::kRefused: return false;
+    case Quick::kNeedsBcrypt: break;
   }
-  OPENSSL_cleanse(password.data(), password.size());
-  return ok;
+  if (!p.matches()) return false;
+  remember(p);
+  return true;
 }
 
 }  // namespace schedhot

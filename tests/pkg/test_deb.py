@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-from checks import check, failures, finish, run
+from checks import binary_path_problems, check, failures, finish, run
 
 CACHE = os.environ.get("SCHEDHOT_PKG_CACHE", "/var/cache/schedhot-pkg")
 SUITE = "bookworm"
@@ -301,9 +301,21 @@ c schedhot info /usr/share/doc/schedhot/examples/vm
           "/etc/default/schedhot is a conffile")
     for p in ("/usr/bin/schedhot", "/usr/bin/schedhot-fleet", "/lib/systemd/system/schedhot-record.service",
               "/lib/systemd/system/schedhot-serve.service", "/usr/share/bash-completion/completions/schedhot",
-              "/usr/share/zsh/vendor-completions/_schedhot", "/usr/share/man/man1/schedhot.1.gz",
-              "/usr/lib/schedhot/libssl.so", "/usr/lib/schedhot/libcrypto.so"):
+              "/usr/share/zsh/vendor-completions/_schedhot", "/usr/share/man/man1/schedhot.1.gz"):
         check(re.search(r"^%s$" % re.escape(p), r.stdout, re.M) is not None, "dpkg -L: %s" % p)
+    # issue 28 item 1: no library of schedhot's own to load (serve's TLS bridges ran from the
+    # build tree), no search path, and no build-tree path in the installed binary
+    check(not re.search(r"^/usr/lib/schedhot", r.stdout, re.M), "dpkg -L: nothing in /usr/lib/schedhot")
+    stage = os.path.join(out, "schedhot-%s" % version)
+    problems = binary_path_problems(os.path.join(root, "usr/bin/schedhot"),
+                                    [stage, os.path.join(stage, "obj-x86_64-linux-gnu"), build, src, "obj-x86_64-linux-gnu"])
+    check(not problems, "/usr/bin/schedhot: no RPATH/RUNPATH, no build-tree path (readelf -d, strings -a)%s"
+          % "".join("\n     " + p for p in problems))
+    r = in_root(root, "ldd /usr/bin/schedhot")
+    check(r.returncode == 0 and "not found" not in r.stdout and "libmicrohttpd.so.12" in r.stdout and "libcivetweb" not in r.stdout
+          and "libssl" not in r.stdout,
+          "ldd /usr/bin/schedhot: every library found, libmicrohttpd, no civetweb or OpenSSL: %s"
+          % " ".join(ln.split()[0] for ln in r.stdout.splitlines() if ln.strip()))
 
     # ---- 4. the units under systemd, in a copy of the root booted with systemd-nspawn ----
     boot_units(root, build, version)

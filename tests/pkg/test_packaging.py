@@ -245,8 +245,6 @@ def main():
                    prefix + "/share/bash-completion/completions/schedhot",
                    prefix + "/share/zsh/vendor-completions/_schedhot",
                    prefix + "/share/doc/schedhot/examples/vm-7.3.shot",
-                   # serve --web-config's OpenSSL 3 bridges for civetweb (src/compat), dlopen()ed for TLS
-                   prefix + "/lib/schedhot/libssl.so", prefix + "/lib/schedhot/libcrypto.so",
                    unitdir + "/schedhot-record.service", unitdir + "/schedhot-serve.service",
                    etc + "/default/schedhot"])
     got = sorted("/" + os.path.relpath(os.path.join(d, f), dest) for d, _, fs in os.walk(dest) for f in fs)

@@ -1,13 +1,14 @@
 // sys/web_config.h: Prometheus's web-config file (`schedhot serve --web-config`) parsed
-// into known values, every refusal naming its line and key, the OpenSSL context it sets
-// up (read back from a real SSL_CTX), and basic auth against real bcrypt hashes.
+// into known values, every refusal naming its line and key, the files it loads and checks
+// with GnuTLS (libmicrohttpd's TLS), the GnuTLS priority string it makes, and basic auth
+// against real bcrypt hashes.
 #include <crypt.h>
+#include <fmt/format.h>
+#include <gnutls/abstract.h>
+#include <gnutls/gnutls.h>
+#include <gnutls/x509.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
-#include <openssl/evp.h>
-#include <openssl/pem.h>
-#include <openssl/ssl.h>
-#include <openssl/x509.h>
 
 #include <chrono>
 #include <cstring>
@@ -44,35 +45,56 @@ std::string bcrypt(const std::string& pw, int cost) {
 }
 
 std::string basic(const std::string& user_colon_pw) {
-  std::string out(4 * ((user_colon_pw.size() + 2) / 3) + 1, '\0');
-  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                reinterpret_cast<const unsigned char*>(user_colon_pw.data()), static_cast<int>(user_colon_pw.size()));
-  out.resize(static_cast<size_t>(n));
+  static const char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  const auto* p = reinterpret_cast<const unsigned char*>(user_colon_pw.data());
+  const size_t n = user_colon_pw.size();
+  for (size_t i = 0; i < n; i += 3) {
+    const uint32_t v = uint32_t(p[i]) << 16 | (i + 1 < n ? uint32_t(p[i + 1]) << 8 : 0) | (i + 2 < n ? p[i + 2] : 0);
+    out += kB64[v >> 18 & 63];
+    out += kB64[v >> 12 & 63];
+    out += i + 1 < n ? kB64[v >> 6 & 63] : '=';
+    out += i + 2 < n ? kB64[v & 63] : '=';
+  }
   return "Basic " + out;
 }
 
-/// A P-256 key and a certificate for it (self-signed when issuer_key is null), as PEM files.
+/// A P-256 key and a self-signed certificate for it, as PEM files (GnuTLS).
 struct Pki {
-  EVP_PKEY* key = EVP_EC_gen("P-256");
-  ~Pki() { EVP_PKEY_free(key); }
+  gnutls_x509_privkey_t key = nullptr;
+  Pki() {
+    gnutls_x509_privkey_init(&key);
+    EXPECT_EQ(gnutls_x509_privkey_generate(key, GNUTLS_PK_ECDSA, GNUTLS_CURVE_TO_BITS(GNUTLS_ECC_CURVE_SECP256R1), 0), 0);
+  }
+  ~Pki() { gnutls_x509_privkey_deinit(key); }
+  static void put(const std::string& path, const gnutls_datum_t& d) {
+    spit(path, std::string(reinterpret_cast<const char*>(d.data), d.size));
+    gnutls_free(d.data);
+  }
   void write(const std::string& key_path, const std::string& cert_path, const char* cn) const {
-    X509* x = X509_new();
-    X509_set_version(x, 2);
-    ASN1_INTEGER_set(X509_get_serialNumber(x), 1);
-    X509_gmtime_adj(X509_getm_notBefore(x), 0);
-    X509_gmtime_adj(X509_getm_notAfter(x), 3600);
-    X509_set_pubkey(x, key);
-    X509_NAME* n = X509_get_subject_name(x);
-    X509_NAME_add_entry_by_txt(n, "CN", MBSTRING_ASC, reinterpret_cast<const unsigned char*>(cn), -1, -1, 0);
-    X509_set_issuer_name(x, n);
-    X509_sign(x, key, EVP_sha256());
-    FILE* f = std::fopen(cert_path.c_str(), "w");
-    PEM_write_X509(f, x);
-    std::fclose(f);
-    f = std::fopen(key_path.c_str(), "w");
-    PEM_write_PrivateKey(f, key, nullptr, nullptr, 0, nullptr, nullptr);
-    std::fclose(f);
-    X509_free(x);
+    gnutls_x509_crt_t x = nullptr;
+    gnutls_x509_crt_init(&x);
+    gnutls_x509_crt_set_version(x, 3);
+    const unsigned char serial = 1;
+    gnutls_x509_crt_set_serial(x, &serial, 1);
+    gnutls_x509_crt_set_activation_time(x, time(nullptr) - 60);
+    gnutls_x509_crt_set_expiration_time(x, time(nullptr) + 3600);
+    gnutls_x509_crt_set_key(x, key);
+    gnutls_x509_crt_set_dn_by_oid(x, GNUTLS_OID_X520_COMMON_NAME, 0, cn, std::strlen(cn));
+    gnutls_x509_crt_set_basic_constraints(x, 1, -1);
+    EXPECT_EQ(gnutls_x509_crt_sign2(x, x, key, GNUTLS_DIG_SHA256, 0), 0);
+    gnutls_datum_t d{};
+    gnutls_x509_crt_export2(x, GNUTLS_X509_FMT_PEM, &d);
+    put(cert_path, d);
+    gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_PEM, nullptr, GNUTLS_PKCS_PLAIN, &d);
+    put(key_path, d);
+    gnutls_x509_crt_deinit(x);
+  }
+  /// The key encrypted with a passphrase (PKCS#8, AES-256).
+  void write_encrypted(const std::string& key_path) const {
+    gnutls_datum_t d{};
+    EXPECT_EQ(gnutls_x509_privkey_export2_pkcs8(key, GNUTLS_X509_FMT_PEM, "secret", GNUTLS_PKCS_PBES2_AES_256, &d), 0);
+    put(key_path, d);
   }
 };
 
@@ -89,7 +111,7 @@ tls_server_config:
   client_ca_file: ca.crt
   min_version: TLS13
   max_version: TLS13
-  cipher_suites: [TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256, TLS_AES_128_GCM_SHA256, TLS_RSA_WITH_AES_256_CBC_SHA]
+  cipher_suites: [TLS_AES_128_GCM_SHA256, TLS_CHACHA20_POLY1305_SHA256]
   curve_preferences: [X25519, CurveP384]
   prefer_server_cipher_suites: false
 http_server_config:
@@ -107,9 +129,8 @@ basic_auth_users:
   EXPECT_EQ(c.tls.client_auth, ClientAuth::kRequireAndVerify);
   EXPECT_EQ(c.tls.min_version, 0x0304);
   EXPECT_EQ(c.tls.max_version, 0x0304);
-  // Go's names to OpenSSL's; the TLS 1.3 suite is accepted and left out, as Go ignores it.
-  EXPECT_EQ(c.tls.ciphers, (std::vector<std::string>{"ECDHE-RSA-AES128-GCM-SHA256", "AES256-SHA"}));
-  EXPECT_EQ(c.tls.groups, (std::vector<std::string>{"X25519", "P-384"}));
+  // TLS 1.3 suites are accepted and ignored, as Go ignores them; Go's curves as GnuTLS's groups.
+  EXPECT_EQ(c.tls.groups, (std::vector<std::string>{"GROUP-X25519", "GROUP-SECP384R1"}));
   EXPECT_FALSE(c.tls.prefer_server_ciphers);
   ASSERT_EQ(c.headers.size(), 2u);
   EXPECT_EQ(c.headers[0], (std::pair<std::string, std::string>{"X-Frame-Options", "deny"}));
@@ -131,7 +152,7 @@ TEST(WebConfig, DefaultsAndPlainHttp) {
   EXPECT_EQ(c.tls.max_version, 0x0304);
   EXPECT_EQ(c.tls.client_auth, ClientAuth::kNone);
   EXPECT_TRUE(c.tls.prefer_server_ciphers);
-  EXPECT_TRUE(c.tls.ciphers.empty());
+  EXPECT_TRUE(c.tls.groups.empty());
   EXPECT_EQ(parse_web_config("tls_server_config: {cert_file: a, key_file: b}\n", "").tls.cert_file, "a");
   EXPECT_EQ(parse("tls_server_config: {cert_file: a, key_file: b, client_auth_type: RequireClientCert, client_ca_file: c}")
                 .tls.client_auth,
@@ -245,58 +266,65 @@ TEST(WebConfig, LoadChecksTheFilesItNames) {
             d / "web.yml" + ": tls_server_config.key_file " + d / "fifo" + ": not a regular file");
 }
 
-TEST(WebConfig, ConfigureTlsSetsTheContext) {
+TEST(WebConfig, TlsPrioritiesAndRefusals) {
+  TlsServerConfig t;
+  EXPECT_EQ(tls_priorities(t), "NORMAL:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:%SERVER_PRECEDENCE");
+  t.min_version = t.max_version = 0x0304;
+  t.groups = {"GROUP-SECP256R1"};
+  t.prefer_server_ciphers = false;
+  EXPECT_EQ(tls_priorities(t), "NORMAL:-VERS-ALL:+VERS-TLS1.3:-GROUP-ALL:+GROUP-SECP256R1");
+  // Every string tls_priorities makes from a valid file is one GnuTLS accepts.
+  for (const char* yaml : {"tls_server_config: {cert_file: a, key_file: b}\n",
+                           "tls_server_config: {cert_file: a, key_file: b, min_version: TLS13, curve_preferences: [CurveP256, X25519]}\n",
+                           "tls_server_config: {cert_file: a, key_file: b, max_version: TLS12, prefer_server_cipher_suites: false}\n",
+                           "tls_server_config: {cert_file: a, key_file: b, curve_preferences: [CurveP384, CurveP521]}\n"}) {
+    const std::string p = tls_priorities(parse(yaml).tls);
+    gnutls_priority_t prio = nullptr;
+    const char* where = nullptr;
+    EXPECT_EQ(gnutls_priority_init(&prio, p.c_str(), &where), 0) << p << " at " << (where ? where : "?");
+    if (prio) gnutls_priority_deinit(prio);
+  }
+  // GnuTLS cannot keep a list of TLS 1.2 suites exactly: one line says so; TLS 1.3 suites pass.
+  EXPECT_NE(refusal("tls_server_config: {cert_file: a, key_file: b, cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]}\n")
+                .find("line 1: tls_server_config.cipher_suites: 'TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384': schedhot's TLS (GnuTLS) "
+                      "cannot choose TLS 1.0-1.2 suites one by one"),
+            std::string::npos);
+  EXPECT_EQ(refusal("tls_server_config: {cert_file: a, key_file: b, cipher_suites: [TLS_AES_256_GCM_SHA384]}\n"), "");
+
+  // load_web_config reads the files into memory for libmicrohttpd, refuses an encrypted key
+  // in one line (never a passphrase prompt), and takes the system's roots for client
+  // verification without client_ca_file.
   TempDir d("web_config_tls");
   Pki server, ca;
   server.write(d / "server.key", d / "server.crt", "127.0.0.1");
   ca.write(d / "ca.key", d / "ca.crt", "schedhot test CA");
-  WebConfig c = parse_web_config(
-      "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert\n"
-      "  client_ca_file: ca.crt\n  min_version: TLS13\n  cipher_suites: [TLS_ECDHE_ECDSA_WITH_AES_256_GCM_SHA384]\n"
-      "  curve_preferences: [CurveP256]\n",
-      d.path);
-  SSL_CTX* ctx = SSL_CTX_new(TLS_server_method());
-  const uint64_t fresh = SSL_CTX_get_options(ctx);
-  SSL_CTX_set_options(ctx, 0x80000BFFul | 0x01000000ul);  // what civetweb 1.15 sets: OpenSSL 1.0's SSL_OP_ALL and NO_SSLv2
-  ASSERT_EQ(configure_tls(ctx, c.tls), "");
-  // Those bits cleared (in OpenSSL 3 they are kernel TLS, no CA names, no anti-replay, ...).
-  EXPECT_EQ(SSL_CTX_get_options(ctx), fresh | SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
-  EXPECT_EQ(SSL_CTX_get_min_proto_version(ctx), TLS1_3_VERSION);
-  EXPECT_EQ(SSL_CTX_get_max_proto_version(ctx), TLS1_3_VERSION);
-  EXPECT_EQ(SSL_CTX_get_verify_mode(ctx), SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT);
-  EXPECT_EQ(SSL_CTX_get_verify_callback(ctx), nullptr);  // OpenSSL's chain verification
-  STACK_OF(X509_NAME)* cas = SSL_CTX_get_client_CA_list(ctx);
-  ASSERT_EQ(sk_X509_NAME_num(cas), 1);
-  char name[128];
-  X509_NAME_oneline(sk_X509_NAME_value(cas, 0), name, sizeof name);
-  EXPECT_STREQ(name, "/CN=schedhot test CA");
-  EXPECT_TRUE(SSL_CTX_get_options(ctx) & SSL_OP_CIPHER_SERVER_PREFERENCE);
-  // The TLS 1.2 list is the one suite given (TLS 1.3's own suites stay OpenSSL's).
-  int tls12 = 0;
-  STACK_OF(SSL_CIPHER)* cs = SSL_CTX_get_ciphers(ctx);
-  for (int i = 0; i < sk_SSL_CIPHER_num(cs); ++i) {
-    const SSL_CIPHER* ci = sk_SSL_CIPHER_value(cs, i);
-    if (std::strncmp(SSL_CIPHER_get_name(ci), "TLS_", 4) != 0) {  // OpenSSL names TLS 1.3's suites TLS_*
-      ++tls12;
-      EXPECT_STREQ(SSL_CIPHER_get_name(ci), "ECDHE-ECDSA-AES256-GCM-SHA384");
-    }
+  server.write_encrypted(d / "server-enc.key");
+  spit(d / "web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n  client_auth_type: RequireAndVerifyClientCert\n"
+                      "  client_ca_file: ca.crt\n  min_version: TLS13\n");
+  const WebConfig c = load_web_config(d / "web.yml");
+  EXPECT_EQ(c.tls.cert_pem, slurp(d / "server.crt"));
+  EXPECT_EQ(c.tls.key_pem, slurp(d / "server.key"));
+  EXPECT_EQ(c.tls.ca_pem, slurp(d / "ca.crt"));
+  spit(d / "enc.yml", "tls_server_config: {cert_file: server.crt, key_file: server-enc.key}\n");
+  try {
+    load_web_config(d / "enc.yml");
+    ADD_FAILURE() << "an encrypted key accepted";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind(d / "enc.yml" + ": tls_server_config.key_file " + d / "server-enc.key" +
+                                              ": an encrypted private key; schedhot asks for no passphrase",
+                                          0),
+              0u)
+        << e.what();
   }
-  EXPECT_EQ(tls12, 1);
-  SSL_CTX_free(ctx);
-
-  // Request and require-any take any certificate: a callback that accepts every chain.
-  for (const auto& [type, mode] : {std::pair{"RequestClientCert", SSL_VERIFY_PEER},
-                                   {"RequireAnyClientCert", SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT}}) {
-    c = parse_web_config(fmt::format("tls_server_config: {{cert_file: server.crt, key_file: server.key, client_auth_type: {}}}", type),
-                         d.path);
-    ctx = SSL_CTX_new(TLS_server_method());
-    ASSERT_EQ(configure_tls(ctx, c.tls), "");
-    EXPECT_EQ(SSL_CTX_get_verify_mode(ctx), mode) << type;
-    ASSERT_NE(SSL_CTX_get_verify_callback(ctx), nullptr) << type;
-    EXPECT_EQ(SSL_CTX_get_verify_callback(ctx)(0, nullptr), 1) << type;
-    EXPECT_EQ(SSL_CTX_get_min_proto_version(ctx), TLS1_2_VERSION);
-    SSL_CTX_free(ctx);
+  if (!system_ca_bundle().empty()) {
+    spit(d / "sys.yml", "tls_server_config: {cert_file: server.crt, key_file: server.key, client_auth_type: VerifyClientCertIfGiven}\n");
+    EXPECT_EQ(load_web_config(d / "sys.yml").tls.ca_pem, slurp(system_ca_bundle()));
   }
+  spit(d / "none.yml", "tls_server_config: {cert_file: server.crt, key_file: server.key}\n");
+  EXPECT_EQ(load_web_config(d / "none.yml").tls.ca_pem, "");  // NoClientCert: no certificate asked for
+  EXPECT_EQ(verify_client(nullptr, ClientAuth::kNone), "");
+  EXPECT_EQ(verify_client(nullptr, ClientAuth::kRequest), "");
+  EXPECT_EQ(verify_client(nullptr, ClientAuth::kRequireAndVerify), "no TLS session");
 }
 
 TEST(WebConfig, DecodeBasicAuth) {
@@ -382,4 +410,25 @@ TEST(WebConfig, UnknownUserCostsABcryptToo) {
   EXPECT_GT(known, 0.005);
   EXPECT_GT(unknown, known * 0.5);
   EXPECT_LT(unknown, known * 2);
+}
+
+TEST(WebConfig, QuickAnswersOnlyWhatNeedsNoBcrypt) {
+  // serve's HTTP threads call quick() only: no users, no header and remembered credentials
+  // are answered there; anything else is a Pending for the checker thread, which outlives
+  // nothing it needs (copies of the user, password and hash).
+  const BasicAuth none({});
+  BasicAuth::Pending p0;
+  EXPECT_EQ(none.quick(nullptr, p0), BasicAuth::Quick::kAllowed);
+  const BasicAuth auth({{"alice", bcrypt("s3cret", 4)}});
+  BasicAuth::Pending p1, p2, p3, p4;
+  EXPECT_EQ(auth.quick(nullptr, p1), BasicAuth::Quick::kRefused);
+  EXPECT_EQ(auth.quick("Bearer x", p1), BasicAuth::Quick::kRefused);
+  ASSERT_EQ(auth.quick(basic("alice:s3cret").c_str(), p2), BasicAuth::Quick::kNeedsBcrypt);
+  EXPECT_TRUE(p2.known);
+  EXPECT_TRUE(p2.matches());
+  auth.remember(p2);
+  EXPECT_EQ(auth.quick(basic("alice:s3cret").c_str(), p3), BasicAuth::Quick::kAllowed);
+  ASSERT_EQ(auth.quick(basic("mallory:s3cret").c_str(), p4), BasicAuth::Quick::kNeedsBcrypt);
+  EXPECT_FALSE(p4.known);
+  EXPECT_FALSE(p4.matches());  // the first user's hash, then refused: an unknown user costs a bcrypt too
 }

@@ -67,8 +67,8 @@ mirror() {
     echo "${m:-http://deb.debian.org/debian}"
 }
 
-# What the static arm64 build links or includes (the static build needs no civetweb,
-# yaml-cpp, OpenSSL or libcrypt: SCHEDHOT_STATIC serves --textfile only).
+# What the static arm64 build links or includes (the static build needs no libmicrohttpd,
+# GnuTLS, yaml-cpp or libcrypt: SCHEDHOT_STATIC serves --textfile only).
 # busybox-static: the arm64 guest's userland (mkimage.sh takes BUILD_DIR/busybox).
 PKGS=(libc6-dev libbpf-dev libelf-dev zlib1g-dev libzstd-dev libncurses-dev libisal-dev
       libfmt-dev nlohmann-json3-dev libcli11-dev busybox-static)

@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""schedhot serve against 1,000 idle and then 1,000 slowloris connections (issue 28 item 3),
+loopback only: the attackers connect from 127.0.0.2-127.0.0.5 (250 each), the scraper from
+127.0.0.1. Goal: every scrape answered within 100 ms (the median must be, none may take a
+second), the slowloris connections cut by the header deadline (--timeout-ms), and one source
+address held to its per-IP share. Prints the figures. Starts and stops schedhot serve itself.
+Usage: serve_slowloris.py SCHEDHOT"""
+import errno, os, select, socket, statistics, subprocess, sys, time
+
+exe = sys.argv[1]
+port = 19895
+N = 1000
+SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
+REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slowloris\r\n"
+fails = []
+
+
+def check(c, msg):
+    print(("ok   " if c else "FAIL ") + msg, flush=True)
+    if not c:
+        fails.append(msg)
+
+
+def scrape(timeout=20.0):
+    """Seconds for one GET /metrics on a new connection from 127.0.0.1 and its status line."""
+    t0 = time.monotonic()
+    try:
+        s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=("127.0.0.1", 0))
+        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+        s.close()
+        return time.monotonic() - t0, data.split(b"\r\n", 1)[0].decode(errors="replace")
+    except OSError as e:
+        return time.monotonic() - t0, f"error: {e}"
+
+
+def open_many(n, deadline_s=20.0):
+    """n non-blocking connections from the attacker addresses; the connected ones."""
+    socks, pending = [], []
+    for i in range(n):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind((SOURCES[i % len(SOURCES)], 0))
+        r = s.connect_ex(("127.0.0.1", port))
+        if r in (0, errno.EINPROGRESS):
+            pending.append(s)
+        else:
+            s.close()
+    end = time.monotonic() + deadline_s
+    while pending and time.monotonic() < end:
+        _, w, _ = select.select([], pending[:1000], [], 0.5)
+        for s in w:
+            pending.remove(s)
+            if s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR) == 0:
+                socks.append(s)
+            else:
+                s.close()
+    for s in pending:
+        s.close()
+    return socks
+
+
+def alive(socks):
+    """The sockets the server has not closed (no EOF or reset pending)."""
+    out = []
+    for s in socks:
+        try:
+            r, _, _ = select.select([s], [], [], 0)
+            if r and s.recv(1, socket.MSG_PEEK) == b"":
+                continue
+            out.append(s)
+        except OSError:
+            continue
+    return out
+
+
+def figures(name, times):
+    ms = sorted(t * 1e3 for t in times)
+    print(f"{name}: {len(ms)} scrapes, median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms, all: "
+          + " ".join(f"{x:.0f}" for x in ms), flush=True)
+    return statistics.median(ms), ms[-1]
+
+
+p = subprocess.Popen([exe, "serve", "--listen", f"127.0.0.1:{port}", "-i", "0.5", "-q"], stderr=subprocess.PIPE, text=True)
+socks = []
+try:
+    ok = False
+    for _ in range(150):
+        if p.poll() is not None:
+            break
+        if scrape(2)[1].startswith("HTTP/1.1 200"):
+            ok = True
+            break
+        time.sleep(0.2)
+    check(ok, "serve answers before the attack")
+    if not ok:
+        sys.exit(1)
+    base = [scrape()[0] for _ in range(5)]
+    figures("no attack", base)
+
+    # ---- 1,000 idle connections: connect, send nothing
+    t0 = time.monotonic()
+    socks = open_many(N)
+    print(f"idle: {len(socks)} of {N} connected in {time.monotonic() - t0:.1f} s", flush=True)
+    times, statuses = [], []
+    end = time.monotonic() + 4
+    while time.monotonic() < end and len(times) < 20:
+        dt, st = scrape()
+        times.append(dt)
+        statuses.append(st)
+        time.sleep(0.15)
+    med, mx = figures(f"{len(socks)} idle connections", times)
+    check(all(s.startswith("HTTP/1.1 200") for s in statuses), f"every scrape 200 under idle connections ({set(statuses)})")
+    check(med < 100 and mx < 1000, f"idle: median {med:.1f} ms < 100 ms, max {mx:.1f} ms < 1 s")
+    left = alive(socks)
+    print(f"idle: {len(left)} still open after {time.monotonic() - t0:.1f} s", flush=True)
+    for s in socks:
+        s.close()
+    socks = []
+    time.sleep(0.5)
+
+    # ---- 1,000 slowloris connections: the request line and headers a byte at a time, a byte per
+    # connection every 0.5 s, never the blank line
+    t0 = time.monotonic()
+    socks = open_many(N)
+    print(f"slowloris: {len(socks)} of {N} connected in {time.monotonic() - t0:.1f} s", flush=True)
+    pos = {s: 0 for s in socks}
+    open_at = {}
+    times, statuses = [], []
+    t_start = time.monotonic()
+    rounds = 0
+    while time.monotonic() - t_start < 8 and rounds < 40:
+        rounds += 1
+        for s in list(pos):
+            try:
+                s.send(REQUEST[pos[s] % len(REQUEST):pos[s] % len(REQUEST) + 1])
+                pos[s] += 1
+            except OSError:
+                open_at[s] = time.monotonic() - t_start
+                del pos[s]
+        dt, st = scrape()
+        times.append(dt)
+        statuses.append(st)
+        time.sleep(max(0.0, 0.5 - dt))
+    still = len(alive(list(pos)))
+    med, mx = figures(f"{len(socks)} slowloris connections", times)
+    check(all(s.startswith("HTTP/1.1 200") for s in statuses), f"every scrape 200 under slowloris ({set(statuses)})")
+    check(med < 100 and mx < 1000, f"slowloris: median {med:.1f} ms < 100 ms, max {mx:.1f} ms < 1 s")
+    print(f"slowloris: {len(socks) - still} of {len(socks)} cut by the server within {time.monotonic() - t_start:.1f} s",
+          flush=True)
+    check(still < len(socks) // 10, f"slowloris connections cut by the header deadline ({still} of {len(socks)} left open after 8 s)")
+    for s in socks:
+        s.close()
+    socks = []
+    time.sleep(0.5)
+
+    # ---- one source address: held to its per-IP share, the scraper unharmed
+    one = []
+    for _ in range(N):
+        s = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        s.setblocking(False)
+        s.bind(("127.0.0.9", 0))
+        s.connect_ex(("127.0.0.1", port))
+        one.append(s)
+    socks = one
+    time.sleep(1)
+    n_one = len(alive(one))
+    dt, st = scrape()
+    print(f"one address: {n_one} of {N} connections left open by the server; a scrape from another took {dt * 1e3:.1f} ms",
+          flush=True)
+    check(st.startswith("HTTP/1.1 200") and dt < 1, f"scrape while one address holds {n_one} connections: {st} in {dt * 1e3:.1f} ms")
+    check(p.poll() is None, "serve still up")
+finally:
+    for s in socks:
+        s.close()
+    p.terminate()
+    try:
+        p.wait(10)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        p.wait()
+    tail = p.stderr.read().strip().splitlines()[-3:]
+    if tail:
+        print("schedhot serve said: " + " | ".join(tail))
+print(f"{len(fails)} failure(s)")
+sys.exit(1 if fails else 0)
