@@ -42,9 +42,12 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
       exact_(std::make_unique<ExactAccumulator>(meta)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
+  known_.assign(meta.probes.size(), 0);
   for (size_t p = 0; p < meta.probes.size(); ++p)
-    if (const ProbeSpec* spec = find_probe(meta.probes[p].name))
+    if (const ProbeSpec* spec = find_probe(meta.probes[p].name)) {
       primary_[p] = field_ref(meta, static_cast<int>(p), spec->primary);
+      known_[p] = 1;
+    }
 }
 
 bool ReportBuilder::account(const Sample& s) {
@@ -61,7 +64,7 @@ bool ReportBuilder::account(const Sample& s) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {
       for (size_t p = 0; p < meta_.probes.size(); ++p) {
-        if (!find_probe(meta_.probes[p].name) || !iv.present(static_cast<int>(p))) continue;
+        if (!known_[p] || !iv.present(static_cast<int>(p))) continue;
         double r = iv.rate(primary_[p]);
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }

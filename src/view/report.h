@@ -99,6 +99,7 @@ class ReportBuilder {
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
   std::vector<FieldRef> primary_;  ///< per probe: its primary counter (empty: unknown to this build)
+  std::vector<char> known_;        ///< per probe: known to this build (find_probe(), looked up once)
   std::unique_ptr<CoherenceAccumulator> coh_;  ///< the coherence model over the window's intervals
   std::unique_ptr<ExactAccumulator> exact_;    ///< --exact records over the window's intervals
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
