@@ -264,8 +264,9 @@ int run_top(const TopCmd& o) {
     err(e.what());
     return 2;
   }
-  if (o.iterations < 0) {
-    err("-n/--iterations must be 0 or more");
+  // -n 0 would print no table: refused rather than taken as "until stopped" (leave -n out for that).
+  if (o.iterations < 0 || (o.iterations_given && o.iterations == 0)) {
+    err(fmt::format("-n/--iterations must be 1 or more, not {} (leave it out to run until stopped)", o.iterations));
     return 2;
   }
   if (!parse_view_options(o.sort, o.cpus, o.xfer_cost, opts)) return 2;

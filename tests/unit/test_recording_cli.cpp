@@ -417,6 +417,23 @@ TEST(RecordingCli, TopChecksRotationOptionsLikeRecord) {
   expect_one_line_error(run_cli("top -n 1 --rotate 1"), 2, "--rotate needs --record FILE");
 }
 
+// -n 0 would print no table: a usage error before attaching, as its help says "1 or more"
+// (it used to run until killed). Under timeout: the unfixed binary never exits as root.
+TEST(RecordingCli, TopIterationsZeroIsAUsageError) {
+  const std::string e = tmp_path("top_n_err");
+  for (const char* n : {"0", "-1"}) {
+    const int rc = std::system(
+        fmt::format("timeout -s KILL 30 {} top -n {} -i 100ms < /dev/null > /dev/null 2> {}", SCHEDHOT_BIN, n, e).c_str());
+    CliRun r;
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    r.err = slurp(e);
+    expect_one_line_error(r, 2, fmt::format("-n/--iterations must be 1 or more, not {} (leave it out", n));
+  }
+  unlink(e.c_str());
+  CliRun help = run_cli("top --help");
+  EXPECT_NE(help.out.find("print this many tables (1 or more)"), std::string::npos) << help.out;
+}
+
 TEST(RecordingCli, TopRecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_top_rotate");
