@@ -263,8 +263,9 @@ int run_top(const TopCmd& o) {
   } catch (const std::exception& e) {
     return usage_error(e.what());
   }
-  if (o.iterations < 0) {
-    return usage_error("-n/--iterations must be 0 or more");
+  // -n 0 would print no table: refused rather than taken as "until stopped" (leave -n out for that).
+  if (o.iterations < 0 || (o.iterations_given && o.iterations == 0)) {
+    return usage_error(fmt::format("-n/--iterations must be 1 or more, not {} (leave it out to run until stopped)", o.iterations));
   }
   if (!parse_view_options(o.sort, o.cpus, o.xfer_cost, opts)) return 2;
   if (o.record.empty() && (!o.max_size.empty() || o.rotate >= 0)) {

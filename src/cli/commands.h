@@ -140,7 +140,8 @@ int run_report(const ReportCmd& o);
 struct TopCmd {
   CommonProbeOptions common;
   std::string interval = "1";
-  int iterations = 0;        ///< plain mode: tables to print, 0 = until stopped
+  int iterations = 0;        ///< plain mode: tables to print (-n, 1 or more); 0 when not given: until stopped
+  bool iterations_given = false;  ///< -n was given (then 0 is a usage error: it would print nothing)
   std::string record;        ///< also record to this file ("" = no)
   bool force = false;        ///< overwrite the recording
   bool no_compress = false;

@@ -200,7 +200,8 @@ int main(int argc, char** argv) {
   auto* ct = app.add_subcommand("top", "live per-CPU rates and percentiles in a top-like UI (plain tables when not a terminal)");
   add_probe_options(ct, top.common);
   ct->add_option("-i,--interval", top.interval, "sample interval, e.g. 1, 250ms (default 1 s; +/- change it)");
-  ct->add_option("-n,--iterations", top.iterations, "plain mode: print this many tables, then exit (default: until stopped)");
+  auto* top_n = ct->add_option("-n,--iterations", top.iterations,
+                               "plain mode: print this many tables (1 or more), then exit (default: until stopped)");
   ct->add_option("--record", top.record, "also record the samples to FILE");
   ct->add_flag("-f,--force", top.force, "with --record: overwrite FILE if it exists");
   ct->add_flag("--no-compress", top.no_compress, "with --record: store samples without zstd");
@@ -283,6 +284,7 @@ int main(int argc, char** argv) {
       rc = run_report(rep);
     } else if (ct->parsed()) {
       top.command_line = join_args(argc, argv);
+      top.iterations_given = top_n->count() > 0;
       rc = run_top(top);
     } else if (cy->parsed()) {
       rc = run_replay(replay);

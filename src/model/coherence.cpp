@@ -124,12 +124,19 @@ void split(double total, double self, const double u[3], double all, std::array<
 }  // namespace
 
 LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates) {
+  LineTraffic out;
+  coherence_model(topo, rates, out);
+  return out;
+}
+
+void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates, LineTraffic& out) {
   for (const auto& r : rates)
     if (!std::isfinite(r.reads_per_s) || !std::isfinite(r.writes_per_s) || r.reads_per_s < 0 || r.writes_per_s < 0)
       throw std::invalid_argument(fmt::format("coherence model: cpu {}: rates must be finite and non-negative "
                                               "(reads {}/s, writes {}/s)",
                                               r.cpu, r.reads_per_s, r.writes_per_s));
-  std::vector<CpuAccessRate> in(rates.begin(), rates.end());
+  thread_local std::vector<CpuAccessRate> in;  // scratch: no allocation once grown
+  in.assign(rates.begin(), rates.end());
   const auto by_cpu = [](const auto& x, const auto& y) { return x.cpu < y.cpu; };
   if (!std::is_sorted(in.begin(), in.end(), by_cpu)) std::sort(in.begin(), in.end(), by_cpu);
   size_t n = 0;  // merge duplicate CPUs
@@ -158,7 +165,9 @@ LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccess
       }
   }
 
-  LineTraffic out;
+  out.cpus.clear();
+  out.read_xfers_per_s = out.write_xfers_per_s = 0;
+  out.by_distance = {};
   out.cpus.reserve(n);
   for (const auto& r : in) {
     CpuXfers x;
@@ -191,7 +200,6 @@ LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccess
       const int grp = k == 0 ? topo.core_group(r.cpu) : k == 1 ? topo.llc_group(r.cpu) : topo.package_group(r.cpu);
       if (grp >= 0) g.w[k][grp] = g.a[k][grp] = 0.0;
     }
-  return out;
 }
 
 // ---------------------------------------------------------------------------------------

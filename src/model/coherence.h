@@ -159,6 +159,9 @@ struct LineTraffic {
 /// (O(n log n) to sort them otherwise) (group sums over the index's groups; scratch of the index's group counts).
 /// Throws std::invalid_argument for a negative or non-finite rate.
 LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates);
+/// The same into out (its previous contents replaced; its cpus vector's capacity reused):
+/// what a caller modeling many lines per interval calls to allocate nothing once warm.
+void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates, LineTraffic& out);
 
 /// Estimated cost of one transfer by distance, ns of stall for the CPU that misses.
 /// Defaults are typical x86 load-to-use latencies of a line held modified in another

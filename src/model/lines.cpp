@@ -17,6 +17,19 @@ constexpr const char* kSeparate =
 /// Byte offset -> line of the object.
 int64_t lof(int64_t off, int lb) { return line_of(off, lb); }
 
+/// The slot words [lo, hi) that Interval::count(f, cpu, idx) sums (empty for no field, a
+/// histogram or private words, an element out of range).
+std::pair<uint32_t, uint32_t> word_range(const FieldRef& f, int idx) {
+  if (!f || f.field->kind == FieldKind::priv || f.field->kind == FieldKind::hist) return {0, 0};
+  uint32_t lo = f.field->offset, hi = lo + f.field->nwords;
+  if (f.field->kind == FieldKind::counter_array && idx >= 0) {
+    if (static_cast<uint32_t>(idx) >= f.field->nwords) return {0, 0};
+    lo += static_cast<uint32_t>(idx);
+    hi = lo + 1;
+  }
+  return {lo, hi};
+}
+
 }  // namespace
 
 std::optional<FieldTarget> field_target(const std::string& field, int ncpus, const CoherenceLayout& L) {
@@ -226,7 +239,7 @@ CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes
   return L;
 }
 
-LinePlan::LinePlan(const Meta& meta, const CoherenceLayout& layout) : meta_(meta), layout_(layout) {
+LinePlan::LinePlan(const Meta& meta, const CoherenceLayout& layout) : meta_(&meta), layout_(layout) {
   const int ncpus = static_cast<int>(meta.ncpus);
   probe_res_.assign(meta.probes.size(), {0, 0});
   for (int p = 0; p < static_cast<int>(meta.probes.size()); ++p) {
@@ -265,122 +278,215 @@ LinePlan::LinePlan(const Meta& meta, const CoherenceLayout& layout) : meta_(meta
     }
     probe_res_[size_t(p)].second = res_.size();
   }
-}
 
-std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
-  const Meta& meta = iv.meta();
-  const int ncpus = static_cast<int>(meta.ncpus);
-  const double secs = iv.seconds();
-  if (secs <= 0) return {};
-  const int lb = layout_.line_bytes;
-  // Lines met so far: (object, line) -> index into out; and which resolved accesses
-  // reached each (for its fields and assumptions).
-  std::map<LineKey, size_t> ids;
-  std::vector<LineAccesses> out;
-  std::vector<std::vector<size_t>> used;
-  auto line_id = [&](const Resolved& r, int64_t line) {
-    auto [it, fresh] = ids.emplace(LineKey{r.target.object, line}, out.size());
-    if (fresh) {
-      LineAccesses la;
-      la.key = it->first;
-      la.family = r.target.family;
-      la.name = line_name(la.key, layout_);
-      out.push_back(std::move(la));
-      used.emplace_back();
-    }
-    return it->second;
-  };
-  // One probe on one CPU: an entry per (line, bound, kind) it reached. One kind's accesses
-  // to a line count once (a write if any writes); kinds sharing a bound add up to at most
-  // the bound's delta (an event touches a line once).
-  struct Entry {
-    size_t line;
-    int bound, kind;
-    double r, w;
-  };
-  std::vector<Entry> ents;
-  std::vector<int64_t> ls;
-  struct PairHash {
-    size_t operator()(const std::pair<size_t, int64_t>& k) const {
-      return std::hash<uint64_t>()(uint64_t(k.second) * 0x9e3779b97f4a7c15ull ^ k.first);
-    }
-  };
-  std::unordered_map<std::pair<size_t, int64_t>, size_t, PairHash> seen;
-  std::vector<uint64_t> d, caps;
-  for (int p = 0; p < static_cast<int>(meta.probes.size()) && size_t(p) < probe_res_.size(); ++p) {
-    const auto [b, e] = probe_res_[size_t(p)];
-    if (b == e || !iv.present(p)) continue;
-    // What the report says is not counted is not counted here either (unavailable, blind).
-    if (!meta.probes[size_t(p)].status.attached || !blind_reason(meta, p).empty()) continue;
-    // The words this probe's accesses read (counters, minus counters, bounds), whose
-    // deltas are taken once per CPU into d; and the bounds: a CPU where all are 0 adds
-    // nothing (bw <= cap, br <= cap - bw below), so idle CPUs cost a few words each.
-    std::vector<uint32_t> words;
-    std::vector<int> pb;
+  // Word ranges read per access and bound (Interval::count(f, cpu, idx)'s words), and
+  // family ids.
+  const auto range = word_range;
+  for (const FieldRef& b : bounds_) bound_words_.push_back(range(b, -1));
+  probe_families_.assign(meta.probes.size(), 0);
+  for (Resolved& r : res_) {
+    std::tie(r.counter_lo, r.counter_hi) = range(r.counter, r.elem);
+    std::tie(r.minus_lo, r.minus_hi) = range(r.minus, -1);
+    auto f = std::find(families_.begin(), families_.end(), r.target.family);
+    if (f == families_.end()) f = families_.insert(f, r.target.family);
+    r.family = static_cast<int>(f - families_.begin());
+    if (r.family < 32) probe_families_[size_t(r.probe)] |= 1u << r.family;
+  }
+
+  // Per probe: the words its accesses read, its bounds, whether it is counted.
+  words_.resize(meta.probes.size());
+  probe_bounds_.resize(meta.probes.size());
+  by_word_.resize(meta.probes.size());
+  other_res_.resize(meta.probes.size());
+  mods_.assign(meta.probes.size(), nullptr);
+  for (size_t p = 0; p < meta.probes.size(); ++p) {
+    const auto [b, e] = probe_res_[p];
+    if (b == e) continue;
+    mods_[p] = find_module(meta.probes[p].name);
+    std::vector<uint32_t>& words = words_[p];
+    std::vector<const Field*> seen;  // each field's words once (cpupri_set: 404 accesses, 2 arrays)
     auto need = [&](const FieldRef& f) {
-      if (f && f.field->kind != FieldKind::priv && f.field->kind != FieldKind::hist)
-        for (uint32_t w = f.field->offset; w < f.field->offset + f.field->nwords; ++w) words.push_back(w);
+      if (!f || f.field->kind == FieldKind::priv || f.field->kind == FieldKind::hist) return;
+      if (std::find(seen.begin(), seen.end(), f.field) != seen.end()) return;
+      seen.push_back(f.field);
+      for (uint32_t w = f.field->offset; w < f.field->offset + f.field->nwords; ++w) words.push_back(w);
     };
     for (size_t i = b; i < e; ++i) {
       need(res_[i].counter);
       need(res_[i].minus);
       need(bounds_[size_t(res_[i].bound)]);
+      std::vector<int>& pb = probe_bounds_[p];
       if (std::find(pb.begin(), pb.end(), res_[i].bound) == pb.end()) pb.push_back(res_[i].bound);
     }
     std::sort(words.begin(), words.end());
     words.erase(std::unique(words.begin(), words.end()), words.end());
-    d.assign(meta.probes[size_t(p)].layout.slot_words, 0);
-    // Interval::count(f, cpu, idx) of the probe's words on this CPU, from d.
-    auto cnt = [&](const FieldRef& f, int idx) -> uint64_t {
-      if (!f || f.field->kind == FieldKind::priv || f.field->kind == FieldKind::hist) return 0;
-      uint32_t lo = f.field->offset, hi = lo + f.field->nwords;
-      if (f.field->kind == FieldKind::counter_array && idx >= 0) {
-        if (static_cast<uint32_t>(idx) >= f.field->nwords) return 0;
-        lo += static_cast<uint32_t>(idx);
-        hi = lo + 1;
-      }
-      uint64_t sum = 0;
-      for (uint32_t w = lo; w < hi; ++w) sum += d[w];
-      return sum;
-    };
-    caps.assign(bounds_.size(), 0);
+    for (size_t i = b; i < e; ++i) {
+      const Resolved& r = res_[i];
+      if (!r.bits && r.counter_hi == r.counter_lo + 1) by_word_[p].push_back({r.counter_lo, uint32_t(i)});
+      else other_res_[p].push_back(uint32_t(i));
+    }
+    std::sort(by_word_[p].begin(), by_word_[p].end());
+    max_slot_words_ = std::max<size_t>(max_slot_words_, meta.probes[p].layout.slot_words);
+  }
+
+  // Line ids: the lines each access can reach from CPUs 0..ncpus-1 form one run per access
+  // (a per-CPU target moves up with the CPU id); per object, the union of its runs.
+  const int lb = layout_.line_bytes;
+  const int last_cpu = std::max(ncpus, 1) - 1;
+  std::vector<std::pair<int64_t, int64_t>> run(res_.size());
+  std::map<std::string, uint32_t> obj_ids;
+  res_obj_.resize(res_.size());
+  std::vector<int64_t> ls;
+  for (size_t i = 0; i < res_.size(); ++i) {
+    const FieldTarget& t = res_[i].target;
+    ls.clear();
+    t.lines(0, lb, ls);
+    t.lines(last_cpu, lb, ls);
+    run[i] = {*std::min_element(ls.begin(), ls.end()), *std::max_element(ls.begin(), ls.end())};
+    auto [it, fresh] = obj_ids.emplace(t.object, static_cast<uint32_t>(objects_.size()));
+    if (fresh) objects_.push_back({t.object, t.family, run[i].first, run[i].second, 0});
+    Object& o = objects_[it->second];
+    o.min_line = std::min(o.min_line, run[i].first);
+    o.max_line = std::max(o.max_line, run[i].second);
+    res_obj_[i] = it->second;
+  }
+  // Ids in LineKey order: objects by name (obj_ids is a map), then by line.
+  for (const auto& [name, o] : obj_ids) {
+    Object& ob = objects_[o];
+    ob.first_id = static_cast<uint32_t>(keys_.size());
+    for (int64_t l = ob.min_line; l <= ob.max_line; ++l) {
+      keys_.push_back(LineKey{ob.name, l});
+      line_obj_.push_back(o);
+    }
+  }
+  rank_.resize(keys_.size());
+  for (uint32_t id = 0; id < rank_.size(); ++id) rank_[id] = id;  // ids are made in LineKey order
+  names_.resize(keys_.size());
+  last_line_.assign(res_.size(), UINT32_MAX);
+  d_.assign(max_slot_words_, 0);
+  caps_.assign(bounds_.size(), 0);
+}
+
+int LinePlan::family_id(const std::string& family) const {
+  auto f = std::find(families_.begin(), families_.end(), family);
+  return f == families_.end() ? -1 : static_cast<int>(f - families_.begin());
+}
+
+const std::string& LinePlan::name(uint32_t id) const {
+  if (names_[id].empty()) names_[id] = line_name(keys_[id], layout_);
+  return names_[id];
+}
+
+void LinePlan::line_ids(size_t i, int cpu, std::vector<uint32_t>& out) const {
+  const FieldTarget& t = res_[i].target;
+  const Object& o = objects_[res_obj_[i]];
+  const int lb = layout_.line_bytes;
+  switch (t.mode) {
+    case FieldTarget::fixed: out.push_back(o.first_id + uint32_t(lof(t.base, lb) - o.min_line)); return;
+    case FieldTarget::bit:
+      out.push_back(o.first_id + uint32_t(lof(t.base + int64_t(std::max(cpu, 0) / 64) * 8, lb) - o.min_line));
+      return;
+    case FieldTarget::int32:
+      out.push_back(o.first_id + uint32_t(lof(t.base + int64_t(std::max(cpu, 0)) * 4, lb) - o.min_line));
+      return;
+    case FieldTarget::scan: {
+      const int64_t bytes = std::max<int64_t>(8, (t.nbits + 63) / 64 * 8);
+      for (int64_t l = lof(t.base, lb); l <= lof(t.base + bytes - 1, lb); ++l) out.push_back(o.first_id + uint32_t(l - o.min_line));
+      return;
+    }
+  }
+}
+
+void LinePlan::compute(const Interval& iv, Lines& out, int family) const {
+  // Forget the previous interval's lines (only those it touched).
+  for (uint32_t id : out.touched) {
+    out.rates[id].clear();
+    out.used[id].clear();
+  }
+  out.touched.clear();
+  out.ids.clear();
+  if (out.rates.size() != keys_.size()) {
+    out.rates.assign(keys_.size(), {});
+    out.used.assign(keys_.size(), {});
+  }
+  const Meta& meta = iv.meta();
+  const int ncpus = static_cast<int>(meta.ncpus);
+  const double secs = iv.seconds();
+  if (secs <= 0) return;
+  std::fill(last_line_.begin(), last_line_.end(), UINT32_MAX);
+  // One probe on one CPU: an entry per (line, bound, kind) it reached. One kind's accesses
+  // to a line count once (a write if any writes); kinds sharing a bound add up to at most
+  // the bound's delta (an event touches a line once).
+  std::vector<Entry>& ents = ents_;
+  // d: the deltas of the words a probe's accesses read (the others are never read, so d
+  // is not cleared); caps: the bounds' deltas on the CPU.
+  uint64_t* const d = d_.data();
+  std::vector<uint64_t>& caps = caps_;
+  auto sum = [d](uint32_t lo, uint32_t hi) {
+    uint64_t x = 0;
+    for (uint32_t w = lo; w < hi; ++w) x += d[w];
+    return x;
+  };
+  for (int p = 0; p < static_cast<int>(meta.probes.size()) && size_t(p) < probe_res_.size(); ++p) {
+    const auto [b, e] = probe_res_[size_t(p)];
+    if (b == e || !iv.present(p)) continue;
+    if (family >= 0 && (family >= 32 || !(probe_families_[size_t(p)] & (1u << family)))) continue;
+    // What the report says is not counted is not counted here either (unavailable, blind:
+    // blind_reason(meta, p), read each interval as a NOTE may change the status).
+    const ProbeStatus& st = meta.probes[size_t(p)].status;
+    if (!st.attached || (mods_[size_t(p)] && !mods_[size_t(p)]->blind_reason(meta.host, st).empty())) continue;
+    // The words this probe's accesses read, whose deltas are taken once per CPU into d;
+    // and the bounds: a CPU where all are 0 adds nothing (bw <= cap, br <= cap - bw
+    // below), so idle CPUs cost a few words each.
+    const std::vector<uint32_t>& words = words_[size_t(p)];
+    const std::vector<int>& pb = probe_bounds_[size_t(p)];
     for (int cpu = 0; cpu < ncpus; ++cpu) {
-      iv.word_deltas(p, cpu, words, d.data());
+      iv.word_deltas(p, cpu, words, d);
       bool any = false;
-      for (int bd : pb) any |= (caps[size_t(bd)] = cnt(bounds_[size_t(bd)], -1)) > 0;
+      for (int bd : pb) any |= (caps[size_t(bd)] = sum(bound_words_[size_t(bd)].first, bound_words_[size_t(bd)].second)) > 0;
       if (!any || !iv.online(cpu)) continue;
       ents.clear();
-      for (size_t i = b; i < e; ++i) {
+      // Access i's events on this CPU, as entries of the lines it reaches.
+      auto access = [&](size_t i) {
         const Resolved& r = res_[i];
+        if (family >= 0 && r.family != family) return;
         double n = 0;
         if (r.bits) {
           for (uint32_t k = 0; k < r.counter.field->nwords; ++k)
-            if (k & r.bits) n += static_cast<double>(cnt(r.counter, static_cast<int>(k)));
+            if (k & r.bits) {
+              const auto [lo, hi] = word_range(r.counter, static_cast<int>(k));
+              n += static_cast<double>(sum(lo, hi));
+            }
         } else {
-          n = static_cast<double>(cnt(r.counter, r.elem));
+          n = static_cast<double>(sum(r.counter_lo, r.counter_hi));
         }
-        if (n <= 0) continue;
-        if (r.minus) n = std::max(0.0, n - static_cast<double>(cnt(r.minus, -1)));
-        if (n <= 0) continue;
-        ls.clear();
-        r.target.lines(cpu, lb, ls);
-        for (int64_t l : ls) {
-          // (access, line) -> line id: the LineKey map (a string per key) once per pair.
-          auto [it, fresh] = seen.try_emplace(std::pair<size_t, int64_t>{i, l}, 0);
-          if (fresh) {
-            it->second = line_id(r, l);
-            std::vector<size_t>& u = used[it->second];
-            if (std::find(u.begin(), u.end(), i) == u.end()) u.push_back(i);
+        if (n <= 0) return;
+        if (r.minus) n = std::max(0.0, n - static_cast<double>(sum(r.minus_lo, r.minus_hi)));
+        if (n <= 0) return;
+        ids_.clear();
+        line_ids(i, cpu, ids_);
+        for (uint32_t id : ids_) {
+          // The accesses that reached each line (its fields and assumptions): once per pair.
+          if (last_line_[i] != id) {
+            last_line_[i] = id;
+            std::vector<uint32_t>& u = out.used[id];
+            if (u.empty()) out.touched.push_back(id);
+            if (std::find(u.begin(), u.end(), uint32_t(i)) == u.end()) u.push_back(uint32_t(i));
           }
-          ents.push_back({it->second, r.bound, r.kind, r.write ? 0 : n, r.write ? n : 0});
+          ents.push_back({id, r.bound, r.kind, r.write ? 0 : n, r.write ? n : 0});
         }
-      }
+      };
+      // The order of the accesses does not matter (entries are sorted below, used lists at
+      // the end): one-word counters whose word did not move are skipped without a look.
+      for (const auto& [w, i] : by_word_[size_t(p)])
+        if (d[w]) access(i);
+      for (uint32_t i : other_res_[size_t(p)]) access(i);
       if (ents.empty()) continue;
       std::sort(ents.begin(), ents.end(), [](const Entry& x, const Entry& y) {
         return std::tie(x.line, x.bound, x.kind) < std::tie(y.line, y.bound, y.kind);
       });
       for (size_t i = 0; i < ents.size();) {
-        const size_t line = ents[i].line;
+        const uint32_t line = ents[i].line;
         double rs = 0, ws = 0;
         while (i < ents.size() && ents[i].line == line) {
           const int bound = ents[i].bound;
@@ -401,32 +507,46 @@ std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
           ws += bw;
           rs += br;
         }
-        if (ws > 0 || rs > 0) out[line].rates.push_back({cpu, p, rs / secs, ws / secs});
+        if (ws > 0 || rs > 0) out.rates[line].push_back({cpu, p, rs / secs, ws / secs});
       }
     }
   }
-  // Fields and assumptions of each line, in declaration order; lines in LineKey order.
-  for (size_t id = 0; id < out.size(); ++id) {
-    std::sort(used[id].begin(), used[id].end());
-    for (size_t i : used[id]) {
+  // Lines in LineKey order, each with its rates by (cpu, probe) and its accesses ascending.
+  for (uint32_t id : out.touched) {
+    if (out.rates[id].empty()) continue;
+    std::vector<LineCpuRate>& v = out.rates[id];
+    const auto by_cpu = [](const LineCpuRate& a, const LineCpuRate& b) { return std::tie(a.cpu, a.probe) < std::tie(b.cpu, b.probe); };
+    if (!std::is_sorted(v.begin(), v.end(), by_cpu)) std::sort(v.begin(), v.end(), by_cpu);
+    std::sort(out.used[id].begin(), out.used[id].end());
+    out.ids.push_back(id);
+  }
+  std::sort(out.ids.begin(), out.ids.end(), [&](uint32_t a, uint32_t b) { return rank_[a] < rank_[b]; });
+}
+
+std::vector<LineAccesses> LinePlan::accesses(const Interval& iv) const {
+  Lines ls;
+  compute(iv, ls);
+  std::vector<LineAccesses> out;
+  out.reserve(ls.ids.size());
+  for (uint32_t id : ls.ids) {
+    LineAccesses la;
+    la.key = keys_[id];
+    la.family = family(id);
+    la.name = name(id);
+    // Fields and assumptions of the line, in declaration order.
+    auto add = [](std::vector<std::string>& v, const std::string& x) {
+      if (!x.empty() && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+    };
+    for (uint32_t i : ls.used[id]) {
       const Resolved& r = res_[i];
-      auto add = [](std::vector<std::string>& v, const std::string& x) {
-        if (!x.empty() && std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
-      };
-      add(out[id].fields, r.field);
-      add(out[id].assumptions, r.target.assumption);
-      add(out[id].assumptions, r.assumption);
+      add(la.fields, r.field);
+      add(la.assumptions, r.target.assumption);
+      add(la.assumptions, r.assumption);
     }
+    la.rates = std::move(ls.rates[id]);
+    out.push_back(std::move(la));
   }
-  std::vector<LineAccesses> sorted;
-  for (auto& [k, id] : ids) {
-    LineAccesses& la = out[id];
-    if (la.rates.empty()) continue;
-    std::sort(la.rates.begin(), la.rates.end(),
-              [](const LineCpuRate& a, const LineCpuRate& b) { return std::tie(a.cpu, a.probe) < std::tie(b.cpu, b.probe); });
-    sorted.push_back(std::move(la));
-  }
-  return sorted;
+  return out;
 }
 
 std::vector<LineAccesses> line_accesses(const Interval& iv, const CoherenceLayout& layout) {
@@ -508,36 +628,72 @@ double CoherenceSummary::cpu_xfers_per_s(int cpu) const {
 
 namespace {
 
-/// The model of each line of `lines`; per line, the CPUs' summed rates.
-std::vector<LineTraffic> model_lines(const TopologyIndex& topo, const std::vector<LineAccesses>& lines) {
-  std::vector<LineTraffic> out;
-  std::vector<CpuAccessRate> rates;
-  for (const LineAccesses& l : lines) {
+/// The model of each line of `lines` into out (one per lines.ids); per line, the CPUs'
+/// summed rates.
+void model_lines(const TopologyIndex& topo, const LinePlan::Lines& lines, std::vector<LineTraffic>& out) {
+  thread_local std::vector<CpuAccessRate> rates;
+  if (out.size() < lines.ids.size()) out.resize(lines.ids.size());
+  for (size_t k = 0; k < lines.ids.size(); ++k) {
     rates.clear();
-    for (const LineCpuRate& r : l.rates) {  // sorted by cpu, then probe
+    for (const LineCpuRate& r : lines.rates[lines.ids[k]]) {  // sorted by cpu, then probe
       if (rates.empty() || rates.back().cpu != static_cast<uint32_t>(r.cpu))
         rates.push_back({static_cast<uint32_t>(r.cpu), 0, 0});
       rates.back().reads_per_s += r.reads;
       rates.back().writes_per_s += r.writes;
     }
-    out.push_back(coherence_model(topo, rates));
+    coherence_model(topo, rates, out[k]);
   }
-  return out;
 }
 
-double family_total(const std::vector<LineAccesses>& lines, const std::vector<LineTraffic>& t, const std::string& fam,
-                    const XferCost* cost) {
+/// The transfers/s (or, with cost, the stall ns/s) of the lines of family fam, summed in
+/// LineKey order.
+double family_total(const LinePlan& plan, const LinePlan::Lines& lines, const std::vector<LineTraffic>& t,
+                    const std::string& fam, const XferCost* cost) {
   double s = 0;
-  for (size_t i = 0; i < lines.size(); ++i)
-    if (lines[i].family == fam) s += cost ? stall_ns_per_s(t[i], *cost) : t[i].total();
+  for (size_t k = 0; k < lines.ids.size(); ++k)
+    if (plan.family(lines.ids[k]) == fam) s += cost ? stall_ns_per_s(t[k], *cost) : t[k].total();
   return s;
+}
+
+/// The element of v (sorted by key()) with key k, inserted (value-initialized: the caller
+/// sets its key) when missing. at: where the search starts, left at the element; the keys
+/// asked with one `at` must not decrease, so that a run of them walks v once.
+template <class V, class K, class Key>
+typename V::value_type& sorted_slot(V& v, size_t& at, const K& k, Key key) {
+  while (at < v.size() && key(v[at]) < k) ++at;
+  if (at == v.size() || key(v[at]) != k) v.insert(v.begin() + static_cast<std::ptrdiff_t>(at), typename V::value_type{});
+  return v[at];
 }
 
 }  // namespace
 
 CoherenceAccumulator::CoherenceAccumulator(const Meta& meta, XferCost cost)
     : meta_(meta), layout_(layout_of(meta)), cost_(cost), topo_(meta.host.topology), plan_(meta, layout_) {
-  for (const WhatIf& w : what_ifs()) what_if_plans_.emplace_back(meta, apply_what_if(layout_, w));
+  for (const WhatIf& w : what_ifs()) {
+    what_if_plans_.emplace_back(meta, apply_what_if(layout_, w));
+    what_if_applies_.push_back((w.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
+                               (w.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset));
+  }
+  what_if_.assign(what_ifs().size(), {0, 0});
+  what_if_stall_.assign(what_ifs().size(), {0, 0});
+  what_if_lines_.resize(what_ifs().size());
+  acc_.resize(plan_.line_count());
+}
+
+void CoherenceAccumulator::reset() {
+  seconds_ = 0;
+  for (uint32_t id : live_) {
+    Acc& a = acc_[id];
+    a.live = false;
+    a.fields.clear();
+    a.assumptions.clear();
+    a.merged.clear();
+    a.reads = a.writes = 0;
+    a.cpus.clear();
+    a.by_probe.clear();
+    a.rw.clear();
+  }
+  live_.clear();
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
 }
@@ -546,62 +702,84 @@ void CoherenceAccumulator::add(const Interval& iv) {
   const double secs = iv.seconds();
   if (secs <= 0) return;
   seconds_ += secs;
-  const std::vector<LineAccesses> lines = plan_.accesses(iv);
-  const std::vector<LineTraffic> traffic = model_lines(topo_, lines);
-  for (size_t i = 0; i < lines.size(); ++i) {
-    const LineAccesses& l = lines[i];
-    Acc& a = acc_[l.key];
-    if (a.line.family.empty()) a.line = LineAccesses{l.key, l.family, l.name, l.fields, l.assumptions, {}};
-    for (const std::string& f : l.fields)
-      if (std::find(a.line.fields.begin(), a.line.fields.end(), f) == a.line.fields.end()) a.line.fields.push_back(f);
-    for (const std::string& f : l.assumptions)
-      if (std::find(a.line.assumptions.begin(), a.line.assumptions.end(), f) == a.line.assumptions.end())
-        a.line.assumptions.push_back(f);
-    for (const LineCpuRate& r : l.rates)
-      if (r.reads > 0 || r.writes > 0) a.rw[static_cast<uint32_t>(r.cpu)] |= uint8_t((r.reads > 0 ? 1 : 0) | (r.writes > 0 ? 2 : 0));
+  plan_.compute(iv, lines_);
+  model_lines(topo_, lines_, traffic_);
+  const auto& res = plan_.resolved();
+  for (size_t k = 0; k < lines_.ids.size(); ++k) {
+    const uint32_t id = lines_.ids[k];
+    const std::vector<LineCpuRate>& rates = lines_.rates[id];
+    const LineTraffic& traffic = traffic_[k];
+    Acc& a = acc_[id];
+    if (!a.live) {
+      a.live = true;
+      live_.push_back(id);
+    }
+    // Its fields and assumptions, in the order they were first met (declaration order
+    // within an interval); an access already merged adds nothing new.
+    auto add = [](std::vector<const std::string*>& v, const std::string& x) {
+      if (!x.empty() && std::find_if(v.begin(), v.end(), [&](const std::string* y) { return *y == x; }) == v.end())
+        v.push_back(&x);
+    };
+    for (uint32_t i : lines_.used[id]) {
+      auto m = std::lower_bound(a.merged.begin(), a.merged.end(), i);
+      if (m != a.merged.end() && *m == i) continue;
+      a.merged.insert(m, i);
+      add(a.fields, res[i].field);
+      add(a.assumptions, res[i].target.assumption);
+      add(a.assumptions, res[i].assumption);
+    }
+    size_t at = 0;
+    for (const LineCpuRate& r : rates)  // by cpu
+      if (r.reads > 0 || r.writes > 0) {
+        auto& e = sorted_slot(a.rw, at, static_cast<uint32_t>(r.cpu), [](const auto& x) { return x.first; });
+        e.first = static_cast<uint32_t>(r.cpu);
+        e.second |= uint8_t((r.reads > 0 ? 1 : 0) | (r.writes > 0 ? 2 : 0));
+      }
     // per CPU: its totals, and its misses shared out to its probes
     size_t r = 0;
-    for (const CpuXfers& c : traffic[i].cpus) {
-      CpuXfers& t = a.cpus[c.cpu];
+    at = 0;
+    for (const CpuXfers& c : traffic.cpus) {
+      CpuXfers& t = sorted_slot(a.cpus, at, c.cpu, [](const CpuXfers& e) { return e.cpu; });
       t.cpu = c.cpu;
       t.read_xfers_per_s += c.read_xfers_per_s * secs;
       t.write_xfers_per_s += c.write_xfers_per_s * secs;
       for (int d = 0; d < kXferDistances; ++d) t.by_distance[size_t(d)] += c.by_distance[size_t(d)] * secs;
       double reads = 0, writes = 0;
       const size_t r0 = r;
-      for (; r < l.rates.size() && static_cast<uint32_t>(l.rates[r].cpu) == c.cpu; ++r) {
-        reads += l.rates[r].reads;
-        writes += l.rates[r].writes;
+      for (; r < rates.size() && static_cast<uint32_t>(rates[r].cpu) == c.cpu; ++r) {
+        reads += rates[r].reads;
+        writes += rates[r].writes;
       }
-      for (size_t k = r0; k < r; ++k) {
+      size_t pat = 0;
+      for (size_t k2 = r0; k2 < r; ++k2) {
         double x = 0;
-        if (reads > 0) x += c.read_xfers_per_s * l.rates[k].reads / reads;
-        if (writes > 0) x += c.write_xfers_per_s * l.rates[k].writes / writes;
-        a.by_probe[l.rates[k].probe] += x * secs;
+        if (reads > 0) x += c.read_xfers_per_s * rates[k2].reads / reads;
+        if (writes > 0) x += c.write_xfers_per_s * rates[k2].writes / writes;
+        auto& bp = sorted_slot(a.by_probe, pat, rates[k2].probe, [](const auto& e) { return e.first; });
+        bp.first = rates[k2].probe;
+        bp.second += x * secs;
       }
       a.reads += reads * secs;
       a.writes += writes * secs;
     }
   }
   for (size_t w = 0; w < what_ifs().size(); ++w) {
-    const WhatIf& wi = what_ifs()[w];
-    const bool applies = (wi.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
-                         (wi.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset);
-    if (!applies) continue;
-    const std::vector<LineAccesses> la = what_if_plans_[w].accesses(iv);
-    const std::vector<LineTraffic> ta = model_lines(topo_, la);
-    what_if_[w].first += family_total(lines, traffic, wi.family, nullptr) * secs;
-    what_if_[w].second += family_total(la, ta, wi.family, nullptr) * secs;
-    what_if_stall_[w].first += family_total(lines, traffic, wi.family, &cost_) * secs;
-    what_if_stall_[w].second += family_total(la, ta, wi.family, &cost_) * secs;
+    if (!what_if_applies_[w]) continue;
+    const std::string& fam = what_ifs()[w].family;
+    const LinePlan& wp = what_if_plans_[w];
+    LinePlan::Lines& wl = what_if_lines_[w];
+    // Only the family's lines are compared: the what-if plan models those alone.
+    wp.compute(iv, wl, wp.family_id(fam));
+    model_lines(topo_, wl, what_if_traffic_);
+    what_if_[w].first += family_total(plan_, lines_, traffic_, fam, nullptr) * secs;
+    what_if_[w].second += family_total(wp, wl, what_if_traffic_, fam, nullptr) * secs;
+    what_if_stall_[w].first += family_total(plan_, lines_, traffic_, fam, &cost_) * secs;
+    what_if_stall_[w].second += family_total(wp, wl, what_if_traffic_, fam, &cost_) * secs;
   }
 }
 
 CoherenceSummary CoherenceAccumulator::of(const Interval& iv) {
-  seconds_ = 0;
-  acc_.clear();
-  what_if_.assign(what_ifs().size(), {0, 0});
-  what_if_stall_.assign(what_ifs().size(), {0, 0});
+  reset();
   add(iv);
   return summary();
 }
@@ -612,20 +790,23 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   s.line_bytes = layout_.line_bytes;
   s.notes = layout_.notes;
   const double T = seconds_ > 0 ? seconds_ : 1;
-  for (const auto& [k, a] : acc_) {
+  std::vector<uint32_t> ids = live_;
+  std::sort(ids.begin(), ids.end(), [&](uint32_t x, uint32_t y) { return plan_.rank(x) < plan_.rank(y); });
+  for (uint32_t id : ids) {
+    const Acc& a = acc_[id];
     LineSummary l;
-    l.key = k;
-    l.family = a.line.family;
-    l.name = a.line.name;
-    l.fields = a.line.fields;
-    l.assumptions = a.line.assumptions;
+    l.key = plan_.key(id);
+    l.family = plan_.family(id);
+    l.name = plan_.name(id);
+    for (const std::string* f : a.fields) l.fields.push_back(*f);
+    for (const std::string* f : a.assumptions) l.assumptions.push_back(*f);
     l.reads_per_s = a.reads / T;
     l.writes_per_s = a.writes / T;
     for (const auto& [cpu, f] : a.rw) {
       l.readers += (f & 1) != 0;
       l.writers += (f & 2) != 0;
     }
-    for (const auto& [cpu, c] : a.cpus) {
+    for (const CpuXfers& c : a.cpus) {
       CpuXfers x = c;
       x.read_xfers_per_s /= T;
       x.write_xfers_per_s /= T;
@@ -687,7 +868,7 @@ std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t 
   std::vector<std::pair<LineKey, bool>> out;
   if (probe < 0 || size_t(probe) >= probe_res_.size()) return out;
   const Field* f = nullptr;
-  for (const Field& x : meta_.probes[size_t(probe)].layout.fields)
+  for (const Field& x : meta_->probes[size_t(probe)].layout.fields)
     if (x.kind != FieldKind::priv && word >= x.offset && word < x.offset + x.nwords) f = &x;
   if (!f) return out;
   const int elem = f->kind == FieldKind::counter_array ? static_cast<int>(word - f->offset) : -1;

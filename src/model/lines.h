@@ -17,6 +17,8 @@
 
 namespace schedhot {
 
+class ProbeModule;
+
 /// A cacheline: line `line` (0-based, line_bytes each) of a kernel object ("nohz",
 /// "root_domain", "nohz.idle_cpus_mask", "cpupri.pri_to_cpu[3].mask", "cpupri.cpu_to_pri",
 /// "tick_broadcast_lock").
@@ -80,9 +82,11 @@ struct FieldTarget {
 std::optional<FieldTarget> field_target(const std::string& field, int ncpus, const CoherenceLayout& layout);
 
 /// line_accesses' work resolved once for a Meta and a layout: every probe's declared
-/// accesses (per element of a counter array) with their counters, bounds and targets.
-/// accesses() then costs O(measured CPUs x declared accesses) per interval, with no
-/// lookup by name.
+/// accesses (per element of a counter array) with their counters, bounds and targets, the
+/// slot words each probe's accesses read, and a dense id for every line they can reach
+/// (with its key, family and LineKey rank). compute() then costs O(measured CPUs x
+/// declared accesses) per interval, with no lookup by name, no string and, once its
+/// buffers have grown, no allocation. Not thread-safe: compute() reuses buffers of the plan.
 class LinePlan {
  public:
   /// meta must outlive the plan.
@@ -90,6 +94,34 @@ class LinePlan {
   /// As line_accesses(iv, layout); iv must be of this plan's Meta.
   std::vector<LineAccesses> accesses(const Interval& iv) const;
   const CoherenceLayout& layout() const { return layout_; }
+
+  /// One interval's lines as compute() leaves them: line ids of this plan, the rates and
+  /// the accesses of each. Reused from interval to interval (its vectors keep their capacity).
+  struct Lines {
+    std::vector<uint32_t> ids;  ///< the lines with a non-zero rate, in LineKey order
+    /// Per line id: (cpu, probe) rates as LineAccesses::rates (sorted by cpu, then probe);
+    /// valid for the ids above.
+    std::vector<std::vector<LineCpuRate>> rates;
+    /// Per line id: the resolved() accesses that reached it (a counted event on some CPU),
+    /// ascending; valid for the ids above.
+    std::vector<std::vector<uint32_t>> used;
+    std::vector<uint32_t> touched;  ///< ids written this interval (cleared by the next compute)
+  };
+  /// The lines of iv into out (what accesses() returns, by line id). iv must be of this
+  /// plan's Meta. family >= 0 (family_id()): only the lines of that family (the others'
+  /// accesses are skipped: a line's rates depend on its own accesses only).
+  void compute(const Interval& iv, Lines& out, int family = -1) const;
+  /// The id of a family of lines ("nohz", "cpupri", ...) for compute(); -1 when no line of
+  /// this plan is of it.
+  int family_id(const std::string& family) const;
+  /// Number of line ids (every line a declared access can reach on ncpus CPUs).
+  size_t line_count() const { return keys_.size(); }
+  /// Line id's key, family (LineAccesses::family) and shown name (computed once, on first use).
+  const LineKey& key(uint32_t id) const { return keys_[id]; }
+  const std::string& family(uint32_t id) const { return objects_[line_obj_[id]].family; }
+  const std::string& name(uint32_t id) const;
+  /// Line id's place in LineKey order (rank(a) < rank(b) iff key(a) < key(b)).
+  uint32_t rank(uint32_t id) const { return rank_[id]; }
 
   /// One declared access of one element, resolved.
   struct Resolved {
@@ -103,17 +135,59 @@ class LinePlan {
     std::string field;        ///< with "#" replaced
     std::string assumption;   ///< FieldAccess::assumption
     FieldTarget target;
+    /// Slot words [lo, hi) summed for the counter (its element) and the minus counter
+    /// (empty when none); and the family's id (family_id()).
+    uint32_t counter_lo = 0, counter_hi = 0, minus_lo = 0, minus_hi = 0;
+    int family = -1;
   };
   const std::vector<Resolved>& resolved() const { return res_; }
   /// event_lines() of this plan's Meta and layout.
   std::vector<std::pair<LineKey, bool>> event_lines(int probe, uint32_t word, int cpu) const;
 
  private:
-  const Meta& meta_;
+  /// The line ids access i touches from cpu, appended to out.
+  void line_ids(size_t i, int cpu, std::vector<uint32_t>& out) const;
+
+  const Meta* meta_;
   CoherenceLayout layout_;
   std::vector<Resolved> res_;            ///< grouped by probe, in probe order
   std::vector<FieldRef> bounds_;         ///< the bounding counters
   std::vector<std::pair<size_t, size_t>> probe_res_;  ///< per probe: [begin, end) of res_
+  /// Per probe: the slot words its accesses read (counters, minus counters, bounds), sorted;
+  /// its bounds (indices into bounds_, in first use order); its module (for blind_reason).
+  std::vector<std::vector<uint32_t>> words_;
+  std::vector<std::vector<int>> probe_bounds_;
+  std::vector<const ProbeModule*> mods_;
+  std::vector<uint32_t> probe_families_;  ///< per probe: bit f set when an access reaches family f
+  std::vector<std::string> families_;     ///< family ids' names
+  std::vector<std::pair<uint32_t, uint32_t>> bound_words_;  ///< per bound: its slot words [lo, hi)
+  /// Per probe: its accesses whose counter is one slot word, as (word, access) by word (an
+  /// element of a counter array: skipped at once when the word did not move), and the others.
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> by_word_;
+  std::vector<std::vector<uint32_t>> other_res_;
+  size_t max_slot_words_ = 0;
+  /// Line ids: per object a dense run of its lines [min_line, min_line + count).
+  struct Object {
+    std::string name, family;
+    int64_t min_line = 0, max_line = -1;
+    uint32_t first_id = 0;
+  };
+  std::vector<Object> objects_;
+  std::vector<uint32_t> res_obj_;        ///< per resolved access: its object
+  std::vector<LineKey> keys_;            ///< per line id
+  std::vector<uint32_t> line_obj_;       ///< per line id: its object
+  std::vector<uint32_t> rank_;           ///< per line id: its place in LineKey order
+  mutable std::vector<std::string> names_;  ///< per line id: line_name(), "" until asked
+  // compute()'s buffers.
+  struct Entry {
+    uint32_t line;
+    int bound, kind;
+    double r, w;
+  };
+  mutable std::vector<Entry> ents_;
+  mutable std::vector<uint64_t> d_, caps_;
+  mutable std::vector<uint32_t> ids_;
+  mutable std::vector<uint32_t> last_line_;  ///< per resolved access: the line it last registered in used
 };
 
 /// The lines every present probe's declared accesses touch over iv, per CPU and probe
@@ -209,21 +283,32 @@ class CoherenceAccumulator {
   const XferCost& cost() const { return cost_; }
 
  private:
+  /// One line over the intervals added: plan_'s line id indexes acc_.
   struct Acc {
-    LineAccesses line;
-    double reads = 0, writes = 0;     // x seconds
-    std::map<uint32_t, CpuXfers> cpus;  // x seconds
-    std::map<int, double> by_probe;     // x seconds
-    std::map<uint32_t, uint8_t> rw;     // CPUs that accessed it: 1 read, 2 wrote
+    bool live = false;                 ///< some interval since the last reset reached it
+    std::vector<const std::string*> fields, assumptions;  ///< into plan_'s resolved accesses
+    std::vector<uint32_t> merged;      ///< resolved accesses whose strings are in, ascending
+    double reads = 0, writes = 0;      ///< x seconds
+    std::vector<CpuXfers> cpus;        ///< x seconds, ascending cpu
+    std::vector<std::pair<int, double>> by_probe;   ///< x seconds, ascending probe
+    std::vector<std::pair<uint32_t, uint8_t>> rw;   ///< CPUs that accessed it (1 read, 2 wrote), ascending
   };
+  /// Forgets what was added (keeps every buffer's capacity).
+  void reset();
   const Meta& meta_;
   CoherenceLayout layout_;
   XferCost cost_;
   TopologyIndex topo_;
   LinePlan plan_;
   std::vector<LinePlan> what_if_plans_;  ///< per what_ifs()
+  std::vector<char> what_if_applies_;    ///< per what_ifs(): the kernel still has the field
   double seconds_ = 0;
-  std::map<LineKey, Acc> acc_;
+  std::vector<Acc> acc_;                 ///< per plan_ line id
+  std::vector<uint32_t> live_;           ///< the ids of acc_ that are live
+  // add()'s buffers: one interval's lines and their model, and a what-if's.
+  LinePlan::Lines lines_;
+  std::vector<LinePlan::Lines> what_if_lines_;  ///< per what_ifs()
+  std::vector<LineTraffic> traffic_, what_if_traffic_;
   std::vector<std::pair<double, double>> what_if_;  // per what_ifs(): before, after transfers x s
   std::vector<std::pair<double, double>> what_if_stall_;
 };

@@ -42,9 +42,12 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
       exact_(std::make_unique<ExactAccumulator>(meta)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
+  known_.assign(meta.probes.size(), 0);
   for (size_t p = 0; p < meta.probes.size(); ++p)
-    if (const ProbeSpec* spec = find_probe(meta.probes[p].name))
+    if (const ProbeSpec* spec = find_probe(meta.probes[p].name)) {
       primary_[p] = field_ref(meta, static_cast<int>(p), spec->primary);
+      known_[p] = 1;
+    }
 }
 
 bool ReportBuilder::account(const Sample& s) {
@@ -61,12 +64,23 @@ bool ReportBuilder::account(const Sample& s) {
     Interval iv(meta_, *prev_, s);
     if (iv.seconds() > 0) {
       for (size_t p = 0; p < meta_.probes.size(); ++p) {
-        if (!find_probe(meta_.probes[p].name) || !iv.present(static_cast<int>(p))) continue;
+        if (!known_[p] || !iv.present(static_cast<int>(p))) continue;
         double r = iv.rate(primary_[p]);
         if (r > peak_[p].rate) peak_[p] = {r, t};
       }
       coh_->add(iv);
       if (s.exact) exact_->add(iv.seconds(), *s.exact);
+      // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
+      // is rated over that part).
+      const uint64_t dt = s.mono_ns - prev_->mono_ns;
+      const auto all = [&](const std::vector<int>& o) { return o.empty() || o.size() >= meta_.ncpus; };
+      if (all(prev_->online) || all(s.online)) {
+        all_online_ns_ += dt;
+      } else {
+        if (online_ns_.size() != meta_.ncpus) online_ns_.assign(meta_.ncpus, 0);
+        for (uint32_t c = 0; c < meta_.ncpus; ++c)
+          if (iv.online(static_cast<int>(c))) online_ns_[c] += dt;
+      }
     }
   }
   if (s.online.empty()) online_unknown_ = true;
@@ -183,12 +197,17 @@ nlohmann::json counters_json(const Interval& iv, int p, const ProbeMeta& pm, con
 
 /// A probe's "per_cpu": its primary counter's total and rate, and its histogram's p99,
 /// for each CPU of the table's rows.
-nlohmann::json per_cpu_json(const Interval& iv, int p, const ProbeSpec& spec, const std::vector<int>& cpus) {
+/// n events over secs seconds, per second (0 over no time), as Interval::rate computes it.
+double rate_over(uint64_t n, double secs) { return secs > 0 ? static_cast<double>(n) / secs : 0.0; }
+
+nlohmann::json per_cpu_json(const Interval& iv, int p, const ProbeSpec& spec, const std::vector<int>& cpus,
+                            const std::vector<double>& secs) {
   nlohmann::json per_cpu = nlohmann::json::array();
   const FieldRef primary = field_ref(iv.meta(), p, spec.primary), hist = field_ref(iv.meta(), p, spec.hist);
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(iv.meta().ncpus)) continue;
-    nlohmann::json row = {{"cpu", c}, {"total", iv.count(primary, c)}, {"rate_per_s", iv.rate(primary, c)}};
+    const uint64_t n = iv.count(primary, c);
+    nlohmann::json row = {{"cpu", c}, {"total", n}, {"rate_per_s", rate_over(n, secs[size_t(c)])}};
     if (!spec.hist.empty()) {
       HistSummary hs = iv.hist(hist, c);
       row["p99_ns"] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
@@ -280,8 +299,19 @@ std::vector<int> ReportBuilder::row_cpus(const Meta& meta, const Interval& iv, b
   return cpus;
 }
 
+std::vector<double> ReportBuilder::cpu_seconds(const Meta& meta, const Interval& iv) const {
+  const uint64_t window_ns = iv.last().mono_ns > iv.first().mono_ns ? iv.last().mono_ns - iv.first().mono_ns : 0;
+  std::vector<double> secs(meta.ncpus, iv.seconds());
+  if (online_ns_.size() != meta.ncpus) return secs;  // every CPU measured in every interval
+  for (uint32_t c = 0; c < meta.ncpus; ++c) {
+    const uint64_t ns = all_online_ns_ + online_ns_[c];
+    if (ns != window_ns) secs[c] = static_cast<double>(ns) / 1e9;
+  }
+  return secs;
+}
+
 nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, int p, bool have,
-                                         const std::vector<int>& cpus) const {
+                                         const std::vector<int>& cpus, const std::vector<double>& secs) const {
   const ProbeMeta& pm = meta.probes[size_t(p)];
   const ProbeStatus& st = pm.status;
   const ProbeSpec* spec = find_probe(pm.name);
@@ -314,12 +344,12 @@ nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, i
   j["arrays"] = arrays;
   j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));
   if (const ProbeModule* mod = find_module(pm.name)) mod->add_report_section(IntervalTotals(iv, p), j);
-  j["per_cpu"] = per_cpu_json(iv, p, *spec, cpus);
+  j["per_cpu"] = per_cpu_json(iv, p, *spec, cpus, secs);
   return j;
 }
 
 void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
-                                  const CoherenceSummary& coh, nlohmann::json& r) const {
+                                  const CoherenceSummary& coh, const std::vector<double>& secs, nlohmann::json& r) const {
   std::vector<char> measured(meta.probes.size());
   for (size_t pi = 0; pi < meta.probes.size(); ++pi)
     measured[pi] = meta.probes[pi].status.attached && blind_reason(meta, static_cast<int>(pi)).empty();
@@ -330,16 +360,23 @@ void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool hav
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta.ncpus)) continue;
     nlohmann::json row = {{"cpu", c}};
+    // A CPU measured in part of the window only: its rates are over that part, said as online_s.
+    const double cs = secs[size_t(c)];
+    const bool part = have && cs != iv.seconds();
+    if (part) row["online_s"] = cs;
     for (size_t ci = 0; ci < cpu_columns().size(); ++ci) {
       const CpuColumn& col = cpu_columns()[ci];
       if (col.kind == CpuColumnKind::model) {
-        row[col.json_key()] = num_or_null(have, have ? coh.cpu_xfers_per_s(c) : 0);
+        // The model's per-CPU figure is a time average over the window (coh.seconds): over cs instead.
+        double x = have ? coh.cpu_xfers_per_s(c) : 0;
+        if (part) x = cs > 0 ? x * coh.seconds / cs : 0;
+        row[col.json_key()] = num_or_null(have, x);
         continue;
       }
       int p = meta.probe_index(col.probe);
       bool ok = have && p >= 0 && measured[size_t(p)] && iv.present(p);
       if (col.kind == CpuColumnKind::rate) {
-        row[col.json_key()] = num_or_null(ok, ok ? iv.rate(col_ref[ci], c) : 0);
+        row[col.json_key()] = num_or_null(ok, ok ? rate_over(iv.count(col_ref[ci], c), cs) : 0);
       } else {
         HistSummary hs = ok ? iv.hist(col_ref[ci], c) : HistSummary{};
         row[col.json_key()] = hs.count ? nlohmann::json(hs.p99) : nlohmann::json(nullptr);
@@ -383,12 +420,14 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   if (have) r["window"] = window_json(meta, a, b, iv);
   const std::vector<int> cpus = row_cpus(meta, iv, have);
   if (have) r["window"]["online"] = format_cpulist(cpus);  // the CPUs of the per-CPU rows
+  const std::vector<double> secs = cpu_seconds(meta, iv);
   nlohmann::json probes = nlohmann::json::array();
-  for (size_t pi = 0; pi < meta.probes.size(); ++pi) probes.push_back(probe_json(meta, iv, static_cast<int>(pi), have, cpus));
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi)
+    probes.push_back(probe_json(meta, iv, static_cast<int>(pi), have, cpus, secs));
   r["probes"] = probes;
   const CoherenceSummary coh = coh_->summary();
   r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost, 3, exact_->any() ? exact_.get() : nullptr) : nlohmann::json(nullptr);
-  add_cpu_table(meta, iv, have, cpus, coh, r);
+  add_cpu_table(meta, iv, have, cpus, coh, secs, r);
   return r;
 }
 
@@ -497,6 +536,13 @@ std::string cpu_table_text(const nlohmann::json& r) {
       }
       out += "\n";
     }
+    std::string part;
+    for (auto& row : cpus)
+      if (row.contains("online_s"))
+        part += fmt::format("{}CPU {} {:.1f} s", part.empty() ? "" : ", ", row["cpu"].get<int>(), row["online_s"].get<double>());
+    if (!part.empty())
+      out += fmt::format("rates of CPUs online part of the {:.1f} s window are over their online time: {}\n",
+                         r["window"]["seconds"].get<double>(), part);
   }
   return out;
 }

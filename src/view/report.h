@@ -76,11 +76,12 @@ class ReportBuilder {
   std::vector<int> row_cpus(const Meta& meta, const Interval& iv, bool have) const;
   /// Probe p's object in "probes": status, counters, arrays, latency, its module's
   /// section and per-CPU figures (null figures when unavailable, blind or without data).
-  nlohmann::json probe_json(const Meta& meta, const Interval& iv, int p, bool have, const std::vector<int>& cpus) const;
+  nlohmann::json probe_json(const Meta& meta, const Interval& iv, int p, bool have, const std::vector<int>& cpus,
+                            const std::vector<double>& secs) const;
   /// The per-CPU table (cpu_columns()) as r's "cpus", sorted by opts_.sort, with
   /// "cpus_sorted_by" and "cpus_total".
   void add_cpu_table(const Meta& meta, const Interval& iv, bool have, const std::vector<int>& cpus,
-                     const CoherenceSummary& coh, nlohmann::json& r) const;
+                     const CoherenceSummary& coh, const std::vector<double>& secs, nlohmann::json& r) const;
 
   const Meta& meta_;
   ReportOptions opts_;
@@ -99,9 +100,18 @@ class ReportBuilder {
   };
   std::vector<Peak> peak_;  ///< per probe: highest primary-counter rate over one interval
   std::vector<FieldRef> primary_;  ///< per probe: its primary counter (empty: unknown to this build)
+  std::vector<char> known_;        ///< per probe: known to this build (find_probe(), looked up once)
   std::unique_ptr<CoherenceAccumulator> coh_;  ///< the coherence model over the window's intervals
   std::unique_ptr<ExactAccumulator> exact_;    ///< --exact records over the window's intervals
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
+  /// Time each CPU was measured (Interval::online) in the window's intervals, ns: every
+  /// CPU's all_online_ns_ (intervals with every CPU online, or a side that does not say)
+  /// plus its own online_ns_ (empty until an interval with a CPU offline at both ends).
+  uint64_t all_online_ns_ = 0;
+  std::vector<uint64_t> online_ns_;
+  /// Per CPU id: the seconds its per-CPU rates are over: iv's (the window's) for a CPU
+  /// measured in every interval, else its measured time.
+  std::vector<double> cpu_seconds(const Meta& meta, const Interval& iv) const;
   bool online_unknown_ = false;  ///< a window sample did not say which CPUs were online
 };
 

@@ -3,13 +3,15 @@
 #   recording   bench_recording.cpp: recording size and read/write/seek speed (480 CPUs)
 #   tui         bench_tui.cpp: top/replay frame build+draw per view, and `w` (8192 CPUs)
 #   scale       bench_scale.cpp: report of 100 samples (time, peak RSS), report --fleet (480 CPUs) and sampling (8192 CPUs)
+#   interval    bench_interval.cpp: per-interval cost at 2 CPUs, -i 10ms: report of a 64 MiB rotated file
+#               (--short: 2 MiB, scaled), report/export/diff of 60 s
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
 #   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
 #               (Debian 6.12: no tool, schedhot fentry/kprobe/--exact, funclatency); boots a
 #               VM (tests/vm's packages and cache; --short about 1.6 min, full about 5.5 min)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).
-# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all five)
+# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all six)
 #   --short: CI mode, a few seconds each; DIR: the build directory (default build/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -20,13 +22,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1 ;;
     --build) build="$2"; shift ;;
-    -h|--help) sed -n '2,14p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
     -*) echo "schedhot: run.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
 done
-[ ${#names[@]} -gt 0 ] || names=(recording tui scale probe_cost guest)
+[ ${#names[@]} -gt 0 ] || names=(recording tui scale interval probe_cost guest)
 bin="$build/tests"
 
 # name -> command line; and a pattern that a line of its figures matches.
@@ -35,6 +37,7 @@ cmd_of() {
     recording) echo "$bin/schedhot_bench_recording ${short:+--benchmark_min_time=0.01 --benchmark_filter=BM_(Size/busy:1/zstd:1|Write|Read)/}" ;;
     tui) echo "$bin/schedhot_bench_tui ${short:+--short}" ;;
     scale) echo "$bin/schedhot_bench_scale ${short:+--short} --schedhot $build/schedhot" ;;
+    interval) echo "$bin/schedhot_bench_interval ${short:+--short} --schedhot $build/schedhot" ;;
     probe_cost) echo "$bin/schedhot_bench_probe_cost ${short:+--short}" ;;
     guest) echo "python3 $root/tests/bench/guest_cost.py ${short:+--short} --build $build" ;;
     *) return 1 ;;
@@ -45,6 +48,7 @@ figures_of() {
     recording) echo '^BM_[A-Za-z]+/[^ ]+ +[0-9.]+ [mun]?s' ;;
     tui) echo '^ +[0-9]+ per-CPU, by idle/s +[0-9.]+ +[0-9.]+ +[0-9.]+' ;;
     scale) echo 'take a sample +[0-9.]+' ;;
+    interval) echo 'per interval at 2 CPUs, in process: [0-9.]+ us' ;;
     probe_cost) echo '^ +1 +timed \+ sh_hist \(per-CPU\) +[0-9.]+' ;;
     guest) echo '^  schedhot record \(default, fentry\) +[0-9]+\.[0-9]{3} \(' ;;
   esac

@@ -474,6 +474,23 @@ TEST(RecordingCli, TopChecksRotationOptionsLikeRecord) {
   expect_one_line_error(run_cli("top -n 1 --rotate 1"), 2, "--rotate needs --record FILE");
 }
 
+// -n 0 would print no table: a usage error before attaching, as its help says "1 or more"
+// (it used to run until killed). Under timeout: the unfixed binary never exits as root.
+TEST(RecordingCli, TopIterationsZeroIsAUsageError) {
+  const std::string e = tmp_path("top_n_err");
+  for (const char* n : {"0", "-1"}) {
+    const int rc = std::system(
+        fmt::format("timeout -s KILL 30 {} top -n {} -i 100ms < /dev/null > /dev/null 2> {}", SCHEDHOT_BIN, n, e).c_str());
+    CliRun r;
+    r.status = WIFEXITED(rc) ? WEXITSTATUS(rc) : 128;
+    r.err = slurp(e);
+    expect_one_line_error(r, 2, fmt::format("-n/--iterations must be 1 or more, not {} (leave it out", n));
+  }
+  unlink(e.c_str());
+  CliRun help = run_cli("top --help");
+  EXPECT_NE(help.out.find("print this many tables (1 or more)"), std::string::npos) << help.out;
+}
+
 TEST(RecordingCli, TopRecordRotatesOnTheLiveKernel) {
   if (!can_record()) GTEST_SKIP() << "needs root and a kernel where probes attach";
   TempDir dir("cli_top_rotate");
@@ -811,6 +828,41 @@ TEST(RecordingCli, HotplugRecordingShowsTheCpuOnlinedMidRun) {
   EXPECT_NE(r.out.find("Per CPU: 1 of 2 CPUs"), std::string::npos) << r.out.substr(0, 600);
   expect_one_line_error(run_cli("replay " + f + " --cpus 100"), 2,
                         "--cpus '100': CPU 100 was never online in the recording (online at some point: 0-1)");
+}
+
+// A CPU online part of the window is rated over its online time, not the whole window
+// (v1.2-hotplug: 70 samples 1 s apart; CPU 3 online from sample 10, CPU 2 until sample
+// 49: measured 60 s and 50 s of the 69 s window), in the per-CPU table (with online_s)
+// and in each probe's per_cpu; a CPU online throughout keeps the window's rate.
+TEST(RecordingCli, ReportRatesACpuOnlinePartOfTheWindowOverItsOnlineTime) {
+  CliRun r = run_cli("report " + kData + "/v1.2-hotplug.shot --json --all-cpus");
+  ASSERT_EQ(r.status, 0) << r.err;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["window"]["seconds"], 69.0);
+  const std::map<int, double> online = {{0, 69}, {1, 69}, {2, 50}, {3, 60}};
+  for (const auto& p : j["probes"]) {
+    if (p["per_cpu"].is_null()) continue;
+    for (const auto& row : p["per_cpu"]) {
+      const int c = row["cpu"].get<int>();
+      SCOPED_TRACE(p["name"].get<std::string>() + " CPU " + std::to_string(c));
+      EXPECT_DOUBLE_EQ(row["rate_per_s"].get<double>(), row["total"].get<double>() / online.at(c));
+    }
+  }
+  ASSERT_EQ(j["cpus"].size(), 4u);
+  for (const auto& row : j["cpus"]) {
+    const int c = row["cpu"].get<int>();
+    SCOPED_TRACE("table CPU " + std::to_string(c));
+    if (c >= 2) EXPECT_EQ(row["online_s"], online.at(c));
+    else EXPECT_FALSE(row.contains("online_s"));
+    for (const auto& p : j["probes"]) {
+      if (p["per_cpu"].is_null() || p["name"] != "idle") continue;
+      for (const auto& pr : p["per_cpu"])
+        if (pr["cpu"] == c) EXPECT_DOUBLE_EQ(row["idle/s"].get<double>(), pr["rate_per_s"].get<double>());
+    }
+  }
+  r = run_cli("report " + kData + "/v1.2-hotplug.shot --all-cpus");
+  EXPECT_NE(r.out.find("rates of CPUs online part of the 69.0 s window are over their online time: CPU 3 60.0 s, CPU 2 50.0 s"),
+            std::string::npos) << r.out;
 }
 
 TEST(RecordingCli, DiffOfAFileWithItselfChangesNothing) {
