@@ -1,7 +1,8 @@
-"""Shared by the serve tests that run a real Prometheus (serve_prometheus.py, serve_tls.py):
-ok/FAIL checks, Debian's Prometheus started on loopback with a generated scrape config
+"""Shared by the serve tests (serve_prometheus.py, serve_tls.py, serve_options.py,
+serve_slowloris.py, serve_auth_flood.py): ok/FAIL checks, one raw HTTP exchange on a new
+loopback connection, Debian's Prometheus started on loopback with a generated scrape config
 and read through its HTTP API, and stopping what a test started."""
-import json, os, shutil, subprocess, sys, time, urllib.parse, urllib.request
+import json, os, shutil, socket, subprocess, sys, time, urllib.parse, urllib.request
 
 
 class Checks:
@@ -19,6 +20,31 @@ class Checks:
     def exit_status(self):
         print("%d failure(s)" % len(self.failures))
         return 1 if self.failures else 0
+
+
+def exchange(port, data, host="127.0.0.1", family=socket.AF_INET, source=None, timeout=10.0):
+    """(seconds, reply bytes) of data sent on a new connection to host:port, read until the
+    server closes; the reply is b"error: ..." when connecting, sending or reading failed.
+    source: the local address to connect from (127.0.0.2 and up: another client)."""
+    t0 = time.monotonic()
+    s = socket.socket(family, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        if source:
+            s.bind((source, 0))
+        s.connect((host, port))
+        s.sendall(data)
+        out = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            out += chunk
+        return time.monotonic() - t0, out
+    except OSError as e:
+        return time.monotonic() - t0, f"error: {e}".encode()
+    finally:
+        s.close()
 
 
 class Prometheus:

@@ -9,17 +9,13 @@ beyond a small budget). Then cost 16 (about 3 s a check) with 40 threads from 40
 SIGTERM must end serve within 2 s. Prints the figures. Starts and stops serve itself.
 Usage: serve_auth_flood.py SCHEDHOT"""
 import base64, ctypes, os, shutil, signal, socket, statistics, subprocess, sys, tempfile, threading, time
+from prometheus_util import Checks, exchange
 
 exe = sys.argv[1]
 port = 19896
 td = tempfile.mkdtemp()
-fails = []
-
-
-def check(c, msg):
-    print(("ok   " if c else "FAIL ") + msg, flush=True)
-    if not c:
-        fails.append(msg)
+checks = Checks()
+check, fails = checks.check, checks.failures
 
 
 def bcrypt(password, cost):
@@ -32,22 +28,11 @@ def bcrypt(password, cost):
 
 def get(auth, source="127.0.0.1", timeout=30.0):
     """(seconds, status code or error text) of GET /metrics with basic auth user:password."""
-    t0 = time.monotonic()
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=(source, 0))
-        h = base64.b64encode(auth.encode()).decode()
-        s.sendall(f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {h}\r\nConnection: close\r\n\r\n".encode())
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        line = data.split(b"\r\n", 1)[0].decode(errors="replace")
-        return time.monotonic() - t0, int(line.split()[1]) if line.startswith("HTTP/1.1 ") else line
-    except OSError as e:
-        return time.monotonic() - t0, f"error: {e}"
+    h = base64.b64encode(auth.encode()).decode()
+    dt, data = exchange(port, f"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Basic {h}\r\nConnection: close\r\n\r\n".encode(),
+                        source=source, timeout=timeout)
+    line = data.split(b"\r\n", 1)[0].decode(errors="replace")
+    return dt, int(line.split()[1]) if line.startswith("HTTP/1.1 ") else line
 
 
 def start(hashed):

@@ -8,17 +8,13 @@ warning, HTTP goes on; schedhot.prom removed when serve stops; an absolute-form 
 and OPTIONS * answered; http_server_config.headers on every reply, errors included.
 Starts and stops what it needs. Usage: serve_options.py SCHEDHOT"""
 import os, re, shutil, signal, socket, subprocess, sys, tempfile, time
+from prometheus_util import Checks, exchange
 
 exe = sys.argv[1]
 port = 19897
 td = tempfile.mkdtemp()
-fails = []
-
-
-def check(c, msg):
-    print(("ok   " if c else "FAIL ") + msg, flush=True)
-    if not c:
-        fails.append(msg)
+checks = Checks()
+check, fails = checks.check, checks.failures
 
 
 def run(*args, timeout=20):
@@ -37,22 +33,7 @@ def run(*args, timeout=20):
 
 def raw(data, host="127.0.0.1", family=socket.AF_INET, p=port, timeout=10):
     """The whole reply to data sent on a new connection (b"" when none)."""
-    s = socket.socket(family, socket.SOCK_STREAM)
-    s.settimeout(timeout)
-    try:
-        s.connect((host, p))
-        s.sendall(data)
-        out = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            out += chunk
-        return out
-    except OSError as e:
-        return f"error: {e}".encode()
-    finally:
-        s.close()
+    return exchange(p, data, host, family, timeout=timeout)[1]
 
 
 def start(*args):

@@ -6,37 +6,22 @@ second), the slowloris connections cut by the header deadline (--timeout-ms), an
 address held to its per-IP share. Prints the figures. Starts and stops schedhot serve itself.
 Usage: serve_slowloris.py SCHEDHOT"""
 import errno, os, select, socket, statistics, subprocess, sys, time
+from prometheus_util import Checks, exchange
 
 exe = sys.argv[1]
 port = 19895
 N = 1000
 SOURCES = ["127.0.0.2", "127.0.0.3", "127.0.0.4", "127.0.0.5"]
 REQUEST = b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nUser-Agent: slowloris\r\n"
-fails = []
-
-
-def check(c, msg):
-    print(("ok   " if c else "FAIL ") + msg, flush=True)
-    if not c:
-        fails.append(msg)
+checks = Checks()
+check, fails = checks.check, checks.failures
 
 
 def scrape(timeout=20.0):
     """Seconds for one GET /metrics on a new connection from 127.0.0.1 and its status line."""
-    t0 = time.monotonic()
-    try:
-        s = socket.create_connection(("127.0.0.1", port), timeout=timeout, source_address=("127.0.0.1", 0))
-        s.sendall(b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n")
-        data = b""
-        while True:
-            chunk = s.recv(65536)
-            if not chunk:
-                break
-            data += chunk
-        s.close()
-        return time.monotonic() - t0, data.split(b"\r\n", 1)[0].decode(errors="replace")
-    except OSError as e:
-        return time.monotonic() - t0, f"error: {e}"
+    dt, data = exchange(port, b"GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n",
+                        source="127.0.0.1", timeout=timeout)
+    return dt, data.split(b"\r\n", 1)[0].decode(errors="replace")
 
 
 def open_many(n, deadline_s=20.0):
