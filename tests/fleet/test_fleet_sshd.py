@@ -14,8 +14,11 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   nopriv    the real schedhot run as nobody (setpriv)  -> not privileged
   fewer     the real schedhot attaching only cpupri_set -> probe set differs
 Then usage errors (an unknown @group too), a missing --remote-dir, a world-writable one without
-the sticky bit and one of another user (refused), and a run interrupted while recording
-(failure "interrupted", not "timeout"; a re-run stops its recorder).
+the sticky bit, one of another user, a group-writable one and one under a world-writable parent
+(refused), the private directory renamed and replaced (recording.shot a symlink to a root file)
+right after the launch cd'd into it (the recorder writes in its own directory, the file is
+untouched), and a run interrupted while recording (failure "interrupted", not "timeout"; a
+re-run stops its recorder).
   viaport   its ssh_config entry names a port nobody listens on: --ssh-options '-p PORT' (as the
             help shows it) reaches sshd for the record and for collect's scp; a re-run of
             viaport alone into that directory lists h1 as stale (an earlier run's), not ranked.
@@ -223,13 +226,83 @@ exec %s "$@"
     os.chmod(opendir, 0o777)
     os.mkdir(theirs)
     os.chown(theirs, 65534, 65534)
-    for rdir, why in ((opendir, "world-writable without the sticky bit"), (theirs, "owned by uid 65534")):
+    # Group-writable (the group of another user), and a directory under a world-writable
+    # parent without the sticky bit (it could be renamed away and replaced): refused too.
+    grouped, wwparent = os.path.join(t, "grouped"), os.path.join(t, "wwparent")
+    os.mkdir(grouped)
+    os.chown(grouped, 0, 65534)
+    os.chmod(grouped, 0o770)
+    os.mkdir(wwparent)
+    os.chmod(wwparent, 0o777)
+    under = os.path.join(wwparent, "rd")
+    os.mkdir(under)
+    for rdir, why in ((opendir, "world-writable without the sticky bit"), (theirs, "owned by uid 65534"),
+                      (grouped, "group-writable without the sticky bit"),
+                      (under, "ancestor %s: world-writable without the sticky bit" % wwparent)):
         o2 = os.path.join(t, "refused-" + os.path.basename(rdir))
         r2 = subprocess.run(base + ["-o", o2, "-d", "2", "--remote-dir", rdir], capture_output=True, text=True, timeout=60)
         f2 = (json.load(open(os.path.join(o2, "h1", "state.json"))).get("failure") or {})
         check(r2.returncode == 1 and f2.get("name") == "remote dir refused" and why in f2.get("detail", "")
               and "h1: remote dir refused (record): --remote-dir %s: %s" % (rdir, why) in r2.stderr and not os.listdir(rdir),
               "--remote-dir %s: refused, nothing created in it (got %s)" % (os.path.basename(rdir), f2))
+    # The swap race: a racer (root here, standing in for anyone who may rename in the remote
+    # dir) renames the private directory away as soon as its log appears (the launch shell is
+    # in it by then) and puts a directory of its own at that path, with recording.shot a
+    # symlink to a root 0600 file. The recorder writes in the directory it was started in
+    # (cd once, relative names, no --force), so the victim stays untouched.
+    racedir = os.path.join(t, "race")
+    os.mkdir(racedir)
+    os.chmod(racedir, 0o1777)
+    secret = os.path.join(t, "secret")
+    with open(secret, "w") as f:
+        f.write("root secret\n")
+    os.chmod(secret, 0o600)
+    race = {}
+
+    def racer():
+        end = time.time() + 30
+        while time.time() < end and not race.get("stop"):
+            for n in os.listdir(racedir):
+                d = os.path.join(racedir, n)
+                if n.startswith("schedhot-fleet.") and os.path.exists(os.path.join(d, "log")):
+                    moved = os.path.join(racedir, "moved-" + n)
+                    os.rename(d, moved)
+                    os.mkdir(d, 0o700)
+                    os.symlink(secret, os.path.join(d, "recording.shot"))
+                    race["moved"] = moved
+                    for _ in range(100):  # the recorder as it runs: its command line and directory
+                        try:
+                            pid = int(open(os.path.join(moved, "pid")).read())
+                            race["cmdline"] = open("/proc/%d/cmdline" % pid).read().split("\0")
+                            race["cwd"] = os.readlink("/proc/%d/cwd" % pid)
+                            break
+                        except (OSError, ValueError):
+                            time.sleep(0.05)
+                    return
+            time.sleep(0.002)
+    import threading
+    th = threading.Thread(target=racer)
+    th.start()
+    ro = os.path.join(t, "raced")
+    r2 = subprocess.run(base + ["-o", ro, "-d", "2", "--remote-dir", racedir], capture_output=True, text=True, timeout=80)
+    race["stop"] = True
+    th.join()
+    moved = race.get("moved", "")
+    check(bool(moved), "race: the racer swapped the private directory")
+    check(open(secret).read() == "root secret\n" and not os.path.islink(secret)
+          and (os.stat(secret).st_mode & 0o777) == 0o600,
+          "race: the symlinked victim is untouched (%r)" % open(secret).read()[:40])
+    cl = race.get("cmdline", [])
+    check("--force" not in cl and "recording.shot" in cl and cl[cl.index("recording.shot") - 1] == "-o"
+          and race.get("cwd") == moved, "race: the recorder ran in its own directory with -o recording.shot, no --force "
+          "(cmdline %s, cwd %s)" % (cl, race.get("cwd")))
+    info = subprocess.run([os.path.join(build, "schedhot"), "info", "--json", os.path.join(moved, "recording.shot")],
+                          capture_output=True, text=True) if moved else None
+    check(info is not None and info.returncode == 0 and json.loads(info.stdout).get("integrity", {}).get("complete")
+          and sorted(os.listdir(moved)) == ["log", "pid", "rc", "recording.shot"],
+          "race: the recording, log, pid and rc went to the renamed private directory (%s)"
+          % (sorted(os.listdir(moved)) if moved else "-"))
+    check(r2.returncode == 1, "race: the run fails for h1 (got %d: %s)" % (r2.returncode, r2.stderr.strip()[-200:]))
     # sshd on a port the ssh config does not name: --ssh-options '-p PORT' as the help shows it,
     # for the record (ssh) and for collect (scp, where -p alone means "preserve").
     pdir = os.path.join(t, "port")
