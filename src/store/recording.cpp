@@ -1,4 +1,5 @@
 #include "store/recording.h"
+#include "sys/output_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -136,6 +137,7 @@ int open_output(const std::string& path, bool overwrite, std::string& created, s
     }
     if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
     if (!overwrite) throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
+    if (std::string why = untrusted_symlink(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
     // O_NONBLOCK: a FIFO without a reader is ENXIO instead of a wait; cleared below.
     fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
     if (fd < 0 && errno == ENOENT) {
@@ -180,9 +182,13 @@ int open_output(const std::string& path, bool overwrite, std::string& created, s
         dest = rp;
         ::free(rp);
       }
-      const std::string tmp = fmt::format("{}.new{}", dest, ::getpid());
-      fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, st.st_mode & 0666);
-      if (fd < 0) throw std::runtime_error(fmt::format("cannot overwrite {}: cannot create {}: {}", path, tmp, strerror(errno)));
+      std::string tmp;
+      try {
+        fd = create_temp_beside(dest, tmp);  // a random name: nothing planted there is opened
+      } catch (const std::runtime_error& e) {
+        throw std::runtime_error(fmt::format("cannot overwrite {}: {}", path, e.what()));
+      }
+      (void)::fchmod(fd, st.st_mode & 0666);
       created = tmp;
       replaces = dest;
       return fd;

@@ -1,5 +1,8 @@
 #include "view/export.h"
 
+#include <ext/stdio_filebuf.h>
+#include <fcntl.h>
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -23,6 +26,7 @@
 #include "store/window.h"
 #include "sys/cpulist.h"
 #include "sys/json_text.h"
+#include "sys/output_file.h"
 #include "view/cachelines.h"
 
 namespace schedhot {
@@ -533,6 +537,8 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
   // the link stays; over an existing file only with --force, keeping its mode and owner).
   const std::string& output = req.output;
   const bool to_stdout = output == "-";
+  if (!to_stdout)
+    if (std::string why = untrusted_symlink(output); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
   std::string dest = output;
   bool in_place = false;
   struct stat old_st {};
@@ -560,21 +566,37 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     target.resize(size_t(n));
     const auto slash = dest.rfind('/');
     dest = target[0] == '/' || slash == std::string::npos ? target : dest.substr(0, slash + 1) + target;
+    if (std::string why = untrusted_symlink(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
   }
   const bool via_tmp = !to_stdout && !in_place;
-  const std::string tmp = via_tmp ? fmt::format("{}.tmp{}", dest, getpid()) : "";
-  std::ofstream file;
+  // The temporary file has a random name (create_temp_beside: O_EXCL, never through a link
+  // or FIFO another user planted) and is written through the descriptor that made it.
+  std::string tmp;
+  std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> filebuf;
+  std::ostream file(nullptr);
   if (!to_stdout) {
-    file.open(via_tmp ? tmp : output, std::ios::binary | std::ios::trunc);
-    if (!file) return fail(1, fmt::format("cannot write {}: {}", output, strerror(errno)));
+    int fd = -1;
+    if (via_tmp) {
+      try {
+        fd = create_temp_beside(dest, tmp);
+      } catch (const std::runtime_error& e) {
+        return fail(1, fmt::format("cannot write {}: {}", output, e.what()));
+      }
+    } else {
+      fd = ::open(output.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);  // a device or FIFO, in place
+      if (fd < 0) return fail(1, fmt::format("cannot write {}: {}", output, strerror(errno)));
+    }
+    filebuf = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::out | std::ios::binary, size_t(1) << 16);
+    file.rdbuf(filebuf.get());
   }
   std::ostream& out = to_stdout ? stdout_stream : file;
   ExportResult done;
   try {
     done = export_samples(cur, out, opts, [&] { return recording_source_info(*r, req.file); });
     if (!to_stdout) {
-      file.close();
-      if (!file) throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
+      file.flush();
+      const bool written = bool(file);
+      if (filebuf->close() == nullptr || !written) throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
     } else if (!stdout_stream.flush()) {
       throw std::runtime_error(fmt::format("write failed: {}", strerror(errno)));
     }

@@ -261,6 +261,40 @@ TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
   EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
 
+// A directory other users can write (sticky like /tmp, or not): a symlink another user
+// planted there is never followed by export -o or record -o (--force or not), whatever
+// fs.protected_symlinks says; the file it names stays as it was. Root's own link is followed.
+TEST(RecordingCli, OutputsNeverFollowALinkAnotherUserPlantedInASharedDirectory) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (a link owned by another user)";
+  TempDir dir("cli_planted_link");
+  const std::string in = dir / "in.shot", victim = dir / "victim";
+  spit(in, slurp(kData + "/tui16.shot"));
+  spit(victim, "precious\n");
+  for (mode_t mode : {mode_t(01777), mode_t(0777), mode_t(0775)}) {
+    const std::string shared = dir / fmt::format("shared{:o}", mode);
+    ASSERT_EQ(::mkdir(shared.c_str(), 0755), 0);
+    ASSERT_EQ(::chmod(shared.c_str(), mode), 0);
+    const std::string link = shared + "/out.csv", dangling = shared + "/new.csv", shot = shared + "/run.shot";
+    ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+    ASSERT_EQ(::symlink((dir / fmt::format("created{:o}", mode)).c_str(), dangling.c_str()), 0);
+    ASSERT_EQ(::symlink(victim.c_str(), shot.c_str()), 0);
+    for (const std::string& l : {link, dangling, shot}) ASSERT_EQ(::lchown(l.c_str(), 65534, 65534), 0);
+    expect_one_line_error(run_cli("export " + in + " --force -o " + link), 1, "a directory others can write: not followed");
+    expect_one_line_error(run_cli("export " + in + " -o " + dangling), 1, "a directory others can write: not followed");
+    expect_one_line_error(run_cli("record -q -d 1 --force -o " + shot), 1, "a directory others can write: not followed");
+    EXPECT_EQ(slurp(victim), "precious\n") << fmt::format("mode {:o}", mode);
+    EXPECT_FALSE(std::filesystem::exists(dir / fmt::format("created{:o}", mode))) << "the dangling link's target was created";
+  }
+  // root's own link in a sticky directory of root's: followed as before, and no temporary is left.
+  const std::string sticky = dir / "shared1777", own = sticky + "/own.csv";
+  ASSERT_EQ(::symlink((dir / "own_target.csv").c_str(), own.c_str()), 0);
+  CliRun r = run_cli("export " + in + " -o " + own);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(slurp(dir / "own_target.csv").rfind("time_s,cpu,", 0), 0u);
+  for (auto& f : std::filesystem::directory_iterator(dir.path))
+    EXPECT_NE(f.path().filename().string().rfind("own_target.csv.", 0), 0u) << "temporary left: " << f.path();
+}
+
 TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
   const std::string f = kData + "/tui16.shot";
   TempDir dir("cli_hostile");
@@ -419,7 +453,8 @@ TEST(RecordingCli, RecordStartAtOpensItsFileAtLaunchAndNeverFollowsALinkPlantedL
       EXPECT_TRUE(fs::is_symlink(path)) << "the link is left as it is; the recording went to the file opened at launch";
     }
     for (auto& f : fs::directory_iterator(dir.path))
-      EXPECT_EQ(f.path().filename().string().find(".new"), std::string::npos) << "no temporary left: " << f.path();
+      EXPECT_NE(f.path().filename().string().rfind(fs::path(path).filename().string() + ".", 0), 0u)
+          << "no temporary (FILE.XXXXXX) left: " << f.path();
   }
   // Stopped while waiting: nothing recorded, and the file made at launch is gone again.
   fs::remove(path);
