@@ -194,6 +194,9 @@ basic_auth_users:
     check(refused(r), f"no client certificate is refused (RequireAndVerifyClientCert): {r}")
     r = get(client_ctx(cert="rogue"), auth=f"prometheus:{password}")
     check(refused(r), f"a client certificate from another CA is refused: {r}")
+    why = r[2].strip("\n") if isinstance(r, tuple) else ""
+    check(isinstance(r, tuple) and r[0] == 403 and "client certificate refused: " in why and not why.endswith(" "),
+          f"... with 403 and one line of GnuTLS's reason, no trailing space: {why!r}")
     check(s.poll() is None, "schedhot serve still up after the refused clients")
 
     # ---- bad files: exit 2, one line, before attaching anything (fast: no BPF load)

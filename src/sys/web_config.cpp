@@ -433,6 +433,7 @@ std::string verify_client(void* session, ClientAuth auth) {
     if (gnutls_certificate_verification_status_print(status, GNUTLS_CRT_X509, &out, 0) >= 0) {
       why.assign(reinterpret_cast<const char*>(out.data), out.size);
       gnutls_free(out.data);
+      while (!why.empty() && (why.back() == ' ' || why.back() == '\0')) why.pop_back();  // GnuTLS ends it with a space
     }
     return "client certificate refused: " + why;
   }
