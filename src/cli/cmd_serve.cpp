@@ -724,13 +724,11 @@ int run_serve(const ServeCmd& o) {
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
                     stats.on() ? "measured" : "absent: " + stats.error()));
 
-  if (o.per_cpu.on) err(per_cpu_notice(src.meta(), o.per_cpu));  // hundreds of series a CPU: say how many
-
   Sample s, prev;
   bool have_prev = false, textfile_failing = false;
   uint64_t lost = 0, n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
-  LineTransferTotals line_totals;
+  LineTransferTotals line_totals(src.meta());  // every line the attached probes can touch, at 0
   while (src.next(s)) {
     auto st = std::make_shared<MetricsState>();
     st->meta = src.meta();
@@ -738,8 +736,9 @@ int run_serve(const ServeCmd& o) {
     if (have_prev) {
       lost += tui::missed_samples(s.mono_ns - prev.mono_ns, src.interval());
       const Interval last(src.meta(), prev, s);
-      st->lines = line_totals.add(acc->of(last));
+      line_totals.add(acc->of(last));
     }
+    st->lines = line_totals.totals();
     st->lost_samples = lost;
     st->samples = ++n;
     if (stats.on()) {
@@ -748,6 +747,8 @@ int run_serve(const ServeCmd& o) {
       st->bpf_runs = t.runs;
     }
     st->last = s;
+    // Hundreds of series a CPU: say how many, counted on the first scrape's own rendering.
+    if (n == 1 && o.per_cpu.on) err(per_cpu_notice(*st, o.per_cpu));
     if (!o.textfile.empty()) {
       // A directory gone or full does not stop serving (HTTP goes on): said once, retried
       // every interval, said again when it works.

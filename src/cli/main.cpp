@@ -271,7 +271,13 @@ int main(int argc, char** argv) {
       rc = run_record(rec);
     } else if (csv->parsed()) {
       srv.command_line = join_args(argc, argv);
-      if (srv_per_cpu->count() > 0) srv.per_cpu = schedhot::parse_per_cpu(per_cpu);
+      if (srv_per_cpu->count() > 0) {
+        try {
+          srv.per_cpu = schedhot::parse_per_cpu(schedhot::per_cpu_spec(std::vector<std::string>(argv + 1, argv + argc), per_cpu));
+        } catch (const std::invalid_argument& e) {
+          return usage_error(e.what());  // "--per-cpu=": CLI11 gave it the flag's default
+        }
+      }
       rc = run_serve(srv);
     } else if (cq->parsed()) {
       rep.duration_given = rep_d->count() > 0;

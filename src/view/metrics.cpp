@@ -19,6 +19,15 @@ std::vector<uint64_t> metric_bounds_ns() {
   return b;
 }
 
+LineTransferTotals::LineTransferTotals(const Meta& meta) {
+  for (const PossibleLine& l : possible_lines(meta, layout_of(meta))) {
+    const bool measured = std::any_of(l.probes.begin(), l.probes.end(), [&](int p) {
+      return meta.probes[size_t(p)].status.attached && blind_reason(meta, p).empty();
+    });
+    if (measured) totals_.push_back(LineTotal{l.family, l.name, 0});
+  }
+}
+
 const std::vector<LineTotal>& LineTransferTotals::add(const CoherenceSummary& s) {
   for (const LineSummary& l : s.lines) {
     auto it = std::find_if(totals_.begin(), totals_.end(),
@@ -28,6 +37,33 @@ const std::vector<LineTotal>& LineTransferTotals::add(const CoherenceSummary& s)
     if (x > 0) it->xfers += x;  // a counter never decreases
   }
   return totals_;
+}
+
+uint32_t array_elements(const Meta& meta, const ProbeMeta& pm, const Field& field) {
+  const ProbeModule* mod = find_module(pm.name);
+  if (!mod || field.kind != FieldKind::counter_array) return field.nwords;
+  // The last element any declared access of the array resolves to a kernel field, on the
+  // recording's layout, else (it has no such part) on the layout assumed for its kernel.
+  auto last_of = [&](const CoherenceLayout& layout) {
+    int n = -1;  // -1: no access maps the array's elements to a kernel array
+    for (const FieldAccess& a : mod->spec().accesses) {
+      const size_t h = a.field.find('#');
+      if (a.counter != field.name || a.element != FieldAccess::kEachElement || h == std::string::npos) continue;
+      n = std::max(n, 0);
+      for (int e = static_cast<int>(field.nwords) - 1; e >= n; --e) {
+        std::string f = a.field;
+        f.replace(h, 1, std::to_string(e));
+        if (field_target(f, static_cast<int>(meta.ncpus), layout)) {
+          n = e + 1;
+          break;
+        }
+      }
+    }
+    return n;
+  };
+  int n = last_of(layout_of(meta));
+  if (n == 0 && meta.layout) n = last_of(assumed_layout(meta.host.kernel_release, meta.host.cacheline_bytes));
+  return n > 0 ? std::min(static_cast<uint32_t>(n), field.nwords) : field.nwords;
 }
 
 const char* metrics_content_type(bool openmetrics) {
@@ -124,6 +160,29 @@ std::string element_label(const ProbeMeta& pm, const Field& f, uint32_t i) {
   return fmt::format("{}", i);
 }
 
+/// A per-probe metric family a scrape renders: field `field` of probe `probe`.
+struct Exported {
+  int probe = -1;
+  const Field* field = nullptr;
+  std::string base;  ///< family_base()
+};
+
+/// Every per-probe family render_metrics() renders for iv, in its order: the fields (not
+/// private, seen by the backend in use) of the probes attached, present and not blind.
+/// The per-CPU notice asks the same list which --per-cpu items label something.
+std::vector<Exported> exported_families(const Meta& m, const Interval& iv) {
+  std::vector<Exported> v;
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    const ProbeMeta& pm = m.probes[p];
+    const int pi = static_cast<int>(p);
+    if (!pm.status.attached || !iv.present(pi) || !blind_reason(m, pi).empty()) continue;
+    for (const Field& f : pm.layout.fields)
+      if (f.kind != FieldKind::priv && counter_observed(pm.name, pm.status.proxy, f.name))
+        v.push_back({pi, &f, family_base(pm.name, f)});
+  }
+  return v;
+}
+
 /// Series lines (not comments) of an exposition text.
 size_t count_series(const std::string& text) {
   size_t n = 0, at = 0;
@@ -156,10 +215,21 @@ std::vector<std::string> per_cpu_family_names() {
   return v;
 }
 
+std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--per-cpu=") return "";
+  }
+  return parsed;
+}
+
 PerCpu parse_per_cpu(std::string_view spec) {
   PerCpu pc;
   pc.on = true;
   if (spec == "all") return pc;
+  if (spec.empty())
+    throw std::invalid_argument(
+        "--per-cpu=: an empty list (the bare --per-cpu labels every family; --per-cpu=LIST the probes and families listed)");
   const std::vector<std::string> known = per_cpu_family_names();
   for (std::string_view rest = spec; ;) {
     const size_t c = rest.find(',');
@@ -203,53 +273,51 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   }
 
   const std::vector<uint64_t> bounds = metric_bounds_ns();
-  for (size_t p = 0; p < m.probes.size(); ++p) {
-    const ProbeMeta& pm = m.probes[p];
-    const int pi = static_cast<int>(p);
-    if (!pm.status.attached || !iv.present(pi) || !blind_reason(m, pi).empty()) continue;
-    for (const Field& f : pm.layout.fields) {
-      if (f.kind == FieldKind::priv || !counter_observed(pm.name, pm.status.proxy, f.name)) continue;
-      const std::string base = family_base(pm.name, f);
-      const bool per_cpu = o.per_cpu.covers(pm.name, base);
-      auto each_cpu = [&](auto&& fn) {
-        if (per_cpu)
-          for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
-        else
-          fn(-1, std::string());
-      };
-      if (f.kind == FieldKind::counter) {
-        out.family(base, "counter", help_text(f));
-        each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
-      } else if (f.kind == FieldKind::counter_array) {
-        out.family(base, "counter", help_text(f));
-        each_cpu([&](int c, const std::string& l) {
-          for (uint32_t i = 0; i < f.nwords; ++i) {
-            const std::string el = element_label(pm, f, i);
-            out.sample(base + "_total", join_labels(l, fmt::format("element=\"{}\"", esc(el))),
-                       fmt::format("{}", iv.count(pi, f.name, c, static_cast<int>(i))));
-          }
-        });
-      } else if (f.kind == FieldKind::hist) {
-        const std::string& hb = base;
-        out.family(hb, "histogram", help_text(f) + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
-        each_cpu([&](int c, const std::string& l) {
-          const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
-          const HistSummary h = iv.hist(pi, f.name, c);
-          uint64_t cum = 0;
-          size_t i = 0;
-          for (uint64_t bound : bounds) {
-            // Every bucket whose last value (lower + width - 1) is at or below the bound.
-            for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bound;
-                 ++i)
-              cum += b[i];
-            out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) / 1e9))),
-                       fmt::format("{}", cum));
-          }
-          out.sample(hb + "_bucket", join_labels(l, "le=\"+Inf\""), fmt::format("{}", h.count));
-          out.sample(hb + "_sum", l, num(h.mean_ns * double(h.count) * 1e-9));
-          out.sample(hb + "_count", l, fmt::format("{}", h.count));
-        });
-      }
+  for (const Exported& e : exported_families(m, iv)) {
+    const ProbeMeta& pm = m.probes[size_t(e.probe)];
+    const int pi = e.probe;
+    const Field& f = *e.field;
+    const std::string& base = e.base;
+    const bool per_cpu = o.per_cpu.covers(pm.name, base);
+    auto each_cpu = [&](auto&& fn) {
+      if (per_cpu)
+        for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
+      else
+        fn(-1, std::string());
+    };
+    if (f.kind == FieldKind::counter) {
+      out.family(base, "counter", help_text(f));
+      each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
+    } else if (f.kind == FieldKind::counter_array) {
+      out.family(base, "counter", help_text(f));
+      const uint32_t n = array_elements(m, pm, f);  // not the slot's padding
+      each_cpu([&](int c, const std::string& l) {
+        for (uint32_t i = 0; i < n; ++i) {
+          const std::string el = element_label(pm, f, i);
+          out.sample(base + "_total", join_labels(l, fmt::format("element=\"{}\"", esc(el))),
+                     fmt::format("{}", iv.count(pi, f.name, c, static_cast<int>(i))));
+        }
+      });
+    } else if (f.kind == FieldKind::hist) {
+      const std::string& hb = base;
+      out.family(hb, "histogram", help_text(f) + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
+      each_cpu([&](int c, const std::string& l) {
+        const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
+        const HistSummary h = iv.hist(pi, f.name, c);
+        uint64_t cum = 0;
+        size_t i = 0;
+        for (uint64_t bound : bounds) {
+          // Every bucket whose last value (lower + width - 1) is at or below the bound.
+          for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bound;
+               ++i)
+            cum += b[i];
+          out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) / 1e9))),
+                     fmt::format("{}", cum));
+        }
+        out.sample(hb + "_bucket", join_labels(l, "le=\"+Inf\""), fmt::format("{}", h.count));
+        out.sample(hb + "_sum", l, num(h.mean_ns * double(h.count) * 1e-9));
+        out.sample(hb + "_count", l, fmt::format("{}", h.count));
+      });
     }
   }
 
@@ -285,19 +353,70 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   return out.done();
 }
 
-std::string per_cpu_notice(const Meta& meta, const PerCpu& per_cpu) {
-  MetricsState st;
-  st.meta = meta;
-  st.last = make_sample(meta);
-  st.last.online = meta.host.online;
+namespace {
+
+/// One line: a probe's reason may hold a newline (a verifier's message).
+std::string one_line(std::string v) {
+  for (char& c : v)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return v;
+}
+
+/// Why --per-cpu item `item` (a probe or family name, parse_per_cpu()) labels no series of
+/// a scrape of m at iv.
+std::string labels_nothing_because(const Meta& m, const Interval& iv, const std::string& item) {
+  std::string probe = find_probe(item) ? item : "", field;
+  for (const ProbeSpec& p : probe_catalog())
+    for (const Field& f : p.layout.fields) {
+      if (!probe.empty() || f.kind == FieldKind::priv) continue;
+      const std::string b = family_base(p.name, f);
+      if (item == b || item == b + "_total") probe = p.name, field = f.name;
+    }
+  const int pi = m.probe_index(probe);
+  if (pi < 0) return fmt::format("{} is not in this run", probe);
+  const ProbeMeta& pm = m.probes[size_t(pi)];
+  const std::string who = field.empty() ? "" : probe + " ";
+  if (!pm.status.attached)
+    return fmt::format("{}not attached{}", who, pm.status.reason.empty() ? "" : ": " + one_line(pm.status.reason));
+  if (std::string why = blind_reason(m, pi); !why.empty()) return fmt::format("{}blind: {}", who, one_line(why));
+  if (!iv.present(pi)) return fmt::format("{}has no data", who);
+  if (!pm.layout.find(field)) return fmt::format("{} has no {} in this run", probe, field);
+  if (!counter_observed(pm.name, pm.status.proxy, field))
+    return fmt::format("{} runs as a proxy ({}), which does not see {}", probe, to_string(pm.status.backend), field);
+  return "not exported in this run";
+}
+
+}  // namespace
+
+std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu) {
   MetricsOptions with, without;
   with.per_cpu = per_cpu;
-  const size_t w = count_series(render_metrics(st, with)), o = count_series(render_metrics(st, without));
-  const size_t ncpus = st.last.online.empty() ? meta.ncpus : st.last.online.size();
-  const size_t each = ncpus > 1 ? (w - o) / (ncpus - 1) : 0;
-  return fmt::format("--per-cpu: {} series a scrape ({}{} CPU{}), {} without it{}", w,
-                     ncpus > 1 ? fmt::format("{} per CPU x ", each) : "", ncpus, ncpus == 1 ? "" : "s", o,
-                     per_cpu.families.empty() ? "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")" : "");
+  with.per_cpu.on = true;
+  const std::string text = render_metrics(st, with);
+  const size_t w = count_series(text), o = count_series(render_metrics(st, without));
+  // Series with a cpu label, as rendered (the labelled families have no other series).
+  size_t labelled = 0;
+  for (size_t at = text.find("{cpu=\""); at != std::string::npos; at = text.find("{cpu=\"", at + 1)) ++labelled;
+  size_t ncpus = st.last.online.size();
+  if (ncpus == 0) ncpus = st.meta.ncpus;
+  const size_t each = ncpus ? labelled / ncpus : 0;
+  std::string nothing;
+  if (!per_cpu.families.empty()) {
+    const Interval iv(st.meta, make_sample(st.meta), st.last);
+    const std::vector<Exported> fams = exported_families(st.meta, iv);
+    PerCpu one;
+    one.on = true;
+    for (const std::string& item : per_cpu.families) {
+      one.families = {item};
+      if (std::none_of(fams.begin(), fams.end(),
+                       [&](const Exported& e) { return one.covers(st.meta.probes[size_t(e.probe)].name, e.base); }))
+        nothing += fmt::format("{}{} ({})", nothing.empty() ? "" : ", ", item, labels_nothing_because(st.meta, iv, item));
+    }
+  }
+  return fmt::format("--per-cpu: {} series a scrape ({} per CPU x {} CPU{}), {} without it{}{}", w, each, ncpus,
+                     ncpus == 1 ? "" : "s", o,
+                     per_cpu.families.empty() ? "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")" : "",
+                     nothing.empty() ? "" : "; nothing per CPU from " + nothing + " (serving on)");
 }
 
 }  // namespace schedhot

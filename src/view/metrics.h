@@ -22,9 +22,17 @@ struct LineTotal {
 /// figure is a counter (rate() over any range) rather than the last interval's rate.
 class LineTransferTotals {
  public:
+  LineTransferTotals() = default;
+  /// Seeded with every line the attached, not blind probes of meta can touch (their
+  /// declared accesses on meta's layout, possible_lines(meta, layout_of(meta))), each at 0
+  /// in LineKey order: a line's series is there from the first scrape, not from its first
+  /// modeled transfer (absent is not zero to rate() and alerts).
+  explicit LineTransferTotals(const Meta& meta);
   /// Adds one interval's model (each line's transfers/s times s.seconds) and returns every
-  /// line's total so far, in the order lines were first seen. Never decreases.
+  /// line's total so far: the seeded lines, then any other line in the order first seen.
+  /// Never decreases.
   const std::vector<LineTotal>& add(const CoherenceSummary& s);
+  const std::vector<LineTotal>& totals() const { return totals_; }
 
  private:
   std::vector<LineTotal> totals_;
@@ -37,7 +45,7 @@ struct MetricsState {
   /// The latest sample: cumulative slot words as read from the BPF maps (counters count
   /// from attach, so a missed scrape loses nothing). present=false probes are skipped.
   Sample last;
-  std::vector<LineTotal> lines;  ///< empty until two samples exist
+  std::vector<LineTotal> lines;  ///< LineTransferTotals::totals(): every line from the first sample on
   uint64_t lost_samples = 0;    ///< deadlines the sampler missed (sampler stalls)
   uint64_t samples = 0;         ///< samples taken
   /// schedhot's BPF programs' run time and runs (bpf_prog_info run_time_ns / run_cnt);
@@ -62,6 +70,12 @@ struct PerCpu {
 /// Throws std::invalid_argument, one line naming the unknown item, for anything else.
 PerCpu parse_per_cpu(std::string_view spec);
 
+/// The --per-cpu value to parse, from serve's arguments and the value CLI11 parsed: CLI11
+/// hands an empty "--per-cpu=" on as the flag's default ("all"), which would silently label
+/// every family, so an argument "--per-cpu=" (before any "--") gives "" (parse_per_cpu()
+/// refuses it); else `parsed`.
+std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed);
+
 /// Every per-probe metric family the catalog can export (schedhot_<probe>_<counter>,
 /// schedhot_<probe>_<hist>_seconds), in catalog order: what --per-cpu=LIST may name.
 std::vector<std::string> per_cpu_family_names();
@@ -77,11 +91,21 @@ struct MetricsOptions {
 /// <= 2^k - 1: each cumulative `le` count is exactly "value <= le", as Prometheus means it.
 std::vector<uint64_t> metric_bounds_ns();
 
-/// The start-up line of serve --per-cpu: the series one scrape carries on the online CPUs
-/// (meta.host.online, else every possible CPU), how many of them are per CPU, and the
-/// count without --per-cpu ("--per-cpu: 9184 series a scrape (286 per CPU x 32 online
-/// CPUs), 330 without it; --per-cpu=LIST labels fewer families (README ...)").
-std::string per_cpu_notice(const Meta& meta, const PerCpu& per_cpu);
+/// The start-up line of serve --per-cpu, counted from what render_metrics(st) renders with
+/// per_cpu and without it (the same code, so it cannot drift): the series a scrape
+/// carries, how many of them per CPU on st.last's online CPUs, and the count without
+/// --per-cpu ("--per-cpu: 588 series a scrape (286 per CPU x 2 CPUs), 302 without it;
+/// --per-cpu=LIST labels ..."). With a LIST, the items that label nothing in this run
+/// are named with why ("nothing per CPU from nohz_kick (not attached: ...)").
+std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu);
+
+/// The elements of counter array `field` of probe pm that stand for something in this
+/// kernel: an array whose elements the probe module's declared accesses map to a kernel
+/// array ("cpupri.pri_to_cpu[#].mask[cpu]") has its slot padded past that array
+/// (SH_CPUPRI_VECS 104 for a kernel's 101 cpupri vectors): its elements are those of the
+/// kernel's array, as the layout says (layout_of(meta); `schedhot probes`: "101 vectors").
+/// Any other array: every element.
+uint32_t array_elements(const Meta& meta, const ProbeMeta& pm, const Field& field);
 
 /// Content-Type of the format: "application/openmetrics-text; version=1.0.0; charset=utf-8"
 /// or "text/plain; version=0.0.4; charset=utf-8".
