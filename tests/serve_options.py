@@ -4,7 +4,9 @@
 port 0 and 99999: exit 2; a port in use: one line naming the address, non-zero, in well under
 the time attaching takes); [::1]:PORT and :PORT (every address, IPv4 and IPv6) serve and print
 a real URL; --textfile on a regular file: exit 2; its directory deleted while serving: one
-warning, HTTP goes on; schedhot.prom removed when serve stops; an absolute-form request line
+warning, HTTP goes on; schedhot.prom removed when serve stops (only if still serve's file);
+links planted at the former fixed temporary name and at schedhot.prom not written through, a
+FIFO there not blocking serve, a directory others write to warned about; an absolute-form request line
 and OPTIONS * answered; http_server_config.headers on every reply, errors included.
 Starts and stops what it needs. Usage: serve_options.py SCHEDHOT"""
 import os, re, shutil, signal, socket, subprocess, sys, tempfile, time
@@ -62,7 +64,7 @@ def stop(p):
     return p.stderr.read().strip().splitlines()
 
 
-procs = []
+procs, mounts = [], []
 try:
     # ---- item 4: --timeout-ms
     for v in ("-1", "0", "-2000"):
@@ -168,11 +170,101 @@ try:
     stop(p)
     check(had and not os.path.exists(prom) and not os.listdir(tdir),
           f"schedhot.prom written while serving ({had}), removed when serve stops (left: {os.listdir(tdir)})")
+
+    # ---- --textfile in a directory another user writes to (planted here as root; the same
+    # names another user could plant): a link at the former fixed temporary name and at
+    # schedhot.prom must not make serve write through it, a FIFO there must not block it.
+    def wait_prom(d, proc, timeout=20):
+        f = os.path.join(d, "schedhot.prom")
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and proc.poll() is None:
+            try:
+                if not os.path.islink(f) and b"schedhot_samples_total" in open(f, "rb").read():
+                    return True
+            except OSError:
+                pass
+            time.sleep(0.1)
+        return False
+
+    def stop_timed(proc):
+        """SIGTERM: (seconds to exit, None when still running after 10 s, stderr lines)."""
+        t0 = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(10)
+            dt = time.monotonic() - t0
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            dt = None
+        return dt, proc.stderr.read().strip().splitlines()
+
+    victim_tmp, victim_prom = os.path.join(td, "victim_tmp"), os.path.join(td, "victim_prom")
+    for v in (victim_tmp, victim_prom):
+        with open(v, "w") as fh:
+            fh.write("victim\n")
+    ldir = os.path.join(td, "planted_links")
+    os.mkdir(ldir)
+    os.chmod(ldir, 0o777)  # others may write, no sticky bit: serve warns
+    os.symlink(victim_tmp, os.path.join(ldir, ".schedhot.prom.tmp"))
+    os.symlink(victim_prom, os.path.join(ldir, "schedhot.prom"))
+    p = start("--listen", "", "--textfile", ldir, "-q")
+    procs.append(p)
+    wrote = wait_prom(ldir, p)
+    victims = [open(v).read() for v in (victim_tmp, victim_prom)]
+    check(wrote and victims == ["victim\n", "victim\n"],
+          f"--textfile with links planted at .schedhot.prom.tmp and schedhot.prom: schedhot.prom written as a file "
+          f"({wrote}), the linked files untouched ({victims})")
+    dt, err = stop_timed(p)
+    left = sorted(os.listdir(ldir))
+    check(left == [".schedhot.prom.tmp"] and os.path.islink(os.path.join(ldir, ".schedhot.prom.tmp")),
+          f"links planted: at exit only serve's own schedhot.prom removed, the planted link left, no temporary file ({left})")
+    warn = [ln for ln in err if "--textfile" in ln]
+    check(len(warn) == 1 and "sticky" in warn[0], f"a directory others write to without the sticky bit: warned once ({warn})")
+
+    fdir = os.path.join(td, "planted_fifo")
+    os.mkdir(fdir)
+    os.chmod(fdir, 0o1777)  # /tmp-like: sticky, no warning
+    os.mkfifo(os.path.join(fdir, ".schedhot.prom.tmp"))
+    p = start("--listen", "", "--textfile", fdir, "-q")
+    procs.append(p)
+    wrote = wait_prom(fdir, p)
+    dt, err = stop_timed(p)
+    check(wrote and dt is not None and dt < 2,
+          f"a FIFO planted at .schedhot.prom.tmp: schedhot.prom written ({wrote}), SIGTERM obeyed in "
+          + (f"{dt:.2f} s" if dt is not None else "more than 10 s (killed)") + " (< 2 s)")
+    check(not [ln for ln in err if "--textfile" in ln] and sorted(os.listdir(fdir)) == [".schedhot.prom.tmp"],
+          f"sticky directory: no warning, the FIFO left alone ({err[:2]}, {sorted(os.listdir(fdir))})")
+
+    # schedhot.prom replaced by another user's file while serving, and serve's last write (at
+    # SIGTERM) failing: that file is left at exit. A tmpfs of 3 inodes (the root, the
+    # replacement, a filler) makes the last write fail with ENOSPC.
+    rdir = os.path.join(td, "replaced")
+    os.mkdir(rdir)
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,nr_inodes=3", "tmpfs", rdir]).returncode != 0:
+        print("skip schedhot.prom replaced while serving: cannot mount a tmpfs here")
+    else:
+        mounts.append(rdir)
+        p = subprocess.Popen([exe, "serve", "-i", "30", "--listen", "", "--textfile", rdir, "-q"], stderr=subprocess.PIPE, text=True)
+        procs.append(p)
+        wrote = wait_prom(rdir, p)
+        other = os.path.join(rdir, "other")
+        with open(other, "w") as fh:
+            fh.write("not serve's\n")
+        os.rename(other, os.path.join(rdir, "schedhot.prom"))
+        open(os.path.join(rdir, "filler"), "w").close()
+        dt, err = stop_timed(p)
+        f = os.path.join(rdir, "schedhot.prom")
+        kept = open(f).read() if os.path.exists(f) else None
+        check(wrote and kept == "not serve's\n", f"schedhot.prom replaced by another file, serve's last write failing: "
+                                                  f"that file left at exit ({kept!r}; {err[-1:]})")
 finally:
     for p in procs:
         if p.poll() is None:
             p.kill()
             p.wait()
+    for m in mounts:
+        subprocess.run(["umount", m])
     shutil.rmtree(td, ignore_errors=True)
 print(f"{len(fails)} failure(s)")
 sys.exit(1 if fails else 0)

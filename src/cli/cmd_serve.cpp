@@ -2,9 +2,10 @@
 // node_exporter textfile. The sampler (this thread) publishes an immutable MetricsState
 // after each sample; libmicrohttpd's two epoll threads render from the latest one, so a
 // scrape never blocks the sampler, and an idle or slow connection holds a socket, not a
-// thread: connections are bounded (--max-connections, a quarter of them per client
-// address), each must send its request head within --timeout-ms (HeadDeadlines cuts it
-// otherwise), and a connection serves one request. --web-config (sys/web_config.h) adds
+// thread: connections are bounded (--max-connections), each must send its request head
+// within --timeout-ms (HeadDeadlines cuts it otherwise; and when too many connections wait
+// for their head, overall or from one address, it cuts the oldest, so a new one always gets
+// in), and a connection serves one request. --web-config (sys/web_config.h) adds
 // TLS (GnuTLS, through libmicrohttpd) and basic auth, whose bcrypt runs on one checker
 // thread (AuthChecker) while the connection waits suspended, so it holds no HTTP thread.
 #ifndef SCHEDHOT_NO_HTTP
@@ -164,15 +165,23 @@ std::string client_ip(MHD_Connection* c) {
   return b;
 }
 
-/// Cuts connections that have not sent their request head (or finished their TLS
-/// handshake) within the deadline: libmicrohttpd's own timeout counts from the last byte,
-/// so a slowloris client sending a byte a second would hold its socket for ever.
-/// Connections are registered when accepted and let go when their request head is in or
-/// they close; a thread shuts down (shutdown(2)) the sockets past their deadline, which
-/// libmicrohttpd then closes.
+/// Connections that have not sent their request head (or finished their TLS handshake)
+/// yet, "head-pending": cut at the deadline, and evicted when too many. The deadline:
+/// libmicrohttpd's own timeout counts from the last byte, so a slowloris client sending a
+/// byte a second would hold its socket for ever. Eviction: a client that only opens
+/// connections must not lock out a scraper, even one from its own address, so a new
+/// connection is never refused for being one too many: when its address already has
+/// per_address head-pending connections, that address's oldest is cut; else when
+/// head-pending connections number total, the oldest of all is cut. The newest always gets
+/// in, and a scraper's connection, which sends its head at once, is never the oldest for
+/// long. Connections are registered when accepted (on the accepting thread: the eviction
+/// there) and let go when their request head is in or they close; cutting is shutdown(2)
+/// of the socket, which libmicrohttpd then closes; a thread cuts those past their deadline.
 class HeadDeadlines {
  public:
-  explicit HeadDeadlines(std::chrono::milliseconds limit) : limit_(limit), thread_([this] { run(); }) {}
+  HeadDeadlines(std::chrono::milliseconds limit, size_t total, size_t per_address)
+      : limit_(limit), total_(std::max<size_t>(1, total)), per_address_(std::max<size_t>(1, per_address)),
+        thread_([this] { run(); }) {}
   ~HeadDeadlines() {
     {
       std::lock_guard<std::mutex> g(mu_);
@@ -181,44 +190,68 @@ class HeadDeadlines {
     cv_.notify_all();
     thread_.join();
   }
-  void started(MHD_Connection* c, int fd) {
+  void started(MHD_Connection* c, int fd, std::string address) {
     std::lock_guard<std::mutex> g(mu_);
-    open_[c] = {fd, Clock::now() + limit_};
+    auto& mine = by_address_[address];
+    if (mine.size() >= per_address_) {
+      cut(mine.begin()->second, evicted_);
+    } else if (open_.size() >= total_) {
+      cut(order_.begin()->second, evicted_);
+    }
+    const uint64_t seq = ++seq_;
+    auto& list = by_address_[address];  // cut() may have dropped the address's list
+    open_[c] = {fd, Clock::now() + limit_, seq, std::move(address)};
+    order_[seq] = c;
+    list[seq] = c;
   }
   /// The request head arrived, or the connection closes (before libmicrohttpd closes its fd).
   void done(MHD_Connection* c) {
     std::lock_guard<std::mutex> g(mu_);
-    open_.erase(c);
+    if (auto it = open_.find(c); it != open_.end()) forget(it);
   }
   uint64_t cut() const { return cut_.load(); }
+  uint64_t evicted() const { return evicted_.load(); }
 
  private:
   struct Entry {
     int fd;
     Clock::time_point deadline;
+    uint64_t seq;  ///< order of acceptance: the oldest first (their deadlines too)
+    std::string address;
   };
+  using Open = std::unordered_map<MHD_Connection*, Entry>;
+  void forget(Open::iterator it) {
+    order_.erase(it->second.seq);
+    auto a = by_address_.find(it->second.address);
+    a->second.erase(it->second.seq);
+    if (a->second.empty()) by_address_.erase(a);
+    open_.erase(it);
+  }
+  /// Shuts the connection's socket down (libmicrohttpd closes it) and lets it go. Under mu_.
+  void cut(MHD_Connection* c, std::atomic<uint64_t>& count) {
+    auto it = open_.find(c);
+    ::shutdown(it->second.fd, SHUT_RDWR);
+    count.fetch_add(1);
+    forget(it);
+  }
   void run() {
     std::unique_lock<std::mutex> g(mu_);
     while (!stop_) {
       cv_.wait_for(g, std::chrono::milliseconds(100));
       const auto now = Clock::now();
-      for (auto it = open_.begin(); it != open_.end();) {
-        if (it->second.deadline <= now) {
-          ::shutdown(it->second.fd, SHUT_RDWR);
-          cut_.fetch_add(1);
-          it = open_.erase(it);
-        } else {
-          ++it;
-        }
-      }
+      while (!order_.empty() && open_.at(order_.begin()->second).deadline <= now) cut(order_.begin()->second, cut_);
     }
   }
   const std::chrono::milliseconds limit_;
+  const size_t total_, per_address_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
-  std::unordered_map<MHD_Connection*, Entry> open_;
-  std::atomic<uint64_t> cut_{0};
+  uint64_t seq_ = 0;
+  Open open_;
+  std::map<uint64_t, MHD_Connection*> order_;                                           ///< seq -> connection
+  std::unordered_map<std::string, std::map<uint64_t, MHD_Connection*>> by_address_;  ///< per client address
+  std::atomic<uint64_t> cut_{0}, evicted_{0};
   std::thread thread_;  ///< last: started once the rest is built
 };
 
@@ -499,7 +532,7 @@ void connection_event(void* cls, MHD_Connection* c, void**, MHD_ConnectionNotifi
   auto* d = static_cast<HeadDeadlines*>(cls);
   if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     const MHD_ConnectionInfo* ci = MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD);
-    if (ci) d->started(c, ci->connect_fd);
+    if (ci) d->started(c, ci->connect_fd, client_ip(c));
   } else {
     d->done(c);
   }
@@ -533,10 +566,22 @@ int read_web_config(const ServeCmd& o, WebConfig& web) {
   return 0;
 }
 
+/// Head-pending connections (HeadDeadlines) kept below --max-connections by this reserve (an
+/// eighth, at most 256), so libmicrohttpd, at --max-connections, never refuses or stops
+/// accepting because of them: the reserve holds the connections being answered and those
+/// cut but not closed yet. Per client address: a quarter of --max-connections.
+size_t head_pending_total(int max_connections) {
+  const int reserve = std::min(256, max_connections / 8);
+  return static_cast<size_t>(std::max(1, max_connections - reserve));
+}
+size_t head_pending_per_address(int max_connections) { return static_cast<size_t>(std::max(1, max_connections / 4)); }
+
 /// The HTTP server: libmicrohttpd on the listening socket, with its deadlines and checker.
 class HttpServer {
  public:
-  HttpServer(HttpCtx ctx, std::chrono::milliseconds head_limit) : ctx_(std::move(ctx)), deadlines_(head_limit) {
+  HttpServer(HttpCtx ctx, std::chrono::milliseconds head_limit, int max_connections)
+      : ctx_(std::move(ctx)),
+        deadlines_(head_limit, head_pending_total(max_connections), head_pending_per_address(max_connections)) {
     ctx_.deadlines = &deadlines_;
     if (ctx_.auth->enabled()) {
       checker_ = std::make_unique<AuthChecker>(*ctx_.auth);
@@ -553,8 +598,10 @@ class HttpServer {
     std::vector<MHD_OptionItem> opts = {
         {MHD_OPTION_LISTEN_SOCKET, listen_fd, nullptr},
         {MHD_OPTION_THREAD_POOL_SIZE, 2, nullptr},
+        // The hard bound, above HeadDeadlines' caps; no per-IP limit (0): libmicrohttpd would refuse
+        // a scraper sharing an address with idle connections, where HeadDeadlines evicts the idle.
         {MHD_OPTION_CONNECTION_LIMIT, limit, nullptr},
-        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, std::max(1u, limit / 4), nullptr},
+        {MHD_OPTION_PER_IP_CONNECTION_LIMIT, 0, nullptr},
         // Seconds without a byte either way; the request head's own deadline is HeadDeadlines'.
         {MHD_OPTION_CONNECTION_TIMEOUT, std::max(1, (o.timeout_ms + 999) / 1000), nullptr},
         {MHD_OPTION_CONNECTION_MEMORY_LIMIT, 32 * 1024, nullptr},  // request line + headers, then the reply's headers
@@ -580,7 +627,12 @@ class HttpServer {
   /// Refuses the checks under way (their connections get 503), then stops libmicrohttpd.
   void stop() {
     if (checker_) checker_->stop();
-    if (d_) MHD_stop_daemon(d_);
+    if (d_) {
+      MHD_stop_daemon(d_);
+      if (verbose_)
+        err(fmt::format("http: connections without a request head: {} cut at the deadline, {} evicted by newer ones",
+                        deadlines_.cut(), deadlines_.evicted()));
+    }
     d_ = nullptr;
   }
   ~HttpServer() { stop(); }
@@ -615,27 +667,70 @@ int fit_connections(int want) {
 /// --max-connections and --timeout-ms: the largest values taken.
 constexpr int kMaxConnections = 65536, kMaxTimeoutMs = 600000;
 
-/// Writes text to dir/schedhot.prom through dir/.schedhot.prom.tmp + rename(2), so a reader
-/// sees the old file or the new one, never a part. Throws std::runtime_error, one line.
-void write_textfile(const std::string& dir, const std::string& text) {
-  const std::string tmp = dir + "/.schedhot.prom.tmp", dst = dir + "/schedhot.prom";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) throw std::runtime_error(fmt::format("--textfile: cannot create {}: {}", tmp, std::strerror(errno)));
+/// dir/schedhot.prom as serve last renamed it there: removed at exit only if it is still that
+/// file (another user's file or link put there since is left alone).
+struct TextfileWritten {
+  bool any = false;
+  dev_t dev = 0;
+  ino_t ino = 0;
+};
+
+/// Writes text to dir/schedhot.prom through a new temporary file of an unpredictable name
+/// (mkostemp: O_EXCL, so never a planted link, FIFO or file) + rename(2), so a reader sees
+/// the old file or the new one, never a part, and a link planted at schedhot.prom is
+/// replaced, not written through. On failure only that temporary file is removed. Throws
+/// std::runtime_error, one line.
+void write_textfile(const std::string& dir, const std::string& text, TextfileWritten& written) {
+  const std::string dst = dir + "/schedhot.prom";
+  std::string tmp = dir + "/.schedhot.prom.XXXXXX";
+  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(fmt::format("--textfile: cannot create a file in {}: {}", dir, std::strerror(errno)));
+  auto fail = [&](const char* what, int e) {
+    ::close(fd);
+    ::unlink(tmp.c_str());
+    return std::runtime_error(fmt::format("--textfile: cannot {} {}: {}", what, tmp, std::strerror(e)));
+  };
+  if (::fchmod(fd, 0644) != 0) throw fail("chmod", errno);  // mkostemp's 0600: node_exporter may run as another user
   size_t off = 0;
   while (off < text.size()) {
-    ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const int e = errno;
-      ::close(fd);
-      ::unlink(tmp.c_str());
-      throw std::runtime_error(fmt::format("--textfile: cannot write {}: {}", tmp, std::strerror(e)));
-    }
+    if (n <= 0) throw fail("write", n < 0 ? errno : ENOSPC);
     off += static_cast<size_t>(n);
   }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) throw fail("stat", errno);
   ::close(fd);
-  if (::rename(tmp.c_str(), dst.c_str()) != 0)
-    throw std::runtime_error(fmt::format("--textfile: cannot rename {} to {}: {}", tmp, dst, std::strerror(errno)));
+  if (::rename(tmp.c_str(), dst.c_str()) != 0) {
+    const int e = errno;
+    ::unlink(tmp.c_str());
+    throw std::runtime_error(fmt::format("--textfile: cannot rename {} to {}: {}", tmp, dst, std::strerror(e)));
+  }
+  written = {true, st.st_dev, st.st_ino};
+}
+
+/// At exit: dir/schedhot.prom removed if it is still the file serve last put there.
+void remove_textfile(const std::string& dir, const TextfileWritten& written) {
+  const std::string dst = dir + "/schedhot.prom";
+  struct stat st {};
+  if (written.any && ::lstat(dst.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == written.dev &&
+      st.st_ino == written.ino)
+    ::unlink(dst.c_str());
+}
+
+/// A --textfile directory others may write to without the sticky bit (or owned by another
+/// user) lets them replace or remove schedhot.prom: said once at start-up.
+void warn_textfile_dir(const std::string& dir, const struct stat& st) {
+  std::string why;
+  if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
+    why = fmt::format("writable by {} without the sticky bit (mode {:04o})",
+                      (st.st_mode & S_IWOTH) ? "others" : "its group", st.st_mode & 07777);
+  else if (st.st_uid != 0 && st.st_uid != ::geteuid())
+    why = fmt::format("owned by uid {}", st.st_uid);
+  if (!why.empty())
+    err(fmt::format("warning: --textfile {}: {}: another user can replace or remove schedhot.prom there "
+                    "(node_exporter's textfile directory should be root's, mode 0755)",
+                    dir, why));
 }
 
 }  // namespace
@@ -657,6 +752,7 @@ int run_serve(const ServeCmd& o) {
       return usage_error(fmt::format("--textfile {}: not a writable directory ({})", o.textfile,
                                      ::stat(o.textfile.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : std::strerror(e)));
     }
+    warn_textfile_dir(o.textfile, st);
   }
   if (o.max_connections < 1 || o.max_connections > kMaxConnections) {
     return usage_error(fmt::format("--max-connections {}: give 1..{}", o.max_connections, kMaxConnections));
@@ -690,7 +786,7 @@ int run_serve(const ServeCmd& o) {
     ServeCmd fitted = o;
     fitted.max_connections = fit_connections(o.max_connections);
     http = std::make_unique<HttpServer>(HttpCtx{&pub, o.per_cpu, &auth, nullptr, web.headers, &web.tls, nullptr, o.common.verbose},
-                                        std::chrono::milliseconds(o.timeout_ms));
+                                        std::chrono::milliseconds(o.timeout_ms), fitted.max_connections);
     if (std::string problem = http->start(fd, fitted, web.tls); !problem.empty()) {
       err(fmt::format("--listen {}: {}", o.listen, problem));
       return 1;
@@ -726,6 +822,7 @@ int run_serve(const ServeCmd& o) {
 
   Sample s, prev;
   bool have_prev = false, textfile_failing = false;
+  TextfileWritten textfile_written;
   uint64_t lost = 0, n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
   LineTransferTotals line_totals(src.meta());  // every line the attached probes can touch, at 0
@@ -753,7 +850,7 @@ int run_serve(const ServeCmd& o) {
       // A directory gone or full does not stop serving (HTTP goes on): said once, retried
       // every interval, said again when it works.
       try {
-        write_textfile(o.textfile, render_metrics(*st, MetricsOptions{false, o.per_cpu}));
+        write_textfile(o.textfile, render_metrics(*st, MetricsOptions{false, o.per_cpu}), textfile_written);
         if (textfile_failing) err(fmt::format("--textfile {}: written again", o.textfile));
         textfile_failing = false;
       } catch (const std::exception& e) {
@@ -769,11 +866,8 @@ int run_serve(const ServeCmd& o) {
   if (http) http->stop();
 #endif
   // The file would go on showing the last figures as live (node_exporter exports them as
-  // they are): it leaves with serve.
-  if (!o.textfile.empty()) {
-    ::unlink((o.textfile + "/schedhot.prom").c_str());
-    ::unlink((o.textfile + "/.schedhot.prom.tmp").c_str());
-  }
+  // they are): it leaves with serve (only the file serve put there).
+  if (!o.textfile.empty()) remove_textfile(o.textfile, textfile_written);
   if (!o.quiet) err(fmt::format("served {} samples{}", n, g_stop.load() ? " (stopped by signal)" : ""));
   return 0;
 }
