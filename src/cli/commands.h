@@ -104,7 +104,7 @@ struct ServeCmd {
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
   PerCpu per_cpu;                          ///< --per-cpu[=LIST] (view/metrics.h)
-  int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit; per client address a quarter)
+  int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
   int timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
   bool quiet = false;

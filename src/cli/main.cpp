@@ -111,9 +111,10 @@ int main(int argc, char** argv) {
   ServeCmd srv;
   auto* csv = app.add_subcommand("serve", "live metrics for Prometheus: GET /metrics (OpenMetrics or 0.0.4 text), or --textfile");
   add_probe_options(csv, srv.common);
-  csv->add_option("--listen", srv.listen, "ADDRESS:PORT to listen on: 127.0.0.1:9870 (default), [::1]:9870, :9870 (every address); '' = no HTTP");
+  csv->add_option("--listen", srv.listen, "ADDRESS:PORT to listen on: 127.0.0.1:9870 (default), [::1]:9870, localhost:9870 (127.0.0.1), :9870 (every address); '' = no HTTP");
   csv->add_option("-i,--interval", srv.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
-  csv->add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename; removed when serve stops)");
+  csv->add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename; removed when serve stops)")
+      ->type_name("DIR");
   std::string per_cpu;
   auto* srv_per_cpu =
       csv->add_flag("--per-cpu{all}", per_cpu,
@@ -130,7 +131,7 @@ int main(int argc, char** argv) {
                 return "";
               },
               "all|LIST"));
-  csv->add_option("--max-connections", srv.max_connections, "open connections at most, a quarter of them per client address (default 2048)");
+  csv->add_option("--max-connections", srv.max_connections, "open connections at most (default 2048); past all but a reserve (1/8, at most 256), or past a quarter from one client address, the oldest still sending its request head is cut");
   csv->add_option("--timeout-ms", srv.timeout_ms, "ms a connection has to send its request head, and without a byte either way after (default 2000)");
   csv->add_option("--web-config", srv.web_config,
                   "Prometheus's web config YAML, as exporters' --web.config.file: tls_server_config (HTTPS on --listen, "
