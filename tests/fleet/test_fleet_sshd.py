@@ -270,14 +270,16 @@ exec %s "$@"
                     os.mkdir(d, 0o700)
                     os.symlink(secret, os.path.join(d, "recording.shot"))
                     race["moved"] = moved
-                    for _ in range(100):  # the recorder as it runs: its command line and directory
+                    for _ in range(200):  # the recorder as it runs (exec'd): its command line and directory
                         try:
                             pid = int(open(os.path.join(moved, "pid")).read())
                             race["cmdline"] = open("/proc/%d/cmdline" % pid).read().split("\0")
                             race["cwd"] = os.readlink("/proc/%d/cwd" % pid)
-                            break
+                            if "record" in race["cmdline"]:
+                                break
                         except (OSError, ValueError):
-                            time.sleep(0.05)
+                            pass
+                        time.sleep(0.02)
                     return
             time.sleep(0.002)
     import threading
@@ -289,9 +291,9 @@ exec %s "$@"
     th.join()
     moved = race.get("moved", "")
     check(bool(moved), "race: the racer swapped the private directory")
-    check(open(secret).read() == "root secret\n" and not os.path.islink(secret)
+    check(open(secret, "rb").read() == b"root secret\n" and not os.path.islink(secret)
           and (os.stat(secret).st_mode & 0o777) == 0o600,
-          "race: the symlinked victim is untouched (%r)" % open(secret).read()[:40])
+          "race: the symlinked victim is untouched (%r)" % open(secret, "rb").read()[:40])
     cl = race.get("cmdline", [])
     check("--force" not in cl and "recording.shot" in cl and cl[cl.index("recording.shot") - 1] == "-o"
           and race.get("cwd") == moved, "race: the recorder ran in its own directory with -o recording.shot, no --force "
