@@ -8,7 +8,7 @@ evicted), and 1,000 idle connections from the scraper's own address, 127.0.0.1, 
 they are cut, not locking the scraper out (every scrape 200, the median within 100 ms).
 Prints the figures. Starts and stops schedhot serve itself. Usage: serve_slowloris.py SCHEDHOT"""
 import errno, os, resource, select, selectors, socket, statistics, subprocess, sys, threading, time
-from prometheus_util import Checks, exchange
+from prometheus_util import Checks, exchange, stop
 
 exe = sys.argv[1]
 port = 19895
@@ -55,15 +55,18 @@ def open_many(n, deadline_s=20.0):
 
 
 def alive(socks):
-    """The sockets the server has not closed (no EOF or reset pending)."""
+    """The sockets the server has not closed (no EOF or reset pending); a socket closed here
+    meanwhile (the Holder thread replaces cut ones) is not counted."""
     out = []
     for s in socks:
+        if s.fileno() < 0:
+            continue
         try:
             r, _, _ = select.select([s], [], [], 0)
             if r and s.recv(1, socket.MSG_PEEK) == b"":
                 continue
             out.append(s)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: closed by the Holder between the check and select
             continue
     return out
 
@@ -113,6 +116,18 @@ class Holder(threading.Thread):
         self.join(10)
 
 
+def scrapes(seconds=4, most=20):
+    """(seconds each, status lines) of scrapes 0.15 s apart for seconds, most of them."""
+    times, statuses = [], []
+    end = time.monotonic() + seconds
+    while time.monotonic() < end and len(times) < most:
+        dt, st = scrape()
+        times.append(dt)
+        statuses.append(st)
+        time.sleep(0.15)
+    return times, statuses
+
+
 def figures(name, times):
     ms = sorted(t * 1e3 for t in times)
     print(f"{name}: {len(ms)} scrapes, median {statistics.median(ms):.1f} ms, max {ms[-1]:.1f} ms, all: "
@@ -141,13 +156,7 @@ try:
     t0 = time.monotonic()
     socks = open_many(N)
     print(f"idle: {len(socks)} of {N} connected in {time.monotonic() - t0:.1f} s", flush=True)
-    times, statuses = [], []
-    end = time.monotonic() + 4
-    while time.monotonic() < end and len(times) < 20:
-        dt, st = scrape()
-        times.append(dt)
-        statuses.append(st)
-        time.sleep(0.15)
+    times, statuses = scrapes()
     med, mx = figures(f"{len(socks)} idle connections", times)
     check(all(s.startswith("HTTP/1.1 200") for s in statuses), f"every scrape 200 under idle connections ({set(statuses)})")
     check(med < 100 and mx < 1000, f"idle: median {med:.1f} ms < 100 ms, max {mx:.1f} ms < 1 s")
@@ -221,13 +230,7 @@ try:
     holder.start()
     while holder.opened < N and time.monotonic() - t0 < 10:
         time.sleep(0.05)
-    times, statuses = [], []
-    end = time.monotonic() + 4
-    while time.monotonic() < end and len(times) < 20:
-        dt, st = scrape()
-        times.append(dt)
-        statuses.append(st)
-        time.sleep(0.15)
+    times, statuses = scrapes()
     held = sum(1 for s in alive([k.fileobj for k in list(holder.sel.get_map().values())]))
     holder.stop()
     span = time.monotonic() - t0
@@ -241,12 +244,7 @@ try:
 finally:
     for s in socks:
         s.close()
-    p.terminate()
-    try:
-        p.wait(10)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        p.wait()
+    stop(p)
     tail = p.stderr.read().strip().splitlines()[-3:]
     if tail:
         print("schedhot serve said: " + " | ".join(tail))
