@@ -77,6 +77,7 @@ void read_cpuid(HostInfo& h) {
   std::memcpy(sig + 4, &c, 4);
   std::memcpy(sig + 8, &d, 4);
   h.hypervisor_vendor = sig;
+  while (!h.hypervisor_vendor.empty() && h.hypervisor_vendor.back() == ' ') h.hypervisor_vendor.pop_back();  // "bhyve bhyve "
   if (h.hypervisor_vendor == "KVMKVMKVM") {
     __cpuid(0x40000001, a, b, c, d);
     bool pv_unhalt = (a >> 7) & 1;   // KVM_FEATURE_PV_UNHALT
