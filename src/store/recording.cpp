@@ -130,6 +130,8 @@ int open_output(const std::string& path, bool overwrite, std::string& created, s
   created.clear();
   replaces.clear();
   for (int attempt = 0; attempt < 8; ++attempt) {
+    // Checked before every try: a name another user planted since the last one is seen.
+    if (std::string why = unsafe_output_path(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
     int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
     if (fd >= 0) {
       created = path;

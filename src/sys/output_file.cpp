@@ -9,6 +9,8 @@
 #include <cstdio>
 #include <cstring>
 #include <stdexcept>
+#include <cstdlib>
+#include <deque>
 #include <vector>
 
 namespace schedhot {
@@ -52,6 +54,106 @@ int create_temp_beside(const std::string& dest, std::string& tmp) {
   (void)::fchmod(fd, 0666 & ~process_umask());  // mkostemp's 0600, as open(2) would have made it
   tmp = name.data();
   return fd;
+}
+
+namespace {
+
+bool trusted_owner(uid_t uid) {
+  if (uid == 0 || uid == ::geteuid() || uid == ::getuid()) return true;
+  if (::geteuid() == 0)
+    if (const char* su = std::getenv("SUDO_UID"); su && *su) {
+      char* end = nullptr;
+      const unsigned long v = std::strtoul(su, &end, 10);
+      if (end && *end == '\0' && v == uid) return true;
+    }
+  return false;
+}
+
+bool others_write(const struct stat& st) { return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0; }
+
+std::deque<std::string> components(const std::string& p) {
+  std::deque<std::string> out;
+  size_t i = 0;
+  while (i <= p.size()) {
+    const size_t j = p.find('/', i);
+    const std::string c = p.substr(i, j == std::string::npos ? std::string::npos : j - i);
+    if (!c.empty() && c != ".") out.push_back(c);
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return out;
+}
+
+/// The directory dir (an absolute, already walked path) may be passed through.
+std::string check_dir(const std::string& dir, const struct stat& st) {
+  if (!S_ISDIR(st.st_mode)) return "";  // not a directory: open() will say so
+  if (!trusted_owner(st.st_uid))
+    return fmt::format("{} belongs to uid {}, another user, who could redirect the write: write elsewhere", dir, st.st_uid);
+  if (others_write(st) && !(st.st_mode & S_ISVTX))
+    return fmt::format("{} is writable by {} without the sticky bit: another user could redirect the write; write elsewhere",
+                       dir, (st.st_mode & S_IWOTH) ? "others" : "its group");
+  return "";
+}
+
+}  // namespace
+
+std::string unsafe_output_path(const std::string& path) {
+  std::string dir = "/";
+  std::deque<std::string> todo;
+  if (path.empty() || path[0] != '/') {
+    char buf[4096];
+    if (!::getcwd(buf, sizeof buf)) return "";
+    todo = components(buf);
+  }
+  for (auto& c : components(path)) todo.push_back(c);
+  int hops = 0;
+  struct stat dst {};
+  if (::stat("/", &dst) != 0) return "";
+  while (!todo.empty()) {
+    if (std::string why = check_dir(dir, dst); !why.empty()) return why;
+    const std::string c = todo.front();
+    todo.pop_front();
+    if (c == "..") {
+      const size_t slash = dir.rfind('/');
+      dir = slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
+      if (::stat(dir.c_str(), &dst) != 0) return "";
+      continue;
+    }
+    const std::string next = dir == "/" ? "/" + c : dir + "/" + c;
+    struct stat st {};
+    if (::lstat(next.c_str(), &st) != 0) return "";  // missing: created with O_EXCL, or open() says why
+    if (S_ISLNK(st.st_mode)) {
+      // In a directory only its (trusted) owner writes, any link is the owner's doing; in a
+      // sticky shared one, a link nobody else can remove: a trusted user's or the owner's.
+      const bool ok = !others_write(dst) || trusted_owner(st.st_uid) || st.st_uid == dst.st_uid;
+      if (!ok)
+        return fmt::format("{} is a symlink owned by uid {} in a directory others can write: not followed (another "
+                           "user could make it point anywhere); write elsewhere",
+                           next, st.st_uid);
+      if (++hops > 40) return fmt::format("{}: {}", path, strerror(ELOOP));
+      std::string target(4096, '\0');
+      const ssize_t n = ::readlink(next.c_str(), target.data(), target.size());
+      if (n <= 0 || size_t(n) >= target.size()) return "";
+      target.resize(size_t(n));
+      auto tc = components(target);
+      for (auto it = tc.rbegin(); it != tc.rend(); ++it) todo.push_front(*it);
+      if (target[0] == '/') {
+        dir = "/";
+        if (::stat("/", &dst) != 0) return "";
+      }
+      continue;
+    }
+    if (todo.empty()) {  // the final file, there already
+      if (others_write(dst) && !trusted_owner(st.st_uid))
+        return fmt::format("{} belongs to uid {} in a directory others can write: not replaced or written (it could "
+                           "become a link at any moment); remove it or write elsewhere",
+                           next, st.st_uid);
+      return "";
+    }
+    dir = next;
+    dst = st;
+  }
+  return "";
 }
 
 }  // namespace schedhot

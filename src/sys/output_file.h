@@ -21,3 +21,18 @@ std::string untrusted_symlink(const std::string& path);
 int create_temp_beside(const std::string& dest, std::string& tmp);
 
 }  // namespace schedhot
+
+namespace schedhot {
+
+/// Whether root (or whoever runs schedhot) may create or replace `path` without another local
+/// user being able to redirect the write (record -o, export -o; called before anything is
+/// opened). The path is resolved component by component, symlinks included (40 hops):
+/// every directory passed through must belong to root, this process's real or effective user
+/// or the user sudo ran it for ($SUDO_UID), and must not be writable by group or others
+/// without the sticky bit; every symlink followed must satisfy untrusted_symlink()'s rule
+/// and, in a directory others may write, belong to this user or the directory's owner; and an
+/// existing final file in such a (sticky) directory must belong to a trusted user (another
+/// user's file there could become a link at any moment). Returns "" or one line: why not.
+std::string unsafe_output_path(const std::string& path);
+
+}  // namespace schedhot

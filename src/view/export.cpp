@@ -537,8 +537,10 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
   // the link stays; over an existing file only with --force, keeping its mode and owner).
   const std::string& output = req.output;
   const bool to_stdout = output == "-";
-  if (!to_stdout)
+  if (!to_stdout) {
+    if (std::string why = unsafe_output_path(output); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
     if (std::string why = untrusted_symlink(output); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
+  }
   std::string dest = output;
   bool in_place = false;
   struct stat old_st {};
@@ -593,6 +595,10 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
   ExportResult done;
   try {
     done = export_samples(cur, out, opts, [&] { return recording_source_info(*r, req.file); });
+    if (via_tmp && existed) {  // best effort: the replaced file's permissions and owner, on the descriptor (never a path)
+      (void)::fchmod(filebuf->fd(), old_st.st_mode & 07777);
+      (void)!::fchown(filebuf->fd(), old_st.st_uid, old_st.st_gid);
+    }
     if (!to_stdout) {
       file.flush();
       const bool written = bool(file);
@@ -614,10 +620,6 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
                                r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
   }
   if (via_tmp) {
-    if (existed) {  // best effort: the replaced file's permissions and owner
-      (void)::chmod(tmp.c_str(), old_st.st_mode & 07777);
-      (void)!::chown(tmp.c_str(), old_st.st_uid, old_st.st_gid);
-    }
     if (::rename(tmp.c_str(), dest.c_str()) != 0) {
       std::string why = fmt::format("cannot rename {} to {}: {}", tmp, dest, strerror(errno));
       ::unlink(tmp.c_str());

@@ -279,12 +279,38 @@ TEST(RecordingCli, OutputsNeverFollowALinkAnotherUserPlantedInASharedDirectory) 
     ASSERT_EQ(::symlink((dir / fmt::format("created{:o}", mode)).c_str(), dangling.c_str()), 0);
     ASSERT_EQ(::symlink(victim.c_str(), shot.c_str()), 0);
     for (const std::string& l : {link, dangling, shot}) ASSERT_EQ(::lchown(l.c_str(), 65534, 65534), 0);
-    expect_one_line_error(run_cli("export " + in + " --force -o " + link), 1, "a directory others can write: not followed");
-    expect_one_line_error(run_cli("export " + in + " -o " + dangling), 1, "a directory others can write: not followed");
-    expect_one_line_error(run_cli("record -q -d 1 --force -o " + shot), 1, "a directory others can write: not followed");
+    expect_one_line_error(run_cli("export " + in + " --force -o " + link), 1, "another user could");
+    expect_one_line_error(run_cli("export " + in + " -o " + dangling), 1, "another user could");
+    expect_one_line_error(run_cli("record -q -d 1 --force -o " + shot), 1, "another user could");
     EXPECT_EQ(slurp(victim), "precious\n") << fmt::format("mode {:o}", mode);
     EXPECT_FALSE(std::filesystem::exists(dir / fmt::format("created{:o}", mode))) << "the dangling link's target was created";
   }
+  // A directory on the way that another user owns or may redirect: a symlink to a root-only
+  // directory planted as a parent component, a chain whose second hop is another user's,
+  // and another user's file in a sticky directory (it could become a link at any moment).
+  const std::string rootonly = dir / "rootonly", sticky1777 = dir / "shared1777";
+  ASSERT_EQ(::mkdir(rootonly.c_str(), 0700), 0);
+  ASSERT_EQ(::symlink(rootonly.c_str(), (sticky1777 + "/sub").c_str()), 0);
+  ASSERT_EQ(::lchown((sticky1777 + "/sub").c_str(), 65534, 65534), 0);
+  expect_one_line_error(run_cli("export " + in + " -o " + sticky1777 + "/sub/new.csv"), 1, "another user could");
+  expect_one_line_error(run_cli("record -q -d 1 -o " + sticky1777 + "/sub/new.shot"), 1, "another user could");
+  ASSERT_EQ(::symlink((rootonly + "/victim4").c_str(), (sticky1777 + "/hop").c_str()), 0);
+  ASSERT_EQ(::lchown((sticky1777 + "/hop").c_str(), 65534, 65534), 0);
+  spit(rootonly + "/victim4", "precious\n");
+  ASSERT_EQ(::symlink((sticky1777 + "/hop").c_str(), (dir / "chain.csv").c_str()), 0);
+  expect_one_line_error(run_cli("export " + in + " --force -o " + dir / "chain.csv"), 1, "another user could");
+  const std::string theirs = sticky1777 + "/theirs.csv";
+  spit(theirs, "theirs\n");
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  expect_one_line_error(run_cli("export " + in + " --force -o " + theirs), 1, "could become a link at any moment");
+  const std::string owned = dir / "owned";  // a directory of another user's on the way
+  ASSERT_EQ(::mkdir(owned.c_str(), 0755), 0);
+  ASSERT_EQ(::chown(owned.c_str(), 65534, 65534), 0);
+  expect_one_line_error(run_cli("export " + in + " -o " + owned + "/x.csv"), 1, "another user, who could redirect the write");
+  EXPECT_EQ(slurp(rootonly + "/victim4"), "precious\n");
+  EXPECT_FALSE(std::filesystem::exists(rootonly + "/new.csv"));
+  EXPECT_FALSE(std::filesystem::exists(rootonly + "/new.shot"));
+  EXPECT_EQ(slurp(theirs), "theirs\n");
   // root's own link in a sticky directory of root's: followed as before, and no temporary is left.
   const std::string sticky = dir / "shared1777", own = sticky + "/own.csv";
   ASSERT_EQ(::symlink((dir / "own_target.csv").c_str(), own.c_str()), 0);
