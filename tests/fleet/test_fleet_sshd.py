@@ -14,8 +14,9 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   nopriv    the real schedhot run as nobody (setpriv)  -> not privileged
   fewer     the real schedhot attaching only cpupri_set -> probe set differs
 Then usage errors (an unknown @group too), a missing --remote-dir, a world-writable one without
-the sticky bit, one of another user, a group-writable one and one under a world-writable parent
-(refused), the private directory renamed and replaced (recording.shot a symlink to a root file)
+the sticky bit, one of another user, a group-writable one, one under a world-writable parent
+and one reached through symlinks (a link in another user's directory on the way) (refused; that
+physical directory given itself is used), the private directory renamed and replaced (recording.shot a symlink to a root file)
 right after the launch cd'd into it (the recorder writes in its own directory, the file is
 untouched), and a run interrupted while recording (failure "interrupted", not "timeout"; a
 re-run stops its recorder).
@@ -245,6 +246,35 @@ exec %s "$@"
         check(r2.returncode == 1 and f2.get("name") == "remote dir refused" and why in f2.get("detail", "")
               and "h1: remote dir refused (record): --remote-dir %s: %s" % (rdir, why) in r2.stderr and not os.listdir(rdir),
               "--remote-dir %s: refused, nothing created in it (got %s)" % (os.path.basename(rdir), f2))
+    # A remote dir reached through a symlink: the user's link home/rd -> atkshared/atkd/l2, a
+    # link in a directory of another user's (uid 65534, who could re-point it later) to a root
+    # directory. Both walks (as given, and physical) pass such a chain: any symlink in the path
+    # is refused with one line naming the physical path; that directory given itself is used.
+    rootrd, home, atks = os.path.join(t, "rootrd"), os.path.join(t, "userhome"), os.path.join(t, "atkshared")
+    for d in (rootrd, home, atks):
+        os.mkdir(d)
+    os.chmod(atks, 0o1777)
+    atkd = os.path.join(atks, "atkd")
+    os.mkdir(atkd)
+    os.symlink(rootrd, os.path.join(atkd, "l2"))
+    os.lchown(os.path.join(atkd, "l2"), 65534, 65534)
+    os.chown(atkd, 65534, 65534)
+    linked = os.path.join(home, "rd")
+    os.symlink(os.path.join(atkd, "l2"), linked)
+    ol = os.path.join(t, "refused-linked")
+    r2 = subprocess.run(base + ["-o", ol, "-d", "2", "--remote-dir", linked], capture_output=True, text=True, timeout=60)
+    f2 = (json.load(open(os.path.join(ol, "h1", "state.json"))).get("failure") or {})
+    line = "--remote-dir %s: a symlink in its path (physical path %s): give %s itself" % (linked, rootrd, rootrd)
+    check(r2.returncode == 1 and f2.get("name") == "remote dir refused" and f2.get("detail") == line
+          and "h1: remote dir refused (record): " + line in r2.stderr and not os.listdir(rootrd),
+          "--remote-dir through a chain of symlinks: refused, nothing created (got %s)" % f2)
+    od = os.path.join(t, "direct-rootrd")
+    r2 = subprocess.run(base + ["-o", od, "-d", "2", "--remote-dir", rootrd], capture_output=True, text=True, timeout=80)
+    rf = (json.load(open(os.path.join(od, "h1", "state.json")))["steps"].get("record") or {}).get("remote_file", "")
+    check(r2.returncode == 0 and os.path.dirname(os.path.dirname(rf)) == rootrd and os.path.isfile(rf)
+          and os.path.isfile(os.path.join(od, "h1", "recording.shot")),
+          "--remote-dir given as that physical directory: recorded and collected there (got %d, %s: %s)"
+          % (r2.returncode, rf, r2.stderr.strip()[-200:]))
     # The swap race: a racer (root here, standing in for anyone who may rename in the remote
     # dir) renames the private directory away as soon as its log appears (the launch shell is
     # in it by then) and puts a directory of its own at that path, with recording.shot a
