@@ -99,20 +99,20 @@ std::string check_dir(const std::string& dir, const struct stat& st) {
 
 std::string unsafe_output_path(const std::string& path) {
   std::string dir = "/";
-  std::deque<std::string> todo;
+  std::deque<std::string> pending;
   if (path.empty() || path[0] != '/') {
     char buf[4096];
     if (!::getcwd(buf, sizeof buf)) return "";
-    todo = components(buf);
+    pending = components(buf);
   }
-  for (auto& c : components(path)) todo.push_back(c);
+  for (auto& c : components(path)) pending.push_back(c);
   int hops = 0;
   struct stat dst {};
   if (::stat("/", &dst) != 0) return "";
-  while (!todo.empty()) {
+  while (!pending.empty()) {
     if (std::string why = check_dir(dir, dst); !why.empty()) return why;
-    const std::string c = todo.front();
-    todo.pop_front();
+    const std::string c = pending.front();
+    pending.pop_front();
     if (c == "..") {
       const size_t slash = dir.rfind('/');
       dir = slash == 0 || slash == std::string::npos ? "/" : dir.substr(0, slash);
@@ -136,14 +136,14 @@ std::string unsafe_output_path(const std::string& path) {
       if (n <= 0 || size_t(n) >= target.size()) return "";
       target.resize(size_t(n));
       auto tc = components(target);
-      for (auto it = tc.rbegin(); it != tc.rend(); ++it) todo.push_front(*it);
+      for (auto it = tc.rbegin(); it != tc.rend(); ++it) pending.push_front(*it);
       if (target[0] == '/') {
         dir = "/";
         if (::stat("/", &dst) != 0) return "";
       }
       continue;
     }
-    if (todo.empty()) {  // the final file, there already
+    if (pending.empty()) {  // the final file, there already
       if (others_write(dst) && !trusted_owner(st.st_uid))
         return fmt::format("{} belongs to uid {} in a directory others can write: not replaced or written (it could "
                            "become a link at any moment); remove it or write elsewhere",
