@@ -35,6 +35,18 @@ import json, os, shutil, signal, subprocess, sys, tempfile, time
 
 from sshd_hosts import Checks, Sshd, paths_or_skip
 
+
+def sticky_dir_and_file(t, dname, fname, text, mode):
+    """(t/dname: a sticky world-writable directory like /tmp, t/fname: a file holding text
+    with mode): a shared remote dir and the file a planted link would aim at."""
+    d, f = os.path.join(t, dname), os.path.join(t, fname)
+    os.mkdir(d)
+    os.chmod(d, 0o1777)
+    with open(f, "w") as fh:
+        fh.write(text)
+    os.chmod(f, mode)
+    return d, f
+
 build, src, fleet = paths_or_skip(sys.argv)
 ck = Checks()
 check = ck.check
@@ -105,12 +117,7 @@ exec %s "$@"
     out = os.path.join(t, "fleet")
     # The remote dir: shared, sticky and world-writable like /tmp. Symlinks to a file of ours
     # wait at the names schedhot-fleet used to create there (FILE, FILE.log, .pid, .rc).
-    shared = os.path.join(t, "shared")
-    os.mkdir(shared)
-    os.chmod(shared, 0o1777)
-    victim = os.path.join(t, "victim")
-    with open(victim, "w") as f:
-        f.write("precious\n")
+    shared, victim = sticky_dir_and_file(t, "shared", "victim", "precious\n", 0o644)
     planted = []
     for h in ("h1", "h2", "cut"):
         for suffix in ("", ".log", ".pid", ".rc", ".rc.tmp"):
@@ -280,13 +287,7 @@ exec %s "$@"
     # in it by then) and puts a directory of its own at that path, with recording.shot a
     # symlink to a root 0600 file. The recorder writes in the directory it was started in
     # (cd once, relative names, no --force), so the victim stays untouched.
-    racedir = os.path.join(t, "race")
-    os.mkdir(racedir)
-    os.chmod(racedir, 0o1777)
-    secret = os.path.join(t, "secret")
-    with open(secret, "w") as f:
-        f.write("root secret\n")
-    os.chmod(secret, 0o600)
+    racedir, secret = sticky_dir_and_file(t, "race", "secret", "root secret\n", 0o600)
     race = {}
 
     def racer():
