@@ -110,6 +110,31 @@ static inline __u64 sh_hist_width(__u32 i)
 }
 
 /*
+ * Gap histogram geometry (the gap model of the coherence estimate, issue 29):
+ * the time between one CPU's consecutive accesses to one line, two buckets per
+ * octave. Bucket 0 holds gaps below 256 ns; a gap v >= 256 with most
+ * significant bit m (8 <= m <= 35) goes to 1 + 2*(m-8) + bit m-1 of v, so
+ * bucket b >= 1 covers [2^m + s*2^(m-1), 2^m + (s+1)*2^(m-1)) with
+ * m = 8 + (b-1)/2, s = (b-1)%2 (a width of 1/2 or 1/3 of its lower bound);
+ * gaps of 2^36 ns (68.7 s) and more go to the last bucket.
+ */
+#define SH_GAP_MIN_MSB 8
+#define SH_GAP_MAX_MSB 35
+#define SH_GAP_BUCKETS (2 + 2 * (SH_GAP_MAX_MSB - SH_GAP_MIN_MSB + 1)) /* 58 */
+
+/* Gap bucket of v ns: [0, SH_GAP_BUCKETS). */
+static inline __u32 sh_gap_index(__u64 v)
+{
+	__u32 m;
+	if (v < (1ull << SH_GAP_MIN_MSB))
+		return 0;
+	m = sh_msb64(v);
+	if (m > SH_GAP_MAX_MSB)
+		return SH_GAP_BUCKETS - 1;
+	return 1 + 2 * (m - SH_GAP_MIN_MSB) + (__u32)((v >> (m - 1)) & 1);
+}
+
+/*
  * Entry/exit pairing state of a traced function on one CPU. Private to BPF
  * (user space ignores it): a small stack so that a call nested by an
  * interrupt on the same CPU (e.g. nohz_balance_exit_idle from the tick while

@@ -130,6 +130,13 @@ LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccess
 }
 
 void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates, LineTraffic& out) {
+  coherence_split(topo, rates, {}, out);
+}
+
+void coherence_split(const TopologyIndex& topo, std::span<const CpuAccessRate> rates,
+                     std::span<const std::pair<double, double>> given, LineTraffic& out) {
+  if (!given.empty() && given.size() != rates.size())
+    throw std::invalid_argument("coherence_split: one (read, write) transfer pair per rate entry");
   for (const auto& r : rates)
     if (!std::isfinite(r.reads_per_s) || !std::isfinite(r.writes_per_s) || r.reads_per_s < 0 || r.writes_per_s < 0)
       throw std::invalid_argument(fmt::format("coherence model: cpu {}: rates must be finite and non-negative "
@@ -138,7 +145,13 @@ void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> r
   thread_local std::vector<CpuAccessRate> in;  // scratch: no allocation once grown
   in.assign(rates.begin(), rates.end());
   const auto by_cpu = [](const auto& x, const auto& y) { return x.cpu < y.cpu; };
-  if (!std::is_sorted(in.begin(), in.end(), by_cpu)) std::sort(in.begin(), in.end(), by_cpu);
+  if (!std::is_sorted(in.begin(), in.end(), by_cpu)) {
+    if (!given.empty()) throw std::invalid_argument("coherence_split: rates must be in ascending cpu order");
+    std::sort(in.begin(), in.end(), by_cpu);
+  }
+  if (!given.empty())
+    for (size_t i = 1; i < in.size(); ++i)
+      if (in[i].cpu == in[i - 1].cpu) throw std::invalid_argument("coherence_split: a CPU listed twice");
   size_t n = 0;  // merge duplicate CPUs
   for (size_t i = 0; i < in.size(); ++i) {
     if (n > 0 && in[n - 1].cpu == in[i].cpu) {
@@ -169,7 +182,8 @@ void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> r
   out.read_xfers_per_s = out.write_xfers_per_s = 0;
   out.by_distance = {};
   out.cpus.reserve(n);
-  for (const auto& r : in) {
+  for (size_t i = 0; i < in.size(); ++i) {
+    const CpuAccessRate& r = in[i];
     CpuXfers x;
     x.cpu = r.cpu;
     const double rc = r.reads_per_s, wc = r.writes_per_s, ac = rc + wc;
@@ -177,7 +191,7 @@ void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> r
     // Reads: miss iff a write by another CPU comes (scanning back) before any access by c.
     const double w_others = std::max(Wt - wc, 0.0);
     if (rc > 0 && w_others > 0) {
-      x.read_xfers_per_s = rc * w_others / (ac + w_others);
+      x.read_xfers_per_s = given.empty() ? rc * w_others / (ac + w_others) : given[i].first;
       double u[3], prev = wc;
       for (int k = 0; k < 3; ++k) u[k] = prev = grp[k] >= 0 ? g.w[k][grp[k]] : prev;
       split(x.read_xfers_per_s, wc, u, Wt, x.by_distance);
@@ -185,7 +199,8 @@ void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> r
     // Writes: miss iff another CPU's access comes before c's last write (c's reads skipped).
     const double a_others = std::max(L - ac, 0.0);
     if (wc > 0 && a_others > 0) {
-      x.write_xfers_per_s = wc * a_others / (a_others + wc);  // L - r_c = a_others + w_c
+      x.write_xfers_per_s = given.empty() ? wc * a_others / (a_others + wc)  // L - r_c = a_others + w_c
+                                          : given[i].second;
       double u[3], prev = ac;
       for (int k = 0; k < 3; ++k) u[k] = prev = grp[k] >= 0 ? g.a[k][grp[k]] : prev;
       split(x.write_xfers_per_s, ac, u, L, x.by_distance);

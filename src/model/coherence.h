@@ -69,6 +69,7 @@
 #include <cstdint>
 #include <span>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "sys/host.h"
@@ -162,6 +163,16 @@ LineTraffic coherence_model(const TopologyIndex& topo, std::span<const CpuAccess
 /// The same into out (its previous contents replaced; its cpus vector's capacity reused):
 /// what a caller modeling many lines per interval calls to allocate nothing once warm.
 void coherence_model(const TopologyIndex& topo, std::span<const CpuAccessRate> rates, LineTraffic& out);
+
+/// coherence_model()'s split by distance for transfers counted another way (the gap
+/// model, model/gaps.h): given[i] = (read, write) transfers/s of rates[i]'s CPU replace the
+/// formulas; each is then split over the distances as the model splits its own (a read's
+/// source in proportion to the other CPUs' writes, a write's to their accesses). A CPU's
+/// read (write) transfers are dropped when no other CPU writes (accesses): nothing could
+/// have taken the line. rates: ascending cpu, each CPU once; empty given = coherence_model().
+/// Throws std::invalid_argument on a size mismatch, unsorted or repeated CPUs, a bad rate.
+void coherence_split(const TopologyIndex& topo, std::span<const CpuAccessRate> rates,
+                     std::span<const std::pair<double, double>> given, LineTraffic& out);
 
 /// Estimated cost of one transfer by distance, ns of stall for the CPU that misses.
 /// Defaults are typical x86 load-to-use latencies of a line held modified in another
