@@ -55,6 +55,20 @@ const std::array<double, kEval>& eval_points() {
   return pts;
 }
 
+// The gaps within a finite bucket are taken with a linear density (1 + beta (x - w/2)) / w
+// on x in [0, w), its slope from the neighbouring buckets' densities (a uniform density
+// biases exponential gaps upwards by up to a quarter of the bucket's width). beta is
+// clamped to keep the density non-negative.
+double slope(const double* h, uint32_t b) {
+  const double w = gap_upper(b) - gap_lower(b);
+  if (h[b] <= 0 || b + 1 >= kFinite) return 0;
+  const auto mid = [](uint32_t i) { return (gap_lower(i) + gap_upper(i)) / 2; };
+  const auto dens = [&](uint32_t i) { return h[i] / (gap_upper(i) - gap_lower(i)); };
+  const uint32_t a = b > 0 ? b - 1 : b, c = b + 1;
+  const double beta = (dens(c) - dens(a)) / ((mid(c) - mid(a)) * dens(b));
+  return std::clamp(beta, -2 / w, 2 / w);
+}
+
 // Q(g) of one CPU's renewal process at every evaluation point: the probability that a
 // window of length g placed at random holds none of its events. h: the gaps (last bucket:
 // unbounded), n: their number, lambda: events per ns. out[i] = Q at point i (0 when
@@ -70,15 +84,17 @@ void window_survival(const double* h, double lambda, std::array<double, kEval>& 
   double cum = 0;    // integral of S from 0 to the bucket's lower bound
   double above = n;  // gaps above the bucket's lower bound
   for (uint32_t b = 0; b < kFinite; ++b) {
-    const double lo = gap_lower(b), w = gap_upper(b) - lo, nb = h[b];
+    const double lo = gap_lower(b), w = gap_upper(b) - lo, nb = h[b], beta = slope(h, b);
     above -= nb;  // gaps above the whole bucket
+    // integral over [0, x) of the share of the bucket's gaps above lo + x
+    const auto part = [&](double x) { return x - (x * x / 2 + beta * (x * x * x / 6 - w * x * x / 4)) / w; };
     for (int k = 0; k < kPoints; ++k) {
       const double x = pts[b * kPoints + k] - lo;
-      const double integ = cum + (above * x + nb * (x - x * x / (2 * w))) / n;
+      const double integ = cum + (above * x + nb * part(x)) / n;
       const double q = 1.0 - lambda * integ;
       out[b * kPoints + k] = q > kZero ? q : 0.0;
     }
-    cum += (above + nb / 2) * w / n;
+    cum += (above * w + nb * part(w)) / n;
   }
 }
 
@@ -102,14 +118,18 @@ double misses(const double* h, const Sums& all, const std::array<double, kEval>&
   double m = 0;
   for (uint32_t b = 0; b < kFinite; ++b) {
     if (h[b] <= 0) continue;
-    double s = 0;
+    const auto& pts = eval_points();
+    const double lo = gap_lower(b), w = gap_upper(b) - lo, beta = slope(h, b);
+    double s = 0, wsum = 0;
     for (int k = 0; k < kPoints; ++k) {
       const uint32_t i = b * kPoints + k;
       const uint32_t z = all.zeros[i] - (own[i] > 0 ? 0u : 1u);
       const double surv = z > 0 ? 0.0 : std::exp(all.log[i] - (own[i] > 0 ? std::log(own[i]) : 0.0));
-      s += 1.0 - std::min(surv, 1.0);
+      const double wk = 1 + beta * (pts[i] - lo - w / 2);  // the density at the point
+      s += wk * (1.0 - std::min(surv, 1.0));
+      wsum += wk;
     }
-    m += h[b] * s / kPoints;
+    m += h[b] * s / wsum;
   }
   if (others_any) m += h[kFinite];
   return m;

@@ -934,8 +934,33 @@ void ExactAccumulator::add(double seconds, const ExactBatch& b) {
         m->second.add_lost(lost_);
       }
       m->second.feed({r.ts_ns, r.cpu, 0, write});
+      auto [g, fresh] = gap_ids_.emplace(line, static_cast<uint32_t>(gap_keys_.size()));
+      if (fresh) gap_keys_.push_back(line);
+      gaps_.feed({r.ts_ns, r.cpu, g->second, write});
     }
   }
+  if (seconds <= 0) return;
+  thread_local LineTraffic t;
+  for (uint32_t id : gaps_.lines()) {
+    const std::vector<CpuGaps> g = gaps_.take(id);
+    gap_model(topo_, g, seconds, t);
+    LineTraffic& acc = gap_x_[gap_keys_[id]];
+    acc.read_xfers_per_s += t.read_xfers_per_s * seconds;
+    acc.write_xfers_per_s += t.write_xfers_per_s * seconds;
+    for (int d = 0; d < kXferDistances; ++d) acc.by_distance[size_t(d)] += t.by_distance[size_t(d)] * seconds;
+  }
+}
+
+std::optional<LineTraffic> ExactAccumulator::gap_traffic(const LineKey& k) const {
+  auto it = gap_x_.find(k);
+  if (it == gap_x_.end()) return std::nullopt;
+  LineTraffic t = it->second;
+  if (seconds_ > 0) {
+    t.read_xfers_per_s /= seconds_;
+    t.write_xfers_per_s /= seconds_;
+    for (double& x : t.by_distance) x /= seconds_;
+  }
+  return t;
 }
 
 std::optional<LineTraffic> ExactAccumulator::traffic(const LineKey& k) const {

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "model/coherence.h"
+#include "model/gaps.h"
 #include "model/interval.h"
 #include "probe/layout.h"
 
@@ -332,6 +333,12 @@ class ExactAccumulator {
   std::optional<LineTraffic> traffic(const LineKey& k) const;
   /// Records per (probe index, slot word).
   const std::map<std::pair<int, uint32_t>, uint64_t>& by_word() const { return by_word_; }
+  /// The gap model (model/gaps.h) of the line over seconds(): each interval's records
+  /// turned into the per-CPU gap histograms the probes would keep (GapTracker), modeled per
+  /// interval and time-averaged like the independent-arrivals figure; nullopt when no record
+  /// touched the line. What the default figure would be with per-CPU gap state, checked
+  /// here against the exact count of the same accesses.
+  std::optional<LineTraffic> gap_traffic(const LineKey& k) const;
 
  private:
   const Meta& meta_;
@@ -341,6 +348,10 @@ class ExactAccumulator {
   std::map<LineKey, ExactCoherence> lines_;
   std::map<uint64_t, std::vector<std::pair<LineKey, bool>>> cache_;  // (probe, word, cpu) -> event_lines
   std::map<std::pair<int, uint32_t>, uint64_t> by_word_;
+  GapTracker gaps_;
+  std::map<LineKey, uint32_t> gap_ids_;
+  std::vector<LineKey> gap_keys_;
+  std::map<LineKey, LineTraffic> gap_x_;  ///< gap model transfers x seconds, summed over intervals
   uint64_t records_ = 0, lost_ = 0, skipped_ = 0, batches_ = 0, last_ts_ = 0;
   double seconds_ = 0;
 };

@@ -67,6 +67,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
                                const ExactAccumulator* exact) {
   nlohmann::json c;
   c["model"] = "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
+  c["estimate"] = "independent arrivals";  // what xfers_per_s of each line is (its "exact" and "gap" say theirs)
   c["line_bytes"] = s.line_bytes;
   c["cost_ns"] = nlohmann::json::object();
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
@@ -116,6 +117,14 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
       e["lower_bound"] = exact->lost() > 0;
       e["ratio"] = t.total() > 0 ? nlohmann::json(l.traffic.total() / t.total()) : nlohmann::json(nullptr);
       j["exact"] = e;
+      const LineTraffic g = exact->gap_traffic(l.key).value_or(LineTraffic{});
+      nlohmann::json gj;
+      gj["estimate"] = "gap model of the --exact records' per-CPU gaps";
+      gj["xfers_per_s"] = g.total();
+      gj["read_xfers_per_s"] = g.read_xfers_per_s;
+      gj["write_xfers_per_s"] = g.write_xfers_per_s;
+      gj["ratio"] = t.total() > 0 ? nlohmann::json(g.total() / t.total()) : nlohmann::json(nullptr);
+      j["gap"] = gj;
     }
     lines.push_back(j);
   }
@@ -193,6 +202,12 @@ std::string cachelines_text(const nlohmann::json& c) {
       out += fmt::format("    exact: {} xfer/s{} (model {}, model/exact {})\n", fmt_rate(ex),
                          e["lower_bound"].get<bool>() ? fmt::format(" (lower bound: {} records lost)", e["lost"].get<uint64_t>()) : "",
                          fmt_rate(x), e["ratio"].is_null() ? std::string("-") : fmt::format("x{:.2f}", e["ratio"].get<double>()));
+      if (l.contains("gap")) {
+        const auto& g = l["gap"];
+        out += fmt::format("    gap model of the records' per-CPU gaps: {} xfer/s (gap/exact {})\n",
+                           fmt_rate(g["xfers_per_s"].get<double>()),
+                           g["ratio"].is_null() ? std::string("-") : fmt::format("x{:.2f}", g["ratio"].get<double>()));
+      }
     }
     for (const auto& u : l["unmeasured"]) out += fmt::format("    not counted: {}\n", u.get<std::string>());
   }

@@ -7,12 +7,14 @@
 #include <cmath>
 #include <cstdio>
 #include <queue>
+#include <map>
 #include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "model/coherence.h"
+#include "model/gaps.h"
 
 using namespace schedhot;
 
@@ -511,6 +513,176 @@ TEST(Coherence, CorrelatedStreamExactMissesEveryHandover) {
   std::vector<Rates> orr(16);
   for (const auto& a : own) (a.write ? orr[a.cpu].w : orr[a.cpu].r) += 1.0 / seconds;
   print_cmp("read-after-own-write + above", coherence_model(idx, as_model_input(orr)), run_exact(idx, own, seconds));
+}
+
+// ---------------------------------------------------------------------------------------
+// The gap model (model/gaps.h) on the same kinds of streams: GapTracker builds the
+// per-CPU gap histograms the probes keep, gap_model() turns them into transfers.
+
+namespace {
+
+LineTraffic run_gap(const TopologyIndex& idx, const std::vector<LineAccess>& s, double seconds) {
+  GapTracker g;
+  for (const auto& a : s) g.feed(a);
+  return gap_model(idx, g.take(0), seconds);
+}
+
+std::vector<CpuAccessRate> counted_rates(const std::vector<LineAccess>& s, double seconds) {
+  std::map<uint32_t, CpuAccessRate> m;
+  for (const auto& a : s) {
+    auto& r = m[a.cpu];
+    r.cpu = a.cpu;
+    (a.write ? r.writes_per_s : r.reads_per_s) += 1.0 / seconds;
+  }
+  std::vector<CpuAccessRate> out;
+  for (auto& [c, r] : m) out.push_back(r);
+  return out;
+}
+
+// Bursts: each CPU starts bursts as a Poisson process; a burst is k accesses (30 % writes)
+// 40-240 ns apart, as a lock taken at idle entry and again at exit, or enter/exit pairs.
+std::vector<LineAccess> burst_stream(uint32_t ncpus, int k, size_t bursts, uint64_t seed) {
+  std::vector<Rates> starts(ncpus);
+  for (uint32_t c = 0; c < ncpus; ++c) starts[c] = {double(2000 + 300 * c), 0.0};
+  std::mt19937_64 rng(seed);
+  std::bernoulli_distribution is_write(0.3);
+  std::uniform_int_distribution<uint64_t> step(40, 240);
+  std::vector<LineAccess> s;
+  for (const auto& b : poisson_stream(starts, bursts, seed + 1)) {
+    uint64_t t = b.ts_ns;
+    for (int i = 0; i < k; ++i, t += step(rng)) s.push_back({t, b.cpu, 0, is_write(rng)});
+  }
+  std::stable_sort(s.begin(), s.end(), [](const auto& x, const auto& y) { return x.ts_ns < y.ts_ns; });
+  return s;
+}
+
+void print_gap(const char* what, const LineTraffic& m, const LineTraffic& g, const LineTraffic& e) {
+  std::printf("[gaps] %-36s exact %10.1f/s  independent %+7.1f%%  gap model %+6.1f%% (reads %+6.1f%%, writes %+6.1f%%)\n",
+              what, e.total(), 100 * rel_err(m.total(), e.total()), 100 * rel_err(g.total(), e.total()),
+              100 * rel_err(g.read_xfers_per_s, e.read_xfers_per_s), 100 * rel_err(g.write_xfers_per_s, e.write_xfers_per_s));
+}
+
+}  // namespace
+
+TEST(GapModel, BucketsMatchTheProbesGeometry) {
+  EXPECT_EQ(sh_gap_index(0), 0u);
+  EXPECT_EQ(sh_gap_index(255), 0u);
+  for (uint32_t b = 1; b + 1 < kGapBuckets; ++b) {
+    const auto lo = static_cast<uint64_t>(gap_lower(b)), hi = static_cast<uint64_t>(gap_upper(b));
+    EXPECT_EQ(sh_gap_index(lo), b);
+    EXPECT_EQ(sh_gap_index(hi - 1), b);
+    EXPECT_EQ(sh_gap_index(hi), b + 1);
+  }
+  EXPECT_EQ(sh_gap_index(uint64_t(1) << 36), kGapBuckets - 1);
+  EXPECT_EQ(sh_gap_index(UINT64_MAX), kGapBuckets - 1);
+}
+
+TEST(GapModel, EqualsIndependentArrivalsOnPoissonStreams) {
+  // The model's derivation, with the others' renewal processes Poisson, is the
+  // independent-arrivals formula: on the same Poisson streams both are the exact count.
+  struct Case {
+    int pkgs, llcs, cores, smt;
+  };
+  for (const Case k : {Case{1, 1, 1, 2}, Case{2, 2, 2, 2}, Case{2, 4, 8, 2}, Case{4, 8, 16, 2}}) {
+    const auto t = make_topo(k.pkgs, k.llcs, k.cores, k.smt);
+    const TopologyIndex idx(t);
+    const size_t n = t.size();
+    std::vector<Rates> rates(n);
+    for (size_t c = 0; c < n; ++c) {
+      const double rate = 1000.0 * (1 + (c * 7) % 10);
+      const double wf = c % 5 == 3 ? 0.0 : 0.1 * double((c * 3) % 7);
+      rates[c] = {rate * (1 - wf), rate * wf};
+    }
+    if (n == 2) rates = {{3000, 1000}, {500, 2000}};
+    const auto s = poisson_stream(rates, 400'000, 77 + n);
+    const double seconds = double(s.back().ts_ns) * 1e-9;
+    const auto e = run_exact(idx, s, seconds);
+    const auto g = run_gap(idx, s, seconds);
+    const auto m = coherence_model(idx, counted_rates(s, seconds));
+    const std::string what = std::to_string(n) + " CPUs Poisson";
+    print_gap(what.c_str(), m, g, e);
+    EXPECT_NEAR(g.total(), e.total(), 0.01 * e.total()) << what;
+    EXPECT_NEAR(g.total(), m.total(), 0.01 * m.total()) << what;
+    for (int d = 0; d < kXferDistances; ++d)
+      if (e.by_distance[d] >= 0.15 * e.total())
+        EXPECT_NEAR(g.by_distance[d], e.by_distance[d], 0.05 * e.by_distance[d]) << what << " " << d;
+  }
+}
+
+TEST(GapModel, SeesBurstsThatIndependentArrivalsOverCount) {
+  const TopologyIndex idx(make_topo(2, 2, 2, 2));
+  for (int k = 2; k <= 8; k += 2) {
+    const auto s = burst_stream(16, k, 40'000, 100 + k);
+    const double seconds = double(s.back().ts_ns) * 1e-9;
+    const auto e = run_exact(idx, s, seconds);
+    const auto g = run_gap(idx, s, seconds);
+    const auto m = coherence_model(idx, counted_rates(s, seconds));
+    const std::string what = "bursts of " + std::to_string(k) + ", 16 CPUs";
+    print_gap(what.c_str(), m, g, e);
+    EXPECT_NEAR(g.total(), e.total(), 0.10 * e.total()) << what;
+    EXPECT_GT(m.total(), 1.10 * e.total()) << what << ": the independent-arrivals model over-counts bursts";
+  }
+}
+
+TEST(GapModel, ReadAfterOwnWriteHits) {
+  // Every CPU reads the line right (50 ns) after each of its own writes, among independent
+  // traffic: the read always hits; the independent-arrivals model puts other CPUs' writes
+  // in between.
+  const TopologyIndex idx(make_topo(2, 2, 2, 2));
+  std::vector<Rates> rates(16);
+  for (uint32_t c = 0; c < 16; ++c) rates[c] = {c % 3 ? 1500.0 : 0.0, 600.0 + 50 * c};
+  std::vector<LineAccess> s;
+  for (const auto& a : poisson_stream(rates, 200'000, 31)) {
+    s.push_back(a);
+    if (a.write) s.push_back({a.ts_ns + 50, a.cpu, 0, false});
+  }
+  std::stable_sort(s.begin(), s.end(), [](const auto& x, const auto& y) { return x.ts_ns < y.ts_ns; });
+  const double seconds = double(s.back().ts_ns) * 1e-9;
+  const auto e = run_exact(idx, s, seconds);
+  const auto g = run_gap(idx, s, seconds);
+  const auto m = coherence_model(idx, counted_rates(s, seconds));
+  print_gap("read-after-own-write, 16 CPUs", m, g, e);
+  EXPECT_NEAR(g.total(), e.total(), 0.10 * e.total());
+  EXPECT_NEAR(g.read_xfers_per_s, e.read_xfers_per_s, 0.10 * e.read_xfers_per_s);
+  EXPECT_GT(m.read_xfers_per_s, 1.10 * e.read_xfers_per_s);
+}
+
+TEST(GapModel, CrossCpuCorrelationIsWhatItCannotSee) {
+  // cpu 8 reads 500 ns after every write of cpu 0 (a flag handed over): exact, every access
+  // misses; the gap model sees each CPU's own regular gaps but takes the other as
+  // independent, so it expects far fewer misses. Measured and printed; asserted only as
+  // the direction of the error it is documented to make.
+  const TopologyIndex idx(make_topo(2, 2, 2, 2));
+  std::mt19937_64 rng(9);
+  std::exponential_distribution<double> gap(1 / 200e3);
+  std::vector<LineAccess> s;
+  uint64_t t = 0;
+  for (int i = 0; i < 50'000; ++i) {
+    t += 1000 + static_cast<uint64_t>(gap(rng));
+    s.push_back({t, 0, 0, true});
+    s.push_back({t + 500, 8, 0, false});
+  }
+  const double seconds = double(s.back().ts_ns) * 1e-9;
+  const auto e = run_exact(idx, s, seconds);
+  const auto g = run_gap(idx, s, seconds);
+  const auto m = coherence_model(idx, counted_rates(s, seconds));
+  print_gap("handover (8 reads after 0 writes)", m, g, e);
+  EXPECT_LT(g.total(), 0.9 * e.total());
+  // Time-sliced CPUs (as QEMU's TCG runs vCPUs): each CPU's accesses come in runs of 40
+  // while the others are still; exact, only the first access of a run misses.
+  std::vector<LineAccess> ts;
+  uint64_t now = 0;
+  std::uniform_int_distribution<uint32_t> pick(0, 3);
+  for (int run = 0; run < 4000; ++run) {
+    const uint32_t c = pick(rng);
+    for (int i = 0; i < 40; ++i, now += 5000) ts.push_back({now, c, 0, true});
+    now += 20'000;
+  }
+  const double sec2 = double(ts.back().ts_ns) * 1e-9;
+  const auto e2 = run_exact(idx, ts, sec2);
+  const auto g2 = run_gap(idx, ts, sec2);
+  print_gap("time-sliced runs of 40 (4 CPUs)", coherence_model(idx, counted_rates(ts, sec2)), g2, e2);
+  EXPECT_GT(g2.total(), 1.5 * e2.total());
 }
 
 // ---------------------------------------------------------------------------------------
