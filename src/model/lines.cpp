@@ -907,10 +907,48 @@ std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const Cohere
   return LinePlan(meta, layout).event_lines(probe, word, cpu);
 }
 
-ExactAccumulator::ExactAccumulator(const Meta& meta)
-    : meta_(meta), layout_(layout_of(meta)), topo_(meta.host.topology), plan_(meta, layout_) {}
+ExactAccumulator::ExactAccumulator(const Meta& meta, const CoherenceLayout& layout)
+    : meta_(meta), layout_(layout), topo_(meta.host.topology), plan_(meta, layout_) {}
+
+ExactAccumulator::ExactAccumulator(const Meta& meta) : ExactAccumulator(meta, layout_of(meta)) {
+  for (const WhatIf& w : what_ifs())
+    if ((w.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
+        (w.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset))
+      what_ifs_.emplace_back(w.id, std::make_unique<ExactAccumulator>(meta, apply_what_if(layout_, w)));
+}
+
+ExactAccumulator::~ExactAccumulator() = default;
+
+std::pair<double, double> ExactAccumulator::family_totals(const std::string& family) const {
+  std::map<std::string, bool> in;  // object -> of the family
+  for (uint32_t id = 0; id < plan_.line_count(); ++id)
+    if (plan_.family(id) == family) in[plan_.key(id).object] = true;
+  double e = 0, g = 0;
+  for (const auto& [k, m] : lines_)
+    if (in.count(k.object)) e += m.traffic(0, seconds_).total();
+  for (const auto& [k, t] : gap_x_)
+    if (in.count(k.object)) g += t.total() / (seconds_ > 0 ? seconds_ : 1.0);
+  return {e, g};
+}
+
+std::optional<ExactAccumulator::WhatIfCounts> ExactAccumulator::what_if(const std::string& id) const {
+  for (const auto& [w, acc] : what_ifs_) {
+    if (w != id) continue;
+    const std::string& fam = [&]() -> const std::string& {
+      for (const WhatIf& x : what_ifs())
+        if (x.id == id) return x.family;
+      return id;
+    }();
+    WhatIfCounts c;
+    std::tie(c.before_exact, c.before_gap) = family_totals(fam);
+    std::tie(c.after_exact, c.after_gap) = acc->family_totals(fam);
+    return c;
+  }
+  return std::nullopt;
+}
 
 void ExactAccumulator::add(double seconds, const ExactBatch& b) {
+  for (auto& [w, acc] : what_ifs_) acc->add(seconds, b);
   ++batches_;
   if (seconds > 0) seconds_ += seconds;
   lost_ = b.lost > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + b.lost;  // saturates: never wraps to "0 lost"

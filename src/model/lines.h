@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -318,8 +319,13 @@ class CoherenceAccumulator {
 /// touch (event_lines() on the recording's layout, layout_of()), fed in time order.
 class ExactAccumulator {
  public:
-  /// meta must outlive the accumulator.
+  /// meta must outlive the accumulator. The records are also replayed, exactly and by the
+  /// gap model, on the layout of every seed patch the kernel lacks (what_if()).
   explicit ExactAccumulator(const Meta& meta);
+  /// The same on `layout` instead of the recording's, without what-ifs (what a what-if
+  /// replays on).
+  ExactAccumulator(const Meta& meta, const CoherenceLayout& layout);
+  ~ExactAccumulator();
   /// One interval's records (in time order, after the previous batch's) and its length.
   /// A record out of time order or naming a CPU out of range is skipped (counted in skipped()).
   void add(double seconds, const ExactBatch& b);
@@ -339,6 +345,13 @@ class ExactAccumulator {
   /// touched the line. What the default figure would be with per-CPU gap state, checked
   /// here against the exact count of the same accesses.
   std::optional<LineTraffic> gap_traffic(const LineKey& k) const;
+  /// A seed patch replayed on the records: the family's transfers/s summed over its lines,
+  /// exact and by the gap model, on this kernel's layout (before) and the patched one
+  /// (after). nullopt when the what-if does not apply (this kernel lacks the field).
+  struct WhatIfCounts {
+    double before_exact = 0, after_exact = 0, before_gap = 0, after_gap = 0;
+  };
+  std::optional<WhatIfCounts> what_if(const std::string& id) const;
 
  private:
   const Meta& meta_;
@@ -352,6 +365,10 @@ class ExactAccumulator {
   std::map<LineKey, uint32_t> gap_ids_;
   std::vector<LineKey> gap_keys_;
   std::map<LineKey, LineTraffic> gap_x_;  ///< gap model transfers x seconds, summed over intervals
+  /// The family's exact and gap transfers/s over seconds().
+  std::pair<double, double> family_totals(const std::string& family) const;
+  /// Per what_ifs() entry that applies: the records replayed on its layout.
+  std::vector<std::pair<std::string, std::unique_ptr<ExactAccumulator>>> what_ifs_;
   uint64_t records_ = 0, lost_ = 0, skipped_ = 0, batches_ = 0, last_ts_ = 0;
   double seconds_ = 0;
 };

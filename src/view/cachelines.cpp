@@ -142,6 +142,14 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
                                            : nlohmann::json(nullptr);
       j["before_stall_ns_per_s"] = w.before_stall_ns_per_s;
       j["after_stall_ns_per_s"] = w.after_stall_ns_per_s;
+      if (const auto x = exact ? exact->what_if(w.what.id) : std::nullopt) {
+        // The same accesses replayed on the patched layout: exactly, and by the gap model.
+        const auto ratio = [](double b, double a) { return b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
+        j["exact"] = {{"before_xfers_per_s", x->before_exact}, {"after_xfers_per_s", x->after_exact},
+                      {"ratio", ratio(x->before_exact, x->after_exact)}};
+        j["gap"] = {{"before_xfers_per_s", x->before_gap}, {"after_xfers_per_s", x->after_gap},
+                    {"ratio", ratio(x->before_gap, x->after_gap)}};
+      }
     }
     wi.push_back(j);
   }
@@ -221,6 +229,16 @@ std::string cachelines_text(const nlohmann::json& c) {
                        w["patch"].get<std::string>(), w["lines"].get<std::string>(), fmt_rate(b), fmt_rate(a),
                        w["ratio"].is_null() ? std::string("no traffic before") : fmt::format("x{:.2f}", a / b),
                        w["before_stall_ns_per_s"].get<double>() / 1e3, w["after_stall_ns_per_s"].get<double>() / 1e3);
+    if (w.contains("exact")) {
+      const auto r = [](const nlohmann::json& o) {
+        return o["ratio"].is_null() ? std::string("no traffic before") : fmt::format("x{:.2f}", o["ratio"].get<double>());
+      };
+      const auto& e = w["exact"];
+      const auto& g = w["gap"];
+      out += fmt::format("    the records replayed: exact {} -> {} xfer/s ({}); gap model {} -> {} xfer/s ({})\n",
+                         fmt_rate(e["before_xfers_per_s"].get<double>()), fmt_rate(e["after_xfers_per_s"].get<double>()), r(e),
+                         fmt_rate(g["before_xfers_per_s"].get<double>()), fmt_rate(g["after_xfers_per_s"].get<double>()), r(g));
+    }
   }
   std::vector<std::string> seen;
   for (const auto& l : c["lines"])

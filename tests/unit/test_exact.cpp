@@ -355,5 +355,57 @@ TEST(ExactReport, NoExactFramesNoExactKeys) {
   nlohmann::json r = rb.build(m, SourceInfo{});
   EXPECT_FALSE(r["cachelines"].contains("exact"));
   ASSERT_FALSE(r["cachelines"]["lines"].empty());
-  for (const auto& l : r["cachelines"]["lines"]) EXPECT_FALSE(l.contains("exact"));
+  for (const auto& l : r["cachelines"]["lines"]) {
+    EXPECT_FALSE(l.contains("exact"));
+    EXPECT_FALSE(l.contains("gap"));
+  }
+  for (const auto& w : r["cachelines"]["what_if"]) EXPECT_FALSE(w.contains("exact") || w.contains("gap")) << w.dump();
+}
+
+TEST(ExactReport, GapModelAndWhatIfsOfTheRecords) {
+  // CPU 0 calls nohz_balance_enter_idle 4 times 1 ns apart, CPU 2 once a second later: each
+  // writes nohz.has_blocked. Exact: CPU 0's first write is cold, its next three hit, CPU 2's
+  // misses: 1 transfer in 2 s. Gap model: CPU 2's write and CPU 0's first (no earlier access
+  // known: taken as a long gap) miss, CPU 0's next three (1 ns after its own) almost never
+  // (CPU 2's one access in 2 s falls in a 1 ns window with p = 5e-10): 2 in 2 s.
+  const Meta m = exact_meta();
+  const uint16_t calls = word_of(m, "nohz_enter", "calls");
+  const uint16_t pr = static_cast<uint16_t>(m.probe_index("nohz_enter"));
+  const uint64_t t0 = m.start_mono_ns;
+  ExactBatch b;
+  b.records = {{t0 + 1, 0, pr, calls}, {t0 + 2, 0, pr, calls}, {t0 + 3, 0, pr, calls}, {t0 + 4, 0, pr, calls},
+               {t0 + 1'000'000'000, 2, pr, calls}};
+  nlohmann::json r = exact_report(b);
+  const auto& c = r["cachelines"];
+  EXPECT_EQ(c["estimate"], "independent arrivals");
+  bool found = false;
+  for (const auto& l : c["lines"]) {
+    ASSERT_TRUE(l.contains("gap")) << l["name"];
+    if (l["object"] != "nohz" || l["line"] != 0) continue;
+    found = true;
+    EXPECT_DOUBLE_EQ(l["exact"]["xfers_per_s"].get<double>(), 0.5);
+    EXPECT_NEAR(l["gap"]["xfers_per_s"].get<double>(), 1.0, 1e-6);
+    EXPECT_NEAR(l["gap"]["write_xfers_per_s"].get<double>(), 1.0, 1e-6);
+    EXPECT_NEAR(l["gap"]["ratio"].get<double>(), 2.0, 1e-5);
+  }
+  EXPECT_TRUE(found);
+  // The what-if replays the records on the layout without nohz.nr_cpus: has_blocked stays
+  // in line 0, so the family's figures do not move; both are given.
+  bool wi = false;
+  for (const auto& w : c["what_if"]) {
+    if (w["id"] != "nohz_nr_cpus") continue;
+    wi = true;
+    ASSERT_TRUE(w["applies"].get<bool>());
+    ASSERT_TRUE(w.contains("exact") && w.contains("gap")) << w.dump();
+    EXPECT_DOUBLE_EQ(w["exact"]["before_xfers_per_s"].get<double>(), 0.5);
+    EXPECT_DOUBLE_EQ(w["exact"]["after_xfers_per_s"].get<double>(), 0.5);
+    EXPECT_NEAR(w["gap"]["before_xfers_per_s"].get<double>(), 1.0, 1e-6);
+    EXPECT_NEAR(w["gap"]["after_xfers_per_s"].get<double>(), 1.0, 1e-6);
+  }
+  EXPECT_TRUE(wi);
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find("gap model of the records' per-CPU gaps: 1.0 xfer/s (gap/exact x2.00)"), std::string::npos) << text;
+  EXPECT_NE(text.find("the records replayed: exact 0.5 -> 0.5 xfer/s (x1.00); gap model 1.0 -> 1.0 xfer/s (x1.00)"),
+            std::string::npos)
+      << text;
 }
