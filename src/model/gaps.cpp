@@ -10,17 +10,29 @@
 
 namespace schedhot {
 
-double gap_lower(uint32_t b) {
+namespace {
+
+double lower_of(uint32_t b) {
   if (b == 0) return 0;
   const uint32_t m = SH_GAP_MIN_MSB + (b - 1) / 2, s = (b - 1) % 2;
   if (b >= kGapBuckets - 1) return std::ldexp(1.0, SH_GAP_MAX_MSB + 1);
   return std::ldexp(2.0 + s, int(m) - 1);
 }
 
-double gap_upper(uint32_t b) {
-  if (b >= kGapBuckets - 1) return std::numeric_limits<double>::infinity();
-  return gap_lower(b + 1);
-}
+struct Bounds {
+  std::array<double, kGapBuckets + 1> lo{};
+  Bounds() {
+    for (uint32_t b = 0; b < kGapBuckets; ++b) lo[b] = lower_of(b);
+    lo[kGapBuckets] = std::numeric_limits<double>::infinity();
+  }
+};
+const Bounds kBounds;
+
+}  // namespace
+
+double gap_lower(uint32_t b) { return kBounds.lo[std::min(b, kGapBuckets)]; }
+
+double gap_upper(uint32_t b) { return kBounds.lo[std::min(b + 1, kGapBuckets)]; }
 
 double CpuGaps::writes() const {
   double n = 0;
@@ -73,7 +85,7 @@ double slope(const double* h, uint32_t b) {
 // window of length g placed at random holds none of its events. h: the gaps (last bucket:
 // unbounded), n: their number, lambda: events per ns. out[i] = Q at point i (0 when
 // below kZero).
-void window_survival(const double* h, double lambda, std::array<double, kEval>& out) {
+void window_survival(const double* h, double lambda, const std::array<char, kFinite>& need, std::array<double, kEval>& out) {
   double n = 0;
   for (uint32_t b = 0; b < kGapBuckets; ++b) n += h[b];
   if (n <= 0 || lambda <= 0) {
@@ -88,7 +100,7 @@ void window_survival(const double* h, double lambda, std::array<double, kEval>& 
     above -= nb;  // gaps above the whole bucket
     // integral over [0, x) of the share of the bucket's gaps above lo + x
     const auto part = [&](double x) { return x - (x * x / 2 + beta * (x * x * x / 6 - w * x * x / 4)) / w; };
-    for (int k = 0; k < kPoints; ++k) {
+    for (int k = 0; k < kPoints && need[b]; ++k) {
       const double x = pts[b * kPoints + k] - lo;
       const double integ = cum + (above * x + nb * part(x)) / n;
       const double q = 1.0 - lambda * integ;
@@ -101,8 +113,10 @@ void window_survival(const double* h, double lambda, std::array<double, kEval>& 
 struct Sums {
   std::array<double, kEval> log{};
   std::array<uint32_t, kEval> zeros{};
-  void add(const std::array<double, kEval>& q, int sign) {
+  // Only the points of the buckets some CPU's own gaps fall in are used (misses()).
+  void add(const std::array<double, kEval>& q, const std::array<char, kFinite>& need, int sign) {
     for (uint32_t i = 0; i < kEval; ++i) {
+      if (!need[i / kPoints]) continue;
       if (q[i] > 0)
         log[i] += sign * std::log(q[i]);
       else
@@ -155,16 +169,22 @@ void gap_model(const TopologyIndex& topo, std::span<const CpuGaps> cpus, double 
   W = {};
   thread_local std::array<double, kEval> qa, qw;
   thread_local std::array<double, kGapBuckets> all;
+  thread_local std::array<char, kFinite> need;  // buckets where some CPU's own gaps fall
+  need.fill(0);
+  for (const CpuGaps& c : cpus)
+    for (uint32_t b = 0; b < kFinite; ++b) need[b] |= c.ww[b] > 0 || c.ra[b] > 0;
   size_t accessors = 0, writers = 0;
   for (const CpuGaps& c : cpus) {
     for (uint32_t b = 0; b < kGapBuckets; ++b) all[b] = c.wa[b] + c.ra[b];
     const double na = c.writes() + c.reads(), nw = c.writes();
     accessors += na > 0;
     writers += nw > 0;
-    window_survival(all.data(), na / ns, qa);
-    window_survival(c.ww.data(), nw / ns, qw);
-    A.add(qa, +1);
-    W.add(qw, +1);
+    if (na <= 0) continue;  // survival 1 everywhere: adds nothing
+    window_survival(all.data(), na / ns, need, qa);
+    A.add(qa, need, +1);
+    if (nw <= 0) continue;
+    window_survival(c.ww.data(), nw / ns, need, qw);
+    W.add(qw, need, +1);
   }
   thread_local std::vector<CpuAccessRate> rates;
   thread_local std::vector<std::pair<double, double>> given;
@@ -173,12 +193,12 @@ void gap_model(const TopologyIndex& topo, std::span<const CpuGaps> cpus, double 
   for (const CpuGaps& c : cpus) {
     for (uint32_t b = 0; b < kGapBuckets; ++b) all[b] = c.wa[b] + c.ra[b];
     const double nw = c.writes(), nr = c.reads(), na = nw + nr;
-    window_survival(all.data(), na / ns, qa);
-    window_survival(c.ww.data(), nw / ns, qw);
+    if (nw > 0) window_survival(all.data(), na / ns, need, qa);  // c's own terms, taken out of the sums
+    if (nr > 0) window_survival(c.ww.data(), nw / ns, need, qw);
     const bool other_access = accessors > (na > 0 ? 1u : 0u);
     const bool other_write = writers > (nw > 0 ? 1u : 0u);
-    const double wx = other_access ? misses(c.ww.data(), A, qa, true) : 0.0;
-    const double rx = other_write ? misses(c.ra.data(), W, qw, true) : 0.0;
+    const double wx = other_access && nw > 0 ? misses(c.ww.data(), A, qa, true) : 0.0;
+    const double rx = other_write && nr > 0 ? misses(c.ra.data(), W, qw, true) : 0.0;
     rates.push_back({c.cpu, nr / seconds, nw / seconds});
     given.emplace_back(rx / seconds, wx / seconds);
   }

@@ -1,6 +1,7 @@
 // Speed of the coherence model and the exact machine (src/model/coherence.h): figures
 // printed (thread CPU time), nothing asserted. Run by hand: build/tests/schedhot_bench_coherence
 //   - model: us per line with 8192 active CPUs (8 packages x 8 LLCs x 64 cores x 2 threads)
+//   - gap model: us per line with 64 and 8192 active CPUs
 //   - exact: accesses/s fed, seeded random streams over 64 and 8192 CPUs and 8 lines
 #include <time.h>
 
@@ -9,6 +10,7 @@
 #include <vector>
 
 #include "model/coherence.h"
+#include "model/gaps.h"
 
 using namespace schedhot;
 
@@ -74,6 +76,26 @@ int main() {
   for (int i = 0; i < iters * 100; ++i) sink += coherence_model(idx, few).total();
   const double sec2 = cpu_seconds() - t0;
   std::printf("model: %zu active CPUs of 8192: %.2f us per line\n", few.size(), sec2 / (iters * 100) * 1e6);
+
+  {
+    // The gap model (model/gaps.h) of one line: every CPU's gaps spread over 12 buckets.
+    std::vector<CpuGaps> g(in.size());
+    for (size_t c = 0; c < in.size(); ++c) {
+      g[c].cpu = in[c].cpu;
+      for (uint32_t b = 10; b < 22; ++b) {
+        g[c].ww[b] = g[c].wa[b] = in[c].writes_per_s / 12;
+        g[c].ra[b + 2] = in[c].reads_per_s / 12;
+      }
+    }
+    for (size_t n : {size_t(64), g.size()}) {
+      const int it = n == 64 ? iters * 10 : 10;
+      t0 = cpu_seconds();
+      for (int i = 0; i < it; ++i) sink += gap_model(idx, std::span(g).first(n), 1.0).total();
+      const double s3 = cpu_seconds() - t0;
+      std::printf("gap model: %zu active CPUs: %.1f us per line (%.1f ns per CPU)\n", n, s3 / it * 1e6,
+                  s3 / it / double(n) * 1e9);
+    }
+  }
 
   const auto small = make_topo(2, 2, 8, 2);
   const TopologyIndex sidx(small);

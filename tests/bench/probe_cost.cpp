@@ -40,6 +40,7 @@
 
 #include "schedhot/abi.h"  // before the skeleton: it names struct sh_hist
 #include "probe_cost.skel.h"
+#include "probe_cost/gap_proto.h"
 #include "probe/exact_reader.h"
 
 
@@ -64,8 +65,12 @@ const std::vector<Variant> kVariants = {
     {"usual: hash ts + global hist", {"pc_usual_enter", "pc_usual_exit"}, 2},
     {"count + --exact record", {"pc_count_exact"}, 1, true},
     {"cpupri_set + --exact (3 rec)", {"pc_cpupri"}, 1, true},
+    {"count + gap state (1 line)", {"pc_count_gap"}, 1},
+    {"timed + gap state (1 line)", {"pc_timed_gap_enter", "pc_timed_exit"}, 2},
+    {"cpupri_set + gap state (2 lines)", {"pc_cpupri_gap"}, 1},
 };
-constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
+constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9,
+              kCountGap = 10, kTimedGap = 11, kCpupriGap = 12;
 
 std::string g_log;
 int capture(enum libbpf_print_level, const char* fmt, va_list ap) {
@@ -149,7 +154,33 @@ probe_cost_bpf* open_load(int ncpus, bool exact) {
     probe_cost_bpf__destroy(skel);
     return nullptr;
   }
+  // The gap state's routes: word 0 writes one line (id 1), word 1 two (ids 2 and 3).
+  const struct {
+    __u32 word;
+    __u32 id0, id1, write;
+  } routes[] = {{0, 1, 0, 1}, {1, 2, 3, 3}};
+  for (const auto& r : routes) {
+    __u32 v[4] = {r.id0, r.id1, r.write, 0};
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.pc_gap_routes), &r.word, v, BPF_ANY) != 0) {
+      fmt::print(stderr, "schedhot: probe_cost: cannot set the gap routes: {}\n", strerror(errno));
+      probe_cost_bpf__destroy(skel);
+      return nullptr;
+    }
+  }
   return skel;
+}
+
+/// Writes counted into the gap tables of every CPU (the prototype's histograms saw the calls).
+uint64_t sum_gap_writes(struct bpf_map* map, int ncpus) {
+  uint64_t n = 0;
+  std::vector<pc_gap_slot> v(1);
+  for (int c = 0; c < ncpus; ++c) {
+    __u32 key = __u32(c);
+    if (bpf_map_lookup_elem(bpf_map__fd(map), &key, v.data()) != 0) continue;
+    for (const auto& l : v[0].line)
+      for (auto x : l.ww) n += x;
+  }
+  return n;
 }
 
 int usage() {
@@ -273,6 +304,18 @@ int main(int argc, char** argv) {
   }
   fmt::print("events seen: timed {} (per-CPU histograms), usual {} (global histogram)\n", timed_events,
              usual_events);
+  const uint64_t gap_writes = sum_gap_writes(skel->maps.pc_gap_slots, ncpus);
+  if (gap_writes == 0) {
+    fmt::print(stderr, "schedhot: probe_cost: the gap state prototype counted nothing\n");
+    return 1;
+  }
+  for (size_t m = 0; m < modes.size(); ++m) {
+    const auto med = [&](int v) { return stats(res[m][v]).median; };
+    fmt::print("{:>7}  gap state (prototype) adds {:+.1f} ns to a counting probe (with its clock read), {:+.1f} ns to a "
+               "timed one, {:+.1f} ns to cpupri_set (2 lines); {} gap-histogram writes counted\n",
+               modes[m].name, med(kCountGap) - med(kCount), med(kTimedGap) - med(kTimed), med(kCpupriGap) - med(kCpupri),
+               gap_writes);
+  }
   drain.request_stop();
   drain.join();
   for (size_t m = 0; m < modes.size(); ++m) {
