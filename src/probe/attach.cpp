@@ -292,17 +292,15 @@ bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
 std::vector<int> ProbeSet::poll(int timeout_ms) {
   std::vector<int> changed;
   bool any = false;
-  // --exact: the records' buffers take the wait; the pollers then only take what is there.
-  const int wait = exact_ ? 0 : timeout_ms;
+  // --exact's records are read by ExactReader's own thread: nothing of them to service here.
   for (size_t i = 0; i < probes_.size(); ++i) {
     auto& poller = probes_[i].poller;
     if (!poller) continue;
     any = true;
-    if (poller->poll(wait, status_[i])) changed.push_back(static_cast<int>(i));
+    if (poller->poll(timeout_ms, status_[i])) changed.push_back(static_cast<int>(i));
     if (poller->done()) poller.reset();
   }
-  if (exact_) exact_->service(timeout_ms);
-  else if (!any && timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
+  if (!any && timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);
   return changed;
 }
 

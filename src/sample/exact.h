@@ -16,12 +16,11 @@ namespace schedhot {
 /// heap: O(n log k) for n records in k non-empty streams. Consumes the streams.
 std::vector<ExactRecord> merge_by_time(std::vector<std::vector<ExactRecord>>& streams);
 
-/// Where --exact records come from (the recording loop services it).
+/// Where --exact records come from (the recording loop takes them at every sample; the
+/// source reads its buffers on its own meanwhile).
 class ExactSource {
  public:
   virtual ~ExactSource() = default;
-  /// Waits up to timeout_ms for records and buffers them (the loop's idle time).
-  virtual void service(int timeout_ms) = 0;
   /// Drains what the kernel has written, then returns the buffered records with
   /// ts_ns <= upto_ns in time order and the losses counted since the last take; later
   /// records stay buffered for the next call.

@@ -213,7 +213,8 @@ int main(int argc, char** argv) {
   probe_cost_bpf* skel = open_load(ncpus, false);
   probe_cost_bpf* skelx = skel ? open_load(ncpus, true) : nullptr;
   if (!skel || !skelx) return 1;
-  // The reader of --exact records, as record runs it: service() then take() of all due.
+  // The reader of --exact records, as record runs it: its own thread reads the buffers, a
+  // take() of all due every 50 ms (record's takes are one per sample).
   std::unique_ptr<schedhot::ExactReader> reader;
   try {
     reader = std::make_unique<schedhot::ExactReader>(bpf_map__fd(skelx->maps.sh_exact_events), uint32_t(ncpus));
@@ -224,7 +225,7 @@ int main(int argc, char** argv) {
   // A jthread: any return below stops and joins it before the reader goes.
   std::jthread drain([&](std::stop_token st) {
     while (!st.stop_requested()) {
-      reader->service(50);
+      usleep(50000);
       (void)reader->take(UINT64_MAX);
     }
     (void)reader->take(UINT64_MAX);
@@ -324,8 +325,8 @@ int main(int argc, char** argv) {
     fmt::print("{:>7}  --exact adds {:+.1f} ns to a counting probe (1 record), {:+.1f} ns to cpupri_set (3 records)\n",
                modes[m].name, cnt, cp);
   }
-  fmt::print("--exact records: {} received, {} lost (perf buffers of 256 pages per CPU, drained by one thread)\n",
-             reader->received(), reader->lost_total());
+  fmt::print("--exact records: {} received, {} lost (perf buffers of {} pages per CPU, read by ExactReader's thread)\n",
+             reader->received(), reader->lost_total(), reader->pages());
   probe_cost_bpf__destroy(skelx);
   probe_cost_bpf__destroy(skel);
   return 0;

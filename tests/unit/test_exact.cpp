@@ -3,6 +3,8 @@
 // report's exact figures on a synthetic recording with hand-counted transfers.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -10,8 +12,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <unistd.h>
+
 #include "model/interval.h"
 #include "model/lines.h"
+#include "probe/exact_reader.h"
 #include "sample/exact.h"
 #include "store/driver.h"
 #include "store/recording.h"
@@ -218,7 +225,6 @@ struct FakeCursor : LiveCursor {
 struct FakeExact : ExactSource {
   std::vector<ExactRecord> recs;  // in time order
   uint64_t lost = 0;
-  void service(int) override {}
   ExactBatch take(uint64_t upto) override {
     ExactBatch b;
     while (!recs.empty() && recs.front().ts_ns <= upto) {
@@ -408,4 +414,28 @@ TEST(ExactReport, GapModelAndWhatIfsOfTheRecords) {
   EXPECT_NE(text.find("the records replayed: exact 0.5 -> 0.5 xfer/s (x1.00); gap model 1.0 -> 1.0 xfer/s (x1.00)"),
             std::string::npos)
       << text;
+}
+
+// The reader's thread on a real (empty) perf event array: started by the constructor,
+// take() answers while it runs, and the destructor stops it at once (its eventfd, not
+// the drain period). Root: the map and the perf events need it.
+TEST(ExactReader, ThreadStartsAndStopsPromptly) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root (BPF map, perf events)";
+  const int ncpus = libbpf_num_possible_cpus();
+  ASSERT_GT(ncpus, 0);
+  const int fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sh_exact_test", 4, 4, uint32_t(ncpus), nullptr);
+  if (fd < 0) GTEST_SKIP() << "cannot create a perf event array";
+  {
+    auto r = std::make_unique<ExactReader>(fd, uint32_t(ncpus), 8);
+    EXPECT_EQ(r->pages(), 8u);
+    ExactBatch b = r->take(UINT64_MAX);
+    EXPECT_TRUE(b.records.empty());
+    EXPECT_EQ(b.lost, 0u);
+    const auto t0 = std::chrono::steady_clock::now();
+    r.reset();
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::milliseconds(ExactReader::kDrainMs / 2 + 20));
+  }
+  EXPECT_GE(ExactReader::default_pages(1) * size_t(sysconf(_SC_PAGESIZE)), size_t(1) << 20);
+  EXPECT_LE(ExactReader::default_pages(4096) * size_t(sysconf(_SC_PAGESIZE)), size_t(1) << 20);
+  close(fd);
 }
