@@ -3,6 +3,11 @@
 // to GapTracker (the probes' per-CPU gap state, built here from the records' times), and
 // prints per line the independent-arrivals model, the gap model and the exact count.
 //   build/tests/schedhot_gap_replay REC.shot...
+// Analysis knobs (environment), for what README "Cachelines" and issue 29's note report:
+//   GAP_PER=OBJECT      per interval, the gap model and the exact count of OBJECT's lines
+//   GAP_DUMP=OBJECT     the first 400 records touching OBJECT after GAP_FROM seconds (3)
+//   GAP_BIN_MS=X        the gap model run on bins of X ms with the others' rates of each bin
+//                       (the time-binned variant that was measured and rejected)
 #include <cstdio>
 #include <cstdlib>
 #include <map>
