@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -34,17 +35,9 @@ double gap_lower(uint32_t b) { return kBounds.lo[std::min(b, kGapBuckets)]; }
 
 double gap_upper(uint32_t b) { return kBounds.lo[std::min(b + 1, kGapBuckets)]; }
 
-double CpuGaps::writes() const {
-  double n = 0;
-  for (double x : ww) n += x;
-  return n;
-}
+double CpuGaps::writes() const { return std::accumulate(ww.begin(), ww.end(), 0.0); }
 
-double CpuGaps::reads() const {
-  double n = 0;
-  for (double x : ra) n += x;
-  return n;
-}
+double CpuGaps::reads() const { return std::accumulate(ra.begin(), ra.end(), 0.0); }
 
 namespace {
 

@@ -76,6 +76,24 @@ std::vector<LineAccess> poisson_stream(const std::vector<Rates>& rates, size_t n
   return out;
 }
 
+// The machines of the Poisson checks: 2, 16, 128 and 1024 CPUs.
+struct PoissonCase {
+  int pkgs, llcs, cores, smt;
+};
+constexpr PoissonCase kPoissonCases[] = {{1, 1, 1, 2}, {2, 2, 2, 2}, {2, 4, 8, 2}, {4, 8, 16, 2}};
+
+// Their rates: over a 10x range, write share 0..60 %, some CPUs read-only; 2 CPUs by hand.
+std::vector<Rates> poisson_case_rates(size_t n) {
+  if (n == 2) return {{3000, 1000}, {500, 2000}};
+  std::vector<Rates> rates(n);
+  for (size_t c = 0; c < n; ++c) {
+    const double rate = 1000.0 * (1 + (c * 7) % 10);
+    const double wf = c % 5 == 3 ? 0.0 : 0.1 * double((c * 3) % 7);
+    rates[c] = {rate * (1 - wf), rate * wf};
+  }
+  return rates;
+}
+
 std::vector<CpuAccessRate> as_model_input(const std::vector<Rates>& rates) {
   std::vector<CpuAccessRate> in;
   for (uint32_t c = 0; c < rates.size(); ++c)
@@ -378,20 +396,11 @@ TEST(Coherence, ModelSplitEqualsPairwiseSum) {
 // Model against exact on independent Poisson streams
 
 TEST(Coherence, ModelMatchesExactOnPoissonStreams) {
-  struct Case {
-    int pkgs, llcs, cores, smt;
-  };
-  for (const Case k : {Case{1, 1, 1, 2}, Case{2, 2, 2, 2}, Case{2, 4, 8, 2}, Case{4, 8, 16, 2}}) {
+  for (const PoissonCase& k : kPoissonCases) {
     const auto t = make_topo(k.pkgs, k.llcs, k.cores, k.smt);
     const TopologyIndex idx(t);
     const size_t n = t.size();
-    std::vector<Rates> rates(n);
-    for (size_t c = 0; c < n; ++c) {  // rates over a 10x range, write share 0..60 %; some read-only
-      const double rate = 1000.0 * (1 + (c * 7) % 10);
-      const double wf = c % 5 == 3 ? 0.0 : 0.1 * double((c * 3) % 7);
-      rates[c] = {rate * (1 - wf), rate * wf};
-    }
-    if (n == 2) rates = {{3000, 1000}, {500, 2000}};
+    const std::vector<Rates> rates = poisson_case_rates(n);
     double L = 0;
     for (const auto& r : rates) L += r.r + r.w;
     const size_t N = 200'000;
@@ -580,20 +589,11 @@ TEST(GapModel, BucketsMatchTheProbesGeometry) {
 TEST(GapModel, EqualsIndependentArrivalsOnPoissonStreams) {
   // The model's derivation, with the others' renewal processes Poisson, is the
   // independent-arrivals formula: on the same Poisson streams both are the exact count.
-  struct Case {
-    int pkgs, llcs, cores, smt;
-  };
-  for (const Case k : {Case{1, 1, 1, 2}, Case{2, 2, 2, 2}, Case{2, 4, 8, 2}, Case{4, 8, 16, 2}}) {
+  for (const PoissonCase& k : kPoissonCases) {
     const auto t = make_topo(k.pkgs, k.llcs, k.cores, k.smt);
     const TopologyIndex idx(t);
     const size_t n = t.size();
-    std::vector<Rates> rates(n);
-    for (size_t c = 0; c < n; ++c) {
-      const double rate = 1000.0 * (1 + (c * 7) % 10);
-      const double wf = c % 5 == 3 ? 0.0 : 0.1 * double((c * 3) % 7);
-      rates[c] = {rate * (1 - wf), rate * wf};
-    }
-    if (n == 2) rates = {{3000, 1000}, {500, 2000}};
+    const std::vector<Rates> rates = poisson_case_rates(n);
     const auto s = poisson_stream(rates, 400'000, 77 + n);
     const double seconds = double(s.back().ts_ns) * 1e-9;
     const auto e = run_exact(idx, s, seconds);

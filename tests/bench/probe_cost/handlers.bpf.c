@@ -117,6 +117,21 @@ static __always_inline void pc_gap_note(__u32 word, __u64 now)
 		pc_gap_line_note(g, r->id[1], r->write & 2, now);
 }
 
+/* Alternates NORMAL (0) and RT (50) on this CPU: every call is a transition that counts
+ * trans[], vec_set[] and vec_clear[], as a real priority change does. false: no slot. */
+static __always_inline bool pc_cpupri_transition(void *ctx)
+{
+	struct sh_cpupri_set_slot *s = SH_THIS_SLOT(cpupri_set_slots);
+	int old, new;
+
+	if (!s)
+		return false;
+	old = (s->f.calls & 1) ? 50 : 0;
+	new = (s->f.calls & 1) ? 0 : 50;
+	cpupri_set_core(ctx, 0, old, new, sh_cpupri_nr_prios, false);
+	return true;
+}
+
 /* The tgid filter of every program. */
 #define PC_FILTER()                                                    \
 	do {                                                           \
@@ -211,17 +226,9 @@ int pc_timed_gap_enter(void *ctx)
 SEC("raw_tp/sys_enter")
 int pc_cpupri_gap(void *ctx)
 {
-	struct sh_cpupri_set_slot *s;
-	int old, new;
-
 	PC_FILTER();
-	s = SH_THIS_SLOT(cpupri_set_slots);
-	if (!s)
-		return 1;
-	old = (s->f.calls & 1) ? 50 : 0;
-	new = (s->f.calls & 1) ? 0 : 50;
-	cpupri_set_core(ctx, 0, old, new, sh_cpupri_nr_prios, false);
-	pc_gap_note(1, 0);  /* route 1: two written lines (vec[old], vec[new]) */
+	if (pc_cpupri_transition(ctx))
+		pc_gap_note(1, 0);  /* route 1: two written lines (vec[old], vec[new]) */
 	return 1;
 }
 
@@ -252,18 +259,8 @@ int pc_timed_exit(void *ctx)
 SEC("raw_tp/sys_enter")
 int pc_cpupri(void *ctx)
 {
-	struct sh_cpupri_set_slot *s;
-	int old, new;
-
 	PC_FILTER();
-	/* Alternate NORMAL (0) and RT (50) on each CPU: every call is a transition that
-	 * counts trans[], vec_set[] and vec_clear[], as a real priority change does. */
-	s = SH_THIS_SLOT(cpupri_set_slots);
-	if (!s)
-		return 1;
-	old = (s->f.calls & 1) ? 50 : 0;
-	new = (s->f.calls & 1) ? 0 : 50;
-	cpupri_set_core(ctx, 0, old, new, sh_cpupri_nr_prios, false);
+	pc_cpupri_transition(ctx);
 	return 1;
 }
 
