@@ -336,6 +336,15 @@ void ExactCoherence::feed(const LineAccess& a) {
   }
 }
 
+void ExactCoherence::clear_counts() {
+  for (Line& l : lines_) {
+    l.accesses = l.cold = 0;
+    l.counts.clear();
+    l.slot.clear();
+  }
+  lost_ = 0;
+}
+
 uint64_t ExactCoherence::accesses(uint32_t line) const { return line < lines_.size() ? lines_[line].accesses : 0; }
 uint64_t ExactCoherence::cold(uint32_t line) const { return line < lines_.size() ? lines_[line].cold : 0; }
 uint32_t ExactCoherence::holders(uint32_t line) const {

@@ -232,6 +232,10 @@ class ExactCoherence {
   /// a miss (see test LostWriteCanAddATransfer): say so when lost() > 0.
   void add_lost(uint64_t n) { lost_ = n > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + n; }  ///< saturates
   uint64_t lost() const { return lost_; }
+  /// Forgets the counts (transfers, accesses, cold misses, lost) but keeps each line's
+  /// state (holders, last writer, last accessors) and the time order: the accesses fed
+  /// next are counted as they follow the ones before.
+  void clear_counts();
 
   uint32_t lines() const { return static_cast<uint32_t>(lines_.size()); }
   uint32_t ncpus() const { return ncpus_; }

@@ -986,7 +986,49 @@ void ExactAccumulator::add(double seconds, const ExactBatch& b) {
     acc.read_xfers_per_s += t.read_xfers_per_s * seconds;
     acc.write_xfers_per_s += t.write_xfers_per_s * seconds;
     for (int d = 0; d < kXferDistances; ++d) acc.by_distance[size_t(d)] += t.by_distance[size_t(d)] * seconds;
+    // Per CPU (both ascending cpu): merged.
+    for (const CpuXfers& c : t.cpus) {
+      auto it = std::lower_bound(acc.cpus.begin(), acc.cpus.end(), c.cpu,
+                                 [](const CpuXfers& x, uint32_t cpu) { return x.cpu < cpu; });
+      if (it == acc.cpus.end() || it->cpu != c.cpu) {
+        CpuXfers z;
+        z.cpu = c.cpu;
+        it = acc.cpus.insert(it, z);
+      }
+      it->read_xfers_per_s += c.read_xfers_per_s * seconds;
+      it->write_xfers_per_s += c.write_xfers_per_s * seconds;
+      for (int d = 0; d < kXferDistances; ++d) it->by_distance[size_t(d)] += c.by_distance[size_t(d)] * seconds;
+    }
   }
+}
+
+void ExactAccumulator::restart() {
+  for (auto& [w, acc] : what_ifs_) acc->restart();
+  for (auto& [k, m] : lines_) m.clear_counts();
+  for (uint32_t id : gaps_.lines()) (void)gaps_.take(id);  // the histograms so far: the last times stay
+  gap_x_.clear();
+  by_word_.clear();
+  records_ = lost_ = skipped_ = batches_ = 0;
+  seconds_ = 0;
+}
+
+void ExactAccumulator::clear() {
+  for (auto& [w, acc] : what_ifs_) acc->clear();
+  lines_.clear();
+  gaps_ = GapTracker{};
+  gap_x_.clear();
+  by_word_.clear();
+  records_ = lost_ = skipped_ = batches_ = last_ts_ = 0;
+  seconds_ = 0;
+}
+
+void ExactAccumulator::interval(const ExactBatch* before, double seconds, const ExactBatch& b) {
+  clear();
+  if (before) {
+    add(0, *before);
+    restart();
+  }
+  add(seconds, b);
 }
 
 std::optional<LineTraffic> ExactAccumulator::gap_traffic(const LineKey& k) const {
@@ -997,6 +1039,11 @@ std::optional<LineTraffic> ExactAccumulator::gap_traffic(const LineKey& k) const
     t.read_xfers_per_s /= seconds_;
     t.write_xfers_per_s /= seconds_;
     for (double& x : t.by_distance) x /= seconds_;
+    for (CpuXfers& c : t.cpus) {
+      c.read_xfers_per_s /= seconds_;
+      c.write_xfers_per_s /= seconds_;
+      for (double& x : c.by_distance) x /= seconds_;
+    }
   }
   return t;
 }

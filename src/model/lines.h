@@ -326,9 +326,24 @@ class ExactAccumulator {
   /// replays on).
   ExactAccumulator(const Meta& meta, const CoherenceLayout& layout);
   ~ExactAccumulator();
+  const Meta& meta() const { return meta_; }
   /// One interval's records (in time order, after the previous batch's) and its length.
   /// A record out of time order or naming a CPU out of range is skipped (counted in skipped()).
+  /// seconds <= 0: the records only move the state (owners, last access times), as the
+  /// records before a window do; the gap figures then count from the next add().
   void add(double seconds, const ExactBatch& b);
+  /// Forgets the figures (transfers, gap figures, seconds, records, lost, skipped,
+  /// by_word) but keeps the state the records so far left: each line's owners and each
+  /// CPU's last access and write. The next add()s are counted as they follow them.
+  void restart();
+  /// Forgets everything, state too (the resolved plan is kept).
+  void clear();
+  /// The figures of one interval alone, as replay's lines view and export show them: its
+  /// records b (the interval's, Sample::exact of its later sample) over seconds, run after
+  /// `before` (the previous interval's, Sample::exact of its earlier sample; may be null),
+  /// which set the state only (owners, last access times). The same figure for an
+  /// interval whatever window or view shows it. Replaces what was added.
+  void interval(const ExactBatch* before, double seconds, const ExactBatch& b);
   /// Some interval had a batch (the recording has EXACT frames in the window).
   bool any() const { return batches_ > 0; }
   uint64_t records() const { return records_; }
@@ -339,7 +354,8 @@ class ExactAccumulator {
   std::optional<LineTraffic> traffic(const LineKey& k) const;
   /// Records per (probe index, slot word).
   const std::map<std::pair<int, uint32_t>, uint64_t>& by_word() const { return by_word_; }
-  /// The gap model (model/gaps.h) of the line over seconds(): each interval's records
+  /// The gap model (model/gaps.h) of the line over seconds(), per CPU (ascending) and in
+  /// total: each interval's records
   /// turned into the per-CPU gap histograms the probes would keep (GapTracker), modeled per
   /// interval and time-averaged like the independent-arrivals figure; nullopt when no record
   /// touched the line. What the default figure would be with per-CPU gap state, checked

@@ -101,7 +101,50 @@ struct IntervalValues {
   /// whether any probe whose accesses reach it was present and not blind (else unmeasured).
   std::vector<int> line_index;
   std::vector<char> line_measured;
+  /// --exact (the interval's later sample has EXACT records): per line of possible_lines(),
+  /// the exact transfers and the gap model's of this interval (ExactAccumulator::interval(),
+  /// after the previous interval's records); 0 transfers when no record touched the line.
+  /// Empty without.
+  bool has_exact = false;
+  std::vector<LineTraffic> exact, gap;
+  uint64_t exact_records = 0, exact_lost = 0, exact_skipped = 0;
 };
+
+/// The --exact figures of the interval from prev to cur into v (has_exact false when cur
+/// has no EXACT records).
+void compute_exact(const Sample& prev, const Sample& cur, double seconds, ExactAccumulator& acc,
+                   const std::vector<PossibleLine>& lines, IntervalValues& v) {
+  v.has_exact = cur.exact.has_value();
+  v.exact.clear();
+  v.gap.clear();
+  v.exact_records = v.exact_lost = v.exact_skipped = 0;
+  if (!v.has_exact) return;
+  acc.interval(prev.exact ? &*prev.exact : nullptr, seconds, *cur.exact);
+  v.exact.reserve(lines.size());
+  v.gap.reserve(lines.size());
+  for (const PossibleLine& l : lines) {
+    v.exact.push_back(acc.traffic(l.key).value_or(LineTraffic{}));
+    v.gap.push_back(acc.gap_traffic(l.key).value_or(LineTraffic{}));
+  }
+  v.exact_records = acc.records();
+  v.exact_lost = acc.lost();
+  v.exact_skipped = acc.skipped();
+}
+
+/// A CPU's transfers/s in t (0 when it has none).
+double cpu_total(const LineTraffic& t, int cpu) {
+  for (const CpuXfers& c : t.cpus)
+    if (static_cast<int>(c.cpu) == cpu) return c.total();
+  return 0.0;
+}
+
+/// An exact or gap figure in JSON: transfers/s, read and write, by distance.
+nlohmann::json traffic_json(const LineTraffic& t) {
+  nlohmann::json by = nlohmann::json::object();
+  for (int d = 0; d < kXferDistances; ++d) by[to_string(XferDistance(d))] = t.by_distance[size_t(d)];
+  return {{"xfers_per_s", t.total()}, {"read_xfers_per_s", t.read_xfers_per_s}, {"write_xfers_per_s", t.write_xfers_per_s},
+          {"by_distance", by}};
+}
 
 /// The coherence model of iv into v.coh, v.line_index and v.line_measured. lines:
 /// possible_lines() of the recording; measuring[p]: probe p is not blind.
@@ -191,7 +234,9 @@ class Sink {
        const std::vector<PossibleLine>& lines, std::ostream& out)
       : meta_(meta), metrics_(metrics), cpus_(cpus), lines_(lines), out_(out) {}
   virtual ~Sink() = default;
-  virtual void begin() = 0;
+  /// exact: the first interval has --exact figures (IntervalValues::has_exact): the CSV's
+  /// exact and gap columns, the JSON's cachelines.exact.
+  virtual void begin(bool exact) = 0;
   virtual void interval(const IntervalValues& v) = 0;
   virtual void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) = 0;
 
@@ -210,11 +255,16 @@ class Sink {
 class CsvSink : public Sink {
  public:
   using Sink::Sink;
-  void begin() override {
+  void begin(bool exact) override {
+    exact_ = exact;
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "time_s,cpu");
     for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_field(m.name));
     for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("xfers_per_s:" + l.name));
+    if (exact_) {
+      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("exact_xfers_per_s:" + l.name));
+      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("gap_xfers_per_s:" + l.name));
+    }
     b.push_back('\n');
     flush(b);
   }
@@ -233,11 +283,20 @@ class CsvSink : public Sink {
         if (!online) continue;
         if (const Cell c = line_cpu_xfers(v, l, cpus_[i])) fmt::format_to(std::back_inserter(b), "{:.3f}", *c);
       }
+      if (exact_)
+        for (const std::vector<LineTraffic>* f : {&v.exact, &v.gap})
+          for (size_t l = 0; l < lines_.size(); ++l) {
+            b.push_back(',');
+            if (online && v.has_exact) fmt::format_to(std::back_inserter(b), "{:.3f}", cpu_total((*f)[l], cpus_[i]));
+          }
       b.push_back('\n');
     }
     flush(b);
   }
   void end(const SourceInfo&, const ExportResult&, uint64_t) override {}
+
+ private:
+  bool exact_ = false;
 };
 
 nlohmann::json source_json(const SourceInfo& src) {
@@ -250,7 +309,7 @@ nlohmann::json cell_json(const Cell& c) { return c ? nlohmann::json(*c) : nlohma
 class JsonSink : public Sink {
  public:
   using Sink::Sink;
-  void begin() override {
+  void begin(bool exact) override {
     nlohmann::json probes = nlohmann::json::array();
     for (auto& p : meta_.probes)
       probes.push_back({{"name", p.name}, {"target", p.status.target},
@@ -272,7 +331,7 @@ class JsonSink : public Sink {
         {"cpus", cpus_},
         {"probes", probes},
         {"metrics", metrics},
-        {"cachelines", cachelines_head()}};
+        {"cachelines", cachelines_head(exact)}};
     std::string s = json_text(head);
     s.pop_back();  // reopen the object: intervals follow
     out_ << s << ",\"intervals\":[";
@@ -291,16 +350,32 @@ class JsonSink : public Sink {
       values[metrics_[m].name] = std::move(a);
       total[metrics_[m].name] = cell_json(v.total[m]);
     }
+    // With --exact: each line's exact and gap figures (its index among lines_).
+    std::vector<size_t> possible(v.coh.lines.size(), 0);
+    for (size_t i = 0; i < v.line_index.size(); ++i)
+      if (v.line_index[i] >= 0) possible[size_t(v.line_index[i])] = i;
     nlohmann::json lines = nlohmann::json::array();
-    for (const LineSummary& l : v.coh.lines) {
+    for (size_t k = 0; k < v.coh.lines.size(); ++k) {
+      const LineSummary& l = v.coh.lines[k];
       nlohmann::json by = nlohmann::json::object();
       for (int d = 0; d < kXferDistances; ++d) by[to_string(XferDistance(d))] = l.traffic.by_distance[size_t(d)];
-      lines.push_back({{"name", l.name}, {"reads_per_s", l.reads_per_s}, {"writes_per_s", l.writes_per_s},
-                       {"xfers_per_s", l.traffic.total()}, {"by_distance", by}});
+      nlohmann::json j = {{"name", l.name}, {"reads_per_s", l.reads_per_s}, {"writes_per_s", l.writes_per_s},
+                          {"xfers_per_s", l.traffic.total()}, {"by_distance", by}};
+      if (v.has_exact) {
+        nlohmann::json e = traffic_json(v.exact[possible[k]]), g = traffic_json(v.gap[possible[k]]);
+        const double ex = v.exact[possible[k]].total();
+        e["ratio"] = ex > 0 ? nlohmann::json(l.traffic.total() / ex) : nlohmann::json(nullptr);  // model/exact
+        g["ratio"] = ex > 0 ? nlohmann::json(v.gap[possible[k]].total() / ex) : nlohmann::json(nullptr);  // gap/exact
+        j["exact"] = std::move(e);
+        j["gap"] = std::move(g);
+      }
+      lines.push_back(std::move(j));
     }
     nlohmann::json j = {{"time_s", v.time_s},           {"seconds", v.seconds}, {"mono_ns", v.end_mono_ns},
                         {"wall_ns", v.end_wall_ns},     {"values", values},     {"total", total},
                         {"lines", lines}};
+    if (v.has_exact)
+      j["exact"] = {{"records", v.exact_records}, {"lost", v.exact_lost}, {"skipped", v.exact_skipped}};
     out_ << (first_ ? "\n" : ",\n") << json_text(j);
     first_ = false;
   }
@@ -311,7 +386,7 @@ class JsonSink : public Sink {
 
  private:
   /// The modeled lines: which layout, and every line an interval's "lines" can name.
-  nlohmann::json cachelines_head() const {
+  nlohmann::json cachelines_head(bool exact) const {
     const CoherenceLayout L = layout_of(meta_);
     nlohmann::json lines = nlohmann::json::array();
     for (const PossibleLine& l : lines_) {
@@ -321,6 +396,8 @@ class JsonSink : public Sink {
                        {"probes", probes}});
     }
     return {{"model", "independent arrivals (Poisson) per interval; an estimate, see README 'Cachelines'"},
+            {"estimate", "independent arrivals"},  // what each line's xfers_per_s is (its "exact" and "gap" say theirs)
+            {"exact", exact},  // the intervals' lines carry "exact" and "gap" (a recording made with --exact)
             {"line_bytes", L.line_bytes},
             {"layout_recorded", meta_.layout.has_value()},
             {"notes", L.notes},
@@ -338,7 +415,7 @@ class PerfettoSink : public Sink {
   using Sink::Sink;
   static constexpr int kAllPid = 1;
   static int cpu_pid(int cpu) { return 1000 + cpu; }
-  void begin() override {
+  void begin(bool) override {
     names_.clear();
     for (auto& p : meta_.probes) names_.push_back(json_str(p.name));
     for (auto& m : metrics_) columns_.push_back(json_str(m.column));
@@ -400,8 +477,12 @@ class PerfettoSink : public Sink {
       const Cell x = line_xfers(v, l);
       if (!x || (!line_started_[l] && v.line_index[l] < 0)) continue;
       line_started_[l] = 1;
-      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{\"xfers_per_s\":{:.3f}}}}}",
+      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{\"xfers_per_s\":{:.3f}",
                      kAllPid, ts, line_names_[l], *x);
+      if (v.has_exact)
+        fmt::format_to(std::back_inserter(b), ",\"exact_xfers_per_s\":{:.3f},\"gap_xfers_per_s\":{:.3f}", v.exact[l].total(),
+                       v.gap[l].total());
+      fmt::format_to(std::back_inserter(b), "}}}}");
     }
     flush(b);
   }
@@ -438,6 +519,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     for (uint32_t c = 0; c < meta.ncpus; ++c) cpus.push_back(static_cast<int>(c));
   const std::vector<PossibleLine> lines = possible_lines(meta, layout_of(meta));
   CoherenceAccumulator model(meta);  // one per export: its plans are resolved once
+  ExactAccumulator exact(meta);      // the same for the --exact records
   std::vector<char> measuring(meta.probes.size(), 0);  // not blind: its counters count
   for (size_t p = 0; p < meta.probes.size(); ++p) measuring[p] = blind_reason(meta, static_cast<int>(p)).empty();
   auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
@@ -464,12 +546,13 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
       if (iv.seconds() > 0) {
         compute(iv, metrics, cpus, v);
         compute_lines(iv, model, lines, measuring, v);
+        compute_exact(prev, cur, iv.seconds(), exact, lines, v);
         v.time_s = t;
         v.seconds = iv.seconds();
         v.start_mono_ns = prev.mono_ns;
         v.end_mono_ns = cur.mono_ns;
         v.end_wall_ns = cur.wall_ns;
-        if (!begun) sink->begin();
+        if (!begun) sink->begin(v.has_exact);
         begun = true;
         sink->interval(v);
         ++res.intervals;

@@ -424,7 +424,7 @@ std::vector<Line> render_histogram(const std::string& title, std::span<const uin
 
 // ---- cachelines (the l view) ----------------------------------------------------------
 
-std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost) {
+std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost, const ExactAccumulator* exact) {
   std::vector<LineRow> out;
   out.reserve(s.lines.size());
   for (const LineSummary& l : s.lines) {
@@ -450,6 +450,10 @@ std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost) 
     r.top.assign(cpus.begin(), cpus.begin() + std::ptrdiff_t(n));
     r.readers = l.readers;
     r.writers = l.writers;
+    if (exact) {
+      r.exact_per_s = exact->traffic(l.key).value_or(LineTraffic{}).total();
+      r.gap_per_s = exact->gap_traffic(l.key).value_or(LineTraffic{}).total();
+    }
     out.push_back(std::move(r));
   }
   std::stable_sort(out.begin(), out.end(), [](const LineRow& a, const LineRow& b) { return a.xfers_per_s > b.xfers_per_s; });
@@ -472,19 +476,22 @@ std::string fixes_short(const Meta& meta) {
                      field(f.cpupri_count_removed), lock);
 }
 
-LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width) {
+LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width,
+                       const ExactAccumulator* exact) {
   LinesView v;
   v.fixes.add(fixes_text(meta), Role::label);
   clip(v.fixes, width);
-  const std::vector<LineRow> rows = line_rows(s, cost);
+  const std::vector<LineRow> rows = line_rows(s, cost, exact);
   int name_w = 4;
   for (const LineRow& r : rows) name_w = std::max(name_w, cells(r.name));
   name_w = std::min(name_w, 40);
   const std::string cols = "{:>8} {:>8} {:>8} {:>8} {:>5} {:>5} {:>5} {:>5} {:>10} {:>5} {:>5}  {}";
-  v.head.add(" " + fit("LINE", name_w) + " " +
-                 fmt::format(fmt::runtime(cols), "read/s", "write/s", "xfer/s", "KB/s", "smt%", "llc%", "pkg%", "rem%",
-                             "stall us/s", "rd", "wr", "top CPUs (xfer/s)"),
-             Role::head);
+  // With --exact records: exact/s and gap/s right after the model's xfer/s.
+  const std::string xcols = "{:>8} {:>8} ";
+  std::string head = fmt::format(fmt::runtime(cols), "read/s", "write/s", "xfer/s", "KB/s", "smt%", "llc%", "pkg%", "rem%",
+                                 "stall us/s", "rd", "wr", "top CPUs (xfer/s)");
+  if (exact) head.insert(27, fmt::format(fmt::runtime(xcols), "exact/s", "gap/s"));  // after read/s write/s xfer/s
+  v.head.add(" " + fit("LINE", name_w) + " " + head, Role::head);
   if (v.head.width() < width) v.head.add(std::string(size_t(width - v.head.width()), ' '), Role::head);
   clip(v.head, width);
   for (const LineRow& r : rows) {
@@ -493,9 +500,13 @@ LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCo
     for (auto [cpu, x] : r.top) top += fmt::format("{}{} ({})", top.empty() ? "" : ", ", cpu, format_rate(x));
     Line l;
     l.add(" " + fit(r.name, name_w) + " ");
-    l.add(fmt::format(fmt::runtime(cols), format_rate(r.reads_per_s), format_rate(r.writes_per_s), format_rate(r.xfers_per_s),
-                      fmt::format("{:.1f}", r.kb_per_s), pct(0), pct(1), pct(2), pct(3),
-                      fmt::format("{:.2f}", r.stall_us_per_s), r.readers, r.writers, top));
+    std::string row = fmt::format(fmt::runtime(cols), format_rate(r.reads_per_s), format_rate(r.writes_per_s),
+                                  format_rate(r.xfers_per_s), fmt::format("{:.1f}", r.kb_per_s), pct(0), pct(1), pct(2),
+                                  pct(3), fmt::format("{:.2f}", r.stall_us_per_s), r.readers, r.writers, top);
+    if (exact)
+      row.insert(27, fmt::format(fmt::runtime(xcols), format_rate(r.exact_per_s.value_or(0)),
+                                 format_rate(r.gap_per_s.value_or(0))));
+    l.add(row);
     clip(l, width);
     v.rows.push_back(std::move(l));
   }
@@ -525,8 +536,13 @@ LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCo
   }
   Line e;
   e.add(fmt::format("model: independent arrivals, {} B lines; stall at smt {} llc {} package {} remote {} ns: estimates "
-                    "(README 'Cachelines')",
-                    s.line_bytes, cost.ns[0], cost.ns[1], cost.ns[2], cost.ns[3]),
+                    "(README 'Cachelines'){}",
+                    s.line_bytes, cost.ns[0], cost.ns[1], cost.ns[2], cost.ns[3],
+                    exact ? fmt::format("; exact/s: the interval's {} --exact records{}, gap/s: the gap model of their "
+                                        "per-CPU gaps",
+                                        exact->records(),
+                                        exact->lost() ? fmt::format(" ({} lost: exact/s a lower bound)", exact->lost()) : "")
+                          : ""),
         Role::dim);
   clip(e, width);
   v.tail.push_back(std::move(e));

@@ -195,9 +195,14 @@ struct LineRow {
   double stall_us_per_s = 0;        ///< stall estimate (XferCost), us per second
   std::vector<std::pair<int, double>> top;  ///< up to 3 CPUs with the most transfers/s (> 0), highest first
   int readers = 0, writers = 0;     ///< CPUs that read / wrote it
+  /// With --exact records (line_rows()' exact): the exact transfers/s of the same interval
+  /// and the gap model's (ExactAccumulator::traffic, gap_traffic; 0 when no record touched
+  /// the line); nullopt without.
+  std::optional<double> exact_per_s, gap_per_s;
 };
-/// The rows of s's lines, highest xfer/s first (ties in LineKey order).
-std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost);
+/// The rows of s's lines, highest xfer/s first (ties in LineKey order). exact (may be
+/// null): the same interval's --exact records, for each row's exact and gap figures.
+std::vector<LineRow> line_rows(const CoherenceSummary& s, const XferCost& cost, const ExactAccumulator* exact = nullptr);
 
 /// The fixes this kernel has (fixes_present() of the recorded layout): the full text
 /// (to_string(FixesPresent)), or "fixes: layout not recorded" when META has no layout.
@@ -209,13 +214,16 @@ std::string fixes_short(const Meta& meta);
 /// The lines view's parts, each clipped to width: the fixes line, the column header, one
 /// line per LineRow (as line_rows orders them), and below them the what-if lines (one per
 /// WhatIfResult) and the notes (layout notes; that the figures are a model's estimate).
+/// xfer/s is the independent-arrivals model; exact (may be null: live, no --exact) adds
+/// the columns exact/s and gap/s after it (LineRow::exact_per_s, gap_per_s).
 struct LinesView {
   Line fixes;
   Line head;
   std::vector<Line> rows;
   std::vector<Line> tail;
 };
-LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width);
+LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width,
+                       const ExactAccumulator* exact = nullptr);
 
 // ---- header, summary, help ------------------------------------------------------------
 

@@ -322,9 +322,13 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   }
 
   out.family("schedhot_line_transfers", "counter",
-             "estimated coherence transfers of a hot line since serve started (the cacheline model's, summed over its intervals)");
+             "estimated coherence transfers of a hot line since serve started (the cacheline model's, summed over its "
+             "intervals; estimate: which model, independent_arrivals)");
+  // estimate: the figure's model (README 'Cachelines'); live has no --exact records, so
+  // the independent-arrivals model is the only one served.
   for (const LineTotal& r : st.lines)
-    out.sample("schedhot_line_transfers_total", fmt::format("family=\"{}\",line=\"{}\"", esc(r.family), esc(r.name)),
+    out.sample("schedhot_line_transfers_total",
+               fmt::format("family=\"{}\",line=\"{}\",estimate=\"independent_arrivals\"", esc(r.family), esc(r.name)),
                num(r.xfers));
 
   if (m.layout) {

@@ -73,8 +73,24 @@ const CoherenceSummary& TuiApp::model_of(const Interval& iv) const {
     c.summary = c.model->of(iv);
     c.a_seq = a.seq, c.a_mono = a.mono_ns, c.b_seq = b.seq, c.b_mono = b.mono_ns;
     c.valid = true;
+    c.exact_valid = false;
   }
   return c.summary;
+}
+
+const ExactAccumulator* TuiApp::exact_of(const Interval& iv) const {
+  model_of(iv);  // validates the cache for iv
+  ModelCache& c = model_cache_;
+  if (!c.exact_valid) {
+    const Sample &a = iv.first(), &b = iv.last();
+    c.has_exact = b.exact.has_value() && iv.seconds() > 0;
+    if (c.has_exact) {
+      if (!c.exact || &c.exact->meta() != &iv.meta()) c.exact = std::make_unique<ExactAccumulator>(iv.meta());
+      c.exact->interval(a.exact ? &*a.exact : nullptr, iv.seconds(), *b.exact);
+    }
+    c.exact_valid = true;
+  }
+  return c.has_exact ? c.exact.get() : nullptr;
 }
 
 double TuiApp::worst_score(const Interval& iv) const {
@@ -352,7 +368,8 @@ std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) 
   // The title, the fixes and the column header; the lines from first_row_ (scrolled as the
   // tables are); then the what-ifs and notes, as far as they fit.
   const CoherenceSummary& sum = model_of(iv);
-  LinesView v = render_lines(iv.meta(), sum, opts_.xfer_cost, width);
+  const ExactAccumulator* exact = exact_of(iv);
+  LinesView v = render_lines(iv.meta(), sum, opts_.xfer_cost, width, exact);
   row_count_ = sum.lines.empty() ? 0 : static_cast<int>(v.rows.size());
   page_ = std::max(height - 3 - static_cast<int>(v.tail.size()), std::min(kMinTableRows, std::max(height - 3, 1)));
   first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
@@ -361,6 +378,8 @@ std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) 
   title.add(fmt::format("Cachelines: {} modeled line{} over {:.3g} s, every CPU", sum.lines.size(),
                         sum.lines.size() == 1 ? "" : "s", iv.seconds()),
             Role::title);
+  title.add("  xfer/s: ", Role::label).add("independent arrivals (model)");
+  if (exact) title.add("  exact/s: ", Role::label).add("--exact records").add("  gap/s: ", Role::label).add("their gap model");
   title.add("  sorted by ", Role::label).add("xfer/s (highest first)");
   if (shown < row_count_) title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);
   clip(title, width);

@@ -165,6 +165,10 @@ class TuiApp {
   /// column and the lines view: computed once per interval (kept while the same two
   /// samples are shown, so keys that only redraw do not recompute it).
   const CoherenceSummary& model_of(const Interval& iv) const;
+  /// The --exact records of iv (ExactAccumulator::interval(): the later sample's records,
+  /// after the earlier sample's), for the lines view's exact and gap columns; nullptr when
+  /// iv has none (live, or a recording made without --exact). Cached as model_of().
+  const ExactAccumulator* exact_of(const Interval& iv) const;
   std::vector<Line> table_body(const Interval& iv, int width, int height, const ModelColumn* model);
   std::vector<Line> lines_body(const Interval& iv, int width, int height);
 
@@ -177,6 +181,9 @@ class TuiApp {
     uint64_t a_mono = 0, b_mono = 0;
     CoherenceSummary summary;
     std::unique_ptr<CoherenceAccumulator> model;  ///< kept: its plans are resolved once per Meta
+    bool exact_valid = false;                     ///< exact holds this interval's records (or it has none)
+    bool has_exact = false;
+    std::unique_ptr<ExactAccumulator> exact;      ///< kept as model
   };
   mutable ModelCache model_cache_;
   View view_ = View::cpus;

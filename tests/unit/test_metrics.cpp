@@ -110,7 +110,7 @@ TEST(Metrics, UnattachedProbeIsInfoOnlyAndLabelsAreEscaped) {
   EXPECT_EQ(t.find("schedhot_nohz_kick_"), std::string::npos) << "not measured is absent, never 0";
   EXPECT_NE(t.find("schedhot_probe_info{probe=\"nohz_kick\",attached=\"false\",backend=\"none\""), std::string::npos) << t;
   EXPECT_NE(t.find("reason=\"kprobe \\\"nohz_balancer_kick\\\" refused\\\\EPERM\\nsee dmesg\""), std::string::npos) << t;
-  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz \\\"line\\\" 0\""), 251.5) << t;
+  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz \\\"line\\\" 0\",estimate=\"independent_arrivals\""), 251.5) << t;
   // Every line is a comment or `name[{labels}] value`: nothing raw from a label leaks out.
   const std::regex series(R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{.*\})? [-+0-9.eInfNa]+$)");
   std::istringstream in(t);
@@ -234,7 +234,7 @@ TEST(Metrics, LineTransfersAreACounterOfEveryInterval) {
   k.st.lines = v;
   const std::string t = render_metrics(k.st, MetricsOptions{});
   EXPECT_TRUE(has_line(t, "# TYPE schedhot_line_transfers_total counter")) << t;
-  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz line 0\""), 70) << t;
+  EXPECT_EQ(value(t, "schedhot_line_transfers_total", "family=\"nohz\",line=\"nohz line 0\",estimate=\"independent_arrivals\""), 70) << t;
   EXPECT_EQ(t.find("transfers_per_second"), std::string::npos) << "the last interval's gauge is gone";
 }
 
@@ -427,7 +427,7 @@ TEST(Metrics, LineTransfersArePresentFromTheFirstSample) {
   k.st.lines = first;
   const std::string t = render_metrics(k.st, MetricsOptions{});
   for (const LineTotal& l : first)
-    EXPECT_EQ(value(t, "schedhot_line_transfers_total", fmt::format("family=\"{}\",line=\"{}\"", l.family, l.name)), 0)
+    EXPECT_EQ(value(t, "schedhot_line_transfers_total", fmt::format("family=\"{}\",line=\"{}\",estimate=\"independent_arrivals\"", l.family, l.name)), 0)
         << l.name;
   // An interval's model adds to the seeded lines, in place: the same series, no new one.
   Sample a = make_sample(m), b = a;

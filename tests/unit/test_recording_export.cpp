@@ -687,3 +687,204 @@ TEST(InfoCommand, ShowsTheRecordedLayoutAndFixesOrSaysItIsNotRecorded) {
   EXPECT_TRUE(j["fixes"]["bcast_lock_own_line"].is_null());
   EXPECT_EQ(j["fixes"]["text"], to_string(fixes_present(L)));
 }
+
+// A recording made with --exact (v1.3-exact.shot: 4 CPUs, EXACT records in every interval):
+// each interval's lines carry the exact count and the gap model of that interval's records,
+// run after the previous interval's (ExactAccumulator::interval()), in JSON, CSV and
+// Perfetto; cachelines.estimate says what xfers_per_s is.
+TEST(RecordingExport, ExactAndGapFiguresPerIntervalNextToTheModel) {
+  const std::string file = std::string(SCHEDHOT_DATA) + "/v1.3-exact.shot";
+  ExportRequest er = export_request(file, "-");
+  er.opts.format = ExportFormat::json;
+  std::ostringstream json, csv, trace;
+  ASSERT_EQ(export_command(er, json).status, 0);
+  const auto ex = nlohmann::json::parse(json.str());
+  EXPECT_EQ(ex["cachelines"]["estimate"], "independent arrivals");
+  EXPECT_EQ(ex["cachelines"]["exact"], true);
+
+  // The expected figures, from the samples as the reader gives them.
+  auto r = RecordingReader::open(file);
+  const Meta& meta = r->meta();
+  const std::vector<PossibleLine> possible = possible_lines(meta, layout_of(meta));
+  std::vector<Sample> samples;
+  for (Sample s; r->next(s);) samples.push_back(s);
+  ASSERT_EQ(samples.size(), 70u);
+  ASSERT_EQ(ex["intervals"].size(), 69u);
+  ExactAccumulator x(meta);
+  int lines_checked = 0, with_transfers = 0;
+  uint64_t records = 0;
+  for (size_t i = 0; i < ex["intervals"].size(); ++i) {
+    SCOPED_TRACE(fmt::format("interval {}", i));
+    const auto& iv = ex["intervals"][i];
+    const Sample &a = samples[i], &b = samples[i + 1];
+    ASSERT_TRUE(b.exact);
+    x.interval(a.exact ? &*a.exact : nullptr, iv["seconds"].get<double>(), *b.exact);
+    EXPECT_EQ(iv["exact"]["records"], x.records());
+    EXPECT_EQ(iv["exact"]["records"], b.exact->records.size()) << "none skipped";
+    EXPECT_EQ(iv["exact"]["lost"], b.exact->lost);
+    records += iv["exact"]["records"].get<uint64_t>();
+    for (const auto& l : iv["lines"]) {
+      const std::string name = l["name"].get<std::string>();
+      auto p = std::find_if(possible.begin(), possible.end(), [&](const PossibleLine& q) { return q.name == name; });
+      ASSERT_NE(p, possible.end()) << name;
+      const LineTraffic e = x.traffic(p->key).value_or(LineTraffic{}), g = x.gap_traffic(p->key).value_or(LineTraffic{});
+      ASSERT_TRUE(l.contains("exact") && l.contains("gap")) << l.dump();
+      EXPECT_DOUBLE_EQ(l["exact"]["xfers_per_s"].get<double>(), e.total()) << name;
+      EXPECT_DOUBLE_EQ(l["exact"]["read_xfers_per_s"].get<double>(), e.read_xfers_per_s) << name;
+      EXPECT_DOUBLE_EQ(l["exact"]["write_xfers_per_s"].get<double>(), e.write_xfers_per_s) << name;
+      EXPECT_DOUBLE_EQ(l["gap"]["xfers_per_s"].get<double>(), g.total()) << name;
+      if (e.total() > 0) {
+        EXPECT_DOUBLE_EQ(l["exact"]["ratio"].get<double>(), l["xfers_per_s"].get<double>() / e.total());
+        EXPECT_DOUBLE_EQ(l["gap"]["ratio"].get<double>(), g.total() / e.total());
+        ++with_transfers;
+      } else {
+        EXPECT_TRUE(l["exact"]["ratio"].is_null());
+      }
+      ++lines_checked;
+    }
+  }
+  EXPECT_EQ(records, 140u - 0u) << "every record of the file, once (v1.3-exact.expect.json: 140)";
+  EXPECT_GT(lines_checked, 20);
+  EXPECT_EQ(with_transfers, 0) << "its records are nohz_kick's reads of the nohz line: no transfer (cold reads)";
+
+  // The first interval starts from nothing, as report's window does: report --to over it
+  // gives the same exact and gap figures.
+  {
+    ReportRequest rr;
+    rr.file = file;
+    rr.json = true;
+    rr.opts.to_s = 1;
+    auto reader = RecordingReader::open(file);
+    const CommandOutput rep = report_command(*reader, reader.get(), rr);
+    ASSERT_EQ(rep.status, 0);
+    const auto c = nlohmann::json::parse(rep.out)["cachelines"];
+    EXPECT_EQ(c["estimate"], "independent arrivals");
+    ASSERT_EQ(nlohmann::json::parse(rep.out)["window"]["samples"], 2);
+    const auto& lines0 = ex["intervals"][0]["lines"];
+    ASSERT_EQ(c["lines"].size(), lines0.size());
+    for (size_t k = 0; k < lines0.size(); ++k) {
+      EXPECT_EQ(c["lines"][k]["name"], lines0[k]["name"]);
+      EXPECT_DOUBLE_EQ(c["lines"][k]["exact"]["xfers_per_s"].get<double>(), lines0[k]["exact"]["xfers_per_s"].get<double>());
+      EXPECT_DOUBLE_EQ(c["lines"][k]["gap"]["xfers_per_s"].get<double>(), lines0[k]["gap"]["xfers_per_s"].get<double>());
+    }
+  }
+
+  // CSV: exact and gap columns per line and CPU that add up to the JSON's line figures.
+  er.opts.format = ExportFormat::csv;
+  ASSERT_EQ(export_command(er, csv).status, 0);
+  const auto rows = parse_csv(csv.str());
+  const size_t ncpus = ex["cpus"].size();
+  ASSERT_EQ(rows.size(), 1 + ncpus * ex["intervals"].size());
+  int csv_checked = 0;
+  for (size_t i = 0; i < ex["intervals"].size(); ++i)
+    for (auto& l : ex["intervals"][i]["lines"])
+      for (const char* what : {"exact", "gap"}) {
+        const std::string col = std::string(what) + "_xfers_per_s:" + l["name"].get<std::string>();
+        const auto c = std::find(rows[0].begin(), rows[0].end(), col) - rows[0].begin();
+        ASSERT_LT(size_t(c), rows[0].size()) << col;
+        double sum = 0;
+        for (size_t q = 0; q < ncpus; ++q) {
+          const std::string& cell = rows[1 + i * ncpus + q][size_t(c)];
+          ASSERT_FALSE(cell.empty()) << col << " (every CPU online)";
+          sum += std::stod(cell);
+        }
+        EXPECT_NEAR(sum, l[what]["xfers_per_s"].get<double>(), 0.0005 * ncpus + 1e-9) << col << " interval " << i;
+        ++csv_checked;
+      }
+  EXPECT_GT(csv_checked, 40);
+  // The model's columns keep their names; the exact and gap ones follow them, line by line.
+  const auto first_model = std::find_if(rows[0].begin(), rows[0].end(), [](const std::string& h) { return h.rfind("xfers_per_s:", 0) == 0; });
+  const auto first_exact = std::find_if(rows[0].begin(), rows[0].end(), [](const std::string& h) { return h.rfind("exact_xfers_per_s:", 0) == 0; });
+  const auto first_gap = std::find_if(rows[0].begin(), rows[0].end(), [](const std::string& h) { return h.rfind("gap_xfers_per_s:", 0) == 0; });
+  EXPECT_LT(first_model, first_exact);
+  EXPECT_EQ(first_exact - first_model, first_gap - first_exact) << "as many exact columns as model columns";
+  EXPECT_EQ(first_gap + (first_exact - first_model), rows[0].end());
+
+  // Perfetto: the line tracks' events carry the exact and gap figures.
+  er.opts.format = ExportFormat::perfetto;
+  ASSERT_EQ(export_command(er, trace).status, 0);
+  const auto t = nlohmann::json::parse(trace.str());
+  int events = 0;
+  for (auto& e : t["traceEvents"])
+    if (e["ph"] == "C" && e["name"].get<std::string>().rfind("xfer/s ", 0) == 0) {
+      EXPECT_TRUE(e["args"].contains("exact_xfers_per_s") && e["args"].contains("gap_xfers_per_s")) << e.dump();
+      ++events;
+    }
+  EXPECT_GT(events, 20);
+}
+
+// Without EXACT frames nothing of it: the model's figures, labelled.
+TEST(RecordingExport, NoExactFiguresWithoutExactFrames) {
+  const std::string file = std::string(SCHEDHOT_DATA) + "/vm-7.3.shot";
+  ExportRequest er = export_request(file, "-");
+  er.opts.format = ExportFormat::json;
+  std::ostringstream json, csv;
+  ASSERT_EQ(export_command(er, json).status, 0);
+  const auto ex = nlohmann::json::parse(json.str());
+  EXPECT_EQ(ex["cachelines"]["estimate"], "independent arrivals");
+  EXPECT_EQ(ex["cachelines"]["exact"], false);
+  for (auto& iv : ex["intervals"]) {
+    EXPECT_FALSE(iv.contains("exact"));
+    for (auto& l : iv["lines"]) EXPECT_FALSE(l.contains("exact") || l.contains("gap")) << l.dump();
+  }
+  er.opts.format = ExportFormat::csv;
+  ASSERT_EQ(export_command(er, csv).status, 0);
+  EXPECT_EQ(csv.str().find("exact_xfers_per_s:"), std::string::npos);
+  EXPECT_EQ(csv.str().find("gap_xfers_per_s:"), std::string::npos);
+}
+
+// Known exact figures: cpupri_set calls alternating between CPUs 1 and 2 (10 records an
+// interval, each a write of cpupri.cpu_to_pri line 0). The first interval's first write is
+// a cold miss (9 transfers/s); the second's runs after the first's records, which left
+// CPU 2 the owner, so its first write (CPU 1) is a transfer too (10/s). The gap figure is
+// the gap model of the same records (ExactAccumulator::gap_traffic).
+TEST(RecordingExport, ExactFiguresOfKnownRecords) {
+  TwoWriters k;
+  const int cs = k.m.probe_index("cpupri_set");
+  const uint32_t calls = k.m.probes[size_t(cs)].layout.find("calls")->offset;
+  auto batch = [&](uint64_t end_ns) {
+    ExactBatch b;
+    for (uint32_t r = 0; r < 10; ++r)
+      b.records.push_back({end_ns - 1'000'000'000 + (r + 1) * 50'000'000, r % 2 ? 2u : 1u, uint16_t(cs), uint16_t(calls)});
+    return b;
+  };
+  k.s[1].exact = batch(k.s[1].mono_ns);
+  Sample c = k.s[1];
+  c.seq = 2;
+  c.mono_ns += 1'000'000'000;
+  for (int cpu : {1, 2}) c.probes[cs].words[word(k.m, cs, cpu, "calls")] += 100;
+  c.exact = batch(c.mono_ns);
+  k.s.push_back(c);
+  TempDir dir("exact_known");
+  const std::string path = k.write(dir / "k.shot");
+  auto j = nlohmann::json::parse(run_export(path, ExportOptions{ExportFormat::json}));
+  ASSERT_EQ(j["intervals"].size(), 2u);
+  EXPECT_EQ(j["cachelines"]["exact"], true);
+  for (size_t i = 0; i < 2; ++i) {
+    SCOPED_TRACE(fmt::format("interval {}", i));
+    const auto& lines = j["intervals"][i]["lines"];
+    ASSERT_EQ(lines.size(), 1u) << lines.dump();
+    EXPECT_EQ(lines[0]["name"], kToPri);
+    EXPECT_DOUBLE_EQ(lines[0]["xfers_per_s"].get<double>(), 100.0) << "the model, as before";
+    EXPECT_DOUBLE_EQ(lines[0]["exact"]["xfers_per_s"].get<double>(), i == 0 ? 9.0 : 10.0);
+    EXPECT_DOUBLE_EQ(lines[0]["exact"]["write_xfers_per_s"].get<double>(), i == 0 ? 9.0 : 10.0);
+    EXPECT_DOUBLE_EQ(lines[0]["exact"]["ratio"].get<double>(), 100.0 / (i == 0 ? 9.0 : 10.0));
+    EXPECT_EQ(j["intervals"][i]["exact"]["records"], 10);
+  }
+  // The gap model of the same records: writes 100 ms apart on each CPU, the other CPU's in
+  // between, so nearly every write misses.
+  const double g0 = j["intervals"][0]["lines"][0]["gap"]["xfers_per_s"].get<double>();
+  const double g1 = j["intervals"][1]["lines"][0]["gap"]["xfers_per_s"].get<double>();
+  EXPECT_GT(g0, 5.0);
+  EXPECT_LE(g0, 10.0 + 1e-9);
+  EXPECT_GT(g1, 5.0);
+  EXPECT_LE(g1, 10.0 + 1e-9);
+  // CSV: CPU 1 and CPU 2 each miss their share.
+  const auto rows = parse_csv(run_export(path, ExportOptions{ExportFormat::csv}));
+  const auto col = std::find(rows[0].begin(), rows[0].end(), std::string("exact_xfers_per_s:") + kToPri) - rows[0].begin();
+  ASSERT_LT(size_t(col), rows[0].size());
+  EXPECT_EQ(rows[1 + 0 * 4 + 1][size_t(col)], "4.000") << "interval 1, CPU 1: its 2nd..5th writes";
+  EXPECT_EQ(rows[1 + 0 * 4 + 2][size_t(col)], "5.000") << "interval 1, CPU 2: all 5";
+  EXPECT_EQ(rows[1 + 1 * 4 + 1][size_t(col)], "5.000") << "interval 2, CPU 1: all 5 (CPU 2 owned it)";
+  EXPECT_EQ(rows[1 + 1 * 4 + 0][size_t(col)], "0.000") << "CPU 0: none";
+}

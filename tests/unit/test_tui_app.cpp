@@ -441,6 +441,70 @@ TEST_F(Replay, SortByXferPerSecond) {
   EXPECT_EQ(app->message().rfind("w: worst is sample", 0), 0u) << app->message();
 }
 
+// A recording made with --exact: the lines view shows, next to the model's xfer/s, the
+// exact count and the gap model of the interval's records (ExactAccumulator::interval():
+// the later sample's records after the earlier one's), and says which figure is which.
+TEST(TuiReplayExact, LinesViewShowsExactAndGapNextToTheModel) {
+  ReplayFeed feed(RecordingReader::open(std::string(SCHEDHOT_TEST_DATA) + "/v1.3-exact.shot"));
+  TuiOptions o;
+  o.parse_time = parse_seconds;
+  o.utf8 = false;
+  TuiApp app(feed, o);
+  ASSERT_TRUE(app.on_key('l'));
+  int with_exact = 0, nonzero = 0;
+  for (size_t k = 1; k < feed.samples(); k += 3) {
+    ASSERT_TRUE(feed.seek(k));
+    SCOPED_TRACE(fmt::format("position {}", k));
+    const Interval iv(feed.meta(), *feed.first(), *feed.last());
+    ASSERT_TRUE(feed.last()->exact.has_value()) << "every sample after the first has an EXACT frame";
+    ExactAccumulator x(feed.meta());
+    x.interval(feed.first()->exact ? &*feed.first()->exact : nullptr, iv.seconds(), *feed.last()->exact);
+    const CoherenceSummary sum = model_shown(feed);
+    const std::vector<LineRow> rows = line_rows(sum, XferCost{}, &x);
+    const Screen s = app.render(200, 50);
+    const std::string t = text(s);
+    const int title = find_line(s, "Cachelines: ");
+    ASSERT_GE(title, 0) << t;
+    EXPECT_NE(line(s, size_t(title)).find("xfer/s: independent arrivals (model)  exact/s: --exact records  gap/s: their gap model"),
+              std::string::npos) << t;
+    const std::string head = line(s, size_t(title + 2));
+    EXPECT_NE(head.find("  xfer/s  exact/s    gap/s     KB/s"), std::string::npos) << head;
+    EXPECT_NE(t.find(fmt::format("exact/s: the interval's {} --exact records", x.records())), std::string::npos) << t;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_TRUE(rows[i].exact_per_s && rows[i].gap_per_s);
+      const std::string l = line(s, size_t(title + 3) + i);
+      // read/s write/s xfer/s exact/s gap/s, in that order.
+      EXPECT_NE(l.find(fmt::format(" {:>8} {:>8} {:>8} ", format_rate(rows[i].xfers_per_s), format_rate(*rows[i].exact_per_s),
+                                   format_rate(*rows[i].gap_per_s))),
+                std::string::npos)
+          << l;
+      ++with_exact;
+      nonzero += *rows[i].exact_per_s > 0;
+    }
+    // Each row's exact figure is the exact count of that line in the interval.
+    for (const LineSummary& ls : sum.lines)
+      for (const LineRow& r : rows)
+        if (r.name == ls.name) {
+          EXPECT_DOUBLE_EQ(*r.exact_per_s, x.traffic(ls.key).value_or(LineTraffic{}).total()) << r.name;
+          EXPECT_DOUBLE_EQ(*r.gap_per_s, x.gap_traffic(ls.key).value_or(LineTraffic{}).total()) << r.name;
+        }
+  }
+  EXPECT_GT(with_exact, 10);
+  EXPECT_EQ(nonzero, 0) << "its records are nohz_kick's reads of the nohz line: no transfer";
+}
+
+// Without EXACT frames the lines view has the model only, and says it is the model.
+TEST_F(Replay, LinesViewSaysTheEstimateWithoutExactColumns) {
+  keys("l");
+  const Screen s = screen();
+  const std::string t = text(s);
+  const int title = find_line(s, "Cachelines: ");
+  ASSERT_GE(title, 0) << t;
+  EXPECT_NE(line(s, size_t(title)).find("xfer/s: independent arrivals (model)  sorted by xfer/s"), std::string::npos) << t;
+  EXPECT_EQ(t.find("exact/s"), std::string::npos) << t;
+  EXPECT_EQ(t.find("gap/s"), std::string::npos) << t;
+}
+
 TEST_F(Replay, LinesViewOnL) {
   EXPECT_EQ(line(screen(), 49).find("l lines") != std::string::npos, true) << line(screen(), 49);
   keys("l");
