@@ -129,14 +129,28 @@ struct {
 	__uint(value_size, sizeof(__u32));
 } sh_exact_events SEC(".maps") __weak;
 
+/* Records bpf_perf_event_output() refused for another reason than a full buffer (which
+ * the ring counts as lost itself): no perf event on this CPU, as after the CPU went
+ * offline and came back (the kernel does not re-add a CPU's event), or none opened for
+ * it. A per-CPU array: each CPU adds to its own copy; user space adds them to the lost. */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, __u64);
+	__uint(max_entries, 1);
+} sh_exact_fails SEC(".maps") __weak;
+
 /* Word offset of member in slot struct T (abi.h): struct sh_exact_rec.word. */
 #define SH_WORD(T, member) ((__u16)(__builtin_offsetof(T, member) / 8))
+
+#define SH_ENOSPC 28  /* ENOSPC: no errno.h for BPF */
 
 /* Sends one --exact record: counter `word` of probe `probe` was incremented on
  * this CPU now. ctx: the program's context (any tracing program type). */
 static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word)
 {
 	struct sh_exact_rec r;
+	long e;
 
 	if (!sh_exact)
 		return;
@@ -144,7 +158,16 @@ static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word)
 	r.cpu = bpf_get_smp_processor_id();
 	r.probe = probe;
 	r.word = word;
-	bpf_perf_event_output(ctx, &sh_exact_events, BPF_F_CURRENT_CPU, &r, sizeof(r));
+	e = bpf_perf_event_output(ctx, &sh_exact_events, BPF_F_CURRENT_CPU, &r, sizeof(r));
+	if (e == 0 || e == -SH_ENOSPC)
+		return;  /* sent, or counted lost by the ring itself */
+	{
+		__u32 k = 0;
+		__u64 *n = bpf_map_lookup_elem(&sh_exact_fails, &k);
+
+		if (n)
+			*n += 1;
+	}
 }
 
 #endif /* SCHEDHOT_COMMON_BPF_H */

@@ -84,13 +84,21 @@ class LibbpfLoader : public BpfLoader {
                                ncpus, nullptr);
     if (exact_fd_ < 0)
       throw std::runtime_error(fmt::format("--exact: cannot create the perf event map: {}", strerror(errno)));
+    fails_fd_ = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sh_exact_fails", sizeof(uint32_t), sizeof(uint64_t), 1,
+                               nullptr);
+    if (fails_fd_ < 0)
+      throw std::runtime_error(fmt::format("--exact: cannot create the failed-record map: {}", strerror(errno)));
   }
   ~LibbpfLoader() override {
     objs_.clear();
     if (exact_fd_ >= 0) close(exact_fd_);
+    if (fails_fd_ >= 0) close(fails_fd_);
   }
   /// The shared --exact perf map, -1 without --exact.
   int exact_fd() const { return exact_fd_; }
+  /// The shared per-CPU count of records the perf map refused (bpf/common.bpf.h
+  /// sh_exact_fails), -1 without --exact.
+  int fails_fd() const { return fails_fd_; }
 
   LoadResult load_attach(const LoadRequest& req) override {
     LoadResult r;
@@ -160,7 +168,8 @@ class LibbpfLoader : public BpfLoader {
     if (exact_fd_ >= 0) {
       s->rodata->sh_exact = 1;
       int e = bpf_map__reuse_fd(s->maps.sh_exact_events, exact_fd_);
-      if (e) return fail(r, -e, fmt::format("--exact: cannot share the perf event map: {}", errno_name(-e)));
+      if (!e) e = bpf_map__reuse_fd(s->maps.sh_exact_fails, fails_fd_);
+      if (e) return fail(r, -e, fmt::format("--exact: cannot share the perf event maps: {}", errno_name(-e)));
     }
     if (req.share_slots != kNoLoad) {
       schedhot_bpf* first = object(req.share_slots);
@@ -238,7 +247,7 @@ class LibbpfLoader : public BpfLoader {
   uint32_t ncpus_;
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
-  int exact_fd_ = -1;
+  int exact_fd_ = -1, fails_fd_ = -1;
 };
 
 }  // namespace
@@ -250,11 +259,11 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
   auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact);
-  const int exact_fd = loader->exact_fd();
+  const int exact_fd = loader->exact_fd(), fails_fd = loader->fails_fd();
   loader_ = std::move(loader);
   probes_ = attach_all(facts, host, opts, *loader_);
   for (auto& p : probes_) status_.push_back(p.status);
-  if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_);
+  if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_, 0, fails_fd);
 }
 
 ProbeSet::~ProbeSet() { detach(); }

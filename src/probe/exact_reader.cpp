@@ -6,6 +6,7 @@
 #include <cstring>
 #include <stdexcept>
 
+#include <bpf/bpf.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <sys/epoll.h>
@@ -28,8 +29,8 @@ size_t ExactReader::default_pages(uint32_t ncpus) {
   return pages;
 }
 
-ExactReader::ExactReader(int map_fd, uint32_t ncpus, size_t pages)
-    : pages_(pages ? pages : default_pages(ncpus)), pending_(ncpus) {
+ExactReader::ExactReader(int map_fd, uint32_t ncpus, size_t pages, int fails_fd)
+    : pages_(pages ? pages : default_pages(ncpus)), fails_fd_(fails_fd), pending_(ncpus) {
   // perf_buffer__new() wakes the reader at every record (wakeup_events = 1): an irq_work
   // per record, most of --exact's cost. Here the kernel wakes the reader thread only when
   // a buffer is a quarter full, and the thread drains every buffer each kDrainMs anyway
@@ -153,6 +154,20 @@ uint64_t ExactReader::lost_total() const {
   return lost_total_;
 }
 
+uint64_t ExactReader::new_fails() {
+  if (fails_fd_ < 0) return 0;
+  const int n = libbpf_num_possible_cpus();
+  if (n <= 0) return 0;
+  std::vector<uint64_t> v(size_t(n), 0);  // a per-CPU array's value: one u64 per possible CPU
+  const uint32_t key = 0;
+  if (bpf_map_lookup_elem(fails_fd_, &key, v.data()) != 0) return 0;
+  uint64_t sum = 0;
+  for (uint64_t x : v) sum += x;
+  const uint64_t d = sum >= fails_seen_ ? sum - fails_seen_ : 0;
+  fails_seen_ = sum;
+  return d;
+}
+
 ExactBatch ExactReader::take(uint64_t upto_ns) {
   std::vector<std::vector<ExactRecord>> due;
   ExactBatch b;
@@ -168,7 +183,9 @@ ExactBatch ExactReader::take(uint64_t upto_ns) {
       due[c].assign(p.begin(), keep);
       p.erase(p.begin(), keep);
     }
-    b.lost = lost_;
+    const uint64_t refused = new_fails();
+    lost_total_ += refused;
+    b.lost = lost_ + refused;
     lost_ = 0;
   }
   b.records = merge_by_time(due);  // outside the lock: the thread goes on reading

@@ -23,7 +23,9 @@ class ExactReader : public ExactSource {
   /// buffer size in pages (a power of two; 0: default_pages(ncpus)). Starts the reader
   /// thread (no signals delivered to it). Throws std::runtime_error (one line) when the
   /// buffers cannot be opened or the thread not started.
-  ExactReader(int map_fd, uint32_t ncpus, size_t pages = 0);
+  /// fails_fd: the per-CPU array of records the perf map refused (bpf/common.bpf.h
+  /// sh_exact_fails; -1 none): take() counts them as lost.
+  ExactReader(int map_fd, uint32_t ncpus, size_t pages = 0, int fails_fd = -1);
   /// Stops and joins the reader thread, then frees the buffers.
   ~ExactReader() override;
   ExactReader(const ExactReader&) = delete;
@@ -49,6 +51,10 @@ class ExactReader : public ExactSource {
   void stop();
   perf_buffer* pb_ = nullptr;
   size_t pages_ = 0;
+  int fails_fd_ = -1;
+  uint64_t fails_seen_ = 0;  ///< sh_exact_fails summed over CPUs at the last take()
+  /// Records the perf map refused since the last call (sh_exact_fails' growth).
+  uint64_t new_fails();
   int epoll_fd_ = -1, stop_fd_ = -1;  ///< the buffers' fds and the eventfd that stops run()
   std::thread thread_;
   /// Held while a buffer is read (by run() or take()) and for pending_ and the counters.

@@ -620,6 +620,17 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
         if ck.expect(ex is not None and ex["records"] > 0, tag, "record --exact stored no access records"):
             ck.say(f"   exact  {ex['records']} records, {ex['lost']} lost, {ex['skipped']} skipped")
             ck.expect(ex["skipped"] == 0, tag, f"{ex['skipped']} exact records out of order or out of range")
+            # Every counted event sent a record, or the record is counted lost: records of a
+            # plain counter (one record per increment) against its total over the same window.
+            # A CPU's perf event is gone once it went offline (the hotplug job): its refused
+            # records must show up as lost, never as a silent shortfall.
+            for pname, field in (("nohz_enter", "calls"), ("nohz_exit", "worked")):
+                n, rec = total(probes.get(pname), field), ex["by_probe"].get(pname, {}).get(field, 0)
+                if not n:
+                    continue
+                ck.say(f"   exact  {pname}.{field}: {rec} records, counter {n}")
+                ck.expect(rec <= n and rec + ex["lost"] >= 0.99 * n, tag,
+                          f"exact: {rec} {pname}.{field} records and {ex['lost']} lost against {n} counted events")
             for name, l in sorted(lines.items()):
                 if l["family"] in ("nohz", "cpupri") and l["xfers_per_s"] > 0:
                     ck.expect(l.get("exact") is not None, tag, f"line {name}: a model figure but no exact one")
