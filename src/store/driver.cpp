@@ -31,6 +31,10 @@ bool RecordingDriver::record(Sample& s) {
       for (int i : changed) w_->write_status(src_.meta().probes[size_t(i)].status);
     }
     w_->write_sample(s);
+    if (s.exact) {
+      exact_records_ += s.exact->records.size();
+      exact_lost_ = s.exact->lost > UINT64_MAX - exact_lost_ ? UINT64_MAX : exact_lost_ + s.exact->lost;
+    }
   } catch (const std::exception& e) {
     fail(e);
     return false;
@@ -78,8 +82,11 @@ namespace schedhot {
 
 std::string RecordingDriver::summary() const {
   const unsigned r = rotations();
-  return fmt::format("wrote {} samples, {} bytes to {}{}", samples(), bytes(), path(),
-                     r ? fmt::format(" ({} rotation{})", r, r == 1 ? "" : "s") : "");
+  return fmt::format("wrote {} samples, {} bytes to {}{}{}", samples(), bytes(), path(),
+                     r ? fmt::format(" ({} rotation{})", r, r == 1 ? "" : "s") : "",
+                     target_.exact ? fmt::format("; --exact: {} records, {} lost{}", exact_records_, exact_lost_,
+                                                 exact_lost_ ? " (the exact figures are lower bounds)" : "")
+                                   : "");
 }
 
 }  // namespace schedhot

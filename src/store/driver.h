@@ -60,7 +60,8 @@ class RecordingDriver {
   /// Bytes written to all files, 0 before the file is open.
   uint64_t bytes() const;
   unsigned rotations() const;
-  /// "wrote N samples, B bytes to FILE", with " (R rotation[s])" when it rotated.
+  /// "wrote N samples, B bytes to FILE", with " (R rotation[s])" when it rotated and, with
+  /// --exact, "; --exact: R records, L lost" (records written, lost ones reported).
   std::string summary() const;
   /// The one-line error that ended the recording, nullopt while none: the writer's
   /// message when the file could not be created, else "MSG; N samples written before it
@@ -77,6 +78,7 @@ class RecordingDriver {
   std::unique_ptr<RotatingWriter> w_;
   std::vector<int> changed_;
   std::optional<std::string> error_;
+  uint64_t exact_records_ = 0, exact_lost_ = 0;  ///< in the samples written
   bool closed_ = false;
   bool exact_started_ = false;
 };

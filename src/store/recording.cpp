@@ -865,7 +865,11 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
   std::string raw;
   if (f.flags & kFlagZstd) {
     unsigned long long sz = ZSTD_getFrameContentSize(f.payload.data(), f.payload.size());
-    if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > kMaxFramePayload) {
+    // Records are timestamps and ids that differ from record to record: the writer's frames
+    // shrink 3-6x. A far higher ratio is a decompression bomb (a 34 KB frame claiming 67 M
+    // records and 2 GB of memory, an attacker's finding): refused.
+    const uint64_t cap = std::min<uint64_t>(kMaxFramePayload, std::max<uint64_t>(uint64_t(1) << 20, uint64_t(f.payload.size()) * 256));
+    if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > cap) {
       why = "compressed exact frame with a bad or oversized content size";
       return false;
     }
@@ -895,6 +899,11 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
     ts += gap;
     r.ts_ns = ts;
     const uint64_t cpu = c.varint(), probe = c.varint(), word = c.varint();
+    if (!c.ok) break;  // said below: truncated
+    if (ts > f.mono_ns) {  // the writer takes a sample's records up to its time
+      why = fmt::format("bad exact frame: record {} at {} ns, after its sample's time {} ns", i, ts, f.mono_ns);
+      return false;
+    }
     if (cpu >= meta_.ncpus || probe > 0xffff || word > 0xffff) {
       why = fmt::format("bad exact frame: record {} names CPU {} probe {} word {}", i, cpu, probe, word);
       return false;

@@ -105,8 +105,10 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
     j["by_probe"] = bp;
     j["unmeasured"] = unmeasured(meta, l.family);
     if (exact) {
-      const LineTraffic t = exact->traffic(l.key).value_or(LineTraffic{});
+      const std::optional<LineTraffic> touched = exact->traffic(l.key);
+      const LineTraffic t = touched.value_or(LineTraffic{});
       nlohmann::json e;
+      e["touched"] = touched.has_value();  // false: no record named it (its probes sent none)
       e["xfers_per_s"] = t.total();
       e["read_xfers_per_s"] = t.read_xfers_per_s;
       e["write_xfers_per_s"] = t.write_xfers_per_s;
@@ -207,10 +209,13 @@ std::string cachelines_text(const nlohmann::json& c) {
     if (l.contains("exact")) {
       const auto& e = l["exact"];
       const double ex = e["xfers_per_s"].get<double>();
-      out += fmt::format("    exact: {} xfer/s{} (model {}, model/exact {})\n", fmt_rate(ex),
-                         e["lower_bound"].get<bool>() ? fmt::format(" (lower bound: {} records lost)", e["lost"].get<uint64_t>()) : "",
-                         fmt_rate(x), e["ratio"].is_null() ? std::string("-") : fmt::format("x{:.2f}", e["ratio"].get<double>()));
-      if (l.contains("gap")) {
+      if (e.contains("touched") && !e["touched"].get<bool>())
+        out += "    exact: - (no --exact record touched this line: its probes sent none)\n";
+      else
+        out += fmt::format("    exact: {} xfer/s{} (model {}, model/exact {})\n", fmt_rate(ex),
+                           e["lower_bound"].get<bool>() ? fmt::format(" (lower bound: {} records lost)", e["lost"].get<uint64_t>()) : "",
+                           fmt_rate(x), e["ratio"].is_null() ? std::string("-") : fmt::format("x{:.2f}", e["ratio"].get<double>()));
+      if (l.contains("gap") && (!e.contains("touched") || e["touched"].get<bool>())) {
         const auto& g = l["gap"];
         out += fmt::format("    gap model of the records' per-CPU gaps: {} xfer/s (gap/exact {})\n",
                            fmt_rate(g["xfers_per_s"].get<double>()),

@@ -107,6 +107,7 @@ struct IntervalValues {
   /// Empty without.
   bool has_exact = false;
   std::vector<LineTraffic> exact, gap;
+  std::vector<char> touched;  ///< per line: some record of the interval named it (else no figure)
   uint64_t exact_records = 0, exact_lost = 0, exact_skipped = 0;
 };
 
@@ -117,13 +118,16 @@ void compute_exact(const Sample& prev, const Sample& cur, double seconds, ExactA
   v.has_exact = cur.exact.has_value();
   v.exact.clear();
   v.gap.clear();
+  v.touched.clear();
   v.exact_records = v.exact_lost = v.exact_skipped = 0;
   if (!v.has_exact) return;
   acc.interval(prev.exact ? &*prev.exact : nullptr, seconds, *cur.exact);
   v.exact.reserve(lines.size());
   v.gap.reserve(lines.size());
   for (const PossibleLine& l : lines) {
-    v.exact.push_back(acc.traffic(l.key).value_or(LineTraffic{}));
+    const std::optional<LineTraffic> t = acc.traffic(l.key);
+    v.touched.push_back(t.has_value());
+    v.exact.push_back(t.value_or(LineTraffic{}));
     v.gap.push_back(acc.gap_traffic(l.key).value_or(LineTraffic{}));
   }
   v.exact_records = acc.records();
@@ -133,9 +137,11 @@ void compute_exact(const Sample& prev, const Sample& cur, double seconds, ExactA
 
 /// A CPU's transfers/s in t (0 when it has none).
 double cpu_total(const LineTraffic& t, int cpu) {
-  for (const CpuXfers& c : t.cpus)
-    if (static_cast<int>(c.cpu) == cpu) return c.total();
-  return 0.0;
+  // t.cpus is in ascending cpu order: a binary search (a line every CPU touches, 8192 of
+  // them, made this O(ncpus^2) per interval)
+  auto it = std::lower_bound(t.cpus.begin(), t.cpus.end(), cpu,
+                             [](const CpuXfers& c, int v) { return static_cast<int>(c.cpu) < v; });
+  return it != t.cpus.end() && static_cast<int>(it->cpu) == cpu ? it->total() : 0.0;
 }
 
 /// An exact or gap figure in JSON: transfers/s, read and write, by distance.
@@ -287,9 +293,12 @@ class CsvSink : public Sink {
         for (const std::vector<LineTraffic>* f : {&v.exact, &v.gap})
           for (size_t l = 0; l < lines_.size(); ++l) {
             b.push_back(',');
-            if (online && v.has_exact) fmt::format_to(std::back_inserter(b), "{:.3f}", cpu_total((*f)[l], cpus_[i]));
+            // empty: no record of the interval named the line (not a measured 0)
+            if (online && v.has_exact && v.touched[l])
+              fmt::format_to(std::back_inserter(b), "{:.3f}", cpu_total((*f)[l], cpus_[i]));
           }
       b.push_back('\n');
+      if (b.size() >= (size_t(1) << 20)) flush(b);  // a row at a time past 1 MiB: bounded memory
     }
     flush(b);
   }
@@ -366,6 +375,7 @@ class JsonSink : public Sink {
         const double ex = v.exact[possible[k]].total();
         e["ratio"] = ex > 0 ? nlohmann::json(l.traffic.total() / ex) : nlohmann::json(nullptr);  // model/exact
         g["ratio"] = ex > 0 ? nlohmann::json(v.gap[possible[k]].total() / ex) : nlohmann::json(nullptr);  // gap/exact
+        e["touched"] = bool(v.touched[possible[k]]);  // false: no record named the line (not a measured 0)
         j["exact"] = std::move(e);
         j["gap"] = std::move(g);
       }

@@ -149,6 +149,44 @@ TEST(ExactMerge, KWayMergeInTimeOrderStable) {
   for (auto& x : s) EXPECT_TRUE(x.empty());
 }
 
+// A record after its sample's time (the writer takes records up to it) and a frame that
+// decompresses to far more than records of changing times and ids do are damage, not
+// input: one record at 2^64 ns hid every later record behind "out of time order", and a
+// 34 KB frame that claimed 67 M records took 2 GB (an attacker's findings).
+TEST(ExactFrame, ARecordAfterItsSampleOrABombIsDamage) {
+  const Meta m = exact_meta();
+  for (int kind : {0, 1}) {
+    SCOPED_TRACE(kind);
+    const std::string path = ::testing::TempDir() + "exact_bad.shot";
+    std::remove(path.c_str());
+    {
+      WriterOptions wo;
+      wo.compress = kind == 1;
+      RecordingWriter w(path, m, wo);
+      Sample s = make_sample(m);
+      s.mono_ns = m.start_mono_ns;
+      w.write_sample(s);
+      s.mono_ns += 1'000'000'000;
+      ExactBatch b;
+      if (kind == 0) {
+        b.records = {{s.mono_ns - 10, 0, 1, 0}, {s.mono_ns + 1, 1, 1, 0}};
+      } else {  // identical records: zstd shrinks them far past any real frame
+        b.records.assign(400'000, ExactRecord{s.mono_ns - 1'000'000, 0, 1, 0});
+      }
+      s.exact = b;
+      w.write_sample(s);
+      w.close();
+    }
+    auto r = RecordingReader::open(path);
+    Sample got;
+    ASSERT_TRUE(r->next(got));  // the baseline is kept
+    EXPECT_FALSE(r->next(got));
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_NE(r->damage()->reason.find(kind == 0 ? "record 1 at" : "oversized content size"), std::string::npos)
+        << r->damage()->reason;
+  }
+}
+
 TEST(ExactFrame, RoundTripWithLostAndCompression) {
   for (bool compress : {false, true}) {
     SCOPED_TRACE(compress);
