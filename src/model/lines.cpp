@@ -910,7 +910,8 @@ std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const Cohere
 ExactAccumulator::ExactAccumulator(const Meta& meta, const CoherenceLayout& layout)
     : meta_(meta), layout_(layout), topo_(meta.host.topology), plan_(meta, layout_) {}
 
-ExactAccumulator::ExactAccumulator(const Meta& meta) : ExactAccumulator(meta, layout_of(meta)) {
+ExactAccumulator::ExactAccumulator(const Meta& meta, bool with_what_ifs) : ExactAccumulator(meta, layout_of(meta)) {
+  if (!with_what_ifs) return;
   for (const WhatIf& w : what_ifs())
     if ((w.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
         (w.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset))

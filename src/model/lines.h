@@ -319,9 +319,10 @@ class CoherenceAccumulator {
 /// touch (event_lines() on the recording's layout, layout_of()), fed in time order.
 class ExactAccumulator {
  public:
-  /// meta must outlive the accumulator. The records are also replayed, exactly and by the
-  /// gap model, on the layout of every seed patch the kernel lacks (what_if()).
-  explicit ExactAccumulator(const Meta& meta);
+  /// meta must outlive the accumulator. what_ifs: the records are also replayed, exactly
+  /// and by the gap model, on the layout of every seed patch the kernel lacks (what_if());
+  /// each replay costs as much as the accumulator itself, so only report asks for them.
+  explicit ExactAccumulator(const Meta& meta, bool what_ifs = false);
   /// The same on `layout` instead of the recording's, without what-ifs (what a what-if
   /// replays on).
   ExactAccumulator(const Meta& meta, const CoherenceLayout& layout);

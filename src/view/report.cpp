@@ -39,7 +39,7 @@ const std::vector<CpuColumn>& cpu_columns() {
 
 ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
     : meta_(meta), opts_(std::move(opts)), coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
-      exact_(std::make_unique<ExactAccumulator>(meta)) {
+      exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
   known_.assign(meta.probes.size(), 0);

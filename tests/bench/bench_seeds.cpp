@@ -77,7 +77,7 @@ ExactRecord rec(const Meta& m, uint64_t ts, int cpu, const char* probe, const ch
 // The three estimates of what-if `id` over one interval of `seconds` holding `b`.
 void print_replay(const Meta& m, const char* id, double seconds, ExactBatch b, double model_before, double model_after) {
   std::stable_sort(b.records.begin(), b.records.end(), [](const auto& x, const auto& y) { return x.ts_ns < y.ts_ns; });
-  ExactAccumulator ex(m);
+  ExactAccumulator ex(m, /*what_ifs=*/true);
   ex.add(seconds, b);
   const auto w = ex.what_if(id);
   if (!w) return;
