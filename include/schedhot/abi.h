@@ -135,6 +135,57 @@ static inline __u32 sh_gap_index(__u64 v)
 }
 
 /*
+ * Gap state (issue 29): per CPU, per cacheline it touches, the time of its last access
+ * and last write and three histograms of the gaps before its accesses, what the gap
+ * model (src/model/gaps.h) turns into transfers. Kept by every probe at the places that
+ * send --exact records (bpf/common.bpf.h sh_access), in one shared per-CPU array
+ * (sh_gap_slots, BPF_F_MMAPABLE, each CPU writes only its own slot). A counted event
+ * (probe, slot word) reaches its lines through a route that user space writes before
+ * the baseline sample (sh_gap_routes, src/probe/gap_state.h): up to SH_GAP_TARGETS
+ * targets, each a line id base plus the CPU's offset (a cpumask word, an int per CPU).
+ * A line's entry is claimed at its first access and kept for the run; a CPU that
+ * touches more than SH_GAP_LINES lines counts the rest in `full` (those lines are
+ * modeled as independent arrivals for it).
+ */
+#define SH_GAP_LINES 16
+#define SH_GAP_TARGETS 6
+#define SH_GAP_ROUTE_WORDS 1024   /* route index: probe * SH_GAP_ROUTE_WORDS + slot word */
+
+struct sh_gap_line {
+	__u32 id;       /* line id + 1 (Meta gap_lines index + 1); 0: free */
+	__u32 pad;
+	__u64 last_a;   /* private: this CPU's last access to the line, ns (0: none yet) */
+	__u64 last_w;   /* private: its last write, ns (0: none yet) */
+	__u32 ww[SH_GAP_BUCKETS];  /* writes by the gap since this CPU's previous write */
+	__u32 wa[SH_GAP_BUCKETS];  /* writes by the gap since its previous access */
+	__u32 ra[SH_GAP_BUCKETS];  /* reads by the gap since its previous access */
+};
+
+struct sh_gap_slot {
+	__u64 full;     /* line accesses not kept: every entry held another line */
+	__u64 pad;
+	struct sh_gap_line line[SH_GAP_LINES];
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/* One target of a route: the line of an access from CPU c is
+ *   fixed: id0;  bit: id0 + ((base + (c / 64) * 8) >> shift);  int32: id0 + ((base + 4c) >> shift)
+ * (line ids + 1, as sh_gap_line.id). */
+enum sh_gap_mode { SH_GAP_FIXED = 0, SH_GAP_BIT = 1, SH_GAP_INT32 = 2 };
+struct sh_gap_target {
+	__s32 id0;
+	__u8 mode;      /* enum sh_gap_mode */
+	__u8 write;     /* 1: the event writes the line */
+	__u8 shift;     /* log2 of the cacheline size */
+	__u8 pad;
+	__u64 base;     /* byte offset of the field in its object (bit, int32) */
+};
+struct sh_gap_route {
+	__u32 n;        /* targets in use, 0: the event touches no modeled line */
+	__u32 pad;
+	struct sh_gap_target t[SH_GAP_TARGETS];
+};
+
+/*
  * Entry/exit pairing state of a traced function on one CPU. Private to BPF
  * (user space ignores it): a small stack so that a call nested by an
  * interrupt on the same CPU (e.g. nohz_balance_exit_idle from the tick while

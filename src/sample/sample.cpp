@@ -93,6 +93,11 @@ void to_json(nlohmann::json& j, const Meta& m) {
        {"hist", {{"sub_bits", m.hist_sub_bits}, {"max_msb", m.hist_max_msb}, {"buckets", SH_HIST_BUCKETS}}},
        {"probes", probes}};
   if (m.layout) j["layout"] = *m.layout;
+  if (!m.gap_lines.empty()) {
+    nlohmann::json g = nlohmann::json::array();
+    for (const Meta::GapLine& l : m.gap_lines) g.push_back({l.object, l.line});
+    j["gap_lines"] = std::move(g);
+  }
 }
 
 void from_json(const nlohmann::json& j, Meta& m) {
@@ -140,6 +145,12 @@ void from_json(const nlohmann::json& j, Meta& m) {
     if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
     m.layout.reset();
     if (auto it = j.find("layout"); it != j.end() && !it->is_null()) m.layout = it->get<CoherenceLayout>();
+    m.gap_lines.clear();
+    if (auto it = j.find("gap_lines"); it != j.end() && !it->is_null()) {
+      if (!it->is_array() || it->size() > Meta::kMaxGapLines)
+        throw std::runtime_error(fmt::format("gap_lines is not an array of at most {} lines", Meta::kMaxGapLines));
+      for (const auto& l : *it) m.gap_lines.push_back({l.at(0).get<std::string>(), l.at(1).get<int64_t>()});
+    }
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
   }

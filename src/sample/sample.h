@@ -2,6 +2,7 @@
 // metadata that gives them meaning. Live sampling and recordings produce the same
 // Sample; every view computes from two of them (design: one pipeline, two sources).
 #pragma once
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -42,6 +43,25 @@ struct ExactBatch {
   bool operator==(const ExactBatch&) const = default;
 };
 
+/// The probes' gap state (include/schedhot/abi.h struct sh_gap_slot, issue 29) over one
+/// interval: what CPU `cpu` added to the three gap histograms of line `line` (an index into
+/// Meta::gap_lines) since the previous sample. Bucket geometry: abi.h sh_gap_index.
+struct GapCounts {
+  uint32_t cpu = 0;
+  uint32_t line = 0;
+  std::array<uint32_t, SH_GAP_BUCKETS> ww{}, wa{}, ra{};
+  bool operator==(const GapCounts&) const = default;
+};
+
+/// The gap counts of one interval (from_ns, the sample's mono_ns]: only the (CPU, line)
+/// pairs that moved, ascending (cpu, line).
+struct GapBatch {
+  uint64_t from_ns = 0;  ///< the previous sample's mono_ns (CLOCK_MONOTONIC)
+  std::vector<GapCounts> counts;
+  uint64_t full = 0;     ///< line accesses no CPU table had room for, summed over CPUs
+  bool operator==(const GapBatch&) const = default;
+};
+
 struct Sample {
   uint32_t seq = 0;       ///< 0 for the baseline taken right after attach
   uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
@@ -55,6 +75,9 @@ struct Sample {
   /// --exact: the records with ts_ns in (previous sample's mono_ns, mono_ns], in time order.
   /// nullopt when the run was not recorded with --exact (or for the baseline).
   std::optional<ExactBatch> exact;
+  /// The probes' gap counts over (gaps->from_ns, mono_ns]; nullopt when the run kept no
+  /// gap state (--no-gap-state, a recording made before it existed) or for the baseline.
+  std::optional<GapBatch> gaps;
 };
 
 /// What a probe was in the recording (or live run): its layout and attach status.
@@ -80,6 +103,16 @@ struct Meta {
   /// The traced kernel's hot-line layout (probe/layout.h), read at attach; absent in
   /// recordings made before it was recorded (format 1.2 files of schedhot <= 0.1.0).
   std::optional<CoherenceLayout> layout;
+  /// The lines the probes' gap state names (GapCounts::line indexes this; the BPF entries
+  /// hold index + 1): the object and line of each, as model/lines.h LineKey. Empty when the
+  /// run kept no gap state.
+  struct GapLine {
+    std::string object;
+    int64_t line = 0;
+    bool operator==(const GapLine&) const = default;
+  };
+  std::vector<GapLine> gap_lines;
+  static constexpr size_t kMaxGapLines = 1u << 20;  ///< what a reader accepts
 
   /// Index of a probe by name in probes, or -1.
   int probe_index(std::string_view name) const;
