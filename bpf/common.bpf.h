@@ -140,21 +140,47 @@ struct {
 	__uint(max_entries, 1);
 } sh_exact_fails SEC(".maps") __weak;
 
+/*
+ * Gap state (abi.h struct sh_gap_slot): .rodata sh_gaps = 1 keeps it (the default; 0 and
+ * the verifier drops sh_gap_note as dead code). The slots and the routes are one map each,
+ * created by user space and shared by every object (weak definitions, as sh_exact_events).
+ */
+const volatile __u32 sh_gaps __weak = 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sh_gap_slot);
+	__uint(max_entries, 1);
+} sh_gap_slots SEC(".maps") __weak;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sh_gap_route);
+	__uint(max_entries, SH_NPROBES * SH_GAP_ROUTE_WORDS);
+} sh_gap_routes SEC(".maps") __weak;
+
+/* The counted event (probe, word) on this CPU at now into the gap state: each line of
+ * its route once, as a write when any of its targets there writes (the --exact replay
+ * counts a record so: model/lines.h event_lines). A global function (bpf/gaps.bpf.c),
+ * verified once rather than at every call site. */
+extern int sh_gap_note(__u32 probe, __u32 word, __u64 now);
+
 /* Word offset of member in slot struct T (abi.h): struct sh_exact_rec.word. */
 #define SH_WORD(T, member) ((__u16)(__builtin_offsetof(T, member) / 8))
 
 #define SH_ENOSPC 28  /* ENOSPC: no errno.h for BPF */
 
 /* Sends one --exact record: counter `word` of probe `probe` was incremented on
- * this CPU now. ctx: the program's context (any tracing program type). */
-static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word)
+ * this CPU at now (0: read the clock). ctx: the program's context (any tracing program type). */
+static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word, __u64 now)
 {
 	struct sh_exact_rec r;
 	long e;
 
 	if (!sh_exact)
 		return;
-	r.ts = bpf_ktime_get_ns();
+	r.ts = now ? now : bpf_ktime_get_ns();
 	r.cpu = bpf_get_smp_processor_id();
 	r.probe = probe;
 	r.word = word;
@@ -168,6 +194,21 @@ static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word)
 		if (n)
 			*n += 1;
 	}
+}
+
+/* A counted event that touches modeled lines (ProbeSpec::accesses): counter `word` of
+ * probe `probe` was incremented on this CPU at now (0: not known, the clock is read once
+ * for both). Keeps the gap state and sends the --exact record, each when enabled; with
+ * both off the verifier drops it all. */
+static __always_inline void sh_access(void *ctx, __u16 probe, __u16 word, __u64 now)
+{
+	if (!sh_gaps && !sh_exact)
+		return;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (sh_gaps)
+		sh_gap_note(probe, word, now);
+	sh_exact_emit(ctx, probe, word, now);
 }
 
 #endif /* SCHEDHOT_COMMON_BPF_H */

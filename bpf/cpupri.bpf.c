@@ -79,6 +79,8 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 
 	if (!s)
 		return;
+	if (!now && (sh_gaps || sh_exact))
+		now = bpf_ktime_get_ns();  /* a proxy: one clock read for its accesses */
 	if (timed)
 		sh_func_enter(&s->f, now);
 	else
@@ -86,16 +88,16 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 	if (old == new) {
 		SH_INC(&s->noop);
 		/* one record per call: noop when new == old, calls otherwise (abi.h) */
-		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, noop));
+		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, noop), now);
 		return;
 	}
-	sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, f.calls));
+	sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, f.calls), now);
 	t = sh_cpupri_class(old, nr_prios) * SH_CP_NCLASS + sh_cpupri_class(new, nr_prios);
 	SH_INC(&s->trans[SH_BOUND(t, SH_CP_NCLASS * SH_CP_NCLASS)]);
 	if (sh_vec_inc(s->vec_set, new))
-		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_set) + (__u16)new);
+		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_set) + (__u16)new, now);
 	if (sh_vec_inc(s->vec_clear, old))
-		sh_exact_emit(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_clear) + (__u16)old);
+		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_clear) + (__u16)old, now);
 }
 
 static __always_inline void cpupri_set_exit(__u64 now)
@@ -191,7 +193,7 @@ static __always_inline void cpupri_find_entry(void *ctx, __u64 now)
 	if (!s)
 		return;
 	sh_func_enter(&s->f, now);
-	sh_exact_emit(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls));
+	sh_access(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls), now);
 }
 
 static __always_inline void cpupri_find_exit(__u64 now, __u64 ret)

@@ -36,7 +36,7 @@ static __always_inline void nohz_exit_enter(void *ctx, __u64 now, __u64 tick_sto
 		SH_INC(&s->f.calls);
 	if (tick_stopped) {
 		SH_INC(&s->worked);
-		sh_exact_emit(ctx, SH_P_NOHZ_EXIT, SH_WORD(struct sh_nohz_exit_slot, worked));
+		sh_access(ctx, SH_P_NOHZ_EXIT, SH_WORD(struct sh_nohz_exit_slot, worked), now);
 	}
 }
 
@@ -108,14 +108,15 @@ int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
 static __always_inline void nohz_enter_hit(void *ctx, __u64 tick_stopped)
 {
 	struct sh_nohz_enter_slot *s = SH_THIS_SLOT(nohz_enter_slots);
+	__u64 now = (sh_gaps || sh_exact) ? bpf_ktime_get_ns() : 0;  /* one clock read for both accesses */
 
 	if (!s)
 		return;
 	SH_INC(&s->calls);
-	sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, calls));
+	sh_access(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, calls), now);
 	if (!tick_stopped) {
 		SH_INC(&s->first);
-		sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, first));
+		sh_access(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, first), now);
 	}
 }
 
@@ -165,8 +166,8 @@ static __always_inline void nohz_kick_enter(void *ctx, __u64 now, __u64 idle_bal
 	if (idle_balance)
 		SH_INC(&s->idle_ticks);
 	/* one record per call: idle_ticks on an idle tick, calls on a busy one (abi.h) */
-	sh_exact_emit(ctx, SH_P_NOHZ_KICK, idle_balance ? SH_WORD(struct sh_nohz_kick_slot, idle_ticks)
-							: SH_WORD(struct sh_nohz_kick_slot, f.calls));
+	sh_access(ctx, SH_P_NOHZ_KICK, idle_balance ? SH_WORD(struct sh_nohz_kick_slot, idle_ticks)
+						    : SH_WORD(struct sh_nohz_kick_slot, f.calls), now);
 }
 
 static __always_inline void nohz_kick_exit(__u64 now)
@@ -217,7 +218,7 @@ static __always_inline void ilb_sent(void *ctx, __u32 target, __u32 this_cpu, __
 	if (target == this_cpu)
 		SH_INC(&s->sent_self);
 	SH_INC(&s->flags[SH_BOUND(flags, SH_ILB_FLAGS)]);
-	sh_exact_emit(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, flags) + (__u16)SH_BOUND(flags, SH_ILB_FLAGS));
+	sh_access(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, flags) + (__u16)SH_BOUND(flags, SH_ILB_FLAGS), 0);
 }
 
 static __always_inline void ilb_received(void *ctx)
@@ -227,7 +228,7 @@ static __always_inline void ilb_received(void *ctx)
 	if (!s)
 		return;
 	SH_INC(&s->received);
-	sh_exact_emit(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, received));
+	sh_access(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, received), 0);
 }
 
 /* raw_tp, not tp_btf: the verifier refuses tp_btf reads of the func argument

@@ -39,7 +39,7 @@ static __always_inline void bcast_site_hit(void *ctx, __u32 site)
 	if (!s || i >= SH_BCAST_SITES)
 		return;
 	SH_INC(&s->calls[SH_BOUND(i, SH_BCAST_SITES)]);
-	sh_exact_emit(ctx, SH_P_BCAST_LOCK, SH_WORD(struct sh_bcast_lock_slot, calls) + (__u16)SH_BOUND(i, SH_BCAST_SITES));
+	sh_access(ctx, SH_P_BCAST_LOCK, SH_WORD(struct sh_bcast_lock_slot, calls) + (__u16)SH_BOUND(i, SH_BCAST_SITES), 0);
 }
 
 #define BCAST_SITE(i)                                         \
@@ -70,7 +70,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 	if (want && lock == want) {
 		SH_INC(&s->contentions);
 		s->ts = now;
-		sh_exact_emit(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions));
+		sh_access(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions), now);
 	}
 	return s;
 }

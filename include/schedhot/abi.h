@@ -169,7 +169,11 @@ struct sh_gap_slot {
 
 /* One target of a route: the line of an access from CPU c is
  *   fixed: id0;  bit: id0 + ((base + (c / 64) * 8) >> shift);  int32: id0 + ((base + 4c) >> shift)
- * (line ids + 1, as sh_gap_line.id). */
+ * (line ids + 1, as sh_gap_line.id). An event touches each line once, as a write if any
+ * of its targets there writes (model/lines.h event_lines): where a per-CPU target lands on
+ * the line of an earlier target of the route, user space says so by CPU range, so the
+ * program needs no comparison: CPUs in [skip_lo, skip_hi) skip this target, CPUs in
+ * [up_lo, up_hi) note it as a write (a later target of the same line writes). */
 enum sh_gap_mode { SH_GAP_FIXED = 0, SH_GAP_BIT = 1, SH_GAP_INT32 = 2 };
 struct sh_gap_target {
 	__s32 id0;
@@ -177,6 +181,9 @@ struct sh_gap_target {
 	__u8 write;     /* 1: the event writes the line */
 	__u8 shift;     /* log2 of the cacheline size */
 	__u8 pad;
+	__u32 skip_lo, skip_hi;
+	__u32 up_lo, up_hi;
+	__u32 pad2;
 	__u64 base;     /* byte offset of the field in its object (bit, int32) */
 };
 struct sh_gap_route {

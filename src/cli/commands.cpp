@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/interval.h"
+#include "model/lines.h"
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
 #include "probe/learn_addr.h"
@@ -124,6 +125,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   }
   ao.only = split_commas(o.probes);
   ao.exact = o.exact;
+  ao.gaps = !o.no_gap_state;
   if (!o.probes.empty() && ao.only.empty()) {
     usage_error(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;
@@ -162,6 +164,12 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
   Meta m = schedhot::live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
   m.layout = a.facts.layout;
+  // The gap state's routes, before the baseline sample: from the lines this Meta models.
+  if (a.probes->gaps()) {
+    const GapRoutes r = gap_routes(LinePlan(m, *m.layout));
+    a.probes->set_gap_routes(r.routes);
+    m.gap_lines = r.lines;
+  }
   return m;
 }
 

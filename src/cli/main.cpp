@@ -29,6 +29,8 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
+  c->add_flag("--no-gap-state", o.no_gap_state,
+              "the probes keep no per-CPU gap histograms: cacheline figures fall back to independent arrivals");
 }
 
 /// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).

@@ -864,8 +864,8 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   return s;
 }
 
-std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t word, int cpu) const {
-  std::vector<std::pair<LineKey, bool>> out;
+std::vector<size_t> LinePlan::event_accesses(int probe, uint32_t word) const {
+  std::vector<size_t> out;
   if (probe < 0 || size_t(probe) >= probe_res_.size()) return out;
   const Field* f = nullptr;
   for (const Field& x : meta_->probes[size_t(probe)].layout.fields)
@@ -878,7 +878,6 @@ std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t 
   const auto [b, e] = probe_res_[size_t(probe)];
   for (size_t i = b; i < e; ++i)
     if (res_[i].minus && res_[i].minus.field == f) base = res_[i].counter.field;
-  std::vector<int64_t> ls;
   for (size_t i = b; i < e; ++i) {
     const Resolved& r = res_[i];
     bool applies = false;
@@ -888,7 +887,16 @@ std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t 
     } else if (base && r.counter.field == base) {
       applies = !r.minus;
     }
-    if (!applies) continue;
+    if (applies) out.push_back(i);
+  }
+  return out;
+}
+
+std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t word, int cpu) const {
+  std::vector<std::pair<LineKey, bool>> out;
+  std::vector<int64_t> ls;
+  for (size_t i : event_accesses(probe, word)) {
+    const Resolved& r = res_[i];
     ls.clear();
     r.target.lines(cpu, layout_.line_bytes, ls);
     for (int64_t l : ls) {
@@ -899,6 +907,134 @@ std::vector<std::pair<LineKey, bool>> LinePlan::event_lines(int probe, uint32_t 
     }
   }
   std::sort(out.begin(), out.end());
+  return out;
+}
+
+namespace {
+
+/// The line id + 1 a route target gives CPU c, as bpf/gaps.bpf.c computes it.
+uint32_t route_line(const sh_gap_target& t, uint32_t c) {
+  uint64_t off = 0;
+  if (t.mode == SH_GAP_BIT) off = t.base + uint64_t(c / 64) * 8;
+  else if (t.mode == SH_GAP_INT32) off = t.base + uint64_t(c) * 4;
+  return uint32_t(t.id0 + int32_t(off >> (t.shift & 63)));
+}
+
+}  // namespace
+
+GapRoutes gap_routes(const LinePlan& plan) {
+  GapRoutes out;
+  const int lb = plan.layout().line_bytes;
+  if (lb <= 0 || (lb & (lb - 1)) != 0) return out;
+  const uint8_t shift = static_cast<uint8_t>(__builtin_ctz(unsigned(lb)));
+  const auto& res = plan.resolved();
+  // One target per access: a scan becomes its lines, each a fixed target.
+  struct Tgt {
+    sh_gap_target t;
+    uint32_t id;  // the line id of a fixed target
+  };
+  auto targets = [&](size_t i, std::vector<Tgt>& v) {
+    const FieldTarget& ft = res[i].target;
+    const auto [first, min_line] = plan.object_ids(i);
+    sh_gap_target t{};
+    t.write = res[i].write ? 1 : 0;
+    t.shift = shift;
+    auto fixed = [&](int64_t line) {
+      Tgt x{t, first + uint32_t(line - min_line)};
+      x.t.mode = SH_GAP_FIXED;
+      x.t.id0 = int32_t(x.id + 1);
+      v.push_back(x);
+    };
+    if (ft.mode == FieldTarget::fixed) {
+      fixed(ft.base >= 0 ? ft.base / lb : -((-ft.base + lb - 1) / lb));
+    } else if (ft.mode == FieldTarget::scan) {
+      std::vector<int64_t> ls;
+      ft.lines(0, lb, ls);
+      for (int64_t l : ls) fixed(l);
+    } else {
+      // id = id0 + ((base + off) >> shift): a negative base moves up by whole lines.
+      int64_t base = ft.base, k = 0;
+      if (base < 0) {
+        k = (-base + lb - 1) / lb;
+        base += k * lb;
+      }
+      t.mode = ft.mode == FieldTarget::bit ? SH_GAP_BIT : SH_GAP_INT32;
+      t.base = uint64_t(base);
+      t.id0 = int32_t(int64_t(first) - min_line - k + 1);
+      v.push_back({t, UINT32_MAX});
+    }
+  };
+  // The routes, then the lines that some route could not hold.
+  std::vector<std::pair<uint32_t, std::vector<Tgt>>> all;
+  std::vector<char> dropped(plan.line_count(), 0);
+  const Meta& meta = plan.meta();
+  for (size_t p = 0; p < meta.probes.size() && p < SH_NPROBES; ++p) {
+    const uint32_t words = std::min<uint32_t>(meta.probes[p].layout.slot_words, SH_GAP_ROUTE_WORDS);
+    for (uint32_t w = 0; w < words; ++w) {
+      const std::vector<size_t> acc = plan.event_accesses(static_cast<int>(p), w);
+      if (acc.empty()) continue;
+      std::vector<Tgt> v;
+      for (size_t i : acc) targets(i, v);
+      // Fixed targets of one line merge (a write if any writes).
+      std::vector<Tgt> m;
+      for (const Tgt& x : v) {
+        auto it = std::find_if(m.begin(), m.end(), [&](const Tgt& y) {
+          return x.id != UINT32_MAX && y.id == x.id;
+        });
+        if (it != m.end()) it->t.write |= x.t.write;
+        else m.push_back(x);
+      }
+      if (m.size() > SH_GAP_TARGETS)
+        for (const Tgt& x : m)
+          if (x.id != UINT32_MAX && x.t.mode == SH_GAP_FIXED) dropped[x.id] = 1;
+      // Fixed targets first; a per-CPU target that lands on an earlier target's line skips
+      // those CPUs, and upgrades that target to a write there when it writes (abi.h
+      // sh_gap_target). A set of CPUs that is not one range: its lines are left out.
+      std::stable_partition(m.begin(), m.end(), [](const Tgt& x) { return x.t.mode == SH_GAP_FIXED; });
+      for (Tgt& x : m) x.t.skip_lo = x.t.skip_hi = x.t.up_lo = x.t.up_hi = 0;
+      for (size_t i = 0; i < m.size(); ++i) {
+        if (m[i].t.mode == SH_GAP_FIXED) continue;
+        std::vector<std::vector<uint32_t>> same(i);  // per earlier target: the CPUs it shares with i
+        for (uint32_t c = 0; c < meta.ncpus; ++c) {
+          const uint32_t li = route_line(m[i].t, c);
+          for (size_t j = 0; j < i; ++j)
+            if (route_line(m[j].t, c) == li) {
+              same[j].push_back(c);
+              break;
+            }
+        }
+        std::vector<uint32_t> skip;
+        for (size_t j = 0; j < i; ++j) skip.insert(skip.end(), same[j].begin(), same[j].end());
+        std::sort(skip.begin(), skip.end());
+        auto range = [&](const std::vector<uint32_t>& cs, uint32_t& lo, uint32_t& hi) {
+          if (cs.empty()) return true;
+          lo = cs.front();
+          hi = cs.back() + 1;
+          return hi - lo == cs.size();
+        };
+        bool ok = range(skip, m[i].t.skip_lo, m[i].t.skip_hi);
+        for (size_t j = 0; j < i && ok; ++j)
+          if (!same[j].empty() && m[i].t.write && !m[j].t.write) {
+            if (m[j].t.up_hi > m[j].t.up_lo) ok = false;  // upgraded by two targets: keep it simple
+            else ok = range(same[j], m[j].t.up_lo, m[j].t.up_hi);
+          }
+        if (!ok)
+          for (uint32_t c : skip) dropped[route_line(m[i].t, c) - 1] = 1;
+      }
+      all.push_back({uint32_t(p) * SH_GAP_ROUTE_WORDS + w, std::move(m)});
+    }
+  }
+  for (auto& [key, v] : all) {
+    sh_gap_route r{};
+    for (const Tgt& x : v) {
+      if (x.id != UINT32_MAX && dropped[x.id]) continue;
+      if (r.n >= SH_GAP_TARGETS) break;  // only per-CPU targets beyond: cannot happen with the modules' accesses
+      r.t[r.n++] = x.t;
+    }
+    if (r.n) out.routes.push_back({key, r});
+  }
+  out.lines.reserve(plan.line_count());
+  for (uint32_t id = 0; id < plan.line_count(); ++id) out.lines.push_back({plan.key(id).object, plan.key(id).line});
   return out;
 }
 

@@ -96,6 +96,7 @@ class LinePlan {
   /// As line_accesses(iv, layout); iv must be of this plan's Meta.
   std::vector<LineAccesses> accesses(const Interval& iv) const;
   const CoherenceLayout& layout() const { return layout_; }
+  const Meta& meta() const { return *meta_; }
 
   /// One interval's lines as compute() leaves them: line ids of this plan, the rates and
   /// the accesses of each. Reused from interval to interval (its vectors keep their capacity).
@@ -145,6 +146,15 @@ class LinePlan {
   const std::vector<Resolved>& resolved() const { return res_; }
   /// event_lines() of this plan's Meta and layout.
   std::vector<std::pair<LineKey, bool>> event_lines(int probe, uint32_t word, int cpu) const;
+  /// The resolved accesses (indices into resolved()) that an event of counter word `word`
+  /// of probe `probe` makes, as event_lines() applies them (a minus counter's record: the
+  /// base counter's accesses without a minus). Empty: no access uses the word.
+  std::vector<size_t> event_accesses(int probe, uint32_t word) const;
+  /// The dense id range of resolved access i's object: first id and first line.
+  std::pair<uint32_t, int64_t> object_ids(size_t i) const {
+    const Object& o = objects_[res_obj_[i]];
+    return {o.first_id, o.min_line};
+  }
 
  private:
   /// The line ids access i touches from cpu, appended to out.
@@ -228,6 +238,21 @@ bool natural_less(const std::string& a, const std::string& b);
 /// probe index or word out of range, or an unknown probe.
 std::vector<std::pair<LineKey, bool>> event_lines(const Meta& meta, const CoherenceLayout& layout, int probe,
                                                   uint32_t word, int cpu);
+
+/// The gap state's routes for the BPF programs (include/schedhot/abi.h sh_gap_route, issue
+/// 29) and the lines they name: for every (probe, counter word) whose event touches modeled
+/// lines, the targets event_lines() would map it to on any CPU (a fixed line, or a
+/// cpumask word / an int per CPU), as (probe * SH_GAP_ROUTE_WORDS + word, route) pairs;
+/// the line ids in the routes are indices + 1 into `lines`, which are this plan's line ids
+/// (LineKey of each). A line that some event reaches through more targets than a route
+/// holds (a scan of a cpumask over more than SH_GAP_TARGETS lines) is left out of every
+/// route: no CPU keeps gap state for it, and it stays on independent arrivals. Empty when
+/// the line size is not a power of two.
+struct GapRoutes {
+  std::vector<std::pair<uint32_t, sh_gap_route>> routes;
+  std::vector<Meta::GapLine> lines;
+};
+GapRoutes gap_routes(const LinePlan& plan);
 
 /// The layout a recording's lines are modeled on: its own (Meta::layout) or, when it has
 /// none, assumed_layout() of its kernel release.

@@ -78,7 +78,16 @@ struct Loaded {
 class LibbpfLoader : public BpfLoader {
  public:
   /// exact: every object records --exact records into one perf map, created here.
-  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact) : facts_(facts), ncpus_(ncpus) {
+  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps) : facts_(facts), ncpus_(ncpus) {
+    if (gaps) {
+      LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+      gap_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_gap_slots", sizeof(uint32_t), sizeof(sh_gap_slot), ncpus, &mo);
+      routes_fd_ = gap_fd_ < 0 ? -1
+                               : bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_gap_routes", sizeof(uint32_t),
+                                                sizeof(sh_gap_route), SH_NPROBES * SH_GAP_ROUTE_WORDS, nullptr);
+      if (gap_fd_ < 0 || routes_fd_ < 0)
+        throw std::runtime_error(fmt::format("cannot create the gap state maps: {}", strerror(errno)));
+    }
     if (!exact) return;
     exact_fd_ = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sh_exact_events", sizeof(uint32_t), sizeof(uint32_t),
                                ncpus, nullptr);
@@ -93,7 +102,12 @@ class LibbpfLoader : public BpfLoader {
     objs_.clear();
     if (exact_fd_ >= 0) close(exact_fd_);
     if (fails_fd_ >= 0) close(fails_fd_);
+    if (gap_fd_ >= 0) close(gap_fd_);
+    if (routes_fd_ >= 0) close(routes_fd_);
   }
+  /// The shared gap state maps (bpf/common.bpf.h sh_gap_slots, sh_gap_routes), -1 without.
+  int gap_fd() const { return gap_fd_; }
+  int routes_fd() const { return routes_fd_; }
   /// The shared --exact perf map, -1 without --exact.
   int exact_fd() const { return exact_fd_; }
   /// The shared per-CPU count of records the perf map refused (bpf/common.bpf.h
@@ -171,6 +185,12 @@ class LibbpfLoader : public BpfLoader {
       if (!e) e = bpf_map__reuse_fd(s->maps.sh_exact_fails, fails_fd_);
       if (e) return fail(r, -e, fmt::format("--exact: cannot share the perf event maps: {}", errno_name(-e)));
     }
+    if (gap_fd_ >= 0) {
+      s->rodata->sh_gaps = 1;
+      int e = bpf_map__reuse_fd(s->maps.sh_gap_slots, gap_fd_);
+      if (!e) e = bpf_map__reuse_fd(s->maps.sh_gap_routes, routes_fd_);
+      if (e) return fail(r, -e, fmt::format("cannot share the gap state maps: {}", errno_name(-e)));
+    }
     if (req.share_slots != kNoLoad) {
       schedhot_bpf* first = object(req.share_slots);
       struct bpf_map* mine = mod.slots_map(s);
@@ -247,7 +267,7 @@ class LibbpfLoader : public BpfLoader {
   uint32_t ncpus_;
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
-  int exact_fd_ = -1, fails_fd_ = -1;
+  int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1;
 };
 
 }  // namespace
@@ -258,8 +278,17 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   int n = libbpf_num_possible_cpus();
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
-  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact);
+  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps);
   const int exact_fd = loader->exact_fd(), fails_fd = loader->fails_fd();
+  gap_routes_fd_ = loader->routes_fd();
+  if (loader->gap_fd() >= 0) {
+    gap_bytes_ = sizeof(sh_gap_slot) * size_t(ncpus_);
+    const long page = sysconf(_SC_PAGESIZE);
+    gap_bytes_ = (gap_bytes_ + size_t(page) - 1) / size_t(page) * size_t(page);
+    void* p = mmap(nullptr, gap_bytes_, PROT_READ, MAP_SHARED, loader->gap_fd(), 0);
+    if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map the gap state: {}", strerror(errno)));
+    gap_slots_ = static_cast<const sh_gap_slot*>(p);
+  }
   loader_ = std::move(loader);
   probes_ = attach_all(facts, host, opts, *loader_);
   for (auto& p : probes_) status_.push_back(p.status);
@@ -268,8 +297,81 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
 
 ProbeSet::~ProbeSet() { detach(); }
 
+void ProbeSet::set_gap_routes(const std::vector<std::pair<uint32_t, sh_gap_route>>& routes) {
+  if (gap_routes_fd_ < 0) return;
+  for (const auto& [i, r] : routes) {
+    const uint32_t key = i;
+    if (key >= SH_NPROBES * SH_GAP_ROUTE_WORDS) continue;
+    if (bpf_map_update_elem(gap_routes_fd_, &key, &r, BPF_ANY) != 0)
+      throw std::runtime_error(fmt::format("cannot write the gap state's routes: {}", strerror(errno)));
+  }
+}
+
+std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
+  if (!gap_slots_) return std::nullopt;
+  const size_t n = size_t(ncpus_) * SH_GAP_LINES;
+  if (!gap_started_) {
+    gap_prev_.assign(n, sh_gap_line{});
+    gap_full_prev_.assign(ncpus_, 0);
+  }
+  GapBatch b;
+  b.from_ns = gap_last_ns_;
+  for (uint32_t c = 0; c < ncpus_; ++c) {
+    const sh_gap_slot& s = gap_slots_[c];
+    const uint64_t full = __atomic_load_n(&s.full, __ATOMIC_RELAXED);
+    b.full += full - gap_full_prev_[c];
+    gap_full_prev_[c] = full;
+    const size_t at = b.counts.size();
+    for (uint32_t i = 0; i < SH_GAP_LINES; ++i) {
+      const sh_gap_line& e = s.line[i];
+      const uint32_t id = __atomic_load_n(&e.id, __ATOMIC_RELAXED);
+      if (id == 0) break;  // entries are claimed in order
+      sh_gap_line& prev = gap_prev_[size_t(c) * SH_GAP_LINES + i];
+      if (prev.id != id) prev = sh_gap_line{};  // claimed since (never freed: only from 0)
+      prev.id = id;
+      GapCounts g;
+      g.cpu = c;
+      g.line = id - 1;
+      bool moved = false;
+      auto delta = [&](const uint32_t* now, uint32_t* was, std::array<uint32_t, SH_GAP_BUCKETS>& out) {
+        for (uint32_t k = 0; k < SH_GAP_BUCKETS; ++k) {
+          const uint32_t v = __atomic_load_n(&now[k], __ATOMIC_RELAXED);
+          out[k] = v - was[k];  // u32 counters: the difference modulo 2^32
+          moved |= out[k] != 0;
+          was[k] = v;
+        }
+      };
+      delta(e.ww, prev.ww, g.ww);
+      delta(e.wa, prev.wa, g.wa);
+      delta(e.ra, prev.ra, g.ra);
+      if (!moved) continue;
+      // Two entries of one line (a program nested in another's claim): one count.
+      auto same = std::find_if(b.counts.begin() + std::ptrdiff_t(at), b.counts.end(),
+                               [&](const GapCounts& x) { return x.line == g.line; });
+      if (same != b.counts.end()) {
+        for (uint32_t k = 0; k < SH_GAP_BUCKETS; ++k) {
+          same->ww[k] += g.ww[k];
+          same->wa[k] += g.wa[k];
+          same->ra[k] += g.ra[k];
+        }
+        continue;
+      }
+      b.counts.push_back(g);
+    }
+    std::sort(b.counts.begin() + std::ptrdiff_t(at), b.counts.end(),
+              [](const GapCounts& x, const GapCounts& y) { return x.line < y.line; });
+  }
+  const bool first = !gap_started_;
+  gap_started_ = true;
+  gap_last_ns_ = mono_ns;
+  if (first) return std::nullopt;
+  return b;
+}
+
 void ProbeSet::detach() {
   exact_.reset();
+  if (gap_slots_) munmap(const_cast<sh_gap_slot*>(gap_slots_), gap_bytes_);
+  gap_slots_ = nullptr;
   for (auto& p : probes_) {
     p.poller.reset();
     p.slots = nullptr;

@@ -12,6 +12,7 @@
 #include "probe/loader.h"
 #include "probe/status.h"
 #include "sample/exact.h"
+#include "schedhot/abi.h"
 #include "sys/host.h"
 
 namespace schedhot {
@@ -48,8 +49,27 @@ class ProbeSet {
   /// poll(); nullptr without --exact.
   ExactSource* exact() const { return exact_.get(); }
 
+  /// The gap state (AttachOptions::gaps) is kept: its maps exist and are mapped.
+  bool gaps() const { return gap_slots_ != nullptr; }
+  /// Writes the routes of the gap state: (index probe * SH_GAP_ROUTE_WORDS + slot word,
+  /// route) pairs; every other index touches no line. Call before the baseline sample.
+  /// Throws std::runtime_error when the map refuses an update.
+  void set_gap_routes(const std::vector<std::pair<uint32_t, sh_gap_route>>& routes);
+  /// What every CPU's gap table gained since the previous call: the (cpu, line) pairs
+  /// that moved (ascending), over (previous mono_ns, mono_ns]. nullopt on the first call
+  /// (the baseline: it only keeps the counts) and without the gap state. Cost: one pass
+  /// over ncpus x SH_GAP_LINES entries (the entries in use are compared).
+  std::optional<GapBatch> take_gaps(uint64_t mono_ns);
+
  private:
   std::unique_ptr<ExactSource> exact_;
+  const sh_gap_slot* gap_slots_ = nullptr;   ///< ncpus slots, mapped read-only
+  size_t gap_bytes_ = 0;
+  int gap_routes_fd_ = -1;
+  std::vector<sh_gap_line> gap_prev_;        ///< per CPU x SH_GAP_LINES: the counts at the last take
+  std::vector<uint64_t> gap_full_prev_;      ///< per CPU: `full` at the last take
+  bool gap_started_ = false;
+  uint64_t gap_last_ns_ = 0;
   uint32_t ncpus_ = 0;
   std::vector<ProbeStatus> status_;
   std::unique_ptr<BpfLoader> loader_;

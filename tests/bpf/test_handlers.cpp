@@ -15,6 +15,12 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <cstddef>
+#include <map>
+
+#include "model/gaps.h"
+#include "model/lines.h"
+#include "sample/sample.h"
 #include "schedhot.skel.h"
 #include "schedhot/abi.h"
 
@@ -48,6 +54,7 @@ class Handlers : public ::testing::Test {
       if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, ncpus_);
     }
     skel_->rodata->sh_cpupri_nr_prios = 101;
+    skel_->rodata->sh_gaps = gaps_ ? 1 : 0;
     int err = schedhot_bpf__load(skel_);
     ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
                       << "): these tests need root and BPF_PROG_TEST_RUN for raw_tp\n"
@@ -60,7 +67,7 @@ class Handlers : public ::testing::Test {
     LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args.data(), .ctx_size_in = static_cast<__u32>(args.size() * 8),
                 .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(cpu));
     int err = bpf_prog_test_run_opts(bpf_program__fd(prog), &opts);
-    ASSERT_EQ(err, 0) << "BPF_PROG_TEST_RUN: " << strerror(errno);
+    ASSERT_EQ(err, 0) << "BPF_PROG_TEST_RUN of " << bpf_program__name(prog) << " (" << args.size() << " args, [1] " << (args.size() > 1 ? args[1] : 0) << ") on CPU " << cpu << ": " << strerror(errno);
   }
 
   /// The slot of cpu in map.
@@ -80,7 +87,14 @@ class Handlers : public ::testing::Test {
   }
 
   int ncpus_ = 0;
+  bool gaps_ = false;  ///< load with the gap state on (sh_gaps = 1)
   schedhot_bpf* skel_ = nullptr;
+};
+
+/// The handlers with the gap state on (abi.h sh_gap_slot).
+class GapState : public Handlers {
+ protected:
+  GapState() { gaps_ = true; }
 };
 
 TEST_F(Handlers, FunctionTimingBucketsExactly) {
@@ -300,3 +314,111 @@ TEST_F(Handlers, EachCpuWritesOnlyItsOwnSlot) {
 }
 
 }  // namespace
+
+// The gap state the programs keep equals what the --exact replay builds from the same
+// events (GapTracker over event_lines(): the two ways the gap model gets its histograms),
+// on the routes gap_routes() writes for the Debian layout, on two CPUs.
+TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two online CPUs";
+  using namespace schedhot;
+  const Meta meta = make_meta(HostInfo{}, static_cast<uint32_t>(ncpus_), std::vector<ProbeStatus>(SH_NPROBES));
+  const CoherenceLayout layout = assumed_layout("6.12.0", 64);
+  const LinePlan plan(meta, layout);
+  const GapRoutes routes = gap_routes(plan);
+  ASSERT_FALSE(routes.routes.empty());
+  for (const auto& [key, r] : routes.routes)
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
+  std::map<LineKey, uint32_t> index;
+  for (size_t i = 0; i < routes.lines.size(); ++i) index[{routes.lines[i].object, routes.lines[i].line}] = uint32_t(i);
+
+  struct Ev {
+    uint64_t ts;
+    int cpu, probe;
+    uint16_t word;
+  };
+  std::vector<Ev> evs;
+  const uint16_t calls = offsetof(sh_cpupri_set_slot, f.calls) / 8, noop = offsetof(sh_cpupri_set_slot, noop) / 8,
+                 vset = offsetof(sh_cpupri_set_slot, vec_set) / 8, vclr = offsetof(sh_cpupri_set_slot, vec_clear) / 8,
+                 worked = offsetof(sh_nohz_exit_slot, worked) / 8, kcalls = offsetof(sh_nohz_kick_slot, f.calls) / 8,
+                 idle = offsetof(sh_nohz_kick_slot, idle_ticks) / 8;
+  // cpupri_set: NORMAL (0) <-> RT 50 (raw 49) and a no-op; nohz_exit that worked; busy
+  // and idle ticks. Gaps from 300 ns to 20 ms, both CPUs on the same lines.
+  uint64_t ts = 1000;
+  for (int round = 0; round < 6; ++round)
+    for (int cpu = 0; cpu < 2; ++cpu) {
+      const uint64_t step = (round % 3 == 0 ? 300 : round % 3 == 1 ? 7000 : 20000000) + uint64_t(cpu) * 150;
+      ts += step;
+      run(skel_->progs.test_cpupri_set, {0, ts, 0, 49, 101}, cpu);
+      run(skel_->progs.test_cpupri_set, {1, ts + 50, 0, 0, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, calls});
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, uint16_t(vset + 50)});
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, uint16_t(vclr + 0)});
+      ts += step;
+      run(skel_->progs.test_cpupri_set, {0, ts, 50, 99, 101}, cpu);
+      run(skel_->progs.test_cpupri_set, {1, ts + 50, 0, 0, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, calls});
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, uint16_t(vset + 0)});
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, uint16_t(vclr + 50)});
+      ts += 400;
+      run(skel_->progs.test_cpupri_set, {0, ts, 0, 99, 101}, cpu);  // no-op: cpu_to_pri read only
+      run(skel_->progs.test_cpupri_set, {1, ts + 50, 0, 0, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_CPUPRI_SET, noop});
+      ts += step / 2 + 1;
+      run(skel_->progs.test_nohz_exit, {0, ts, 1}, cpu);
+      run(skel_->progs.test_nohz_exit, {1, ts + 80, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_NOHZ_EXIT, worked});
+      ts += 900;
+      run(skel_->progs.test_nohz_kick, {0, ts, round & 1}, cpu);
+      run(skel_->progs.test_nohz_kick, {1, ts + 40, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_NOHZ_KICK, (round & 1) ? idle : kcalls});
+    }
+  GapTracker tr;
+  for (const Ev& e : evs)
+    for (const auto& [line, write] : event_lines(meta, layout, e.probe, e.word, e.cpu))
+      tr.feed({e.ts, uint32_t(e.cpu), index.at(line), write});
+  size_t compared = 0;
+  std::map<std::pair<uint32_t, uint32_t>, CpuGaps> want;  // (line, cpu)
+  for (uint32_t line : tr.lines())
+    for (const CpuGaps& g : tr.take(line)) want[{line, g.cpu}] = g;
+  for (int cpu = 0; cpu < 2; ++cpu) {
+    auto s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, cpu);
+    EXPECT_EQ(s.full, 0u);
+    for (const sh_gap_line& e : s.line) {
+      if (!e.id) continue;
+      auto it = want.find({e.id - 1, uint32_t(cpu)});
+      ASSERT_NE(it, want.end()) << "CPU " << cpu << " keeps line " << e.id - 1 << " that the replay never touched";
+      for (uint32_t b = 0; b < SH_GAP_BUCKETS; ++b) {
+        EXPECT_EQ(double(e.ww[b]), it->second.ww[b]) << "cpu " << cpu << " line " << e.id - 1 << " ww bucket " << b;
+        EXPECT_EQ(double(e.wa[b]), it->second.wa[b]) << "cpu " << cpu << " line " << e.id - 1 << " wa bucket " << b;
+        EXPECT_EQ(double(e.ra[b]), it->second.ra[b]) << "cpu " << cpu << " line " << e.id - 1 << " ra bucket " << b;
+      }
+      want.erase(it);
+      ++compared;
+    }
+  }
+  EXPECT_TRUE(want.empty()) << want.size() << " (line, CPU) pairs of the replay have no entry in the gap state";
+  EXPECT_GE(compared, 8u) << "nohz line, idle mask, cpupri vec 0/50 counts and masks, cpu_to_pri, on two CPUs";
+}
+
+// A CPU that touches more lines than its table holds counts the rest as full, and the
+// entries it has keep their counts.
+TEST_F(GapState, AFullTableCountsWhatItCouldNotKeep) {
+  // One route per cpupri vec_set element, each to its own fixed line id.
+  for (uint32_t v = 0; v < SH_GAP_LINES + 4; ++v) {
+    const uint32_t key = SH_P_CPUPRI_SET * SH_GAP_ROUTE_WORDS + offsetof(sh_cpupri_set_slot, vec_set) / 8 + v;
+    sh_gap_route r{};
+    r.n = 1;
+    r.t[0].mode = SH_GAP_FIXED;
+    r.t[0].write = 1;
+    r.t[0].id0 = int32_t(v + 1);
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
+  }
+  for (uint64_t v = 0; v < SH_GAP_LINES + 4; ++v)
+    run(skel_->progs.test_cpupri_set, {0, 1000 + 1000 * v, static_cast<uint64_t>(-1), 99 - v, 101});  // INVALID -> vec v
+  auto s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, 0);
+  uint32_t kept = 0;
+  for (const sh_gap_line& e : s.line) kept += e.id != 0;
+  EXPECT_EQ(kept, uint32_t(SH_GAP_LINES));
+  EXPECT_EQ(s.full, 4u) << "the 4 lines after the table filled";
+  EXPECT_EQ(s.line[0].ww[SH_GAP_BUCKETS - 1], 1u) << "a first write has no earlier one: the last bucket";
+}

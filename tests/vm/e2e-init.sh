@@ -87,19 +87,24 @@ workloads() {   # one recording's workload phases; JSON lines to stdout
     case "$MODE" in
     plain|demo)
         sleep 1
+        $W mark load
         $W idle-churn -d "$PHASE" -t 4 -u 50 -s 5
         $W hackbench -d "$PHASE" -g 2 -f 4
         $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        $W mark hotplug
         $W hotplug -n 2
         ;;
     noarat-nohv)
         sleep "$PHASE"
+        $W mark load
         $W idle-churn -d "$PHASE" -t 4 -u 200 -s 5
         $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        $W mark hotplug
         cpuidle_deep off; $W hotplug -n 1; cpuidle_deep on   # re-arm C2 on the new cpuidle devices
         ;;
     noarat)
         sleep "$PHASE"
+        $W mark load
         $W idle-churn -d "$PHASE" -t 4 -u 200 -s 5
         $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
         ;;

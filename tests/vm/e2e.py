@@ -274,6 +274,7 @@ class Checker:
         self.lines = []
         self.stops = []     # the last sample after the SIGINT, ms
         self.cachelines = []
+        self.gap_state = []
 
     def say(self, msg=""):
         print(msg, flush=True)
@@ -436,6 +437,8 @@ def check_backend(ck, kver, variant, backend, d, binary):
 
     check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w)
     check_cachelines(ck, tag, kver, variant, backend, report, probes)
+    if backend == "auto":
+        check_gap_state(ck, tag, kver, variant, binary, rec_path, jobs, w)
     if backend == "auto" and variant == "plain":
         check_learned(ck, tag, kver, binary, rec_path, report)
 
@@ -648,6 +651,52 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
             bw = probes.get("bcast_wait") or {}
             ck.say(f"   bcast  tick_broadcast_lock {tb['xfers_per_s']:.0f} xfer/s next to "
                    f"{total(bw, 'contentions') if bw.get('counters') else 'unmeasured'} contentions")
+
+
+def check_gap_state(ck, tag, kver, variant, binary, rec_path, jobs, w):
+    """Issue 29: the default cacheline figure, the gap model of the probes' own per-CPU gap
+    state, against the exact replay of the --exact records, over the load phases: from the
+    first workload (the idle lead-in before it is TCG running one vCPU at a time, a machine
+    that does not exist) to the hotplug job (a CPU's perf event is gone once it went offline,
+    so the exact count falls short after it). Per line with 100 exact transfers or more:
+    the probes' state must give the figure the replay's gap model gives for the same
+    accesses (within 10 %), and nohz and cpupri lines must stay within the measured 0.5-2x
+    of the exact count; the 15 % goal is printed per line."""
+    marks = {j["mark"]: j["mono_ns"] for j in jobs if "mark" in j}
+    start = w.get("start_mono_ns")
+    if not ck.expect("load" in marks and start, tag, f"no load mark in the record log ({sorted(marks)})"):
+        return
+    args = [binary, "report", "--json", "--all-cpus", "--from", f"{max(marks['load'] - start, 0) / 1e9:.3f}s"]
+    if "hotplug" in marks:
+        args += ["--to", f"{(marks['hotplug'] - start) / 1e9:.3f}s"]
+    r = subprocess.run(args + [rec_path], capture_output=True, text=True)
+    if not ck.expect(r.returncode == 0, tag, f"{' '.join(args[1:])}: exited {r.returncode}: {r.stderr.strip()}"):
+        return
+    c = json.loads(r.stdout).get("cachelines") or {}
+    ex = c.get("exact")
+    if not ck.expect(ex is not None, tag, "the load window has no exact figures"):
+        return
+    ck.say(f"   gaps   load window {args[5]}..{args[7] if len(args) > 7 else 'end'}: estimate "
+           f"'{c.get('estimate')}', {ex['records']} exact records, {ex['lost']} lost")
+    ck.expect(str(c.get("estimate", "")).startswith("gap model"), tag,
+              f"the default estimate is '{c.get('estimate')}', not the probes' gap state")
+    for l in c.get("lines", []):
+        name, e = l["name"], (l.get("exact") or {}).get("xfers_per_s")
+        g, d = (l.get("gap") or {}).get("xfers_per_s"), l["xfers_per_s"]
+        if not e or e * ex["seconds"] < 100 or g is None:
+            continue
+        rd, rg = d / e, g / e
+        goal = "met" if abs(rd - 1) <= 0.15 else "missed"
+        ck.say(f"   ratio  {name:<40} default/exact {rd:6.2f}  replay-gap/exact {rg:6.2f}  (15 % goal {goal}; "
+               f"{e * ex['seconds']:.0f} exact transfers; estimate '{l.get('estimate')}')")
+        ck.gap_state.append({"kernel": kver, "variant": variant, "line": name, "default_ratio": round(rd, 3),
+                             "replay_gap_ratio": round(rg, 3), "goal_15pct": goal == "met"})
+        if ex["lost"] == 0:
+            ck.expect(abs(d / g - 1) <= 0.10, tag, f"line {name}: the probes' gap state gives {d:.1f}/s, the replay "
+                                                  f"of the same accesses {g:.1f}/s (x{d / g:.2f})")
+        if l["family"] in ("nohz", "cpupri"):
+            ck.expect(0.5 <= rd <= 2.0, tag, f"line {name}: default figure {d:.1f}/s against exact {e:.1f}/s "
+                                             f"(x{rd:.2f}): outside the measured 0.5-2x")
 
 
 def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, want, w):
@@ -1008,7 +1057,7 @@ def main(argv):
     for t in times:
         ck.say(f"   {t['kernel']:<5} {t['variant']:<12} {t['release']:<30} {t['seconds']:>4} s")
     summary = {"kernels": kernels, "runs": times, "wall_s": round(wall), "agreement": ck.rows,
-               "proxies": ck.proxies, "graph": ck.graph, "diff": ck.diffs, "learned": ck.learned, "noarat": ck.noarat, "cachelines": ck.cachelines, "stops": ck.stops,
+               "proxies": ck.proxies, "graph": ck.graph, "diff": ck.diffs, "learned": ck.learned, "noarat": ck.noarat, "cachelines": ck.cachelines, "gap_state": ck.gap_state, "stops": ck.stops,
                "failures": ck.failures}
     with open(os.path.join(OUT, "summary.json"), "w") as fh:
         json.dump(summary, fh, indent=1)
