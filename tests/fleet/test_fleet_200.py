@@ -6,14 +6,29 @@ h001..h200 are aliases of one sshd (sshd_hosts.py) that accepts 256 connections 
 case where the recorders must run detached: every host has to start on the one --start-at
 instant, not a window later per fan-out wave. Each host records 2 s at 500 ms; the run
 must finish, every host's recording must be complete and start at the instant, and the
-report must rank all 200.
+report must rank all of them.
+
+CI mode (CI set, as tests/run-all.sh runs in CI): 100 hosts, still past the fan-out of 64 (a
+second wave of 36 that must start on the same instant), with the start delay scaled to the
+host count (0.6 s a host: 120 s for 200, 60 s for 100). Almost all of the run is the hosts'
+BPF loads (preflight's `probes` and the recorders: two per host), so this halves it. The
+full tier is the 200 hosts: `SCHEDHOT_FLEET_HOSTS=200 ctest -R fleet_200` (also the
+default outside CI); SCHEDHOT_FLEET_HOSTS picks any count above 64.
 Usage: test_fleet_200.py BUILD_DIR (the directory with the schedhot binary)
 """
 import json, os, shutil, subprocess, sys, tempfile, time
 
 from sshd_hosts import Checks, Sshd, paths_or_skip
 
-N = 200
+CI = os.environ.get("CI", "") not in ("", "0", "false")
+N = int(os.environ.get("SCHEDHOT_FLEET_HOSTS") or (100 if CI else 200))
+if N <= 64:
+    print("SCHEDHOT_FLEET_HOSTS=%d: want more hosts than the fan-out of 64" % N)
+    sys.exit(2)
+# The start instant leaves time for the N recorders to load and attach their BPF programs
+# on a 2-core machine (about 0.45 s of CPU each) while the launch's and the polls' ssh
+# sessions run, before the window opens: 0.6 s a host (120 s for 200, as it always was).
+DELAY = round(0.6 * N)
 build, src, fleet = paths_or_skip(sys.argv)
 ck = Checks()
 check = ck.check
@@ -30,11 +45,11 @@ try:
     for h in names:
         sshd.host(h, "user_key")
     out = os.path.join(tmp, "fleet")
-    # The start instant leaves time for 200 recorders to load and attach their BPF programs
-    # on this 2-core machine (about 0.45 s of CPU each) before the window opens.
+    print("%d hosts%s, --start-delay %d" % (N, " (CI mode)" if CI and not os.environ.get("SCHEDHOT_FLEET_HOSTS") else "",
+                                             DELAY))
     t0 = time.time()
     r = subprocess.run([fleet, "run", "-o", out, "-F", sshd.ssh_config(), "-w", "h[001-%03d]" % N, "-d", "2",
-                        "-i", "500ms", "--start-delay", "120", "-t", "60", "--connect-timeout", "20",
+                        "-i", "500ms", "--start-delay", str(DELAY), "-t", "60", "--connect-timeout", "20",
                         "--remote-dir", tmp, "--local-schedhot", os.path.join(build, "schedhot"), "--json"],
                        capture_output=True, text=True, timeout=900)
     took = time.time() - t0

@@ -163,9 +163,14 @@ fi
 exec 8>&-
 
 # ---- schedhot, static, arm64 (one build at a time in OUT)
+# Without -g, as build-static.sh (mkimage.sh strips the guest's copy; SCHEDHOT_VM_GUEST_DEBUG=1
+# keeps it).
+opt="-O2 -DNDEBUG"
+[ -z "${SCHEDHOT_VM_GUEST_DEBUG:-}" ] || opt="-O2 -g -DNDEBUG"
 exec 9> "$OUT/.build-static.lock"
 flock 9
 if ! cmake -S "$ROOT" -B "$OUT" -DCMAKE_TOOLCHAIN_FILE="$HERE/arm64-toolchain.cmake" \
+        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="$opt" -DCMAKE_C_FLAGS_RELWITHDEBINFO="$opt" \
         -DSCHEDHOT_ARM64_SYSROOT="$SYSROOT" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSCHEDHOT_TESTS=OFF \
         -DSCHEDHOT_DOCS=OFF -DSCHEDHOT_STATIC=ON -DSCHEDHOT_ISAL_STATIC="$ISAL" >"$OUT/static-cmake.log" 2>&1; then
     grep -E -A3 'Error|error' "$OUT/static-cmake.log" | head -n 12 >&2 || true
