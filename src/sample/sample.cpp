@@ -55,6 +55,7 @@ void reshape_sample(const Meta& meta, Sample& s) {
   s.mono_ns = s.wall_ns = 0;
   s.online.clear();
   s.exact.reset();
+  s.gaps.reset();
   s.probes.resize(meta.probes.size());
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     ProbeSample& p = s.probes[i];

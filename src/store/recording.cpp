@@ -445,6 +445,58 @@ bool RecordingWriter::write_sample(const Sample& s) {
       }
     }
   }
+  // 1.4: the interval's gap counts, as given (checked first: the reader refuses what breaks
+  // the frame's rules, so such a batch is the caller's bug and nothing is written).
+  std::string gaps;
+  uint8_t gaps_flags = 0;
+  if (s.gaps) {
+    const GapBatch& g = *s.gaps;
+    if (g.from_ns > s.mono_ns)
+      throw std::runtime_error(fmt::format("sample {}: gap counts from {} ns, after the sample's time {} ns", s.seq,
+                                           g.from_ns, s.mono_ns));
+    put<uint64_t>(gaps, g.from_ns);
+    put<uint64_t>(gaps, g.full);
+    put<uint32_t>(gaps, static_cast<uint32_t>(g.counts.size()));
+    uint32_t last_cpu = 0, last_line = 0, of_cpu = 0;
+    for (size_t i = 0; i < g.counts.size(); ++i) {
+      const GapCounts& e = g.counts[i];
+      if (e.cpu >= meta_.ncpus || e.line >= meta_.gap_lines.size())
+        throw std::runtime_error(fmt::format("sample {}: gap entry {} (CPU {}, line {}) is out of range ({} CPUs, {} gap lines)",
+                                             s.seq, i, e.cpu, e.line, meta_.ncpus, meta_.gap_lines.size()));
+      if (i && (e.cpu < last_cpu || (e.cpu == last_cpu && e.line <= last_line)))
+        throw std::runtime_error(fmt::format("sample {}: gap entry {} (CPU {}, line {}) is not after the one before it (CPU {}, line {})",
+                                             s.seq, i, e.cpu, e.line, last_cpu, last_line));
+      of_cpu = i && e.cpu == last_cpu ? of_cpu + 1 : 1;
+      if (of_cpu > kMaxGapEntriesPerCpu)
+        throw std::runtime_error(fmt::format("sample {}: more than {} gap entries of CPU {}", s.seq,
+                                             kMaxGapEntriesPerCpu, e.cpu));
+      put_varint(gaps, e.cpu - (i ? last_cpu : 0));
+      put_varint(gaps, e.line);
+      for (const auto* h : {&e.ww, &e.wa, &e.ra}) {
+        uint64_t nz = 0;
+        for (uint32_t v : *h) nz += v != 0;
+        put_varint(gaps, nz);
+        int64_t last_b = -1;
+        for (size_t b = 0; b < h->size(); ++b) {
+          if (!(*h)[b]) continue;
+          put_varint(gaps, static_cast<uint64_t>(int64_t(b) - last_b - 1));
+          put_varint(gaps, (*h)[b]);
+          last_b = int64_t(b);
+        }
+      }
+      last_cpu = e.cpu;
+      last_line = e.line;
+    }
+    if (opts_.compress && gaps.size() > 256) {
+      std::string z(ZSTD_compressBound(gaps.size()), '\0');
+      size_t n = ZSTD_compress(z.data(), z.size(), gaps.data(), gaps.size(), opts_.zstd_level);
+      if (!ZSTD_isError(n) && n < gaps.size()) {
+        z.resize(n);
+        gaps.swap(z);
+        gaps_flags |= kFlagZstd;
+      }
+    }
+  }
   // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
   std::string online;
   if (s.online.empty()) {
@@ -455,10 +507,11 @@ bool RecordingWriter::write_sample(const Sample& s) {
       if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) online[size_t(c) / 8] |= static_cast<char>(1u << (c % 8));
   }
   if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()) +
-                (s.exact ? kFrameHeaderBytes + exact.size() : 0),
+                (s.exact ? kFrameHeaderBytes + exact.size() : 0) + (s.gaps ? kFrameHeaderBytes + gaps.size() : 0),
             key))
     return false;
   if (s.exact) write_frame(FrameType::exact, exact_flags, s.mono_ns, exact);
+  if (s.gaps) write_frame(FrameType::gaps, gaps_flags, s.mono_ns, gaps);
   if (!online.empty()) {
     write_frame(FrameType::online, 0, s.mono_ns, online);
     online_written_ = s.online;
@@ -861,27 +914,33 @@ bool RecordingReader::decode_online(const std::string& payload, std::string& why
   return true;
 }
 
+bool RecordingReader::unpack_frame(const Frame& f, const char* what, std::string& raw, std::string& why) {
+  if (!(f.flags & kFlagZstd)) {
+    raw = f.payload;
+    return true;
+  }
+  unsigned long long sz = ZSTD_getFrameContentSize(f.payload.data(), f.payload.size());
+  // Records are timestamps and ids that differ from record to record: the writer's frames
+  // shrink 3-6x. A far higher ratio is a decompression bomb (a 34 KB frame claiming 67 M
+  // records and 2 GB of memory, an attacker's finding): refused. GAPS frames get the same
+  // bound (a content size up to 1 MiB is always accepted).
+  const uint64_t cap = std::min<uint64_t>(kMaxFramePayload, std::max<uint64_t>(uint64_t(1) << 20, uint64_t(f.payload.size()) * 256));
+  if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > cap) {
+    why = fmt::format("compressed {} frame with a bad or oversized content size", what);
+    return false;
+  }
+  raw.resize(sz);
+  size_t n = ZSTD_decompress(raw.data(), raw.size(), f.payload.data(), f.payload.size());
+  if (ZSTD_isError(n) || n != sz) {
+    why = fmt::format("compressed {} frame does not decompress", what);
+    return false;
+  }
+  return true;
+}
+
 bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
   std::string raw;
-  if (f.flags & kFlagZstd) {
-    unsigned long long sz = ZSTD_getFrameContentSize(f.payload.data(), f.payload.size());
-    // Records are timestamps and ids that differ from record to record: the writer's frames
-    // shrink 3-6x. A far higher ratio is a decompression bomb (a 34 KB frame claiming 67 M
-    // records and 2 GB of memory, an attacker's finding): refused.
-    const uint64_t cap = std::min<uint64_t>(kMaxFramePayload, std::max<uint64_t>(uint64_t(1) << 20, uint64_t(f.payload.size()) * 256));
-    if (sz == ZSTD_CONTENTSIZE_ERROR || sz == ZSTD_CONTENTSIZE_UNKNOWN || sz > cap) {
-      why = "compressed exact frame with a bad or oversized content size";
-      return false;
-    }
-    raw.resize(sz);
-    size_t n = ZSTD_decompress(raw.data(), raw.size(), f.payload.data(), f.payload.size());
-    if (ZSTD_isError(n) || n != sz) {
-      why = "compressed exact frame does not decompress";
-      return false;
-    }
-  } else {
-    raw = f.payload;
-  }
+  if (!unpack_frame(f, "exact", raw, why)) return false;
   Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
   const uint32_t n = c.get<uint32_t>();
   ExactBatch b;
@@ -922,6 +981,94 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
   stats_.exact_lost = b.lost > UINT64_MAX - stats_.exact_lost ? UINT64_MAX : stats_.exact_lost + b.lost;
   pending_exact_ = std::move(b);
   pending_exact_ns_ = f.mono_ns;
+  return true;
+}
+
+bool RecordingReader::decode_gaps(const Frame& f, std::string& why) {
+  std::string raw;
+  if (!unpack_frame(f, "gaps", raw, why)) return false;
+  Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
+  GapBatch b;
+  b.from_ns = c.get<uint64_t>();
+  b.full = c.get<uint64_t>();
+  const uint32_t n = c.get<uint32_t>();
+  if (!c.ok) {
+    why = "bad gaps frame: truncated header";
+    return false;
+  }
+  if (b.from_ns > f.mono_ns) {
+    why = fmt::format("bad gaps frame: counts from {} ns, after its sample's time {} ns", b.from_ns, f.mono_ns);
+    return false;
+  }
+  // An entry takes at least 5 bytes (CPU gap, line, three empty histograms), and no CPU has
+  // more than kMaxGapEntriesPerCpu of them (distinct lines): both bound n before allocating.
+  const uint64_t most = uint64_t(meta_.ncpus) * std::min<uint64_t>(meta_.gap_lines.size(), kMaxGapEntriesPerCpu);
+  if (uint64_t(n) * 5 > c.left() || n > most) {
+    why = fmt::format("bad gaps frame: {} entries, more than its payload or {} CPUs x {} lines hold", n, meta_.ncpus,
+                      std::min<uint64_t>(meta_.gap_lines.size(), kMaxGapEntriesPerCpu));
+    return false;
+  }
+  b.counts.reserve(n);
+  uint64_t cpu = 0, line = 0, of_cpu = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t gap = c.varint();
+    const uint64_t l = c.varint();
+    if (!c.ok) break;  // said below: truncated
+    if (gap >= meta_.ncpus || (i ? cpu + gap : gap) >= meta_.ncpus || l >= meta_.gap_lines.size()) {
+      why = fmt::format("bad gaps frame: entry {} names CPU {} line {} ({} CPUs, {} gap lines)", i,
+                        gap >= meta_.ncpus ? gap : (i ? cpu + gap : gap), l, meta_.ncpus, meta_.gap_lines.size());
+      return false;
+    }
+    const uint64_t e_cpu = i ? cpu + gap : gap;
+    if (i && gap == 0 && l <= line) {
+      why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) is not after the one before it (line {})", i, e_cpu, l,
+                        line);
+      return false;
+    }
+    of_cpu = i && gap == 0 ? of_cpu + 1 : 1;
+    if (of_cpu > kMaxGapEntriesPerCpu) {
+      why = fmt::format("bad gaps frame: more than {} entries of CPU {}", kMaxGapEntriesPerCpu, e_cpu);
+      return false;
+    }
+    cpu = e_cpu;
+    line = l;
+    GapCounts& e = b.counts.emplace_back();
+    e.cpu = static_cast<uint32_t>(cpu);
+    e.line = static_cast<uint32_t>(line);
+    static constexpr const char* kHist[] = {"ww", "wa", "ra"};
+    int hi = 0;
+    for (auto* h : {&e.ww, &e.wa, &e.ra}) {
+      const uint64_t nz = c.varint();
+      if (!c.ok) break;
+      if (nz > h->size()) {
+        why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) {}: {} buckets of {}", i, cpu, line, kHist[hi], nz,
+                          h->size());
+        return false;
+      }
+      uint64_t bucket = 0;
+      for (uint64_t k = 0; k < nz; ++k) {
+        const uint64_t bg = c.varint();
+        const uint64_t v = c.varint();
+        if (!c.ok) break;
+        bucket = k ? bucket + 1 + bg : bg;
+        if (bg >= h->size() || bucket >= h->size() || v == 0 || v > UINT32_MAX) {
+          why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) {}: bucket {} of {} with value {}", i, cpu, line,
+                            kHist[hi], bg >= h->size() ? bg : bucket, h->size(), v);
+          return false;
+        }
+        (*h)[bucket] = static_cast<uint32_t>(v);
+      }
+      ++hi;
+    }
+  }
+  if (!c.ok || c.left()) {
+    why = "bad gaps frame: truncated or trailing bytes";
+    return false;
+  }
+  ++stats_.gap_frames;
+  stats_.gap_entries += n;
+  pending_gaps_ = std::move(b);
+  pending_gaps_ns_ = f.mono_ns;
   return true;
 }
 
@@ -978,7 +1125,7 @@ bool RecordingReader::next(Sample& out) {
   return true;
 }
 
-bool RecordingReader::next_state() {
+bool RecordingReader::next_state(bool returned) {
   Frame f;
   while (read_next_frame(f)) {
     switch (f.type) {
@@ -1004,6 +1151,16 @@ bool RecordingReader::next_state() {
         state_.exact.reset();
         if (pending_exact_ && pending_exact_ns_ == state_.mono_ns) state_.exact = std::move(pending_exact_);
         pending_exact_.reset();
+        // The gap counts since the sample returned before this one, or none (after a seek,
+        // the first of a file): never counts over an interval the caller did not see start.
+        state_.gaps.reset();
+        if (pending_gaps_ && pending_gaps_ns_ == state_.mono_ns && returned_ns_ && pending_gaps_->from_ns == *returned_ns_)
+          state_.gaps = std::move(pending_gaps_);
+        pending_gaps_.reset();
+        if (returned)
+          returned_ns_ = state_.mono_ns;
+        else
+          returned_ns_.reset();
         if (!stats_.sample_frames) stats_.first_mono_ns = state_.mono_ns;
         stats_.last_mono_ns = state_.mono_ns;
         ++stats_.sample_frames;
@@ -1046,6 +1203,18 @@ bool RecordingReader::next_state() {
         }
         std::string why;
         if (!decode_exact(f, why)) {
+          set_damage(f.at, why);
+          return false;
+        }
+        break;
+      }
+      case FrameType::gaps: {
+        if (minor_ < 4) {
+          ++stats_.unknown_frames;
+          break;
+        }
+        std::string why;
+        if (!decode_gaps(f, why)) {
           set_damage(f.at, why);
           return false;
         }
@@ -1240,6 +1409,8 @@ bool RecordingReader::seek_sample(size_t i) {
   have_state_ = false;
   have_online_ = false;
   pending_exact_.reset();
+  pending_gaps_.reset();
+  returned_ns_.reset();  // the sample before the one a seek returns was not returned
   if (minor_ >= 2) {
     // A 1.2 keyframe's online set is the ONLINE frame right before it (fixed size).
     const uint64_t back = kFrameHeaderBytes + online_bitmap_bytes(meta_.ncpus);
@@ -1251,7 +1422,7 @@ bool RecordingReader::seek_sample(size_t i) {
       pos_ -= back;
   }
   for (size_t n = k; n < i; ++n)
-    if (!next_state()) return false;
+    if (!next_state(false)) return false;
   return true;
 }
 

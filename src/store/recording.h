@@ -55,12 +55,32 @@
 //               A reader gives a SAMPLE the EXACT frame just before it when their mono_ns
 //               agree (a seek starts after it: the first sample read after a seek has none,
 //               which only covers the time before it).
+//     8 GAPS    (1.4) the probes' gap counts of the next SAMPLE frame's interval (sample.h
+//               GapBatch: what each CPU added to the gap histograms of each line since
+//               the previous sample), written right before it, after its EXACT frame and
+//               before its ONLINE frame; its mono_ns is that sample's; zstd when that is
+//               smaller (flag 1):
+//                 u64 from_ns (the previous sample's mono_ns, <= this frame's mono_ns),
+//                 u64 full (line accesses no CPU table had room for), u32 n entries, then
+//                 per entry, ascending (cpu, line), no pair twice: varint CPU gap (CPU minus
+//                 the previous entry's CPU; the first: the CPU), varint line (an index into
+//                 META gap_lines), then per histogram ww, wa, ra: varint non-zero buckets,
+//                 then per bucket: varint bucket gap (as SAMPLE's word gap: the first
+//                 absolute, then buckets skipped since the previous one), varint value
+//                 (1..2^32-1). Buckets < SH_GAP_BUCKETS (include/schedhot/abi.h),
+//                 CPU < META ncpus, at most kMaxGapEntriesPerCpu entries of one CPU.
+//               A reader gives a SAMPLE the GAPS frame just before it when their mono_ns
+//               agree and from_ns is the mono_ns of the sample it returned just before:
+//               the first sample read after a seek, and the first of a file, have none
+//               (their interval started at a sample the caller was not given).
 //   Unknown frame types (of later minor versions) are skipped by readers: a 1.2 reader
-//   reads a 1.3 file as if it had no EXACT frames (RecordingReader::next_state's default).
+//   reads a 1.3 file as if it had no EXACT frames, a 1.3 reader a 1.4 file as if it had
+//   no GAPS frames (RecordingReader::next_state's default).
 //
 // Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
-// the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run), 1.3 (EXACT frames: --exact). A reader reads every minor of its major and refuses a
-// newer major.
+// the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run), 1.3
+// (EXACT frames: --exact), 1.4 (GAPS frames: the probes' gap state, META gap_lines). A
+// reader reads every minor of its major and refuses a newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
 // why, and keeps everything before it.
@@ -79,7 +99,7 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 3;
+inline constexpr uint16_t kFormatMinor = 4;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
 inline constexpr uint32_t kFileHeaderBytes = 32;
@@ -94,8 +114,12 @@ inline constexpr uint32_t kIndexEntryBytes = 24;                               /
 inline constexpr uint64_t kMaxStateWords = 40ull << 20;
 /// Largest CPU count a reader accepts: the kernel's largest NR_CPUS (x86 MAXSMP, ppc64).
 inline constexpr uint32_t kMaxCpus = 8192;
+/// Most GAPS frame entries of one CPU a reader accepts: 4x the probes' per-CPU line table
+/// (abi.h SH_GAP_LINES, lines kept for the run), so a frame of an 8192-CPU machine holds at
+/// most 8192 x 64 entries (about 370 MB decoded) whatever its payload claims.
+inline constexpr uint32_t kMaxGapEntriesPerCpu = 64;
 
-enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7 };
+enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7, gaps = 8 };
 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
@@ -154,7 +178,10 @@ class RecordingWriter {
   RecordingWriter& operator=(const RecordingWriter&) = delete;
 
   /// Appends one sample (shaped like the Meta's probes), preceded by its EXACT frame when
-  /// s.exact is set (1.3; its records with the times they have). Returns false, writing nothing,
+  /// s.exact is set (1.3; its records with the times they have) and its GAPS frame when
+  /// s.gaps is set (1.4; as given: a batch that breaks the frame's rules, out of order,
+  /// naming a CPU or line META does not have, from_ns after s.mono_ns, throws
+  /// std::runtime_error before anything is written). Returns false, writing nothing,
   /// when the frame would take the closed file past WriterOptions::max_bytes. Throws
   /// std::runtime_error on a write error (disk full...): the partial frame is cut off
   /// again where possible, the file is closed without END, and every frame before it
@@ -242,6 +269,8 @@ struct ReadStats {
   uint64_t exact_frames = 0;   ///< 1.3 EXACT frames
   uint64_t exact_records = 0;  ///< records in them
   uint64_t exact_lost = 0;     ///< lost records they report
+  uint64_t gap_frames = 0;     ///< 1.4 GAPS frames
+  uint64_t gap_entries = 0;    ///< (CPU, line) entries in them
   uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
   uint64_t first_mono_ns = 0;  ///< first sample read
   uint64_t last_mono_ns = 0;   ///< last sample read
@@ -321,7 +350,8 @@ class RecordingReader : public SampleSource {
   size_t sample_count();
   /// Makes the next next() return sample number i (0-based): decodes forward from the
   /// keyframe at or before it (found in the index when present). false when i is out of
-  /// range or a frame on the way is damaged.
+  /// range or a frame on the way is damaged. That sample comes without gaps (its interval
+  /// starts at a sample next() did not return).
   bool seek_sample(size_t i);
   bool seek_index(size_t i) override { return seek_sample(i); }
   /// Makes the next next() return the first sample with mono_ns >= t. false if none.
@@ -368,10 +398,17 @@ class RecordingReader : public SampleSource {
   bool decode_online(const std::string& payload, std::string& why);
   /// An EXACT frame (raw or zstd) into pending_exact_; false (with why) when malformed.
   bool decode_exact(const Frame& f, std::string& why);
+  /// A GAPS frame (raw or zstd) into pending_gaps_; false (with why) when malformed.
+  bool decode_gaps(const Frame& f, std::string& why);
+  /// An EXACT or GAPS frame's payload, decompressed (what: "exact", "gaps" for why), with
+  /// the decompression ratio bounded (a bomb is refused).
+  static bool unpack_frame(const Frame& f, const char* what, std::string& raw, std::string& why);
   /// state_.online from online_ when known, else META host.online plus nonzero_cpu_.
   void set_state_online();
-  /// next() without the copy out: advances state_ to the next sample.
-  bool next_state();
+  /// next() without the copy out: advances state_ to the next sample. returned: the
+  /// caller hands it out (next(), skip()), not a seek decoding its way to a sample; a
+  /// sample's gaps are kept only when they start at the sample returned just before.
+  bool next_state(bool returned = true);
   /// The frame's sample payload, decompressed (takes f.payload when stored raw).
   bool unpack_sample(Frame& f, std::string& raw, std::string& why) const;
   void set_damage(uint64_t at, std::string why);
@@ -399,6 +436,9 @@ class RecordingReader : public SampleSource {
   bool have_online_ = false;         ///< online_ holds for the samples decoded since
   std::optional<ExactBatch> pending_exact_;  ///< the last EXACT frame, for the next sample
   uint64_t pending_exact_ns_ = 0;            ///< its mono_ns
+  std::optional<GapBatch> pending_gaps_;     ///< the last GAPS frame, for the next sample
+  uint64_t pending_gaps_ns_ = 0;             ///< its mono_ns
+  std::optional<uint64_t> returned_ns_;      ///< mono_ns of the last sample next()/skip() returned
   std::vector<char> nonzero_cpu_;    ///< per CPU: a slot word of state_ is non-zero
   std::optional<Damage> damage_;
   bool saw_end_ = false;

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -151,6 +152,14 @@ void RotatingWriter::write_sample(const Sample& s) {
     // so the interval up to s is in this file.
     const Sample* first = have_last_ ? &last_ : &s;
     open_new(first->wall_ns, first->mono_ns);
+    // Without its gap counts: their interval ended the closed file (and no reader gives
+    // them to a file's first sample, which has nothing before it).
+    std::optional<Sample> bare;
+    if (first->gaps) {
+      bare = *first;
+      bare->gaps.reset();
+      first = &*bare;
+    }
     if (!w_->write_sample(*first))
       throw std::runtime_error(fmt::format("{}: a size limit of {} bytes cannot hold the metadata and one sample",
                                            path_, rot_.max_bytes));

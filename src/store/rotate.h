@@ -10,7 +10,8 @@
 // No interval is lost at a rotation: the new FILE begins with the sample that ended the
 // closed one, written again (as its keyframe), then the new sample. Every interval of the
 // run is in exactly one file; consecutive files share one sample (same seq, times and
-// counters).
+// counters; the new file's copy without its gap counts, Sample::gaps, which belong to the
+// closed file's last interval).
 //
 // A rotation moves or deletes only recordings (regular files starting with the SCHEDHOT
 // magic). FILE and FILE.1 .. FILE.N are checked at start: anything else there is refused

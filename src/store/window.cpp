@@ -80,6 +80,7 @@ bool WindowedCursor::seek_with(const std::function<bool(RecordingReader&)>& seek
   tried_t0_ = true;
   first_.reset();  // time zero is not returned again: the seek says what comes next
   started_ = true;  // and seek_start() does not move it
+  returned_ns_.reset();
   done_ = !t0_ || !seek(*reader_);
   return !done_;
 }
@@ -108,16 +109,23 @@ std::optional<size_t> WindowedCursor::worst(size_t n, const std::function<double
   return best < 0 ? 0 : at;
 }
 
+void WindowedCursor::returning(Sample& out) {
+  if (out.gaps && (!returned_ns_ || out.gaps->from_ns != *returned_ns_)) out.gaps.reset();
+  returned_ns_ = out.mono_ns;
+}
+
 bool WindowedCursor::next(Sample& out) {
   if (!tried_t0_ && read_t0()) return false;
   if (first_) {  // time zero first; the seek (if any) happens after it is returned
     out = std::move(*first_);
     first_.reset();
+    returning(out);
     if (!w_.before(0) && !w_.after(0)) ++inside_;
     return true;
   }
   if (!started_) seek_start();
   if (done_ || !t0_ || !src_.next(out)) return false;
+  returning(out);
   const double t = static_cast<double>(out.mono_ns - *t0_) / 1e9;
   if (!w_.before(t) && !w_.after(t)) ++inside_;
   // Past --to with an interval in hand: stop. With fewer than two samples inside, read

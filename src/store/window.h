@@ -48,6 +48,10 @@ enum class WindowCheck {
 ///
 /// A recording can also be read at any position (replay): seek_index(), seek_time() and
 /// index_at() over positions(), and worst() for the interval with the highest score.
+///
+/// A sample's gaps (Sample::gaps) are kept only when they start at the sample next()
+/// returned just before it: the first sample after time zero's jump to --from, or after
+/// a seek, has none (its interval began at a sample the consumer did not get).
 class WindowedCursor : public SampleSource {
  public:
   /// reader: src itself when it is a recording (it can seek), else nullptr. stop (may be
@@ -110,6 +114,8 @@ class WindowedCursor : public SampleSource {
  private:
   /// seek_index()/seek_time()'s common part: time zero, then seek(reader).
   bool seek_with(const std::function<bool(RecordingReader&)>& seek);
+  /// out is handed out: its gaps dropped unless they start at the last sample handed out.
+  void returning(Sample& out);
 
   SampleSource& src_;
   RecordingReader* reader_;
@@ -120,6 +126,7 @@ class WindowedCursor : public SampleSource {
   std::optional<Sample> first_;  ///< read by read_t0(), not returned yet
   bool tried_t0_ = false, started_ = false, moved_ = false, bounded_ = false, done_ = false;
   uint32_t inside_ = 0;  ///< samples returned inside the window
+  std::optional<uint64_t> returned_ns_;  ///< mono_ns of the last sample next() returned
 };
 
 }  // namespace schedhot

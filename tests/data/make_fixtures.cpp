@@ -8,6 +8,8 @@
 //                                   10, CPU 2 offline from sample 50 (their counters frozen)
 //   v<major>.<minor>-exact.shot     (1.3 on) 4 CPUs, 70 samples, each after the first with an
 //                                   EXACT frame (--exact records: i % 5 records, 1 lost every 7th)
+//   v<major>.<minor>-gaps.shot      (1.4 on) 4 CPUs, 70 samples, 7 META gap_lines, each sample
+//                                   after the first but sample 20 with a GAPS frame (gap_counts())
 // each with a .expect.json of values computed from the samples as written. Existing files
 // are never replaced: fixtures of released versions stay as they were made.
 //
@@ -18,6 +20,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -44,6 +47,7 @@ struct Spec {
   int cut_in_sample;   ///< >= 0: cut the file inside this sample's frame
   bool hotplug = false;  ///< CPU 3 online from sample 10, CPU 2 offline from sample 50
   bool exact = false;    ///< samples carry --exact records (1.3)
+  bool gaps = false;     ///< samples carry gap counts (1.4)
 };
 
 /// The online CPUs of sample i (1.2 on: every sample says).
@@ -52,6 +56,29 @@ std::vector<int> online_at(const Spec& sp, uint32_t i) {
   for (uint32_t c = 0; c < sp.ncpus; ++c)
     if (!sp.hotplug || (c == 3 ? i >= 10 : c == 2 ? i < 50 : true)) v.push_back(int(c));
   return v;
+}
+
+/// The gap counts of sample i (> 0) of a gaps fixture, over (from_ns, its time]: CPUs c
+/// with (i + c) % 3 != 0, each on lines c % 3 and 3 + i % 4; none for sample 20.
+std::optional<GapBatch> gap_counts(uint32_t ncpus, uint32_t i, uint64_t from_ns) {
+  if (i == 0 || i == 20) return std::nullopt;
+  GapBatch b;
+  b.from_ns = from_ns;
+  b.full = i % 4 == 0 ? i : 0;
+  for (uint32_t c = 0; c < ncpus; ++c) {
+    if ((i + c) % 3 == 0) continue;
+    for (uint32_t line : {c % 3, 3 + i % 4}) {
+      GapCounts g;
+      g.cpu = c;
+      g.line = line;
+      g.ww[(i + c) % SH_GAP_BUCKETS] = i * 7 + c + 1;
+      g.wa[(2 * i) % SH_GAP_BUCKETS] = i + line;
+      g.ra[SH_GAP_BUCKETS - 1] = i % 5;
+      if (i == 1 && c == 1) g.ra[0] = UINT32_MAX;
+      b.counts.push_back(g);
+    }
+  }
+  return b;
 }
 
 Meta fixture_meta(uint32_t ncpus) {
@@ -88,6 +115,8 @@ int make(const std::string& dir, const Spec& sp) {
   }
   Meta m = fixture_meta(sp.ncpus);
   if (sp.hotplug) m.host.online = online_at(sp, 0);  // META: the CPUs online at the start
+  if (sp.gaps)
+    for (int64_t l = 0; l < 7; ++l) m.gap_lines.push_back({l < 3 ? "nohz" : "root_domain.cpupri", l});
   std::mt19937_64 rng(11 + sp.ncpus);
   std::vector<Sample> written;
   {
@@ -120,6 +149,7 @@ int make(const std::string& dir, const Spec& sp) {
       } else {
         s.exact.reset();
       }
+      s.gaps = sp.gaps ? gap_counts(sp.ncpus, i, written.empty() ? 0 : written.back().mono_ns) : std::nullopt;
       w.write_sample(s);
       written.push_back(s);
       if (sp.note && i == 10) {
@@ -150,6 +180,7 @@ int make(const std::string& dir, const Spec& sp) {
       hr = hash_sample(hr, s);
       if (s.online != written[n].online) throw std::runtime_error(fmt::format("{}: sample {} online differs", shot, n));
       if (s.exact != written[n].exact) throw std::runtime_error(fmt::format("{}: sample {} exact records differ", shot, n));
+      if (s.gaps != written[n].gaps) throw std::runtime_error(fmt::format("{}: sample {} gap counts differ", shot, n));
       ++n;
     }
     if (n != kept || hr != h) throw std::runtime_error(fmt::format("{}: read back {} samples, hash differs", shot, n));
@@ -196,6 +227,23 @@ int make(const std::string& dir, const Spec& sp) {
     e["exact_records"] = recs;
     e["exact_lost"] = lost;
   }
+  if (sp.gaps) {
+    uint64_t frames = 0, entries = 0, full = 0, sum = 0;
+    for (uint32_t i = 0; i < kept; ++i)
+      if (written[i].gaps) {
+        ++frames;
+        entries += written[i].gaps->counts.size();
+        full += written[i].gaps->full;
+        for (const GapCounts& g : written[i].gaps->counts)
+          for (const auto* h : {&g.ww, &g.wa, &g.ra})
+            for (uint32_t v : *h) sum += v;
+      }
+    e["gap_lines"] = m.gap_lines.size();
+    e["gap_frames"] = frames;
+    e["gap_entries"] = entries;
+    e["gap_full"] = full;
+    e["gap_value_sum"] = sum;
+  }
   std::ofstream(expect) << e.dump(2) << "\n";
   fmt::print("{}: {} samples, {} bytes\n", shot, kept, slurp(shot).size());
   return 0;
@@ -210,7 +258,8 @@ int main(int argc, char** argv) {
   }
   const Spec specs[] = {{"basic", 4, 70, true, true, -1}, {"raw", 2, 5, false, false, -1},
                         {"unclosed", 4, 70, true, true, 8}, {"hotplug", 4, 70, true, false, -1, true},
-                        {"exact", 4, 70, true, false, -1, false, true}};
+                        {"exact", 4, 70, true, false, -1, false, true},
+                        {"gaps", 4, 70, true, false, -1, false, false, true}};
   try {
     for (const Spec& s : specs) make(argv[1], s);
   } catch (const std::exception& e) {

@@ -219,7 +219,7 @@ TEST(ExactFrame, RoundTripWithLostAndCompression) {
       w.close();
     }
     auto r = RecordingReader::open(path);
-    EXPECT_EQ(r->minor(), 3);
+    EXPECT_EQ(r->minor(), kFormatMinor);
     Sample got;
     size_t n = 0;
     while (r->next(got)) {

@@ -109,6 +109,29 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
       EXPECT_EQ(lost, e["exact_lost"].get<uint64_t>());
       EXPECT_FALSE(got.front().exact.has_value());
     }
+    // 1.4 on: the probes' gap counts (v1.4-gaps); read from the start, every sample but the
+    // first gets its GAPS frame (their from_ns is the sample before).
+    if (e.contains("gap_entries")) {
+      EXPECT_EQ(m.gap_lines.size(), e["gap_lines"].get<size_t>());
+      uint64_t frames = 0, entries = 0, full = 0, sum = 0;
+      for (size_t i = 0; i < got.size(); ++i)
+        if (const auto& g = got[i].gaps) {
+          ++frames;
+          EXPECT_EQ(g->from_ns, got.at(i - 1).mono_ns) << i;
+          entries += g->counts.size();
+          full += g->full;
+          for (const GapCounts& c : g->counts)
+            for (const auto* h : {&c.ww, &c.wa, &c.ra})
+              for (uint32_t v : *h) sum += v;
+        }
+      EXPECT_EQ(frames, e["gap_frames"].get<uint64_t>());
+      EXPECT_EQ(entries, e["gap_entries"].get<uint64_t>());
+      EXPECT_EQ(full, e["gap_full"].get<uint64_t>());
+      EXPECT_EQ(sum, e["gap_value_sum"].get<uint64_t>());
+      EXPECT_FALSE(got.front().gaps.has_value());
+    } else {
+      for (auto& x : got) EXPECT_FALSE(x.gaps.has_value());
+    }
     EXPECT_EQ(r->saw_end(), e["complete"].get<bool>());
     if (e["damage_contains"].is_null()) {
       EXPECT_FALSE(r->damage().has_value()) << r->damage()->reason;
