@@ -188,7 +188,7 @@ int pc_count_exact(void *ctx)
 	f = SH_THIS_SLOT(pc_count_slots);
 	if (f) {
 		SH_INC(&f->calls);
-		sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_func, calls));
+		sh_exact_emit(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_func, calls), 0);
 	}
 	return 1;
 }
