@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <unordered_map>
 #include <fmt/format.h>
 
@@ -615,6 +616,13 @@ CoherenceLayout layout_of(const Meta& meta) {
   return assumed_layout(meta.host.kernel_release, meta.host.cacheline_bytes);
 }
 
+std::string estimate_name(double gap_s, double total_s) {
+  if (!(gap_s > 0) || !(total_s > 0)) return LineSummary::kIndependentArrivals;
+  if (gap_s >= total_s * (1 - 1e-9)) return LineSummary::kGapModel;
+  const double pct = std::clamp(std::round(100 * gap_s / total_s), 1.0, 99.0);
+  return fmt::format("{}, {:.0f}% of the time", LineSummary::kGapModel, pct);
+}
+
 double CoherenceSummary::cpu_xfers_per_s(int cpu) const {
   if (cpu_totals.empty()) {  // a summary built by hand: sum the lines
     double s = 0;
@@ -648,10 +656,16 @@ void model_lines(const TopologyIndex& topo, const LinePlan::Lines& lines, std::v
 /// The transfers/s (or, with cost, the stall ns/s) of the lines of family fam, summed in
 /// LineKey order.
 double family_total(const LinePlan& plan, const LinePlan::Lines& lines, const std::vector<LineTraffic>& t,
-                    const std::string& fam, const XferCost* cost) {
+                    const std::string& fam, const XferCost* cost, const std::vector<char>* use_gap = nullptr,
+                    const std::vector<LineTraffic>* gap = nullptr, bool* any_gap = nullptr) {
   double s = 0;
-  for (size_t k = 0; k < lines.ids.size(); ++k)
-    if (plan.family(lines.ids[k]) == fam) s += cost ? stall_ns_per_s(t[k], *cost) : t[k].total();
+  for (size_t k = 0; k < lines.ids.size(); ++k) {
+    if (plan.family(lines.ids[k]) != fam) continue;
+    const bool g = use_gap && gap && (*use_gap)[k];
+    if (g && any_gap) *any_gap = true;
+    const LineTraffic& x = g ? (*gap)[k] : t[k];
+    s += cost ? stall_ns_per_s(x, *cost) : x.total();
+  }
   return s;
 }
 
@@ -676,8 +690,83 @@ CoherenceAccumulator::CoherenceAccumulator(const Meta& meta, XferCost cost)
   }
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
+  what_if_gap_s_.assign(what_ifs().size(), 0);
   what_if_lines_.resize(what_ifs().size());
   acc_.resize(plan_.line_count());
+}
+
+void CoherenceAccumulator::map_gap_lines() {
+  gap_mapped_ = true;
+  gap_id_.assign(meta_.gap_lines.size(), -1);
+  gap_counts_.assign(plan_.line_count(), {});
+  if (meta_.gap_lines.empty()) return;
+  std::map<LineKey, uint32_t> ids;
+  for (uint32_t id = 0; id < plan_.line_count(); ++id) ids.emplace(plan_.key(id), id);
+  for (size_t i = 0; i < meta_.gap_lines.size(); ++i) {
+    auto it = ids.find(LineKey{meta_.gap_lines[i].object, meta_.gap_lines[i].line});
+    if (it != ids.end()) gap_id_[i] = static_cast<int32_t>(it->second);
+  }
+}
+
+CpuGaps poisson_gaps(uint32_t cpu, double reads_per_s, double writes_per_s, double seconds) {
+  CpuGaps g;
+  g.cpu = cpu;
+  const double nr = std::max(0.0, reads_per_s) * seconds, nw = std::max(0.0, writes_per_s) * seconds;
+  // Spreads n gaps of an exponential of rate (per s) over the buckets into h.
+  const auto spread = [](std::array<double, kGapBuckets>& h, double n, double rate) {
+    if (n <= 0) return;
+    if (!(rate > 0)) {
+      h[kGapBuckets - 1] += n;
+      return;
+    }
+    const double per_ns = rate / 1e9;
+    double below = 0;  // the CDF at the bucket's lower bound
+    for (uint32_t b = 0; b < kGapBuckets; ++b) {
+      const double up = b + 1 < kGapBuckets ? -std::expm1(-per_ns * gap_upper(b)) : 1.0;
+      h[b] += n * std::max(0.0, up - below);
+      below = up;
+    }
+  };
+  spread(g.ww, nw, writes_per_s);
+  spread(g.wa, nw, reads_per_s + writes_per_s);
+  spread(g.ra, nr, reads_per_s + writes_per_s);
+  return g;
+}
+
+bool CoherenceAccumulator::gap_line(size_t k, double secs) {
+  const uint32_t id = lines_.ids[k];
+  const std::vector<const GapCounts*>& counts = gap_counts_[id];
+  if (counts.empty()) return false;
+  cpu_gaps_.clear();
+  size_t at = 0;  // counts and rates are both by ascending cpu
+  bool any = false;
+  const std::vector<LineCpuRate>& rates = lines_.rates[id];
+  for (size_t r = 0; r < rates.size();) {
+    const int cpu = rates[r].cpu;
+    double reads = 0, writes = 0;
+    for (; r < rates.size() && rates[r].cpu == cpu; ++r) {
+      reads += rates[r].reads;
+      writes += rates[r].writes;
+    }
+    while (at < counts.size() && counts[at]->cpu < static_cast<uint32_t>(cpu)) ++at;
+    if (at < counts.size() && counts[at]->cpu == static_cast<uint32_t>(cpu)) {
+      CpuGaps g;
+      g.cpu = static_cast<uint32_t>(cpu);
+      for (uint32_t b = 0; b < kGapBuckets; ++b) {
+        g.ww[b] = counts[at]->ww[b];
+        g.wa[b] = counts[at]->wa[b];
+        g.ra[b] = counts[at]->ra[b];
+      }
+      any = true;
+      cpu_gaps_.push_back(g);
+    } else {
+      cpu_gaps_.push_back(poisson_gaps(static_cast<uint32_t>(cpu), reads, writes, secs));
+    }
+  }
+  if (!any) return false;
+  if (gap_traffic_.size() <= k) gap_traffic_.resize(k + 1);
+  gap_model(topo_, cpu_gaps_, secs, gap_traffic_[k]);
+  return true;
 }
 
 void CoherenceAccumulator::reset() {
@@ -692,10 +781,13 @@ void CoherenceAccumulator::reset() {
     a.cpus.clear();
     a.by_probe.clear();
     a.rw.clear();
+    a.seconds = a.gap_seconds = 0;
   }
   live_.clear();
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
+  what_if_gap_s_.assign(what_ifs().size(), 0);
+  gap_seconds_ = 0;
 }
 
 void CoherenceAccumulator::add(const Interval& iv) {
@@ -704,16 +796,44 @@ void CoherenceAccumulator::add(const Interval& iv) {
   seconds_ += secs;
   plan_.compute(iv, lines_);
   model_lines(topo_, lines_, traffic_);
+  // The gap counts of this interval (only when they cover exactly it), by plan line id.
+  use_gap_.assign(lines_.ids.size(), 0);
+  bool interval_gap = false;
+  const std::optional<GapBatch>& gb = iv.last().gaps;
+  if (gb && gb->from_ns == iv.first().mono_ns && !gb->counts.empty()) {
+    if (!gap_mapped_) map_gap_lines();
+    for (uint32_t id : gap_touched_) gap_counts_[id].clear();
+    gap_touched_.clear();
+    for (const GapCounts& c : gb->counts) {
+      if (c.line >= gap_id_.size() || gap_id_[c.line] < 0) continue;  // not a line of this plan
+      std::vector<const GapCounts*>& v = gap_counts_[size_t(gap_id_[c.line])];
+      if (v.empty()) gap_touched_.push_back(uint32_t(gap_id_[c.line]));
+      if (!v.empty() && v.back()->cpu >= c.cpu) {  // out of order: keep cpu ascending, each once
+        auto it = std::lower_bound(v.begin(), v.end(), c.cpu, [](const GapCounts* x, uint32_t cpu) { return x->cpu < cpu; });
+        if (it != v.end() && (*it)->cpu == c.cpu) continue;
+        v.insert(it, &c);
+      } else {
+        v.push_back(&c);
+      }
+    }
+    for (size_t k = 0; k < lines_.ids.size(); ++k)
+      if (gap_line(k, secs)) use_gap_[k] = 1, interval_gap = true;
+    for (uint32_t id : gap_touched_) gap_counts_[id].clear();  // the batch is not kept past add()
+    gap_touched_.clear();
+  }
+  if (interval_gap) gap_seconds_ += secs;
   const auto& res = plan_.resolved();
   for (size_t k = 0; k < lines_.ids.size(); ++k) {
     const uint32_t id = lines_.ids[k];
     const std::vector<LineCpuRate>& rates = lines_.rates[id];
-    const LineTraffic& traffic = traffic_[k];
+    const LineTraffic& traffic = use_gap_[k] ? gap_traffic_[k] : traffic_[k];
     Acc& a = acc_[id];
     if (!a.live) {
       a.live = true;
       live_.push_back(id);
     }
+    a.seconds += secs;
+    if (use_gap_[k]) a.gap_seconds += secs;
     // Its fields and assumptions, in the order they were first met (declaration order
     // within an interval); an access already merged adds nothing new.
     auto add = [](std::vector<const std::string*>& v, const std::string& x) {
@@ -771,10 +891,26 @@ void CoherenceAccumulator::add(const Interval& iv) {
     // Only the family's lines are compared: the what-if plan models those alone.
     wp.compute(iv, wl, wp.family_id(fam));
     model_lines(topo_, wl, what_if_traffic_);
-    what_if_[w].first += family_total(plan_, lines_, traffic_, fam, nullptr) * secs;
-    what_if_[w].second += family_total(wp, wl, what_if_traffic_, fam, nullptr) * secs;
-    what_if_stall_[w].first += family_total(plan_, lines_, traffic_, fam, &cost_) * secs;
-    what_if_stall_[w].second += family_total(wp, wl, what_if_traffic_, fam, &cost_) * secs;
+    // Before: the figure the lines show (the gap model where it modeled them). After: the
+    // patched layout's lines have no gap counts, so when before used them, after is its
+    // independent-arrivals figure times before's gap/independent-arrivals ratio in this
+    // interval (both figures on the same estimate).
+    bool gap = false;
+    const double bx = family_total(plan_, lines_, traffic_, fam, nullptr, &use_gap_, &gap_traffic_, &gap);
+    const double bs = family_total(plan_, lines_, traffic_, fam, &cost_, &use_gap_, &gap_traffic_);
+    double ax = family_total(wp, wl, what_if_traffic_, fam, nullptr);
+    double as = family_total(wp, wl, what_if_traffic_, fam, &cost_);
+    if (gap) {
+      const double ix = family_total(plan_, lines_, traffic_, fam, nullptr);
+      const double is = family_total(plan_, lines_, traffic_, fam, &cost_);
+      ax = ix > 0 ? ax * bx / ix : ax;
+      as = is > 0 ? as * bs / is : as;
+      what_if_gap_s_[w] += secs;
+    }
+    what_if_[w].first += bx * secs;
+    what_if_[w].second += ax * secs;
+    what_if_stall_[w].first += bs * secs;
+    what_if_stall_[w].second += as * secs;
   }
 }
 
@@ -789,6 +925,7 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   s.seconds = seconds_;
   s.line_bytes = layout_.line_bytes;
   s.notes = layout_.notes;
+  s.estimate = estimate_name(gap_seconds_, seconds_);
   const double T = seconds_ > 0 ? seconds_ : 1;
   std::vector<uint32_t> ids = live_;
   std::sort(ids.begin(), ids.end(), [&](uint32_t x, uint32_t y) { return plan_.rank(x) < plan_.rank(y); });
@@ -817,6 +954,7 @@ CoherenceSummary CoherenceAccumulator::summary() const {
       l.traffic.cpus.push_back(x);
     }
     for (const auto& [p, x] : a.by_probe) l.by_probe.push_back({p, x / T});
+    l.estimate = estimate_name(a.gap_seconds, a.seconds);
     for (const CpuXfers& c : l.traffic.cpus) {
       if (s.cpu_totals.size() <= c.cpu) s.cpu_totals.resize(size_t(c.cpu) + 1, 0.0);
       s.cpu_totals[c.cpu] += c.total();
@@ -841,6 +979,10 @@ CoherenceSummary CoherenceAccumulator::summary() const {
       r.after_xfers_per_s = what_if_[w].second / T;
       r.before_stall_ns_per_s = what_if_stall_[w].first / T;
       r.after_stall_ns_per_s = what_if_stall_[w].second / T;
+      if (what_if_gap_s_[w] > 0)
+        r.estimate = estimate_name(what_if_gap_s_[w], seconds_) +
+                     "; after: independent arrivals x the before figure's gap/independent-arrivals ratio per interval "
+                     "(the patched layout's lines have no gap counts)";
     }
     s.what_if.push_back(r);
   }

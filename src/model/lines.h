@@ -269,7 +269,18 @@ struct LineSummary {
   /// Transfers/s by the probe whose access missed (index into Meta::probes): a CPU's
   /// misses shared out by its probes' share of its reads and writes of the line.
   std::vector<std::pair<int, double>> by_probe;
+  /// Which estimate traffic is (estimate_name()): "gap model" (the probes' gap counts in
+  /// every interval of the span that reached the line), "independent arrivals" (in none),
+  /// "gap model, N% of the time" (time-weighted, in some).
+  std::string estimate = kIndependentArrivals;
+  static constexpr const char* kIndependentArrivals = "independent arrivals";
+  static constexpr const char* kGapModel = "gap model";
 };
+
+/// The estimate of a figure modeled by the gap model for gap_s of its total_s seconds and
+/// by independent arrivals for the rest: "gap model", "independent arrivals" (gap_s 0 or
+/// total_s 0) or "gap model, N% of the time" (N in 1..99).
+std::string estimate_name(double gap_s, double total_s);
 
 /// A seed patch replayed on this run's accesses.
 struct WhatIfResult {
@@ -278,6 +289,11 @@ struct WhatIfResult {
   std::string reason;        ///< when it does not apply: "this kernel has it (nohz.nr_cpus absent)"
   double before_xfers_per_s = 0, after_xfers_per_s = 0;  ///< the family's lines, summed
   double before_stall_ns_per_s = 0, after_stall_ns_per_s = 0;
+  /// Which estimate before and after are (both the same one): "independent arrivals", or,
+  /// when the family's before figure used the probes' gap counts, "gap model[, N% of the
+  /// time]; after: independent arrivals x the before figure's gap/independent-arrivals
+  /// ratio per interval" (the patched layout's lines have no gap counts).
+  std::string estimate = LineSummary::kIndependentArrivals;
 };
 
 /// The model over a span: every line, the what-ifs, and the notes on the layout used.
@@ -287,6 +303,10 @@ struct CoherenceSummary {
   std::vector<LineSummary> lines;  ///< LineKey order
   std::vector<WhatIfResult> what_if;
   std::vector<std::string> notes;  ///< layout notes (what was read, what is assumed)
+  /// Which estimate the span's figures are, as LineSummary::estimate, time-weighted over its
+  /// intervals: an interval counts as "gap model" when its gap counts (Sample::gaps) modeled
+  /// some line. Each line says its own.
+  std::string estimate = LineSummary::kIndependentArrivals;
   /// Transfers/s missed by one CPU over every line (0 when it has none). O(1) once
   /// summary() filled cpu_totals.
   double cpu_xfers_per_s(int cpu) const;
@@ -296,6 +316,13 @@ struct CoherenceSummary {
 /// Adds the model of consecutive intervals, each weighted by its length: the span's
 /// figures are time averages of the per-interval model (which is not linear in the rates,
 /// so this differs from the model of the span's average rates when rates change).
+///
+/// The model of a line in one interval: the gap model (model/gaps.h) when the interval's
+/// later sample has gap counts (Sample::gaps) that cover exactly the interval (from_ns ==
+/// the earlier sample's mono_ns) and some CPU has counts for the line (Meta::gap_lines);
+/// a CPU that accessed the line (its counter rates) without counts (its table was full,
+/// the event's route was not kept) is given the histograms of a Poisson stream of its
+/// rates (poisson_gaps()). Else the independent-arrivals model (coherence_model()).
 class CoherenceAccumulator {
  public:
   /// meta must outlive the accumulator. cost: the per-distance stall estimate.
@@ -319,7 +346,13 @@ class CoherenceAccumulator {
     std::vector<CpuXfers> cpus;        ///< x seconds, ascending cpu
     std::vector<std::pair<int, double>> by_probe;   ///< x seconds, ascending probe
     std::vector<std::pair<uint32_t, uint8_t>> rw;   ///< CPUs that accessed it (1 read, 2 wrote), ascending
+    double seconds = 0, gap_seconds = 0;  ///< intervals that reached it; of them, by the gap model
   };
+  /// Meta::gap_lines -> plan_ line ids (-1: not a line of the plan), made on first use.
+  void map_gap_lines();
+  /// The gap model of lines_'s k-th line from the interval's counts into gap_traffic_[k];
+  /// false (nothing written) when no CPU of the line has counts.
+  bool gap_line(size_t k, double secs);
   /// Forgets what was added (keeps every buffer's capacity).
   void reset();
   const Meta& meta_;
@@ -338,7 +371,26 @@ class CoherenceAccumulator {
   std::vector<LineTraffic> traffic_, what_if_traffic_;
   std::vector<std::pair<double, double>> what_if_;  // per what_ifs(): before, after transfers x s
   std::vector<std::pair<double, double>> what_if_stall_;
+  // The gap model: gap_id_ per Meta::gap_lines index; per plan line id, the interval's
+  // counts of it (cpu ascending) and the ids that have some; per lines_ entry, whether the
+  // gap model gave its figure (then gap_traffic_[k], else traffic_[k]).
+  bool gap_mapped_ = false;
+  std::vector<int32_t> gap_id_;
+  std::vector<std::vector<const GapCounts*>> gap_counts_;
+  std::vector<uint32_t> gap_touched_;
+  std::vector<char> use_gap_;
+  std::vector<LineTraffic> gap_traffic_;
+  std::vector<CpuGaps> cpu_gaps_;
+  double gap_seconds_ = 0;                ///< intervals whose gap counts modeled some line
+  std::vector<double> what_if_gap_s_;     ///< per what_ifs(): intervals whose before used gap counts
 };
+
+/// The gap histograms of a Poisson stream of reads_per_s and writes_per_s over seconds: its
+/// reads r x seconds and writes w x seconds spread over the buckets by the exponential CDF
+/// of the gap since the CPU's previous access (rate r + w) and previous write (rate w) at
+/// gap_lower / gap_upper (a rate of 0: every count in the last bucket). What a CPU without
+/// gap counts is modeled as next to CPUs with them.
+CpuGaps poisson_gaps(uint32_t cpu, double reads_per_s, double writes_per_s, double seconds);
 
 /// --exact: the ownership machine (ExactCoherence) of every line the window's records
 /// touch (event_lines() on the recording's layout, layout_of()), fed in time order.

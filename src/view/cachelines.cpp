@@ -66,8 +66,13 @@ std::string layout_source_text(const CoherenceLayout& l) {
 nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top,
                                const ExactAccumulator* exact) {
   nlohmann::json c;
-  c["model"] = "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
-  c["estimate"] = "independent arrivals";  // what xfers_per_s of each line is (its "exact" and "gap" say theirs)
+  // What xfers_per_s of each line is (its "exact" and "gap" say theirs): with the probes'
+  // gap state, the gap model where its counts covered the line, each line saying its own.
+  const bool gaps = !meta.gap_lines.empty();
+  c["model"] = gaps ? "gap model of the probes' per-CPU gap histograms per interval (independent arrivals where a line had "
+                      "none), time-averaged; an estimate, see README 'Cachelines'"
+                    : "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
+  c["estimate"] = s.estimate;
   c["line_bytes"] = s.line_bytes;
   c["cost_ns"] = nlohmann::json::object();
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
@@ -81,6 +86,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
     j["object"] = l.key.object;
     j["line"] = l.key.line;
     j["family"] = l.family;
+    if (gaps || l.estimate != LineSummary::kIndependentArrivals) j["estimate"] = l.estimate;
     j["fields"] = l.fields;
     j["assumptions"] = l.assumptions;
     j["reads_per_s"] = l.reads_per_s;
@@ -144,6 +150,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
                                            : nlohmann::json(nullptr);
       j["before_stall_ns_per_s"] = w.before_stall_ns_per_s;
       j["after_stall_ns_per_s"] = w.after_stall_ns_per_s;
+      if (gaps || w.estimate != LineSummary::kIndependentArrivals) j["estimate"] = w.estimate;
       if (const auto x = exact ? exact->what_if(w.what.id) : std::nullopt) {
         // The same accesses replayed on the patched layout: exactly, and by the gap model.
         const auto ratio = [](double b, double a) { return b > 0 ? nlohmann::json(a / b) : nlohmann::json(nullptr); };
@@ -178,9 +185,9 @@ std::string cachelines_text(const nlohmann::json& c) {
   std::string out;
   const auto& cost = c["cost_ns"];
   out += fmt::format(
-      "\nCachelines (model: independent arrivals; {} B lines; xfer = an access that finds the line owned elsewhere; "
+      "\nCachelines (model: {}; {} B lines; xfer = an access that finds the line owned elsewhere; "
       "stall at smt {} llc {} package {} remote {} ns, estimates):\n",
-      c["line_bytes"].get<int>(), cost["smt"].get<double>(), cost["llc"].get<double>(), cost["package"].get<double>(),
+      c.value("estimate", std::string(LineSummary::kIndependentArrivals)), c["line_bytes"].get<int>(), cost["smt"].get<double>(), cost["llc"].get<double>(), cost["package"].get<double>(),
       cost["remote"].get<double>());
   out += fmt::format("  {}\n", c["fixes"]["text"].get<std::string>());
   if (c["lines"].empty()) {
@@ -205,6 +212,8 @@ std::string cachelines_text(const nlohmann::json& c) {
     for (const auto& [p, v] : l["by_probe"].items())
       if (x > 0) probes += fmt::format("{}{} {:.0f}%", probes.empty() ? "" : ", ", p, 100 * v.get<double>() / x);
     out += fmt::format("    fields: {}\n", fields);
+    if (l.contains("estimate") && l["estimate"] != c["estimate"])
+      out += fmt::format("    estimate: {}\n", l["estimate"].get<std::string>());
     if (!tops.empty()) out += fmt::format("    top CPUs: {}; caused by: {}\n", tops, probes);
     if (l.contains("exact")) {
       const auto& e = l["exact"];
@@ -234,6 +243,8 @@ std::string cachelines_text(const nlohmann::json& c) {
                        w["patch"].get<std::string>(), w["lines"].get<std::string>(), fmt_rate(b), fmt_rate(a),
                        w["ratio"].is_null() ? std::string("no traffic before") : fmt::format("x{:.2f}", a / b),
                        w["before_stall_ns_per_s"].get<double>() / 1e3, w["after_stall_ns_per_s"].get<double>() / 1e3);
+    if (w.contains("estimate") && w["estimate"] != LineSummary::kIndependentArrivals)
+      out += fmt::format("    estimate: {}\n", w["estimate"].get<std::string>());
     if (w.contains("exact")) {
       const auto r = [](const nlohmann::json& o) {
         return o["ratio"].is_null() ? std::string("no traffic before") : fmt::format("x{:.2f}", o["ratio"].get<double>());

@@ -370,6 +370,7 @@ class JsonSink : public Sink {
       for (int d = 0; d < kXferDistances; ++d) by[to_string(XferDistance(d))] = l.traffic.by_distance[size_t(d)];
       nlohmann::json j = {{"name", l.name}, {"reads_per_s", l.reads_per_s}, {"writes_per_s", l.writes_per_s},
                           {"xfers_per_s", l.traffic.total()}, {"by_distance", by}};
+      if (!meta_.gap_lines.empty() || l.estimate != LineSummary::kIndependentArrivals) j["estimate"] = l.estimate;
       if (v.has_exact) {
         nlohmann::json e = traffic_json(v.exact[possible[k]]), g = traffic_json(v.gap[possible[k]]);
         const double ex = v.exact[possible[k]].total();
@@ -405,8 +406,15 @@ class JsonSink : public Sink {
       lines.push_back({{"name", l.name}, {"object", l.key.object}, {"line", l.key.line}, {"family", l.family},
                        {"probes", probes}});
     }
-    return {{"model", "independent arrivals (Poisson) per interval; an estimate, see README 'Cachelines'"},
-            {"estimate", "independent arrivals"},  // what each line's xfers_per_s is (its "exact" and "gap" say theirs)
+    // What each line's xfers_per_s is (its "exact" and "gap" say theirs). With the probes'
+    // gap state, each interval's line says which estimate it is (its "estimate").
+    const bool gaps = !meta_.gap_lines.empty();
+    return {{"model", gaps ? "gap model of the probes' per-CPU gap histograms per interval (independent arrivals where a "
+                             "line had none); an estimate, see README 'Cachelines'"
+                           : "independent arrivals (Poisson) per interval; an estimate, see README 'Cachelines'"},
+            {"estimate", gaps ? "gap model where the interval's gap counts cover the line, else independent arrivals "
+                                "(each line's estimate says)"
+                              : LineSummary::kIndependentArrivals},
             {"exact", exact},  // the intervals' lines carry "exact" and "gap" (a recording made with --exact)
             {"line_bytes", L.line_bytes},
             {"layout_recorded", meta_.layout.has_value()},

@@ -524,6 +524,7 @@ LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCo
                                      : std::string(" (no traffic before)"),
             Role::title);
       l.add(fmt::format(", stall {:.2f} -> {:.2f} us/s", w.before_stall_ns_per_s / 1e3, w.after_stall_ns_per_s / 1e3));
+      if (w.estimate != LineSummary::kIndependentArrivals) l.add("; " + w.estimate, Role::dim);
     }
     clip(l, width);
     v.tail.push_back(std::move(l));
@@ -535,9 +536,9 @@ LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCo
     v.tail.push_back(std::move(l));
   }
   Line e;
-  e.add(fmt::format("model: independent arrivals, {} B lines; stall at smt {} llc {} package {} remote {} ns: estimates "
+  e.add(fmt::format("model: {}, {} B lines; stall at smt {} llc {} package {} remote {} ns: estimates "
                     "(README 'Cachelines'){}",
-                    s.line_bytes, cost.ns[0], cost.ns[1], cost.ns[2], cost.ns[3],
+                    s.estimate, s.line_bytes, cost.ns[0], cost.ns[1], cost.ns[2], cost.ns[3],
                     exact ? fmt::format("; exact/s: the interval's {} --exact records{}, gap/s: the gap model of their "
                                         "per-CPU gaps",
                                         exact->records(),

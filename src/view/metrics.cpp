@@ -19,20 +19,30 @@ std::vector<uint64_t> metric_bounds_ns() {
   return b;
 }
 
+namespace {
+constexpr const char* kGapLabel = "gap_model";
+constexpr const char* kIndependentLabel = "independent_arrivals";
+}  // namespace
+
 LineTransferTotals::LineTransferTotals(const Meta& meta) {
   for (const PossibleLine& l : possible_lines(meta, layout_of(meta))) {
     const bool measured = std::any_of(l.probes.begin(), l.probes.end(), [&](int p) {
       return meta.probes[size_t(p)].status.attached && blind_reason(meta, p).empty();
     });
-    if (measured) totals_.push_back(LineTotal{l.family, l.name, 0});
+    const bool gaps = std::any_of(meta.gap_lines.begin(), meta.gap_lines.end(), [&](const Meta::GapLine& g) {
+      return g.object == l.key.object && g.line == l.key.line;
+    });
+    if (measured) totals_.push_back(LineTotal{l.family, l.name, 0, gaps ? kGapLabel : kIndependentLabel});
   }
 }
 
 const std::vector<LineTotal>& LineTransferTotals::add(const CoherenceSummary& s) {
   for (const LineSummary& l : s.lines) {
-    auto it = std::find_if(totals_.begin(), totals_.end(),
-                           [&](const LineTotal& t) { return t.family == l.family && t.name == l.name; });
-    if (it == totals_.end()) it = totals_.insert(totals_.end(), LineTotal{l.family, l.name, 0});
+    const char* est = l.estimate.rfind(LineSummary::kGapModel, 0) == 0 ? kGapLabel : kIndependentLabel;
+    auto it = std::find_if(totals_.begin(), totals_.end(), [&](const LineTotal& t) {
+      return t.family == l.family && t.name == l.name && t.estimate == est;
+    });
+    if (it == totals_.end()) it = totals_.insert(totals_.end(), LineTotal{l.family, l.name, 0, est});
     const double x = l.traffic.total() * s.seconds;
     if (x > 0) it->xfers += x;  // a counter never decreases
   }
@@ -323,12 +333,12 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
 
   out.family("schedhot_line_transfers", "counter",
              "estimated coherence transfers of a hot line since serve started (the cacheline model's, summed over its "
-             "intervals; estimate: which model, independent_arrivals)");
-  // estimate: the figure's model (README 'Cachelines'); live has no --exact records, so
-  // the independent-arrivals model is the only one served.
+             "intervals; estimate: which model, gap_model or independent_arrivals)");
+  // estimate: the figure's model (README 'Cachelines'): gap_model for the intervals whose
+  // gap counts modeled the line, independent_arrivals for the others (a counter each).
   for (const LineTotal& r : st.lines)
     out.sample("schedhot_line_transfers_total",
-               fmt::format("family=\"{}\",line=\"{}\",estimate=\"independent_arrivals\"", esc(r.family), esc(r.name)),
+               fmt::format("family=\"{}\",line=\"{}\",estimate=\"{}\"", esc(r.family), esc(r.name), esc(r.estimate)),
                num(r.xfers));
 
   if (m.layout) {

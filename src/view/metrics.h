@@ -16,6 +16,9 @@ namespace schedhot {
 struct LineTotal {
   std::string family, name;
   double xfers = 0;  ///< sum over the modeled intervals of transfers/s x the interval's seconds
+  /// The estimate label: "gap_model" (the intervals whose gap counts modeled the line) or
+  /// "independent_arrivals" (the others); a line can have a counter of each.
+  std::string estimate = "independent_arrivals";
 };
 
 /// Sums each line's modeled transfers over the intervals serve models, so the exported
@@ -26,11 +29,13 @@ class LineTransferTotals {
   /// Seeded with every line the attached, not blind probes of meta can touch (their
   /// declared accesses on meta's layout, possible_lines(meta, layout_of(meta))), each at 0
   /// in LineKey order: a line's series is there from the first scrape, not from its first
-  /// modeled transfer (absent is not zero to rate() and alerts).
+  /// modeled transfer (absent is not zero to rate() and alerts). Its estimate: gap_model
+  /// when the probes keep gap state for it (Meta::gap_lines), else independent_arrivals.
   explicit LineTransferTotals(const Meta& meta);
-  /// Adds one interval's model (each line's transfers/s times s.seconds) and returns every
-  /// line's total so far: the seeded lines, then any other line in the order first seen.
-  /// Never decreases.
+  /// Adds one interval's model (each line's transfers/s times s.seconds, to the counter of
+  /// its estimate: LineSummary::estimate "gap model..." to gap_model, else
+  /// independent_arrivals) and returns every (line, estimate)'s total so far: the seeded
+  /// ones, then any other in the order first seen. Never decreases.
   const std::vector<LineTotal>& add(const CoherenceSummary& s);
   const std::vector<LineTotal>& totals() const { return totals_; }
 

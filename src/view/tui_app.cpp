@@ -378,7 +378,11 @@ std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) 
   title.add(fmt::format("Cachelines: {} modeled line{} over {:.3g} s, every CPU", sum.lines.size(),
                         sum.lines.size() == 1 ? "" : "s", iv.seconds()),
             Role::title);
-  title.add("  xfer/s: ", Role::label).add("independent arrivals (model)");
+  title.add("  xfer/s: ", Role::label).add(sum.estimate + " (model)");
+  // The lines whose own estimate differs (no gap counts for them: independent arrivals).
+  const auto other = std::count_if(sum.lines.begin(), sum.lines.end(),
+                                   [&](const LineSummary& l) { return l.estimate != sum.estimate; });
+  if (other > 0) title.add(fmt::format(", {} line{} {}", other, other == 1 ? "" : "s", "by another estimate"), Role::dim);
   if (exact) title.add("  exact/s: ", Role::label).add("--exact records").add("  gap/s: ", Role::label).add("their gap model");
   title.add("  sorted by ", Role::label).add("xfer/s (highest first)");
   if (shown < row_count_) title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);

@@ -2,7 +2,14 @@
 // and the kernel layout), the seed patches' what-if layouts, and the accumulated model.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <map>
+
 #include "model/lines.h"
+#include "view/cachelines.h"
+#include "view/metrics.h"
 #include "test_util.h"
 
 using namespace schedhot;
@@ -268,4 +275,287 @@ TEST(Lines, NaturalOrderComparesDigitRunsAsNumbers) {
   }
   ASSERT_FALSE(prios.empty());
   EXPECT_TRUE(std::is_sorted(prios.begin(), prios.end()));
+}
+
+// ---- the gap model from the probes' gap state (Sample::gaps, Meta::gap_lines) ----------
+
+namespace {
+
+/// A recording with gap state: n CPUs reading the nohz line r/s and writing it w/s (the
+/// counters as in AccumulatorGivesTheClosedFormOfSymmetricCpus) over a 2 s interval, the
+/// line's per-CPU gap counts made by GapTracker from a synthetic stream with exactly the
+/// counters' reads and writes in the interval (after a warm-up of the same length).
+struct GapFixture : Fixture {
+  std::vector<CpuAccessRate> rates;  ///< the plan's rates of the nohz line, per CPU
+  std::map<uint32_t, CpuGaps> gaps;  ///< per CPU: the interval's histograms of the line
+  GapFixture(int n, double r, double w, const CoherenceLayout& L) : Fixture(uint32_t(n)) {
+    for (int c = 0; c < n; ++c) {
+      set("nohz_kick", c, "calls", uint64_t(2 * r));
+      set("nohz_exit", c, "worked", uint64_t(2 * w));
+      set("nohz_exit", c, "calls", uint64_t(2 * r));
+    }
+    m.layout = L;
+    m.gap_lines = {{"bogus", 3}, {"nohz", 0}, {"tick_broadcast_lock", 0}};
+    a.mono_ns = 0;
+    b.mono_ns = 2'000'000'000;
+    const std::vector<LineAccesses> all = lines(L);
+    const LineAccesses* l = find(all, "nohz");
+    for (const LineCpuRate& x : l->rates) {
+      if (rates.empty() || rates.back().cpu != uint32_t(x.cpu)) rates.push_back({uint32_t(x.cpu), 0, 0});
+      rates.back().reads_per_s += x.reads;
+      rates.back().writes_per_s += x.writes;
+    }
+  }
+  /// Each CPU's accesses: reads and writes of the rates x 2 s in each of [-2, 0) s and
+  /// [0, 2) s, in bursts of `burst` accesses 1 us apart at uniform random times (burst 1:
+  /// a Poisson stream), marks shuffled; the histograms of [0, 2) s kept.
+  void stream(int burst, uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    GapTracker t;
+    for (int half = 0; half < 2; ++half) {
+      std::vector<LineAccess> all;
+      for (const CpuAccessRate& c : rates) {
+        const int nr = int(std::lround(c.reads_per_s * 2)), nw = int(std::lround(c.writes_per_s * 2));
+        std::vector<bool> marks(size_t(nr), false);
+        marks.insert(marks.end(), size_t(nw), true);
+        std::shuffle(marks.begin(), marks.end(), rng);
+        std::uniform_int_distribution<uint64_t> at(0, 2'000'000'000 - 1 - uint64_t(burst) * 1000);
+        std::vector<uint64_t> ts;
+        for (size_t i = 0; i < marks.size(); i += size_t(burst)) {
+          const uint64_t t0 = uint64_t(half) * 2'000'000'000 + at(rng);
+          for (size_t k = 0; k < size_t(burst) && i + k < marks.size(); ++k) ts.push_back(t0 + k * 1000);
+        }
+        std::sort(ts.begin(), ts.end());
+        for (size_t i = 0; i < marks.size(); ++i) all.push_back({ts[i], c.cpu, 0, marks[i]});
+      }
+      std::sort(all.begin(), all.end(), [](const LineAccess& x, const LineAccess& y) { return x.ts_ns < y.ts_ns; });
+      for (const LineAccess& x : all) t.feed(x);
+      const std::vector<CpuGaps> g = t.take(0);
+      if (half == 1)
+        for (const CpuGaps& c : g) gaps[c.cpu] = c;
+    }
+  }
+  /// b's gap batch over (from_ns, b]: the counts of the CPUs in `with` (all when empty),
+  /// as the probes send them (index 1: nohz line 0), plus counts the model must ignore (a
+  /// line of no plan, an index beyond gap_lines).
+  void batch(uint64_t from_ns, const std::vector<uint32_t>& with = {}) {
+    GapBatch gb;
+    gb.from_ns = from_ns;
+    for (const auto& [cpu, g] : gaps) {
+      if (!with.empty() && std::find(with.begin(), with.end(), cpu) == with.end()) continue;
+      GapCounts c;
+      c.cpu = cpu;
+      c.line = 1;
+      for (uint32_t k = 0; k < kGapBuckets; ++k) {
+        c.ww[k] = uint32_t(std::lround(g.ww[k]));
+        c.wa[k] = uint32_t(std::lround(g.wa[k]));
+        c.ra[k] = uint32_t(std::lround(g.ra[k]));
+      }
+      GapCounts bogus = c, beyond = c;
+      bogus.line = 0;
+      beyond.line = 7;
+      gb.counts.push_back(bogus);
+      gb.counts.push_back(c);
+      gb.counts.push_back(beyond);
+    }
+    b.gaps = gb;
+  }
+  /// The CPUs' histograms of `with` (all when empty) as the accumulator models them.
+  std::vector<CpuGaps> modeled(const std::vector<uint32_t>& with = {}) const {
+    std::vector<CpuGaps> out;
+    for (const CpuAccessRate& c : rates) {
+      if (with.empty() || std::find(with.begin(), with.end(), c.cpu) != with.end()) out.push_back(gaps.at(c.cpu));
+      else out.push_back(poisson_gaps(c.cpu, c.reads_per_s, c.writes_per_s, 2.0));
+    }
+    return out;
+  }
+  const LineSummary* nohz(const CoherenceSummary& s) const {
+    for (const LineSummary& l : s.lines)
+      if (l.key.object == "nohz" && l.key.line == 0) return &l;
+    return nullptr;
+  }
+};
+
+}  // namespace
+
+TEST(GapLines, BurstsOfFourTakeTheGapModelOfTheProbesCounts) {
+  GapFixture f(8, 100, 40, layout_618());
+  f.stream(4, 1);
+  f.batch(f.a.mono_ns);
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  const CoherenceSummary s = acc.summary();
+  const LineSummary* l = f.nohz(s);
+  ASSERT_NE(l, nullptr);
+  const TopologyIndex topo(f.m.host.topology);
+  const LineTraffic gap = gap_model(topo, f.modeled(), 2.0);
+  const LineTraffic ia = coherence_model(topo, f.rates);
+  EXPECT_NEAR(l->traffic.total(), gap.total(), 1e-9 * gap.total());
+  EXPECT_LT(l->traffic.total(), 0.9 * ia.total()) << "gap " << l->traffic.total() << " independent " << ia.total();
+  std::printf("  bursts of 4, 8 CPUs: gap model %.1f xfer/s, independent arrivals %.1f (x%.2f)\n", l->traffic.total(),
+              ia.total(), l->traffic.total() / ia.total());
+  EXPECT_EQ(l->estimate, "gap model");
+  EXPECT_EQ(s.estimate, "gap model");
+  // per CPU and per probe from the line's per-CPU gap traffic
+  double cpus = 0, probes = 0;
+  for (const CpuXfers& c : l->traffic.cpus) cpus += c.total();
+  for (auto [p, x] : l->by_probe) probes += x;
+  EXPECT_NEAR(cpus, gap.total(), 1e-6);
+  EXPECT_NEAR(probes, gap.total(), 1e-6);
+  EXPECT_NEAR(s.cpu_xfers_per_s(3), gap.cpus[3].total(), 1e-9);
+}
+
+TEST(GapLines, ABatchThatDoesNotCoverTheIntervalIsIgnored) {
+  GapFixture f(8, 100, 40, layout_618());
+  f.stream(4, 2);
+  f.batch(f.a.mono_ns + 1);  // from a sample the interval does not start at
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  const CoherenceSummary s = acc.summary();
+  const LineSummary* l = f.nohz(s);
+  ASSERT_NE(l, nullptr);
+  const LineTraffic ia = coherence_model(TopologyIndex(f.m.host.topology), f.rates);
+  EXPECT_NEAR(l->traffic.total(), ia.total(), 1e-9 * ia.total());
+  EXPECT_EQ(l->estimate, "independent arrivals");
+  EXPECT_EQ(s.estimate, "independent arrivals");
+}
+
+TEST(GapLines, CpusWithoutCountsAreSynthesizedFromTheirRates) {
+  // A Poisson stream: half the CPUs have the probes' counts, the others (their tables
+  // full) are given a Poisson stream's histograms of their rates; the mix is the
+  // independent-arrivals figure.
+  GapFixture f(8, 1000, 400, layout_618());
+  f.stream(1, 3);
+  const std::vector<uint32_t> half = {0, 2, 4, 6};
+  f.batch(f.a.mono_ns, half);
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  const CoherenceSummary s = acc.summary();
+  const LineSummary* l = f.nohz(s);
+  ASSERT_NE(l, nullptr);
+  const TopologyIndex topo(f.m.host.topology);
+  const LineTraffic ia = coherence_model(topo, f.rates);
+  EXPECT_NEAR(l->traffic.total(), ia.total(), 0.02 * ia.total()) << "gap " << l->traffic.total();
+  EXPECT_NEAR(l->traffic.total(), gap_model(topo, f.modeled(half), 2.0).total(), 1e-9 * ia.total());
+  EXPECT_EQ(l->estimate, "gap model");
+  std::printf("  Poisson, 4 of 8 CPUs synthesized: gap model %.1f xfer/s, independent arrivals %.1f (%+.2f %%)\n",
+              l->traffic.total(), ia.total(), 100 * (l->traffic.total() / ia.total() - 1));
+  // every CPU synthesized: the Poisson histograms alone give the same figure
+  const LineTraffic all = gap_model(topo, f.modeled({99}), 2.0);
+  EXPECT_NEAR(all.total(), ia.total(), 0.02 * ia.total());
+}
+
+TEST(GapLines, PoissonGapsSpreadTheCountsByTheExponentialCdf) {
+  const CpuGaps g = poisson_gaps(5, 1000, 250, 2.0);
+  EXPECT_EQ(g.cpu, 5u);
+  EXPECT_NEAR(g.reads(), 2000, 1e-6);
+  EXPECT_NEAR(g.writes(), 500, 1e-6);
+  double wa = 0;
+  for (double x : g.wa) wa += x;
+  EXPECT_NEAR(wa, 500, 1e-6);
+  // the median gap since the last access (rate 1250/s) is ln 2 / 1250 s = 554.5 us
+  double below = 0;
+  for (uint32_t b = 0; b < kGapBuckets && gap_upper(b) <= 554.5e3; ++b) below += g.ra[b];
+  EXPECT_LT(below, 1000);
+  EXPECT_GT(below, 600);
+  const CpuGaps z = poisson_gaps(1, 100, 0, 2.0);
+  EXPECT_EQ(z.writes(), 0);
+  const CpuGaps none = poisson_gaps(1, 0, 0, 2.0);
+  EXPECT_EQ(none.reads() + none.writes(), 0);
+  const CpuGaps reads_only = poisson_gaps(1, 100, 0, 2.0);  // no writes: their rate 0
+  EXPECT_NEAR(reads_only.ra[kGapBuckets - 1], 0, 1e-6);
+}
+
+TEST(GapLines, EstimatesAreLabelledPerLineAndOverTheSpan) {
+  EXPECT_EQ(estimate_name(0, 0), "independent arrivals");
+  EXPECT_EQ(estimate_name(0, 2), "independent arrivals");
+  EXPECT_EQ(estimate_name(2, 2), "gap model");
+  EXPECT_EQ(estimate_name(1, 4), "gap model, 25% of the time");
+  EXPECT_EQ(estimate_name(0.001, 4), "gap model, 1% of the time");
+  EXPECT_EQ(estimate_name(3.999, 4), "gap model, 99% of the time");
+
+  GapFixture f(4, 100, 40, layout_618());
+  f.set("bcast_lock", 1, "calls", 300);  // tick_broadcast_lock: counters, no gap counts
+  f.stream(4, 4);
+  f.batch(f.a.mono_ns);
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  // a second interval of the same length without gap counts (b -> c: the counters move on)
+  Sample c = f.b;
+  c.mono_ns = f.b.mono_ns + 2'000'000'000;
+  c.gaps.reset();
+  for (size_t p = 0; p < c.probes.size(); ++p)
+    for (size_t i = 0; i < c.probes[p].words.size(); ++i) c.probes[p].words[i] += f.b.probes[p].words[i] - f.a.probes[p].words[i];
+  CoherenceSummary one = acc.summary();
+  const LineSummary* lock = nullptr;
+  for (const LineSummary& l : one.lines)
+    if (l.key.object == "tick_broadcast_lock") lock = &l;
+  ASSERT_NE(lock, nullptr) << "the lock's line is modeled";
+  EXPECT_EQ(lock->estimate, "independent arrivals") << "no CPU has counts for it";
+  EXPECT_EQ(f.nohz(one)->estimate, "gap model");
+  EXPECT_EQ(one.estimate, "gap model");
+  acc.add(Interval(f.m, f.b, c));
+  const CoherenceSummary two = acc.summary();
+  EXPECT_EQ(f.nohz(two)->estimate, "gap model, 50% of the time");
+  EXPECT_EQ(two.estimate, "gap model, 50% of the time");
+  // of(): one interval alone
+  EXPECT_EQ(acc.of(Interval(f.m, f.b, c)).estimate, "independent arrivals");
+  EXPECT_EQ(acc.of(Interval(f.m, f.a, f.b)).estimate, "gap model");
+}
+
+TEST(GapLines, WhatIfsScaleTheAfterFigureByTheBeforeGapRatio) {
+  // Debian's OFFSTACK layout: nr_cpus removed leaves the nohz line read only; the gap
+  // counts cover the nohz line (not the mask), so the after figure is the independent-
+  // arrivals one times before's gap/independent-arrivals ratio.
+  const CoherenceLayout L = assumed_layout("6.1.0-test", 64);
+  GapFixture f(8, 100, 40, L);
+  f.stream(4, 5);
+  f.batch(f.a.mono_ns);
+  CoherenceAccumulator gap(f.m);
+  const CoherenceSummary g = gap.of(Interval(f.m, f.a, f.b));
+  Sample plain = f.b;
+  plain.gaps.reset();
+  CoherenceAccumulator ia(f.m);
+  const CoherenceSummary i = ia.of(Interval(f.m, f.a, plain));
+  const WhatIfResult& wg = g.what_if[0];
+  const WhatIfResult& wi = i.what_if[0];
+  ASSERT_TRUE(wg.applies);
+  ASSERT_EQ(wg.what.id, "nohz_nr_cpus");
+  double fam = 0;
+  for (const LineSummary& l : g.lines)
+    if (l.family == "nohz") fam += l.traffic.total();
+  EXPECT_NEAR(wg.before_xfers_per_s, fam, 1e-6) << "before: the lines' figures";
+  EXPECT_LT(wg.before_xfers_per_s, wi.before_xfers_per_s);
+  EXPECT_NEAR(wg.after_xfers_per_s, wi.after_xfers_per_s * wg.before_xfers_per_s / wi.before_xfers_per_s, 1e-6);
+  EXPECT_NEAR(wg.after_stall_ns_per_s,
+              wi.after_stall_ns_per_s * wg.before_stall_ns_per_s / wi.before_stall_ns_per_s, 1e-3);
+  EXPECT_EQ(wi.estimate, "independent arrivals");
+  EXPECT_EQ(wg.estimate.rfind("gap model; after: independent arrivals x", 0), 0u) << wg.estimate;
+  EXPECT_NE(wg.estimate.find("gap/independent-arrivals ratio"), std::string::npos) << wg.estimate;
+  EXPECT_EQ(g.what_if[1].estimate, "independent arrivals") << "cpupri: no gap counts";
+  std::printf("  what-if nohz_nr_cpus: independent arrivals %.1f -> %.1f, gap model %.1f -> %.1f xfer/s\n",
+              wi.before_xfers_per_s, wi.after_xfers_per_s, wg.before_xfers_per_s, wg.after_xfers_per_s);
+}
+
+TEST(GapLines, ReportJsonAndMetricsCarryTheEstimate) {
+  GapFixture f(4, 100, 40, layout_618());
+  f.set("bcast_lock", 1, "calls", 300);
+  f.stream(4, 6);
+  f.batch(f.a.mono_ns);
+  CoherenceAccumulator acc(f.m);
+  const CoherenceSummary s = acc.of(Interval(f.m, f.a, f.b));
+  const nlohmann::json c = cachelines_json(f.m, s, XferCost{}, 3, nullptr);
+  EXPECT_EQ(c["estimate"], "gap model");
+  for (const auto& l : c["lines"])
+    EXPECT_EQ(l["estimate"], l["object"] == "nohz" ? "gap model" : "independent arrivals") << l["name"];
+  EXPECT_NE(cachelines_text(c).find("Cachelines (model: gap model;"), std::string::npos);
+  LineTransferTotals totals(f.m);
+  bool gap = false, ia = false;
+  for (const LineTotal& t : totals.add(s)) {
+    if (t.name == "nohz" && t.estimate == "gap_model") gap = t.xfers > 0;
+    if (t.name == "tick_broadcast_lock" && t.estimate == "independent_arrivals") ia = true;
+    EXPECT_FALSE(t.name == "nohz" && t.estimate == "independent_arrivals") << "one counter, gap_model";
+  }
+  EXPECT_TRUE(gap);
+  EXPECT_TRUE(ia);
 }
