@@ -34,7 +34,7 @@
 // (their filter only); the share of such runs is printed.
 //
 // usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time]
-//   --short: 3 runs of 100000 calls (CI: a few seconds); default 7 runs of 2000000.
+//   --short: 3 runs of 50000 calls (CI: a few seconds); default 7 runs of 2000000.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
     std::string a = argv[i];
     if (a == "--short") {
       runs = 3;
-      calls = 100'000;
+      calls = 50'000;
     } else if (a == "--prog-time") {
       prog_time = true;
     } else if (a == "--runs" && i + 1 < argc) {
