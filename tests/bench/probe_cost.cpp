@@ -16,8 +16,25 @@
 // ExactReader (src/probe/exact_reader.h) draining the per-CPU perf buffers on a reader
 // thread as `record` does; the records it received and lost are printed.
 //
-// usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N]
-//   --short: 3 runs of 100000 calls (CI: a few seconds); default 7 runs of 2000000.
+// Gap state (issue 29): the object is loaded a third time with sh_gaps = 1 (schedhot's
+// default; --no-gap-state loads it with 0, as the first object here), its routes are
+// the ones schedhot writes (gap_routes() of LinePlan on assumed_layout("6.12.0", 64)),
+// and the real handlers of nohz_enter, ilb_kick, bcast_lock and cpupri_set (the
+// sched_switch proxy: untimed, the gap state reads the clock) and of nohz_exit and
+// cpupri_set (timed, fentry + fexit: the clock is the entry's) run from both objects.
+// "gap on - off" is what the default gap state adds to each, with the min-max of the
+// per-run differences (on and off run in the same run, interleaved).
+//
+// --prog-time: also the programs' own run time per event, from the kernel's BPF run-time
+// statistics (BPF_ENABLE_STATS, on for the whole system while the benchmark runs: every
+// program run then reads the clock twice more, so the thread times above grow by that):
+// bpf_prog_info run_time_ns / run_cnt of the variant's programs around each timed loop.
+// Without the syscall around it, this resolves differences of a few ns that the thread
+// time's noise hides on a shared machine. Other processes' syscalls run the programs too
+// (their filter only); the share of such runs is printed.
+//
+// usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time]
+//   --short: 3 runs of 50000 calls (CI: a few seconds); default 7 runs of 2000000.
 #include <pthread.h>
 #include <sched.h>
 #include <sys/syscall.h>
@@ -29,7 +46,9 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
+#include <cstddef>
 #include <cstring>
+#include <map>
 #include <string>
 #include <thread>
 #include <vector>
@@ -40,17 +59,20 @@
 
 #include "schedhot/abi.h"  // before the skeleton: it names struct sh_hist
 #include "probe_cost.skel.h"
-#include "probe_cost/gap_proto.h"
+#include "model/lines.h"
 #include "probe/exact_reader.h"
+#include "sample/sample.h"
 
 
 namespace {
+
+enum Obj { kPlain, kExactObj, kGapsObj };  ///< the object a variant runs from (sh_exact / sh_gaps = 1)
 
 struct Variant {
   const char* name;
   std::vector<const char*> progs;  ///< programs attached together
   int base;                        ///< index of the empty variant it is compared with (-1: none)
-  bool exact = false;              ///< run from the object loaded with sh_exact = 1
+  Obj obj = kPlain;
 };
 
 // 1 and 2: the empty baselines for one program (sys_enter) and for an entry/exit pair.
@@ -63,14 +85,47 @@ const std::vector<Variant> kVariants = {
     {"2x bpf_ktime_get_ns only", {"pc_ktime_enter", "pc_ktime_exit"}, 2},
     {"timed + sh_hist (per-CPU)", {"pc_timed_enter", "pc_timed_exit"}, 2},
     {"usual: hash ts + global hist", {"pc_usual_enter", "pc_usual_exit"}, 2},
-    {"count + --exact record", {"pc_count_exact"}, 1, true},
-    {"cpupri_set + --exact (3 rec)", {"pc_cpupri"}, 1, true},
-    {"count + gap state (1 line)", {"pc_count_gap"}, 1},
-    {"timed + gap state (1 line)", {"pc_timed_gap_enter", "pc_timed_exit"}, 2},
-    {"cpupri_set + gap state (2 lines)", {"pc_cpupri_gap"}, 1},
+    {"count + --exact record", {"pc_count_exact"}, 1, kExactObj},
+    {"cpupri_set + --exact (3 rec)", {"pc_cpupri"}, 1, kExactObj},
+    {"nohz_enter (first stop)", {"pc_nohz_enter"}, 1},
+    {"nohz_enter + gap state", {"pc_nohz_enter"}, 1, kGapsObj},
+    {"ilb_kick received", {"pc_ilb_recv"}, 1},
+    {"ilb_kick received + gap state", {"pc_ilb_recv"}, 1, kGapsObj},
+    {"bcast_lock site", {"pc_bcast_site"}, 1},
+    {"bcast_lock site + gap state", {"pc_bcast_site"}, 1, kGapsObj},
+    {"cpupri_set + gap state", {"pc_cpupri"}, 1, kGapsObj},
+    {"nohz_exit timed", {"pc_nohz_exit_enter", "pc_nohz_exit_exit"}, 2},
+    {"nohz_exit timed + gap state", {"pc_nohz_exit_enter", "pc_nohz_exit_exit"}, 2, kGapsObj},
+    {"cpupri_set timed", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2},
+    {"cpupri_set timed + gap state", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2, kGapsObj},
 };
-constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9,
-              kCountGap = 10, kTimedGap = 11, kCpupriGap = 12;
+constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
+
+/// The gap state's pairs: the same handler from the plain object and from the sh_gaps = 1 one.
+struct GapPair {
+  const char* name;
+  int off, on;
+  const char* clock;  ///< "untimed": the gap state reads the clock; "timed": the entry's
+  /// The (probe, slot word) events one call notes: their routes' targets are printed.
+  std::vector<std::pair<uint32_t, uint32_t>> events;
+};
+#define PC_W(T, m) uint32_t(offsetof(T, m) / 8)
+const std::vector<GapPair> kGapPairs = {
+    {"nohz_enter", 10, 11, "untimed",
+     {{SH_P_NOHZ_ENTER, PC_W(sh_nohz_enter_slot, calls)}, {SH_P_NOHZ_ENTER, PC_W(sh_nohz_enter_slot, first)}}},
+    {"ilb_kick", 12, 13, "untimed", {{SH_P_ILB_KICK, PC_W(sh_ilb_slot, received)}}},
+    {"bcast_lock", 14, 15, "untimed", {{SH_P_BCAST_LOCK, PC_W(sh_bcast_lock_slot, calls)}}},
+    {"cpupri_set proxy", kCpupri, 16, "untimed",
+     {{SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, f.calls)},
+      {SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, vec_set) + 50},
+      {SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, vec_clear)}}},
+    {"nohz_exit", 17, 18, "timed", {{SH_P_NOHZ_EXIT, PC_W(sh_nohz_exit_slot, worked)}}},
+    {"cpupri_set", 19, 20, "timed",
+     {{SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, f.calls)},
+      {SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, vec_set) + 50},
+      {SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, vec_clear)}}},
+};
+#undef PC_W
 
 std::string g_log;
 int capture(enum libbpf_print_level, const char* fmt, va_list ap) {
@@ -129,8 +184,9 @@ Stats stats(std::vector<double> v) {
 }
 
 /// Opens and loads the benchmark object (only its pc_* programs; slot maps sized to ncpus),
-/// with sh_exact = exact. nullptr after a one-line error on stderr.
-probe_cost_bpf* open_load(int ncpus, bool exact) {
+/// with sh_exact = 1 (kExactObj) or sh_gaps = 1 (kGapsObj); the gap object gets routes.
+/// nullptr after a one-line error on stderr.
+probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32_t, sh_gap_route>>& routes) {
   probe_cost_bpf* skel = probe_cost_bpf__open();
   if (!skel) {
     fmt::print(stderr, "schedhot: probe_cost: cannot open the BPF object\n");
@@ -147,44 +203,48 @@ probe_cost_bpf* open_load(int ncpus, bool exact) {
   }
   skel->rodata->pc_tgid = __u32(getpid());
   skel->rodata->sh_cpupri_nr_prios = 101;
-  skel->rodata->sh_exact = exact ? 1 : 0;
+  skel->rodata->sh_exact = obj == kExactObj ? 1 : 0;
+  skel->rodata->sh_gaps = obj == kGapsObj ? 1 : 0;
   if (int err = probe_cost_bpf__load(skel)) {
     fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",
                strerror(-err), g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0));
     probe_cost_bpf__destroy(skel);
     return nullptr;
   }
-  // The gap state's routes: word 0 writes one line (id 1), word 1 two (ids 2 and 3).
-  const struct {
-    __u32 word;
-    __u32 id0, id1, write;
-  } routes[] = {{0, 1, 0, 1}, {1, 2, 3, 3}};
-  for (const auto& r : routes) {
-    __u32 v[4] = {r.id0, r.id1, r.write, 0};
-    if (bpf_map_update_elem(bpf_map__fd(skel->maps.pc_gap_routes), &r.word, v, BPF_ANY) != 0) {
-      fmt::print(stderr, "schedhot: probe_cost: cannot set the gap routes: {}\n", strerror(errno));
-      probe_cost_bpf__destroy(skel);
-      return nullptr;
-    }
-  }
+  if (obj == kGapsObj)
+    for (const auto& [key, r] : routes)
+      if (bpf_map_update_elem(bpf_map__fd(skel->maps.sh_gap_routes), &key, &r, BPF_ANY) != 0) {
+        fmt::print(stderr, "schedhot: probe_cost: cannot set the gap routes: {}\n", strerror(errno));
+        probe_cost_bpf__destroy(skel);
+        return nullptr;
+      }
   return skel;
 }
 
-/// Writes counted into the gap tables of every CPU (the prototype's histograms saw the calls).
-uint64_t sum_gap_writes(struct bpf_map* map, int ncpus) {
-  uint64_t n = 0;
-  std::vector<pc_gap_slot> v(1);
+/// The gap state's counts over every CPU: histogram entries and events a full table dropped.
+struct GapCounts {
+  uint64_t noted = 0, full = 0;
+  int lines = 0;  ///< most table entries in use on one CPU
+};
+GapCounts gap_counts(struct bpf_map* map, int ncpus) {
+  GapCounts n;
+  std::vector<sh_gap_slot> v(1);
   for (int c = 0; c < ncpus; ++c) {
     __u32 key = __u32(c);
     if (bpf_map_lookup_elem(bpf_map__fd(map), &key, v.data()) != 0) continue;
-    for (const auto& l : v[0].line)
-      for (auto x : l.ww) n += x;
+    n.full += v[0].full;
+    int used = 0;
+    for (const auto& l : v[0].line) {
+      used += l.id != 0;
+      for (uint32_t b = 0; b < SH_GAP_BUCKETS; ++b) n.noted += uint64_t(l.ww[b]) + l.wa[b] + l.ra[b];
+    }
+    n.lines = std::max(n.lines, used);
   }
   return n;
 }
 
 int usage() {
-  fmt::print(stderr, "usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N]\n");
+  fmt::print(stderr, "usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time]\n");
   return 2;
 }
 
@@ -193,11 +253,14 @@ int usage() {
 int main(int argc, char** argv) {
   int runs = 7;
   long calls = 2'000'000;
+  bool prog_time = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--short") {
       runs = 3;
-      calls = 100'000;
+      calls = 50'000;
+    } else if (a == "--prog-time") {
+      prog_time = true;
     } else if (a == "--runs" && i + 1 < argc) {
       runs = std::atoi(argv[++i]);
     } else if (a == "--calls" && i + 1 < argc) {
@@ -209,10 +272,30 @@ int main(int argc, char** argv) {
   if (runs < 1 || calls < 100) return usage();
 
   libbpf_set_print(capture);
+  int stats_fd = -1;
+  if (prog_time && (stats_fd = bpf_enable_stats(BPF_STATS_RUN_TIME)) < 0) {
+    fmt::print(stderr, "schedhot: probe_cost: cannot enable BPF run-time statistics: {}\n", strerror(errno));
+    return 1;
+  }
   const int ncpus = libbpf_num_possible_cpus();
-  probe_cost_bpf* skel = open_load(ncpus, false);
-  probe_cost_bpf* skelx = skel ? open_load(ncpus, true) : nullptr;
-  if (!skel || !skelx) return 1;
+  // The routes schedhot writes at start (src/cli/commands.cpp live_meta) for a 6.12 kernel
+  // with 64-byte lines, every probe in the catalog.
+  const schedhot::Meta meta =
+      schedhot::make_meta(schedhot::HostInfo{}, uint32_t(ncpus), std::vector<schedhot::ProbeStatus>(SH_NPROBES));
+  const schedhot::GapRoutes routes = schedhot::gap_routes(schedhot::LinePlan(meta, schedhot::assumed_layout("6.12.0", 64)));
+  std::map<uint32_t, sh_gap_route> route_of(routes.routes.begin(), routes.routes.end());
+  for (const GapPair& p : kGapPairs)
+    for (const auto& [probe, word] : p.events)
+      if (!route_of.count(probe * SH_GAP_ROUTE_WORDS + word)) {
+        fmt::print(stderr, "schedhot: probe_cost: gap_routes() has no route for {} (probe {} word {})\n", p.name,
+                   probe, word);
+        return 1;
+      }
+  probe_cost_bpf* skel = open_load(ncpus, kPlain, routes.routes);
+  probe_cost_bpf* skelx = skel ? open_load(ncpus, kExactObj, routes.routes) : nullptr;
+  probe_cost_bpf* skelg = skelx ? open_load(ncpus, kGapsObj, routes.routes) : nullptr;
+  if (!skel || !skelx || !skelg) return 1;
+  probe_cost_bpf* const objs[] = {skel, skelx, skelg};
   // The reader of --exact records, as record runs it: its own thread reads the buffers, a
   // take() of all due every 50 ms (record's takes are one per sample).
   std::unique_ptr<schedhot::ExactReader> reader;
@@ -249,25 +332,51 @@ int main(int argc, char** argv) {
   // results[mode][variant] = ns per call of each run
   std::vector<std::vector<std::vector<double>>> res(modes.size(),
                                                      std::vector<std::vector<double>>(kVariants.size()));
+  auto prog = res;  // --prog-time: the programs' run time per event, ns
+  uint64_t prog_runs = 0, prog_ours = 0;  // runs of the programs, and those of our calls
   const int nv = int(kVariants.size());
   for (int r = 0; r < runs; ++r) {
     for (size_t m = 0; m < modes.size(); ++m) {
       for (int j = 0; j < nv; ++j) {
         const int v = (j + r) % nv;  // rotated order: no variant always runs first
         std::vector<bpf_link*> links;
+        std::vector<int> fds;
         for (const char* p : kVariants[v].progs) {
-          struct bpf_program* bp = bpf_object__find_program_by_name((kVariants[v].exact ? skelx : skel)->obj, p);
+          struct bpf_program* bp = bpf_object__find_program_by_name(objs[kVariants[v].obj]->obj, p);
           bpf_link* l = bp ? bpf_program__attach(bp) : nullptr;
           if (!l) {
             fmt::print(stderr, "schedhot: probe_cost: cannot attach {}: {}\n", p, strerror(errno));
             return 1;
           }
           links.push_back(l);
+          fds.push_back(bpf_program__fd(bp));
         }
         const bool counted = v == kCount || v == kCountExact;
         struct bpf_map* slots = (v == kCountExact ? skelx : skel)->maps.pc_count_slots;
         const uint64_t before = counted ? sum_calls(slots, ncpus) : 0;
+        std::vector<bpf_prog_info> pbefore(links.size());
+        const auto info = [&](size_t i) {
+          bpf_prog_info pi{};
+          __u32 len = sizeof pi;
+          bpf_obj_get_info_by_fd(fds[i], &pi, &len);
+          return pi;
+        };
+        if (prog_time)
+          for (size_t i = 0; i < links.size(); ++i) pbefore[i] = info(i);
         res[m][v].push_back(time_loop(modes[m].cpus, calls));
+        if (prog_time) {
+          uint64_t ns = 0, cnt = 0;
+          for (size_t i = 0; i < links.size(); ++i) {
+            const bpf_prog_info after = info(i);
+            ns += after.run_time_ns - pbefore[i].run_time_ns;
+            if (i == 0) cnt = after.run_cnt - pbefore[i].run_cnt;
+          }
+          prog[m][v].push_back(cnt ? double(ns) / double(cnt) : 0.0);
+          if (cnt) {
+            prog_runs += cnt;
+            prog_ours += uint64_t(calls + calls / 20) * modes[m].cpus.size();
+          }
+        }
         if (counted) {
           const uint64_t seen = sum_calls(slots, ncpus) - before;
           if (seen < uint64_t(calls) * modes[m].cpus.size()) {
@@ -305,17 +414,58 @@ int main(int argc, char** argv) {
   }
   fmt::print("events seen: timed {} (per-CPU histograms), usual {} (global histogram)\n", timed_events,
              usual_events);
-  const uint64_t gap_writes = sum_gap_writes(skel->maps.pc_gap_slots, ncpus);
-  if (gap_writes == 0) {
-    fmt::print(stderr, "schedhot: probe_cost: the gap state prototype counted nothing\n");
+  const GapCounts gc = gap_counts(skelg->maps.sh_gap_slots, ncpus);
+  if (gc.noted == 0) {
+    fmt::print(stderr, "schedhot: probe_cost: the gap state counted nothing\n");
     return 1;
   }
-  for (size_t m = 0; m < modes.size(); ++m) {
-    const auto med = [&](int v) { return stats(res[m][v]).median; };
-    fmt::print("{:>7}  gap state (prototype) adds {:+.1f} ns to a counting probe (with its clock read), {:+.1f} ns to a "
-               "timed one, {:+.1f} ns to cpupri_set (2 lines); {} gap-histogram writes counted\n",
-               modes[m].name, med(kCountGap) - med(kCount), med(kTimedGap) - med(kTimed), med(kCpupriGap) - med(kCpupri),
-               gap_writes);
+  fmt::print("gap state (bpf/gaps.bpf.c, sh_gaps = 1) on gap_routes() of a 6.12 layout, 64-byte lines; targets per "
+             "route:");
+  for (size_t i = 0; i < kGapPairs.size(); ++i) {
+    const GapPair& p = kGapPairs[i];
+    fmt::print(" {} {}", p.name, p.clock);
+    const char* sep = " ";
+    for (const auto& [probe, word] : p.events) {
+      fmt::print("{}{}", sep, route_of.at(probe * SH_GAP_ROUTE_WORDS + word).n);
+      sep = "+";
+    }
+    fmt::print("{}", i + 1 == kGapPairs.size() ? "\n" : ";");
+  }
+  fmt::print("  {} gap-histogram counts, at most {} lines in one CPU's table, {} dropped (table full)\n", gc.noted,
+             gc.lines, gc.full);
+  fmt::print("{:>7}  {:<20} {:<8} {:>9} {:>9} {:>13} {:>15}\n", "threads", "gap state of", "clock", "off", "on",
+             "on - off", "min-max of runs");
+  for (size_t m = 0; m < modes.size(); ++m)
+    for (const GapPair& p : kGapPairs) {
+      std::vector<double> d;
+      for (int r = 0; r < runs; ++r) d.push_back(res[m][p.on][r] - res[m][p.off][r]);
+      const Stats sd = stats(d);
+      const double off = stats(res[m][p.off]).median, on = stats(res[m][p.on]).median;
+      fmt::print("{:>7}  {:<20} {:<8} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, p.clock, off, on,
+                 fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
+    }
+  if (prog_time) {
+    fmt::print("--prog-time: the programs' own run time per event (BPF run-time statistics), ns; {:.2f} % of the "
+               "runs were other processes' syscalls (filter only)\n",
+               prog_runs ? 100.0 * double(prog_runs - std::min(prog_runs, prog_ours)) / double(prog_runs) : 0.0);
+    fmt::print("{:>7}  {:<30} {:>9} {:>17}\n", "threads", "variant", "median", "min-max");
+    for (size_t m = 0; m < modes.size(); ++m)
+      for (int v = 1; v < nv; ++v) {
+        const Stats s = stats(prog[m][v]);
+        fmt::print("{:>7}  {:<30} {:>9.1f} {:>17}\n", modes[m].name, kVariants[v].name, s.median,
+                   fmt::format("{:.1f}-{:.1f}", s.min, s.max));
+      }
+    fmt::print("{:>7}  {:<20} {:<8} {:>9} {:>9} {:>13} {:>15}\n", "threads", "gap state of", "clock", "off", "on",
+               "on - off", "min-max of runs");
+    for (size_t m = 0; m < modes.size(); ++m)
+      for (const GapPair& p : kGapPairs) {
+        std::vector<double> d;
+        for (int r = 0; r < runs; ++r) d.push_back(prog[m][p.on][r] - prog[m][p.off][r]);
+        const Stats sd = stats(d);
+        const double off = stats(prog[m][p.off]).median, on = stats(prog[m][p.on]).median;
+        fmt::print("{:>7}  {:<20} {:<8} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, p.clock, off, on,
+                   fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
+      }
   }
   drain.request_stop();
   drain.join();
@@ -327,6 +477,8 @@ int main(int argc, char** argv) {
   }
   fmt::print("--exact records: {} received, {} lost (perf buffers of {} pages per CPU, read by ExactReader's thread)\n",
              reader->received(), reader->lost_total(), reader->pages());
+  if (stats_fd >= 0) close(stats_fd);
+  probe_cost_bpf__destroy(skelg);
   probe_cost_bpf__destroy(skelx);
   probe_cost_bpf__destroy(skel);
   return 0;

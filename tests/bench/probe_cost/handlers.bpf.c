@@ -24,24 +24,20 @@
  *                              (the same sh_hist geometry) updated with atomics from
  *                              every CPU
  *
- *   pc_count_gap               pc_count plus the gap state the gap model of the coherence
- *                              estimate needs (src/model/gaps.h, issue 29), as a probe would
- *                              keep it: a clock read (an untimed probe has none), the
- *                              event's lines from a route map, for each line this CPU's
- *                              entry in its gap table found by tag, and the gap histograms
- *                              updated (a write: since its last write and last access)
- *   pc_timed_gap_enter / _exit pc_timed plus the same gap state at entry (the clock is
- *                              the entry's): what a timed probe would pay
- *   pc_cpupri_gap              pc_cpupri plus the gap state of its two lines (vec[old]
- *                              and vec[new]), with a clock read
- *   The gap state is a prototype measured here, not yet in the probes (bpf/).
+ *   pc_cpupri_timed_enter /    cpupri_set_core (timed, as fentry + fexit) and cpupri_set_exit:
+ *     pc_cpupri_timed_exit     the entry's clock serves the gap state
+ *
+ *   The gap state (bpf/gaps.bpf.c, issue 29) is the real one: this object is linked with
+ *   gaps.bpf.c and loaded once more with sh_gaps = 1, where every sh_access() of the
+ *   handlers calls sh_gap_note() on the routes schedhot writes (the driver writes
+ *   gap_routes() of a 6.12 layout). pc_nohz.bpf.c and pc_bcast.bpf.c have the nohz,
+ *   ilb_kick and tick_broadcast_lock handlers.
  *
  * cpupri.bpf.c is included whole so that pc_cpupri runs its code, not a copy; the driver
  * loads only the pc_* programs.
  */
 #include "cpupri.bpf.c"
-
-const volatile __u32 pc_tgid = 0;
+#include "pc_common.h"
 
 SH_SLOT_MAP(pc_count_slots, struct sh_func);
 SH_SLOT_MAP(pc_timed_slots, struct sh_func);
@@ -56,70 +52,10 @@ struct {
 
 struct sh_hist pc_global_hist = {};
 
-/* Gap state prototype (see the header comment): per CPU, a table of PC_GAP_LINES entries,
- * each one line's last access and write times and three u32 gap histograms (abi.h
- * sh_gap_index geometry); a route per counter word names up to 2 lines. */
-#include "gap_proto.h"
-SH_SLOT_MAP(pc_gap_slots, struct pc_gap_slot);
-
-struct pc_gap_route {
-	__u32 id[2];    /* line ids + 1, 0 none */
-	__u32 write;    /* bit i: target i is written */
-	__u32 pad;
-};
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__type(key, __u32);
-	__type(value, struct pc_gap_route);
-	__uint(max_entries, 1024);
-} pc_gap_routes SEC(".maps");
-
-static __always_inline void pc_gap_line_note(struct pc_gap_slot *g, __u32 tag, bool write, __u64 now)
-{
-	struct pc_gap_line *l = NULL;
-	int i;
-
-	for (i = 0; i < PC_GAP_LINES; i++) {
-		if (g->line[i].tag == tag) {
-			l = &g->line[i];
-			break;
-		}
-		if (g->line[i].tag == 0) {  /* first free entry: claim it */
-			g->line[i].tag = tag;
-			l = &g->line[i];
-			break;
-		}
-	}
-	if (!l)
-		return;  /* table full: this line stays on the independent-arrivals model */
-	if (write) {
-		l->ww[SH_BOUND(l->last_w ? sh_gap_index(now - l->last_w) : SH_GAP_BUCKETS - 1, 64) % SH_GAP_BUCKETS]++;
-		l->wa[SH_BOUND(l->last_a ? sh_gap_index(now - l->last_a) : SH_GAP_BUCKETS - 1, 64) % SH_GAP_BUCKETS]++;
-		l->last_w = now;
-	} else {
-		l->ra[SH_BOUND(l->last_a ? sh_gap_index(now - l->last_a) : SH_GAP_BUCKETS - 1, 64) % SH_GAP_BUCKETS]++;
-	}
-	l->last_a = now;
-}
-
-/* One counted event (counter `word`) at now (0: read the clock). */
-static __always_inline void pc_gap_note(__u32 word, __u64 now)
-{
-	struct pc_gap_slot *g = SH_THIS_SLOT(pc_gap_slots);
-	struct pc_gap_route *r = bpf_map_lookup_elem(&pc_gap_routes, &word);
-
-	if (!g || !r || !r->id[0])
-		return;
-	if (!now)
-		now = bpf_ktime_get_ns();
-	pc_gap_line_note(g, r->id[0], r->write & 1, now);
-	if (r->id[1])
-		pc_gap_line_note(g, r->id[1], r->write & 2, now);
-}
-
 /* Alternates NORMAL (0) and RT (50) on this CPU: every call is a transition that counts
- * trans[], vec_set[] and vec_clear[], as a real priority change does. false: no slot. */
-static __always_inline bool pc_cpupri_transition(void *ctx)
+ * trans[], vec_set[] and vec_clear[], as a real priority change does. now: the entry's
+ * clock (timed), or 0 (the sched_switch proxy, untimed). false: no slot. */
+static __always_inline bool pc_cpupri_transition(void *ctx, __u64 now, bool timed)
 {
 	struct sh_cpupri_set_slot *s = SH_THIS_SLOT(cpupri_set_slots);
 	int old, new;
@@ -128,16 +64,9 @@ static __always_inline bool pc_cpupri_transition(void *ctx)
 		return false;
 	old = (s->f.calls & 1) ? 50 : 0;
 	new = (s->f.calls & 1) ? 0 : 50;
-	cpupri_set_core(ctx, 0, old, new, sh_cpupri_nr_prios, false);
+	cpupri_set_core(ctx, now, old, new, sh_cpupri_nr_prios, timed);
 	return true;
 }
-
-/* The tgid filter of every program. */
-#define PC_FILTER()                                                    \
-	do {                                                           \
-		if ((bpf_get_current_pid_tgid() >> 32) != pc_tgid)     \
-			return 0;                                      \
-	} while (0)
 
 SEC("raw_tp/sys_enter")
 int pc_empty(void *ctx)
@@ -194,45 +123,6 @@ int pc_count_exact(void *ctx)
 }
 
 SEC("raw_tp/sys_enter")
-int pc_count_gap(void *ctx)
-{
-	struct sh_func *f;
-
-	PC_FILTER();
-	f = SH_THIS_SLOT(pc_count_slots);
-	if (f) {
-		SH_INC(&f->calls);
-		pc_gap_note(0, 0);  /* route 0: one written line */
-	}
-	return 1;
-}
-
-SEC("raw_tp/sys_enter")
-int pc_timed_gap_enter(void *ctx)
-{
-	struct sh_func *f;
-	__u64 now;
-
-	PC_FILTER();
-	f = SH_THIS_SLOT(pc_timed_slots);
-	if (f) {
-		now = bpf_ktime_get_ns();
-		sh_func_enter(f, now);
-		pc_gap_note(0, now);
-	}
-	return 1;
-}
-
-SEC("raw_tp/sys_enter")
-int pc_cpupri_gap(void *ctx)
-{
-	PC_FILTER();
-	if (pc_cpupri_transition(ctx))
-		pc_gap_note(1, 0);  /* route 1: two written lines (vec[old], vec[new]) */
-	return 1;
-}
-
-SEC("raw_tp/sys_enter")
 int pc_timed_enter(void *ctx)
 {
 	struct sh_func *f;
@@ -260,7 +150,23 @@ SEC("raw_tp/sys_enter")
 int pc_cpupri(void *ctx)
 {
 	PC_FILTER();
-	pc_cpupri_transition(ctx);
+	pc_cpupri_transition(ctx, 0, false);
+	return 1;
+}
+
+SEC("raw_tp/sys_enter")
+int pc_cpupri_timed_enter(void *ctx)
+{
+	PC_FILTER();
+	pc_cpupri_transition(ctx, bpf_ktime_get_ns(), true);
+	return 1;
+}
+
+SEC("raw_tp/sys_exit")
+int pc_cpupri_timed_exit(void *ctx)
+{
+	PC_FILTER();
+	cpupri_set_exit(bpf_ktime_get_ns());
 	return 1;
 }
 
