@@ -125,7 +125,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   }
   ao.only = split_commas(o.probes);
   ao.exact = o.exact;
-  ao.gaps = !o.no_gap_state;
+  ao.gaps = o.gap_state;
   if (!o.probes.empty() && ao.only.empty()) {
     usage_error(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;

@@ -36,7 +36,7 @@ struct CommonProbeOptions {
   std::string btf;         ///< --btf FILE: vmlinux BTF when not at /sys/kernel/btf/vmlinux ("" = libbpf's search)
   bool verbose = false;
   bool exact = false;      ///< --exact (record): probes also send per-access records (AttachOptions::exact)
-  bool no_gap_state = false;  ///< --no-gap-state: the probes keep no gap state (AttachOptions::gaps)
+  bool gap_state = false;  ///< --gap-state: the probes keep per-CPU gap histograms (AttachOptions::gaps)
 };
 
 /// Prints "schedhot: MSG" on stderr.

@@ -29,8 +29,8 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
-  c->add_flag("--no-gap-state", o.no_gap_state,
-              "the probes keep no per-CPU gap histograms: cacheline figures fall back to independent arrivals");
+  c->add_flag("--gap-state", o.gap_state,
+              "the probes also keep per-CPU gap histograms: cacheline figures by the gap model (costs more per event)");
 }
 
 /// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).

@@ -25,9 +25,11 @@ struct AttachOptions {
   /// --exact: every object gets sh_exact = 1 and shares one sh_exact_events perf map
   /// (ProbeSet::exact() reads it).
   bool exact = false;
-  /// The gap state (include/schedhot/abi.h sh_gap_slot): every object gets sh_gaps = 1 and
-  /// shares one slot map and one route map (ProbeSet::set_gap_routes, take_gaps).
-  bool gaps = true;
+  /// --gap-state: the gap state (include/schedhot/abi.h sh_gap_slot): every object gets
+  /// sh_gaps = 1 and shares one slot map and one route map (ProbeSet::set_gap_routes,
+  /// take_gaps). Off by default: it costs more per event than the probes' budget (README
+  /// "Benchmarks").
+  bool gaps = false;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):

@@ -76,7 +76,7 @@ struct Sample {
   /// nullopt when the run was not recorded with --exact (or for the baseline).
   std::optional<ExactBatch> exact;
   /// The probes' gap counts over (gaps->from_ns, mono_ns]; nullopt when the run kept no
-  /// gap state (--no-gap-state, a recording made before it existed) or for the baseline.
+  /// gap state (without --gap-state, a recording made before it existed) or for the baseline.
   std::optional<GapBatch> gaps;
 };
 

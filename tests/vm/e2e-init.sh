@@ -121,7 +121,7 @@ run_backend() {   # run_backend BACKEND
     # the default backend also records every modeled access (--exact, issue 11): the
     # coherence model is then checked against the ownership machine over the same accesses
     _x=""; [ "$_b" = auto ] && _x="--exact"
-    /bin/schedhot record --backend "$_b" $_x -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
+    /bin/schedhot record --backend "$_b" $_x --gap-state -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
     _pid=$!
     wait_recording $_pid "$_log" "--backend $_b" || return 1
     glog "e2e: backend $_b: recording"
