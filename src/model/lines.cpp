@@ -749,14 +749,22 @@ bool CoherenceAccumulator::gap_line(size_t k, double secs) {
       writes += rates[r].writes;
     }
     while (at < counts.size() && counts[at]->cpu < static_cast<uint32_t>(cpu)) ++at;
-    if (at < counts.size() && counts[at]->cpu == static_cast<uint32_t>(cpu)) {
-      CpuGaps g;
+    CpuGaps g;
+    bool use = at < counts.size() && counts[at]->cpu == static_cast<uint32_t>(cpu);
+    if (use) {
       g.cpu = static_cast<uint32_t>(cpu);
       for (uint32_t b = 0; b < kGapBuckets; ++b) {
         g.ww[b] = counts[at]->ww[b];
         g.wa[b] = counts[at]->wa[b];
         g.ra[b] = counts[at]->ra[b];
       }
+      // The counts against the counters: a probe notes each of an event's records (up to
+      // two on one line: nohz_enter's calls and first), so more than 4x the counted
+      // accesses (and 16) is not this CPU's traffic (a damaged or crafted file): its rates
+      // decide instead, and a line's transfers never exceed what its accesses allow.
+      use = g.writes() + g.reads() <= 4 * (reads + writes) * secs + 16;
+    }
+    if (use) {
       any = true;
       cpu_gaps_.push_back(g);
     } else {
@@ -787,7 +795,7 @@ void CoherenceAccumulator::reset() {
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
   what_if_gap_s_.assign(what_ifs().size(), 0);
-  gap_seconds_ = 0;
+  gap_seconds_ = traffic_seconds_ = 0;
 }
 
 void CoherenceAccumulator::add(const Interval& iv) {
@@ -822,6 +830,7 @@ void CoherenceAccumulator::add(const Interval& iv) {
     gap_touched_.clear();
   }
   if (interval_gap) gap_seconds_ += secs;
+  if (!lines_.ids.empty()) traffic_seconds_ += secs;  // what the shares count: time with some traffic
   const auto& res = plan_.resolved();
   for (size_t k = 0; k < lines_.ids.size(); ++k) {
     const uint32_t id = lines_.ids[k];
@@ -925,7 +934,7 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   s.seconds = seconds_;
   s.line_bytes = layout_.line_bytes;
   s.notes = layout_.notes;
-  s.estimate = estimate_name(gap_seconds_, seconds_);
+  s.estimate = estimate_name(gap_seconds_, traffic_seconds_);
   const double T = seconds_ > 0 ? seconds_ : 1;
   std::vector<uint32_t> ids = live_;
   std::sort(ids.begin(), ids.end(), [&](uint32_t x, uint32_t y) { return plan_.rank(x) < plan_.rank(y); });
@@ -980,7 +989,7 @@ CoherenceSummary CoherenceAccumulator::summary() const {
       r.before_stall_ns_per_s = what_if_stall_[w].first / T;
       r.after_stall_ns_per_s = what_if_stall_[w].second / T;
       if (what_if_gap_s_[w] > 0)
-        r.estimate = estimate_name(what_if_gap_s_[w], seconds_) +
+        r.estimate = estimate_name(what_if_gap_s_[w], traffic_seconds_) +
                      "; after: independent arrivals x the before figure's gap/independent-arrivals ratio per interval "
                      "(the patched layout's lines have no gap counts)";
     }

@@ -382,6 +382,7 @@ class CoherenceAccumulator {
   std::vector<LineTraffic> gap_traffic_;
   std::vector<CpuGaps> cpu_gaps_;
   double gap_seconds_ = 0;                ///< intervals whose gap counts modeled some line
+  double traffic_seconds_ = 0;  ///< seconds of the intervals where some line had accesses
   std::vector<double> what_if_gap_s_;     ///< per what_ifs(): intervals whose before used gap counts
 };
 

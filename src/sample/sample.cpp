@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <set>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -150,7 +151,15 @@ void from_json(const nlohmann::json& j, Meta& m) {
     if (auto it = j.find("gap_lines"); it != j.end() && !it->is_null()) {
       if (!it->is_array() || it->size() > Meta::kMaxGapLines)
         throw std::runtime_error(fmt::format("gap_lines is not an array of at most {} lines", Meta::kMaxGapLines));
-      for (const auto& l : *it) m.gap_lines.push_back({l.at(0).get<std::string>(), l.at(1).get<int64_t>()});
+      std::set<std::pair<std::string, int64_t>> seen;
+      for (const auto& l : *it) {
+        if (!l.is_array() || l.size() != 2 || !l[0].is_string() || !l[1].is_number_integer())
+          throw std::runtime_error("gap_lines: an entry is not [object, integer line]");
+        Meta::GapLine g{l[0].get<std::string>(), l[1].get<int64_t>()};
+        if (!seen.insert({g.object, g.line}).second)
+          throw std::runtime_error(fmt::format("gap_lines: {} line {} is named twice", g.object, g.line));
+        m.gap_lines.push_back(std::move(g));
+      }
     }
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)

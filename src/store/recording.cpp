@@ -1196,25 +1196,16 @@ bool RecordingReader::next_state(bool returned) {
         ++stats_.online_frames;
         break;
       }
-      case FrameType::exact: {
-        if (minor_ < 3) {
-          ++stats_.unknown_frames;
-          break;
-        }
-        std::string why;
-        if (!decode_exact(f, why)) {
-          set_damage(f.at, why);
-          return false;
-        }
-        break;
-      }
+      case FrameType::exact:
       case FrameType::gaps: {
-        if (minor_ < 4) {
+        // 1.3 EXACT, 1.4 GAPS: unknown to a file of an earlier minor (skipped as such).
+        const bool exact = f.type == FrameType::exact;
+        if (minor_ < (exact ? 3 : 4)) {
           ++stats_.unknown_frames;
           break;
         }
         std::string why;
-        if (!decode_gaps(f, why)) {
+        if (!(exact ? decode_exact(f, why) : decode_gaps(f, why))) {
           set_damage(f.at, why);
           return false;
         }

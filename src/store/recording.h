@@ -114,10 +114,11 @@ inline constexpr uint32_t kIndexEntryBytes = 24;                               /
 inline constexpr uint64_t kMaxStateWords = 40ull << 20;
 /// Largest CPU count a reader accepts: the kernel's largest NR_CPUS (x86 MAXSMP, ppc64).
 inline constexpr uint32_t kMaxCpus = 8192;
-/// Most GAPS frame entries of one CPU a reader accepts: 4x the probes' per-CPU line table
-/// (abi.h SH_GAP_LINES, lines kept for the run), so a frame of an 8192-CPU machine holds at
-/// most 8192 x 64 entries (about 370 MB decoded) whatever its payload claims.
-inline constexpr uint32_t kMaxGapEntriesPerCpu = 64;
+/// Most GAPS frame entries of one CPU a reader accepts: the probes' per-CPU line table
+/// (abi.h SH_GAP_LINES, lines kept for the run; ProbeSet::take_gaps merges an entry claimed
+/// twice), so a frame of an 8192-CPU machine holds at most 8192 x 16 entries (about 92 MB
+/// decoded) whatever its payload claims.
+inline constexpr uint32_t kMaxGapEntriesPerCpu = SH_GAP_LINES;
 
 enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7, gaps = 8 };
 

@@ -425,7 +425,7 @@ TEST(GapsFrame, ABadFrameIsOneLineOfDamageAfterTheSamplesBeforeIt) {
       {"first CPU out of range", header(from, 1).entry(9, 0).b, 0, "entry 0 names CPU 9 line 0"},
       {"out of order", header(from, 2).entry(1, 5).entry(0, 4).b, 0, "entry 1 (CPU 1 line 4) is not after the one before it"},
       {"repeated", header(from, 2).entry(2, 5).entry(0, 5).b, 0, "entry 1 (CPU 2 line 5) is not after the one before it"},
-      {"too many of one CPU", per_cpu.b, 0, "bad gaps frame: more than 64 entries of CPU 0"},
+      {"too many of one CPU", per_cpu.b, 0, "bad gaps frame: more than 16 entries of CPU 0"},
       {"too many buckets", header(from, 1).var(0).var(0).var(SH_GAP_BUCKETS + 1).var(0).var(0).b, 0, "ww: 59 buckets of 58"},
       {"bucket out of range", header(from, 1).var(0).var(0).var(0).var(2).var(56).var(1).var(1).var(1).var(0).b, 0,
        "entry 0 (CPU 0 line 0) wa: bucket 58 of 58 with value 1"},
