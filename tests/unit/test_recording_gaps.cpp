@@ -135,7 +135,7 @@ TEST(GapsFrame, RoundTripRawAndCompressed) {
     w[2].gaps = GapBatch{w[1].mono_ns, {}, 7};  // nothing moved, 7 accesses had no room
     // w[3]: no gap counts, between two samples with them
     w[4].gaps = batch(w[3].mono_ns, {{2, 5}}, 4, std::numeric_limits<uint64_t>::max());
-    w[5].gaps = batch(w[4].mono_ns, all_pairs(4, 40), 5);  // large: zstd shrinks it
+    w[5].gaps = batch(w[4].mono_ns, all_pairs(4, kMaxGapEntriesPerCpu), 5);  // large: zstd shrinks it
     w[6].gaps = batch(w[5].mono_ns, {{1, 1}, {1, 2}}, 6);
     write_samples(dir / "a.shot", m, w, compress);
 
@@ -150,7 +150,7 @@ TEST(GapsFrame, RoundTripRawAndCompressed) {
     }
     EXPECT_FALSE(r->damage().has_value());
     EXPECT_EQ(r->stats().gap_frames, 5u);
-    EXPECT_EQ(r->stats().gap_entries, 4u + 0 + 1 + 160 + 2);
+    EXPECT_EQ(r->stats().gap_entries, 4u + 0 + 1 + 4 * kMaxGapEntriesPerCpu + 2);
     EXPECT_EQ(r->stats().unknown_frames, 0u);
 
     // Each GAPS frame right before its sample; zstd only when asked and smaller.
@@ -356,7 +356,7 @@ TEST(GapsFrame, AWriterRefusesABatchItsReaderWouldRefuse) {
   RecordingWriter wr(dir / "a.shot", m);
   wr.write_sample(w[0]);
   const uint64_t bytes = wr.bytes();
-  auto refuses = [&](const GapBatch& b, const char* says) {
+  auto refuses = [&](const GapBatch& b, const std::string& says) {
     SCOPED_TRACE(says);
     Sample s = w[1];
     s.gaps = b;
@@ -376,10 +376,10 @@ TEST(GapsFrame, AWriterRefusesABatchItsReaderWouldRefuse) {
   refuses(batch(w[1].mono_ns + 1, {}, 1), "after the sample's time");
   std::vector<std::pair<uint32_t, uint32_t>> many;
   for (uint32_t l = 0; l <= kMaxGapEntriesPerCpu; ++l) many.push_back({0, l});
-  refuses(batch(w[0].mono_ns, many, 1), "more than 64 gap entries of CPU 0");
+  refuses(batch(w[0].mono_ns, many, 1), "more than " + std::to_string(kMaxGapEntriesPerCpu) + " gap entries of CPU 0");
   many.pop_back();
   Sample s = w[1];
-  s.gaps = batch(w[0].mono_ns, many, 1);  // 64 of one CPU: the most there may be
+  s.gaps = batch(w[0].mono_ns, many, 1);  // kMaxGapEntriesPerCpu of one CPU: the most there may be
   EXPECT_TRUE(wr.write_sample(s));
   wr.close();
   auto r = RecordingReader::open(dir / "a.shot");
@@ -419,7 +419,7 @@ TEST(GapsFrame, ABadFrameIsOneLineOfDamageAfterTheSamplesBeforeIt) {
          Payload p = header(from, 4 * kMaxGapEntriesPerCpu + 1);
          p.b += std::string(5 * (4 * kMaxGapEntriesPerCpu + 1), '\0');
          return p.b;
-       }(), 0, "bad gaps frame: 257 entries, more than its payload or 4 CPUs x 64 lines hold"},
+       }(), 0, "bad gaps frame: 65 entries, more than its payload or 4 CPUs x 16 lines hold"},
       {"line out of range", header(from, 1).entry(0, kLines).b, 0, "bad gaps frame: entry 0 names CPU 0 line 70"},
       {"CPU out of range", header(from, 2).entry(1, 0).entry(3, 0).b, 0, "bad gaps frame: entry 1 names CPU 4 line 0"},
       {"first CPU out of range", header(from, 1).entry(9, 0).b, 0, "entry 0 names CPU 9 line 0"},
