@@ -312,6 +312,17 @@ void RecordingWriter::fail_close() {
   fd_ = -1;
 }
 
+void RecordingWriter::compress_if_smaller(std::string& b, uint8_t& flags) const {
+  if (!opts_.compress || b.size() <= 256) return;
+  std::string z(ZSTD_compressBound(b.size()), '\0');
+  size_t n = ZSTD_compress(z.data(), z.size(), b.data(), b.size(), opts_.zstd_level);
+  if (!ZSTD_isError(n) && n < b.size()) {
+    z.resize(n);
+    b.swap(z);
+    flags |= kFlagZstd;
+  }
+}
+
 void RecordingWriter::write_frame(FrameType t, uint8_t flags, uint64_t mono_ns, const std::string& payload) {
   std::string frame;
   frame.reserve(kFrameHeaderBytes + payload.size());
@@ -409,15 +420,7 @@ bool RecordingWriter::write_sample(const Sample& s) {
     b += cpus;
   }
   uint8_t flags = key ? kFlagKeyframe : 0;
-  if (opts_.compress && b.size() > 256) {
-    std::string z(ZSTD_compressBound(b.size()), '\0');
-    size_t n = ZSTD_compress(z.data(), z.size(), b.data(), b.size(), opts_.zstd_level);
-    if (!ZSTD_isError(n) && n < b.size()) {
-      z.resize(n);
-      b.swap(z);
-      flags |= kFlagZstd;
-    }
-  }
+  compress_if_smaller(b, flags);
   // 1.3: the interval's --exact records.
   std::string exact;
   uint8_t exact_flags = 0;
@@ -435,15 +438,7 @@ bool RecordingWriter::write_sample(const Sample& s) {
       put_varint(exact, r.word);
       last = ts;
     }
-    if (opts_.compress && exact.size() > 256) {
-      std::string z(ZSTD_compressBound(exact.size()), '\0');
-      size_t n = ZSTD_compress(z.data(), z.size(), exact.data(), exact.size(), opts_.zstd_level);
-      if (!ZSTD_isError(n) && n < exact.size()) {
-        z.resize(n);
-        exact.swap(z);
-        exact_flags |= kFlagZstd;
-      }
-    }
+    compress_if_smaller(exact, exact_flags);
   }
   // 1.4: the interval's gap counts, as given (checked first: the reader refuses what breaks
   // the frame's rules, so such a batch is the caller's bug and nothing is written).
@@ -487,15 +482,7 @@ bool RecordingWriter::write_sample(const Sample& s) {
       last_cpu = e.cpu;
       last_line = e.line;
     }
-    if (opts_.compress && gaps.size() > 256) {
-      std::string z(ZSTD_compressBound(gaps.size()), '\0');
-      size_t n = ZSTD_compress(z.data(), z.size(), gaps.data(), gaps.size(), opts_.zstd_level);
-      if (!ZSTD_isError(n) && n < gaps.size()) {
-        z.resize(n);
-        gaps.swap(z);
-        gaps_flags |= kFlagZstd;
-      }
-    }
+    compress_if_smaller(gaps, gaps_flags);
   }
   // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
   std::string online;

@@ -205,6 +205,9 @@ class RecordingWriter {
 
  private:
   void write_frame(FrameType t, uint8_t flags, uint64_t mono_ns, const std::string& payload);
+  /// A frame payload zstd-compressed in place (flags gets kFlagZstd) when compression is on,
+  /// the payload is over 256 bytes and the result is smaller; else left as it is.
+  void compress_if_smaller(std::string& payload, uint8_t& flags) const;
   /// The file stays within max_bytes after a frame of payload_bytes (and, if keyframe, one
   /// more INDEX entry) plus the closing INDEX and END frames.
   bool fits(size_t payload_bytes, bool keyframe) const;
