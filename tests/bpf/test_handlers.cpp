@@ -368,7 +368,7 @@ TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
       run(skel_->progs.test_nohz_exit, {1, ts + 80, 0}, cpu);
       evs.push_back({ts, cpu, SH_P_NOHZ_EXIT, worked});
       ts += 900;
-      run(skel_->progs.test_nohz_kick, {0, ts, round & 1}, cpu);
+      run(skel_->progs.test_nohz_kick, {0, ts, uint64_t(round & 1)}, cpu);
       run(skel_->progs.test_nohz_kick, {1, ts + 40, 0}, cpu);
       evs.push_back({ts, cpu, SH_P_NOHZ_KICK, (round & 1) ? idle : kcalls});
     }
