@@ -7,6 +7,9 @@
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/packaging/install-deps.sh"
+# One compiler cache for the five builds of a run (CMakeLists.txt SCHEDHOT_CCACHE) and the
+# runs after it: root's, beside the kernels tests/vm caches.
+export CCACHE_DIR="${CCACHE_DIR:-/var/cache/schedhot-vm/ccache}"
 "$root/packaging/build.sh" -DSCHEDHOT_TESTS=ON
 status=0
 build="${SCHEDHOT_BUILD:-$root/build}"
