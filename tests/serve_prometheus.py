@@ -163,14 +163,14 @@ try:
         # Prometheus's estimate; at a bound exactly, either side.
         k = math.floor(math.log2(pq + 1))
         lo_b, hi_b = 2.0 ** (k - (1 if pq == 2.0 ** k - 1 else 0)) - 1, 2.0 ** (k + 1) - 1
-        # The 0.99 rank can sit at a bucket's edge: when fewer events than the windows differ
-        # by (outer - inner count) lie between the rank and the edge, the report's window may
-        # put its p99 in the neighbouring bucket, and that bucket is accepted too.
+        # The 0.99 rank can sit at a bucket's edge: when fewer events than Prometheus's window
+        # and report's differ by lie between the rank and the edge, report's p99 may fall in
+        # the neighbouring bucket, and that bucket is accepted too.
         inc = {float(r["metric"]["le"]) * 1e9: float(r["value"][1]) for r in  # le in s, bounds in ns
                query(f"sum by (le) (increase({hist}_bucket[{W}s]))", time=T)}
         total = inc.get(float("inf"), 0.0)
         below = lambda le: max((v for b, v in inc.items() if b <= le * (1 + 1e-9)), default=0.0)  # noqa: E731
-        rank, slack = 0.99 * total, max(hi - lo, 1)
+        rank, slack = 0.99 * total, abs(d - window_count(nominal, name, None)) + 1
         if below(hi_b) - rank <= slack * total / max(d, 1):
             hi_b = 2 * hi_b + 1
         if rank - below(lo_b) <= slack * total / max(d, 1):
