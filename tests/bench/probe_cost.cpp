@@ -16,13 +16,13 @@
 // ExactReader (src/probe/exact_reader.h) draining the per-CPU perf buffers on a reader
 // thread as `record` does; the records it received and lost are printed.
 //
-// Gap state (issue 29): the object is loaded a third time with sh_gaps = 1 (schedhot's
-// default; --no-gap-state loads it with 0, as the first object here), its routes are
+// Gap state (issue 29): the object is loaded a third time with sh_gaps = 1 (as
+// `record --gap-state` loads it; without the option it is 0, as the first object here), its routes are
 // the ones schedhot writes (gap_routes() of LinePlan on assumed_layout("6.12.0", 64)),
 // and the real handlers of nohz_enter, ilb_kick, bcast_lock and cpupri_set (the
 // sched_switch proxy: untimed, the gap state reads the clock) and of nohz_exit and
 // cpupri_set (timed, fentry + fexit: the clock is the entry's) run from both objects.
-// "gap on - off" is what the default gap state adds to each, with the min-max of the
+// "gap on - off" is what the gap state adds to each, with the min-max of the
 // per-run differences (on and off run in the same run, interleaved).
 //
 // --prog-time: also the programs' own run time per event, from the kernel's BPF run-time
