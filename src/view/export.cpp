@@ -815,6 +815,11 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
       st.sample_frames && m.ncpus ? static_cast<double>(st.sample_bytes) / st.sample_frames / m.ncpus : 0.0;
   in["raw_bytes_per_sample"] = st.sample_frames ? static_cast<double>(st.raw_bytes) / st.sample_frames : 0.0;
   in["unknown_frames"] = st.unknown_frames;
+  // Only in recordings that have them (documents of recordings without stay as they were).
+  if (st.exact_frames)
+    in["exact"] = {{"frames", st.exact_frames}, {"records", st.exact_records}, {"lost", st.exact_lost}};
+  if (st.gap_frames || !m.gap_lines.empty())
+    in["gap_state"] = {{"lines", m.gap_lines.size()}, {"frames", st.gap_frames}, {"entries", st.gap_entries}};
   if (r.index())
     in["index"] = {{"status", "present"}, {"keyframes", r.index()->entries}, {"samples", r.index()->samples}};
   else if (!r.index_problem().empty())
@@ -891,6 +896,14 @@ std::string render_info_text(const nlohmann::json& j) {
                                in["compressed_samples"].get<uint64_t>()));
   else
     add("samples", fmt::format("none ({} frames)", in["frames"].get<uint64_t>()));
+  if (in.contains("exact"))
+    add("exact", fmt::format("{} --exact records in {} frames, {} lost (the exact figures are lower bounds when any are)",
+                             in["exact"]["records"].get<uint64_t>(), in["exact"]["frames"].get<uint64_t>(),
+                             in["exact"]["lost"].get<uint64_t>()));
+  if (in.contains("gap_state"))
+    add("gap state", fmt::format("{} lines (--gap-state); counts in {} frames, {} (CPU, line) entries",
+                                 in["gap_state"]["lines"].get<size_t>(), in["gap_state"]["frames"].get<uint64_t>(),
+                                 in["gap_state"]["entries"].get<uint64_t>()));
   const auto& ix = in["index"];
   std::string ixs = ix["status"].get<std::string>();
   if (ixs == "present")
