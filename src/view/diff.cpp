@@ -272,6 +272,12 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   }
   for (auto& pb : b.meta.probes)
     if (a.meta.probe_index(pb.name) < 0) out.push_back(fmt::format("{}: only in B", pb.name));
+  // The transfer figures of a side with the probes' gap state are the gap model's, of a side
+  // without it the independent-arrivals model's (README "Which estimate the figure is").
+  if (a.meta.gap_lines.empty() != b.meta.gap_lines.empty())
+    out.push_back(fmt::format("gap state (--gap-state) on {} only: its cacheline transfers are the gap model's, "
+                              "the other side's the independent-arrivals model's (two estimates)",
+                              a.meta.gap_lines.empty() ? "B" : "A"));
   // Only from recorded layouts: without one a side's fixes are unknown (info, report), not
   // the assumed Debian layout's.
   for (size_t i = 0; a.meta.layout && b.meta.layout && i < a.what_if.size() && i < b.what_if.size(); ++i)
