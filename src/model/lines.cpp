@@ -796,6 +796,7 @@ void CoherenceAccumulator::reset() {
   what_if_stall_.assign(what_ifs().size(), {0, 0});
   what_if_gap_s_.assign(what_ifs().size(), 0);
   gap_seconds_ = traffic_seconds_ = 0;
+  gap_full_ = 0;
 }
 
 void CoherenceAccumulator::add(const Interval& iv) {
@@ -810,6 +811,7 @@ void CoherenceAccumulator::add(const Interval& iv) {
   const std::optional<GapBatch>& gb = iv.last().gaps;
   if (gb && gb->from_ns == iv.first().mono_ns && !gb->counts.empty()) {
     if (!gap_mapped_) map_gap_lines();
+    gap_full_ += gb->full;
     for (uint32_t id : gap_touched_) gap_counts_[id].clear();
     gap_touched_.clear();
     for (const GapCounts& c : gb->counts) {
@@ -934,6 +936,7 @@ CoherenceSummary CoherenceAccumulator::summary() const {
   s.seconds = seconds_;
   s.line_bytes = layout_.line_bytes;
   s.notes = layout_.notes;
+  s.gap_full = gap_full_;
   s.estimate = estimate_name(gap_seconds_, traffic_seconds_);
   const double T = seconds_ > 0 ? seconds_ : 1;
   std::vector<uint32_t> ids = live_;

@@ -73,6 +73,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
                       "none), time-averaged; an estimate, see README 'Cachelines'"
                     : "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
   c["estimate"] = s.estimate;
+  if (gaps) c["gap_full"] = s.gap_full;  // line accesses no CPU table kept (modeled from rates)
   c["line_bytes"] = s.line_bytes;
   c["cost_ns"] = nlohmann::json::object();
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
@@ -272,6 +273,10 @@ std::string cachelines_text(const nlohmann::json& c) {
                                              "the exact figures miss them", skipped)
                                : "");
   }
+  if (c.contains("gap_full") && c["gap_full"].get<uint64_t>())
+    out += fmt::format("  gap state: {} line accesses found their CPU's table of {} lines full; those CPUs' accesses "
+                       "to the lines left out are modeled from their rates (a mix of the two estimates)\n",
+                       c["gap_full"].get<uint64_t>(), SH_GAP_LINES);
   for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
   for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);
   return out;

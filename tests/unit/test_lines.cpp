@@ -445,6 +445,26 @@ TEST(GapLines, CpusWithoutCountsAreSynthesizedFromTheirRates) {
   EXPECT_NEAR(all.total(), ia.total(), 0.02 * ia.total());
 }
 
+TEST(GapLines, AccessesNoTableKeptAreCountedInTheSummary) {
+  // GapBatch::full: the CPUs whose 16-line table was full; their accesses to the lines left
+  // out are the Poisson mix above, and the summary says how many there were.
+  GapFixture f(8, 1000, 400, layout_618());
+  f.stream(1, 3);
+  f.batch(f.a.mono_ns, {0, 2, 4, 6});
+  f.b.gaps->full = 1234;
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  const CoherenceSummary s = acc.summary();
+  EXPECT_EQ(s.gap_full, 1234u);
+  acc.add(Interval(f.m, f.a, f.b));  // summed over the intervals
+  EXPECT_EQ(acc.summary().gap_full, 2468u);
+  // a batch that does not cover the interval is not used, nor counted
+  f.b.gaps->from_ns = f.a.mono_ns + 1;
+  CoherenceAccumulator other(f.m);
+  other.add(Interval(f.m, f.a, f.b));
+  EXPECT_EQ(other.summary().gap_full, 0u);
+}
+
 TEST(GapLines, PoissonGapsSpreadTheCountsByTheExponentialCdf) {
   const CpuGaps g = poisson_gaps(5, 1000, 250, 2.0);
   EXPECT_EQ(g.cpu, 5u);
