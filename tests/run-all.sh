@@ -8,8 +8,18 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 "$root/packaging/install-deps.sh"
 # One compiler cache for the five builds of a run (CMakeLists.txt SCHEDHOT_CCACHE) and the
-# runs after it: root's, beside the kernels tests/vm caches.
+# runs after it: root's, beside the kernels tests/vm caches. Objects from the cache are linked
+# into what runs as root, so a cache (or its parent) that another user owns or can write is
+# not used: the builds then compile everything.
 export CCACHE_DIR="${CCACHE_DIR:-/var/cache/schedhot-vm/ccache}"
+mkdir -p "$CCACHE_DIR" 2>/dev/null || true
+for d in "$CCACHE_DIR" "$(dirname "$CCACHE_DIR")"; do
+  if [ ! -d "$d" ] || [ "$(stat -c %u "$d")" != "$(id -u)" ] || [ -n "$(find "$d" -maxdepth 0 -perm /022)" ]; then
+    echo "run-all: $d is missing, not owned by $(id -un) or writable by others: compiling without ccache" >&2
+    export CCACHE_DISABLE=1
+    break
+  fi
+done
 "$root/packaging/build.sh" -DSCHEDHOT_TESTS=ON
 status=0
 build="${SCHEDHOT_BUILD:-$root/build}"
