@@ -458,6 +458,10 @@ TEST(GapLines, AccessesNoTableKeptAreCountedInTheSummary) {
   EXPECT_EQ(s.gap_full, 1234u);
   acc.add(Interval(f.m, f.a, f.b));  // summed over the intervals
   EXPECT_EQ(acc.summary().gap_full, 2468u);
+  // a file's count near 2^64 saturates rather than wrapping
+  f.b.gaps->full = UINT64_MAX - 1;
+  acc.add(Interval(f.m, f.a, f.b));
+  EXPECT_EQ(acc.summary().gap_full, UINT64_MAX);
   // a batch that does not cover the interval is not used, nor counted
   f.b.gaps->from_ns = f.a.mono_ns + 1;
   CoherenceAccumulator other(f.m);
