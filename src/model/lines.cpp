@@ -809,9 +809,10 @@ void CoherenceAccumulator::add(const Interval& iv) {
   use_gap_.assign(lines_.ids.size(), 0);
   bool interval_gap = false;
   const std::optional<GapBatch>& gb = iv.last().gaps;
+  if (gb && gb->from_ns == iv.first().mono_ns)  // also a batch of no counts: every table full or idle
+    gap_full_ = gb->full > UINT64_MAX - gap_full_ ? UINT64_MAX : gap_full_ + gb->full;  // a file's value: saturate
   if (gb && gb->from_ns == iv.first().mono_ns && !gb->counts.empty()) {
     if (!gap_mapped_) map_gap_lines();
-    gap_full_ = gb->full > UINT64_MAX - gap_full_ ? UINT64_MAX : gap_full_ + gb->full;  // a file's value: saturate
     for (uint32_t id : gap_touched_) gap_counts_[id].clear();
     gap_touched_.clear();
     for (const GapCounts& c : gb->counts) {

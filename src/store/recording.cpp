@@ -926,6 +926,12 @@ bool RecordingReader::unpack_frame(const Frame& f, const char* what, std::string
 }
 
 bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
+  // The writer writes at most one per sample, before it: a second is damage (counted once,
+  // info and report would otherwise disagree on the totals).
+  if (pending_exact_ && pending_exact_ns_ == f.mono_ns) {
+    why = fmt::format("bad exact frame: a second one for the sample at {} ns", f.mono_ns);
+    return false;
+  }
   std::string raw;
   if (!unpack_frame(f, "exact", raw, why)) return false;
   Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
@@ -972,6 +978,12 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
 }
 
 bool RecordingReader::decode_gaps(const Frame& f, std::string& why) {
+  // The writer writes at most one per sample, before it: a second is damage (counted once,
+  // info and report would otherwise disagree on the totals).
+  if (pending_gaps_ && pending_gaps_ns_ == f.mono_ns) {
+    why = fmt::format("bad gaps frame: a second one for the sample at {} ns", f.mono_ns);
+    return false;
+  }
   std::string raw;
   if (!unpack_frame(f, "gaps", raw, why)) return false;
   Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};

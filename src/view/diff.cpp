@@ -275,8 +275,9 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   // The transfer figures of a side with the probes' gap state are the gap model's, of a side
   // without it the independent-arrivals model's (README "Which estimate the figure is").
   if (a.meta.gap_lines.empty() != b.meta.gap_lines.empty())
-    out.push_back(fmt::format("gap state (--gap-state) on {} only: its cacheline transfers are the gap model's, "
-                              "the other side's the independent-arrivals model's (two estimates)",
+    out.push_back(fmt::format("gap state (--gap-state) recorded on {} only: where its gap counts cover a line, its "
+                              "cacheline transfers are the gap model's and the other side's the independent-arrivals "
+                              "model's (each side's report says which estimate it is)",
                               a.meta.gap_lines.empty() ? "B" : "A"));
   // Only from recorded layouts: without one a side's fixes are unknown (info, report), not
   // the assumed Debian layout's.

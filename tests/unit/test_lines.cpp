@@ -458,6 +458,13 @@ TEST(GapLines, AccessesNoTableKeptAreCountedInTheSummary) {
   EXPECT_EQ(s.gap_full, 1234u);
   acc.add(Interval(f.m, f.a, f.b));  // summed over the intervals
   EXPECT_EQ(acc.summary().gap_full, 2468u);
+  // a batch without counts (every table full, or the CPUs' lines idle) still counts its full
+  f.b.gaps->counts.clear();
+  f.b.gaps->full = 10;
+  CoherenceAccumulator empty(f.m);
+  empty.add(Interval(f.m, f.a, f.b));
+  EXPECT_EQ(empty.summary().gap_full, 10u);
+  EXPECT_EQ(empty.summary().estimate, "independent arrivals");
   // a file's count near 2^64 saturates rather than wrapping
   f.b.gaps->full = UINT64_MAX - 1;
   acc.add(Interval(f.m, f.a, f.b));

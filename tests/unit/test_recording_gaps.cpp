@@ -466,6 +466,31 @@ TEST(GapsFrame, ABadFrameIsOneLineOfDamageAfterTheSamplesBeforeIt) {
   }
 }
 
+TEST(GapsFrame, ASecondFrameForOneSampleIsDamage) {
+  // The writer writes one per sample: a second would be counted by info but not used by
+  // report, so the reader refuses it like any bad frame.
+  const Meta m = gaps_meta();
+  TempDir dir("gaps_twice");
+  const std::vector<Sample> w = make_samples(m, 5);
+  write_samples(dir / "a.shot", m, w, false);
+  const uint64_t t = w[3].mono_ns, from = w[2].mono_ns;
+  const std::string frame = make_frame(FrameType::gaps, 0, t, header(from, 1).entry(0, 0).b);
+  MemFile once, twice;
+  once.set(with_frame_before_sample(dir / "a.shot", 3, frame));
+  {
+    auto r = RecordingReader::open(once.path());
+    EXPECT_EQ(read_all(*r).size(), 5u);
+    EXPECT_FALSE(r->damage().has_value());
+  }
+  twice.set(with_frame_before_sample(once.path(), 3, frame));
+  auto r = RecordingReader::open(twice.path());
+  EXPECT_EQ(read_all(*r).size(), 3u) << "the samples before it are kept";
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_NE(r->damage()->reason.find("bad gaps frame: a second one for the sample at"), std::string::npos)
+      << r->damage()->reason;
+  EXPECT_EQ(r->stats().gap_frames, 1u);
+}
+
 TEST(GapsFrame, AFormat13ReaderSkipsThemAnd13FilesRead) {
   const Meta m = gaps_meta();
   TempDir dir("gaps_13");
