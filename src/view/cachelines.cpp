@@ -275,7 +275,7 @@ std::string cachelines_text(const nlohmann::json& c) {
   }
   if (c.contains("gap_full") && c["gap_full"].get<uint64_t>())
     out += fmt::format("  gap state: {} line accesses found their CPU's table of {} lines full; those CPUs' accesses "
-                       "to the lines left out are modeled from their rates (a mix of the two estimates)\n",
+                       "to the lines left out are modeled from their rates\n",
                        c["gap_full"].get<uint64_t>(), SH_GAP_LINES);
   for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
   for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);
