@@ -308,8 +308,9 @@ struct CoherenceSummary {
   /// some line. Each line says its own.
   std::string estimate = LineSummary::kIndependentArrivals;
   /// Line accesses the probes' gap state could not keep (GapBatch::full, summed over the
-  /// intervals whose gap counts were used): a CPU's table of SH_GAP_LINES lines was full, and
-  /// its accesses to the lines left out are modeled by its rates (a mix). 0 without gap state.
+  /// intervals whose gap batch covers exactly the interval; saturating): a CPU's table of
+  /// SH_GAP_LINES lines was full, and its accesses to the lines left out are modeled from its
+  /// rates. 0 without gap state.
   uint64_t gap_full = 0;
   /// Transfers/s missed by one CPU over every line (0 when it has none). O(1) once
   /// summary() filled cpu_totals.
@@ -386,7 +387,7 @@ class CoherenceAccumulator {
   std::vector<LineTraffic> gap_traffic_;
   std::vector<CpuGaps> cpu_gaps_;
   double gap_seconds_ = 0;                ///< intervals whose gap counts modeled some line
-  uint64_t gap_full_ = 0;                 ///< GapBatch::full of the batches used: accesses no table kept
+  uint64_t gap_full_ = 0;                 ///< CoherenceSummary::gap_full so far
   double traffic_seconds_ = 0;  ///< seconds of the intervals where some line had accesses
   std::vector<double> what_if_gap_s_;     ///< per what_ifs(): intervals whose before used gap counts
 };

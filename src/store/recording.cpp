@@ -925,13 +925,19 @@ bool RecordingReader::unpack_frame(const Frame& f, const char* what, std::string
   return true;
 }
 
+namespace {
+/// The writer writes at most one EXACT and one GAPS frame per sample, before it: a second for
+/// the same sample (pending, at pending_ns) is damage (info would count it, report use only
+/// the last). false and why when the frame at mono_ns is such a second frame.
+bool first_for_its_sample(bool pending, uint64_t pending_ns, uint64_t mono_ns, const char* what, std::string& why) {
+  if (!pending || pending_ns != mono_ns) return true;
+  why = fmt::format("bad {} frame: a second one for the sample at {} ns", what, mono_ns);
+  return false;
+}
+}  // namespace
+
 bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
-  // The writer writes at most one per sample, before it: a second is damage (counted once,
-  // info and report would otherwise disagree on the totals).
-  if (pending_exact_ && pending_exact_ns_ == f.mono_ns) {
-    why = fmt::format("bad exact frame: a second one for the sample at {} ns", f.mono_ns);
-    return false;
-  }
+  if (!first_for_its_sample(pending_exact_.has_value(), pending_exact_ns_, f.mono_ns, "exact", why)) return false;
   std::string raw;
   if (!unpack_frame(f, "exact", raw, why)) return false;
   Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};
@@ -978,12 +984,7 @@ bool RecordingReader::decode_exact(const Frame& f, std::string& why) {
 }
 
 bool RecordingReader::decode_gaps(const Frame& f, std::string& why) {
-  // The writer writes at most one per sample, before it: a second is damage (counted once,
-  // info and report would otherwise disagree on the totals).
-  if (pending_gaps_ && pending_gaps_ns_ == f.mono_ns) {
-    why = fmt::format("bad gaps frame: a second one for the sample at {} ns", f.mono_ns);
-    return false;
-  }
+  if (!first_for_its_sample(pending_gaps_.has_value(), pending_gaps_ns_, f.mono_ns, "gaps", why)) return false;
   std::string raw;
   if (!unpack_frame(f, "gaps", raw, why)) return false;
   Cursor c{reinterpret_cast<const uint8_t*>(raw.data()), reinterpret_cast<const uint8_t*>(raw.data()) + raw.size()};

@@ -272,8 +272,9 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   }
   for (auto& pb : b.meta.probes)
     if (a.meta.probe_index(pb.name) < 0) out.push_back(fmt::format("{}: only in B", pb.name));
-  // The transfer figures of a side with the probes' gap state are the gap model's, of a side
-  // without it the independent-arrivals model's (README "Which estimate the figure is").
+  // A side recorded with the probes' gap state has the gap model's transfer figures where its
+  // counts cover a line, one without it only the independent-arrivals model's (README "Which
+  // estimate the figure is").
   if (a.meta.gap_lines.empty() != b.meta.gap_lines.empty())
     out.push_back(fmt::format("gap state (--gap-state) recorded on {} only: where its gap counts cover a line, its "
                               "cacheline transfers are the gap model's and the other side's the independent-arrivals "

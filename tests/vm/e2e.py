@@ -144,16 +144,20 @@ PROXIES = {
 ARAT_NOTE = "attached, path not in use on this machine: ARAT present"
 BLIND = "virt_spin_lock() is a test-and-set loop that emits no contention events"
 
-# variant -> boot.sh flags, guest mode, backends, function_graph sample, host timeout (s).
-# The no-ARAT guests run single-threaded TCG: under multi-threaded TCG, text patching
-# (BPF attach, the function tracer) raced with vCPUs running the patched idle path in 4
-# of 6 6.12 boots (Oops: int3 in cpuidle_enter_state) and hung a 6.1 boot for 10 min
-# (soft lockups); single-threaded, none did, and the broadcast path runs faster.
+# Every x86 guest runs single-threaded TCG (run_one adds X86_TCG): under multi-threaded
+# TCG, x86 text patching (BPF attach and detach, the function tracer) races with vCPUs
+# running the patched code. It oopsed (Oops: int3 in cpuidle_enter_state) in 4 of 6 6.12
+# no-ARAT boots and hung a 6.1 one for 10 min; the 6.12 plain boot died at cpupri_set+0x5
+# or nohz_balance_*_idle+0x5 in 4 of 4 attempts (2026-12-05). Single-threaded none did, and
+# the broadcast path runs faster. arm64 patches under stop_machine: multi-threaded TCG.
+X86_TCG = ["--tcg-thread", "single"]
+
+# variant -> boot.sh flags (x86: plus X86_TCG), guest mode, backends, function_graph sample,
+# host timeout (s).
 VARIANTS = {
     "plain": ([], "plain", ["auto", "kprobe"], True, 420),
-    "noarat-nohv": (["--no-arat", "--no-hypervisor", "--cst", "--tcg-thread", "single"], "noarat-nohv",
-                    ["auto"], False, 600),
-    "noarat": (["--no-arat", "--cst", "--tcg-thread", "single"], "noarat", ["auto"], False, 600),
+    "noarat-nohv": (["--no-arat", "--no-hypervisor", "--cst"], "noarat-nohv", ["auto"], False, 600),
+    "noarat": (["--no-arat", "--cst"], "noarat", ["auto"], False, 600),
     # arm64's counterpart (6.1-arm64 in SCHEDHOT_VM_NOARAT): a PSCI idle state marked
     # local-timer-stop and the arch timer without always-on (boot.sh --idle-states), the
     # no-ARAT guests' workloads; the tick broadcast is bc_hrtimer, the spinlocks native
@@ -927,13 +931,8 @@ def extract_files(d):
 
 def run_one(ck, binary, image, kver, variant, backends, diff=False):
     flags, mode, _, graph, timeout = VARIANTS[variant]
-    if arch(kver) == "x86_64" and "--tcg-thread" not in flags:
-        # x86 text patching (BPF attach and detach, the function tracer) races with vCPUs
-        # running the patched code under multi-threaded TCG: the 6.12 plain boot died with
-        # "Oops: int3" at cpupri_set+0x5 or nohz_balance_*_idle+0x5 in 4 of 4 attempts
-        # (2026-12-05); single-threaded it passed at the first, every line within 15 %.
-        # arm64 patches under stop_machine and keeps multi-threaded TCG.
-        flags = list(flags) + ["--tcg-thread", "single"]
+    if arch(kver) == "x86_64":
+        flags = list(flags) + X86_TCG
     probes = arch(kver) == "arm64" and variant == "plain"
     d = os.path.join(OUT, f"{kver}-{variant}")
     shutil.rmtree(d, ignore_errors=True)
