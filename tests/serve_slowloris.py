@@ -78,7 +78,7 @@ class Holder(threading.Thread):
     def __init__(self, n, source):
         super().__init__(daemon=True)
         self.n, self.source = n, source
-        self.opened = self.cut = 0
+        self.opened = self.cut = self.held = 0
         self.sel = selectors.DefaultSelector()  # epoll: descriptors above 1024
         self.halt = threading.Event()
 
@@ -108,8 +108,12 @@ class Holder(threading.Thread):
                 self.sel.unregister(s)
                 s.close()
                 self.cut += 1
-        for key in list(self.sel.get_map().values()):
-            key.fileobj.close()
+        # counted here, in the thread that owns the selector (the main thread iterating its
+        # map while this one registers replacements raised "dictionary changed size")
+        held = [key.fileobj for key in self.sel.get_map().values()]
+        self.held = len(alive(held))
+        for s in held:
+            s.close()
 
     def stop(self):
         self.halt.set()
@@ -231,8 +235,8 @@ try:
     while holder.opened < N and time.monotonic() - t0 < 10:
         time.sleep(0.05)
     times, statuses = scrapes()
-    held = sum(1 for s in alive([k.fileobj for k in list(holder.sel.get_map().values())]))
     holder.stop()
+    held = holder.held
     span = time.monotonic() - t0
     med, mx = figures(f"{N} idle connections from 127.0.0.1 itself, re-opened as cut", times)
     print(f"same address: {holder.opened} connections opened in {span:.1f} s, {holder.cut} cut by the server, "
