@@ -160,7 +160,8 @@ struct {
 	__uint(max_entries, SH_NPROBES * SH_GAP_ROUTE_WORDS);
 } sh_gap_routes SEC(".maps") __weak;
 
-/* The counted event (probe, word) on this CPU at now into the gap state: each line of
+/* The counted event (probe, word) on this CPU at now (0: the clock is read if needed)
+ * into the gap state, when sampled or while lines are armed (abi.h "Sampling"): each line of
  * its route once, as a write when any of its targets there writes (the --exact replay
  * counts a record so: model/lines.h event_lines). A global function (bpf/gaps.bpf.c),
  * verified once rather than at every call site. */
@@ -197,14 +198,14 @@ static __always_inline void sh_exact_emit(void *ctx, __u16 probe, __u16 word, __
 }
 
 /* A counted event that touches modeled lines (ProbeSpec::accesses): counter `word` of
- * probe `probe` was incremented on this CPU at now (0: not known, the clock is read once
- * for both). Keeps the gap state and sends the --exact record, each when enabled; with
- * both off the verifier drops it all. */
+ * probe `probe` was incremented on this CPU at now (0: not known; --exact reads the clock
+ * once for both, the gap state only for the events it samples). Keeps the gap state and
+ * sends the --exact record, each when enabled; with both off the verifier drops it all. */
 static __always_inline void sh_access(void *ctx, __u16 probe, __u16 word, __u64 now)
 {
 	if (!sh_gaps && !sh_exact)
 		return;
-	if (!now)
+	if (!now && sh_exact)
 		now = bpf_ktime_get_ns();
 	if (sh_gaps)
 		sh_gap_note(probe, word, now);

@@ -19,16 +19,22 @@ static __always_inline __u32 gap_bucket(__u64 last, __u64 now)
 	return sh_gap_index(now - last);
 }
 
+/* The bucket of a recorded gap into h. */
+#define SH_GAP_ADD(h, last, now) ((h)[SH_BOUND(gap_bucket((last), (now)), 64) % SH_GAP_BUCKETS] += 1)
+
 /* One access of this CPU to line id (+1) at now into its table: the line's entry, or
- * the first free one (claimed for the run); none left: counted in full. A global function
- * of its own: the verifier checks its 16-entry search once, not once per target of every
- * route (inlined into sh_gap_note's target loop, the two nested loops took the verifier
- * 200-285 ms per program on the development host and over a minute per attach under TCG). */
-__noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 write, __u64 now)
+ * the first free one (claimed for the run); none left: counted in full. how: bit 0 a
+ * write, bit 1 a sampled event (abi.h "Sampling"). An armed gap closes here (the line's
+ * first access, and first write, go to the last bucket, as the replay counts them); a
+ * sampled access arms the line. A global function of its own: the verifier checks its
+ * 16-entry search once, not once per target of every route (inlined into sh_gap_note's
+ * target loop, the two nested loops took the verifier 200-285 ms per program on the
+ * development host and over a minute per attach under TCG). */
+__noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 how, __u64 now)
 {
 	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
 	struct sh_gap_line *l = NULL;
-	__u32 i;
+	__u32 i, f;
 
 	if (!g)
 		return 0;
@@ -45,25 +51,138 @@ __noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 write, __u64 now)
 		g->full += 1;
 		return 0;
 	}
-	if (write) {
-		l->ww[SH_BOUND(gap_bucket(l->last_w, now), 64) % SH_GAP_BUCKETS] += 1;
-		l->wa[SH_BOUND(gap_bucket(l->last_a, now), 64) % SH_GAP_BUCKETS] += 1;
-		l->last_w = now;
+	f = l->flags;
+	if (how & 1) {
+		if (!(f & SH_GAP_SEEN_W)) {
+			SH_GAP_ADD(l->ww, 0, now);
+		} else if (f & SH_GAP_ARM_W) {
+			SH_GAP_ADD(l->ww, l->last_w, now);
+			f &= ~SH_GAP_ARM_W;
+			g->armed -= 1;
+		}
+		if (!(f & SH_GAP_SEEN_A)) {
+			SH_GAP_ADD(l->wa, 0, now);
+		} else if (f & SH_GAP_ARM_A) {
+			SH_GAP_ADD(l->wa, l->last_a, now);
+			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);
+			g->armed -= 1;
+		}
+		f |= SH_GAP_SEEN_W;
 	} else {
-		l->ra[SH_BOUND(gap_bucket(l->last_a, now), 64) % SH_GAP_BUCKETS] += 1;
+		if (!(f & SH_GAP_SEEN_A)) {
+			SH_GAP_ADD(l->ra, 0, now);
+		} else if (f & SH_GAP_ARM_A) {
+			SH_GAP_ADD(l->ra, l->last_a, now);
+			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);
+			g->armed -= 1;
+		}
 	}
-	l->last_a = now;
+	f |= SH_GAP_SEEN_A;
+	if (how & 2) {
+		f |= SH_GAP_ARM_A;
+		g->armed += 1;
+		l->last_a = now;
+		if (how & 1) {
+			f |= SH_GAP_ARM_AW;
+			if (!(f & SH_GAP_ARM_W))
+				g->armed += 1;
+			f |= SH_GAP_ARM_W;
+			l->last_w = now;
+		}
+	}
+	l->flags = f;
 	return 0;
+}
+
+/* SH_GAP_KEEP events went by while lines stayed armed: each armed gap is closed at its
+ * length so far (a lower bound), as a write when the sampled access wrote, and counted
+ * in censored, so that the CPU's events go back to the cheap path. */
+__noinline int sh_gap_sweep(__u32 cpu, __u64 now)
+{
+	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
+	__u32 i;
+
+	if (!g)
+		return 0;
+	for (i = 0; i < SH_GAP_LINES; i++) {
+		struct sh_gap_line *e = &g->line[i];
+		__u32 f = e->flags;
+
+		if (e->id == 0)
+			break;
+		if (f & SH_GAP_ARM_W) {
+			SH_GAP_ADD(e->ww, e->last_w, now);
+			g->censored += 1;
+		}
+		if (f & SH_GAP_ARM_A) {
+			if (f & SH_GAP_ARM_AW)
+				SH_GAP_ADD(e->wa, e->last_a, now);
+			else
+				SH_GAP_ADD(e->ra, e->last_a, now);
+			g->censored += 1;
+		}
+		e->flags = f & ~(SH_GAP_ARM_A | SH_GAP_ARM_AW | SH_GAP_ARM_W);
+	}
+	g->armed = 0;
+	g->slow = 0;
+	return 0;
+}
+
+/* The sampling decision of one event on this CPU (abi.h "Sampling"): 2 sampled, 1 not
+ * sampled but lines are armed (the event may close them), 0 neither (nothing to do). */
+static __always_inline __u32 gap_decide(struct sh_gap_slot *g, __u32 cpu)
+{
+	__u32 p, x;
+
+	g->events += 1;
+	if (g->countdown > 1) {
+		g->countdown -= 1;
+		if (!g->armed)
+			return 0;
+		g->slow += 1;
+		return 1;
+	}
+	p = g->period;
+	if (p <= 1) {
+		g->countdown = 1;
+	} else {
+		if (p > (1u << 20))
+			p = 1u << 20;
+		x = g->rng;
+		if (!x)
+			x = (cpu * 2654435761u) | 1;
+		x ^= x << 13;
+		x ^= x >> 17;
+		x ^= x << 5;
+		g->rng = x;
+		g->countdown = 1 + x % (2 * p - 1);
+	}
+	g->slow = 0;
+	return 2;
 }
 
 __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 {
 	__u32 key = probe * SH_GAP_ROUTE_WORDS + word, cpu = bpf_get_smp_processor_id();
+	struct sh_gap_slot *g;
 	struct sh_gap_route *r;
-	__u32 i;
+	__u32 i, how;
 
 	if (probe >= SH_NPROBES || word >= SH_GAP_ROUTE_WORDS)
 		return 0;
+	g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
+	if (!g)
+		return 0;
+	how = gap_decide(g, cpu);
+	if (!how)
+		return 0;
+	if (!now)
+		now = bpf_ktime_get_ns();
+	if (how == 1 && g->slow > SH_GAP_KEEP) {
+		sh_gap_sweep(cpu, now);
+		return 0;
+	}
+	how = how == 2 ? 2 : 0;
 	r = bpf_map_lookup_elem(&sh_gap_routes, &key);
 	if (!r || !r->n)
 		return 0;
@@ -84,7 +203,7 @@ __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 		w = t->write || (cpu >= t->up_lo && cpu < t->up_hi);
 		id = (__u32)(t->id0 + (__s32)(off >> (t->shift & 63)));
 		if (id)
-			sh_gap_line_note(cpu, id, w, now);
+			sh_gap_line_note(cpu, id, how | (w ? 1 : 0), now);
 	}
 	return 0;
 }

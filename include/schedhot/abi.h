@@ -151,19 +151,47 @@ static inline __u32 sh_gap_index(__u64 v)
 #define SH_GAP_TARGETS 6
 #define SH_GAP_ROUTE_WORDS 1024   /* route index: probe * SH_GAP_ROUTE_WORDS + slot word */
 
+/* sh_gap_line.flags (private to BPF) */
+#define SH_GAP_SEEN_A 1u  /* this CPU has accessed the line */
+#define SH_GAP_SEEN_W 2u  /* it has written it */
+#define SH_GAP_ARM_A  4u  /* last_a is a sampled access: its next access records the gap */
+#define SH_GAP_ARM_W  8u  /* last_w is a sampled write: its next write records the gap */
+#define SH_GAP_ARM_AW 16u /* the armed access (ARM_A) wrote */
+
 struct sh_gap_line {
 	__u32 id;       /* line id + 1 (Meta gap_lines index + 1); 0: free */
-	__u32 pad;
-	__u64 last_a;   /* private: this CPU's last access to the line, ns (0: none yet) */
-	__u64 last_w;   /* private: its last write, ns (0: none yet) */
+	__u32 flags;    /* private: SH_GAP_SEEN_* | SH_GAP_ARM_* */
+	__u64 last_a;   /* private: this CPU's last sampled access to the line, ns */
+	__u64 last_w;   /* private: its last sampled write, ns */
 	__u32 ww[SH_GAP_BUCKETS];  /* writes by the gap since this CPU's previous write */
 	__u32 wa[SH_GAP_BUCKETS];  /* writes by the gap since its previous access */
 	__u32 ra[SH_GAP_BUCKETS];  /* reads by the gap since its previous access */
 };
 
+/*
+ * Sampling (issue 29's cost goal): an event is sampled with probability 1/period (a
+ * per-CPU countdown reloaded at random from [1, 2 period - 1], so no alternation of
+ * events aliases with it); a sampled access arms its lines and the CPU's next access
+ * to each line records the gap before it (each access's gap is recorded with the
+ * probability its predecessor was sampled: 1/period, whatever its kind). Only a sampled
+ * event, or an event while lines are armed, reads the clock and searches the table;
+ * the others cost a lookup and a decrement. An armed line this CPU does not touch
+ * again within SH_GAP_KEEP events is closed at the gap so far (a lower bound, counted
+ * in `censored`). period 0 or 1: every event, the gaps exact. User space sets period
+ * from the CPU's rate of events (src/probe/gap_state.h gap_period).
+ */
+#define SH_GAP_KEEP 16
+
 struct sh_gap_slot {
 	__u64 full;     /* line accesses not kept: every entry held another line */
-	__u64 pad;
+	__u32 period;   /* written by user space: 1 event in period sampled (0, 1: all) */
+	__u32 countdown;/* private: events to the next sample */
+	__u32 rng;      /* private: xorshift32 state */
+	__u32 armed;    /* private: armed gaps (SH_GAP_ARM_* flags set) */
+	__u32 slow;     /* private: events while armed since the last sample */
+	__u32 pad;
+	__u64 events;   /* events noted (sampled or not): user space's rate */
+	__u64 censored; /* armed gaps closed at their lower bound after SH_GAP_KEEP events */
 	struct sh_gap_line line[SH_GAP_LINES];
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 

@@ -126,6 +126,7 @@ std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
   ao.only = split_commas(o.probes);
   ao.exact = o.exact;
   ao.gaps = o.gap_state;
+  ao.gap_samples_per_s = o.gap_samples;
   if (!o.probes.empty() && ao.only.empty()) {
     usage_error(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
     status = 2;
@@ -169,6 +170,7 @@ Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& comma
     const GapRoutes r = gap_routes(LinePlan(m, *m.layout));
     a.probes->set_gap_routes(r.routes);
     m.gap_lines = r.lines;
+    m.gap_samples_per_s = a.probes->gap_samples_per_s();
   }
   return m;
 }

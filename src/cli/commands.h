@@ -36,7 +36,8 @@ struct CommonProbeOptions {
   std::string btf;         ///< --btf FILE: vmlinux BTF when not at /sys/kernel/btf/vmlinux ("" = libbpf's search)
   bool verbose = false;
   bool exact = false;      ///< --exact (record): probes also send per-access records (AttachOptions::exact)
-  bool gap_state = false;  ///< --gap-state: the probes keep per-CPU gap histograms (AttachOptions::gaps)
+  bool gap_state = true;  ///< the probes keep per-CPU gap histograms (AttachOptions::gaps); --no-gap-state: not
+  uint32_t gap_samples = kGapSamplesPerS;  ///< --gap-samples: AttachOptions::gap_samples_per_s
 };
 
 /// Prints "schedhot: MSG" on stderr.

@@ -29,8 +29,13 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
-  c->add_flag("--gap-state", o.gap_state,
-              "the probes also keep per-CPU gap histograms: cacheline figures by the gap model (costs more per event)");
+  c->add_flag("--gap-state,!--no-gap-state", o.gap_state,
+              "the probes keep per-CPU gap histograms, sampled, for the cacheline figures' gap model (the default); "
+              "--no-gap-state: the independent-arrivals model, no gap state");
+  c->add_option("--gap-samples", o.gap_samples,
+                "gap samples per second per CPU the gap state aims at (default 4000; 0: every event, the exact "
+                "gaps at the full cost per event)")
+      ->check(CLI::Range(0, 1'000'000));
 }
 
 /// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).

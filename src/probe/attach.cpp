@@ -285,9 +285,12 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     gap_bytes_ = sizeof(sh_gap_slot) * size_t(ncpus_);
     const long page = sysconf(_SC_PAGESIZE);
     gap_bytes_ = (gap_bytes_ + size_t(page) - 1) / size_t(page) * size_t(page);
-    void* p = mmap(nullptr, gap_bytes_, PROT_READ, MAP_SHARED, loader->gap_fd(), 0);
+    void* p = mmap(nullptr, gap_bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, loader->gap_fd(), 0);
     if (p == MAP_FAILED) throw std::runtime_error(fmt::format("cannot map the gap state: {}", strerror(errno)));
-    gap_slots_ = static_cast<const sh_gap_slot*>(p);
+    gap_slots_ = static_cast<sh_gap_slot*>(p);
+    gap_samples_per_s_ = opts.gap_samples_per_s;
+    // Until the first interval shows the rates: every event (period 1). A CPU's first
+    // interval costs the full price; the next ones at most about gap_samples_per_s.
   }
   loader_ = std::move(loader);
   probes_ = attach_all(facts, host, opts, *loader_);
@@ -313,14 +316,24 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
   if (!gap_started_) {
     gap_prev_.assign(n, sh_gap_line{});
     gap_full_prev_.assign(ncpus_, 0);
+    gap_events_prev_.assign(ncpus_, 0);
   }
+  const double secs = gap_started_ && mono_ns > gap_last_ns_ ? double(mono_ns - gap_last_ns_) / 1e9 : 0;
   GapBatch b;
   b.from_ns = gap_last_ns_;
   for (uint32_t c = 0; c < ncpus_; ++c) {
-    const sh_gap_slot& s = gap_slots_[c];
+    sh_gap_slot& s = gap_slots_[c];
     const uint64_t full = __atomic_load_n(&s.full, __ATOMIC_RELAXED);
     b.full += full - gap_full_prev_[c];
     gap_full_prev_[c] = full;
+    const uint64_t events = __atomic_load_n(&s.events, __ATOMIC_RELAXED);
+    if (secs > 0) {
+      // Written only when it changes: the slot's first line is the CPU's own (BPF writes
+      // its countdown there), so each write moves that line once.
+      const uint32_t period = gap_period(double(events - gap_events_prev_[c]) / secs, gap_samples_per_s_);
+      if (__atomic_load_n(&s.period, __ATOMIC_RELAXED) != period) __atomic_store_n(&s.period, period, __ATOMIC_RELAXED);
+    }
+    gap_events_prev_[c] = events;
     const size_t at = b.counts.size();
     for (uint32_t i = 0; i < SH_GAP_LINES; ++i) {
       const sh_gap_line& e = s.line[i];
@@ -370,7 +383,7 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
 
 void ProbeSet::detach() {
   exact_.reset();
-  if (gap_slots_) munmap(const_cast<sh_gap_slot*>(gap_slots_), gap_bytes_);
+  if (gap_slots_) munmap(gap_slots_, gap_bytes_);
   gap_slots_ = nullptr;
   for (auto& p : probes_) {
     p.poller.reset();

@@ -51,6 +51,8 @@ class ProbeSet {
 
   /// The gap state (AttachOptions::gaps) is kept: its maps exist and are mapped.
   bool gaps() const { return gap_slots_ != nullptr; }
+  /// The gap state's sampling target, samples per second per CPU (0: every event).
+  uint32_t gap_samples_per_s() const { return gap_samples_per_s_; }
   /// Writes the routes of the gap state: (index probe * SH_GAP_ROUTE_WORDS + slot word,
   /// route) pairs; every other index touches no line. Call before the baseline sample.
   /// Throws std::runtime_error when the map refuses an update.
@@ -58,16 +60,21 @@ class ProbeSet {
   /// What every CPU's gap table gained since the previous call: the (cpu, line) pairs
   /// that moved (ascending), over (previous mono_ns, mono_ns]. nullopt on the first call
   /// (the baseline: it only keeps the counts) and without the gap state. Cost: one pass
-  /// over ncpus x SH_GAP_LINES entries (the entries in use are compared).
+  /// over ncpus x SH_GAP_LINES entries (the entries in use are compared). Also sets each
+  /// CPU's sampling period for the next interval from its events in this one
+  /// (gap_period(), AttachOptions::gap_samples_per_s): the counts are then samples of the
+  /// gaps, which the model scales to the counted accesses (Meta::gap_samples_per_s).
   std::optional<GapBatch> take_gaps(uint64_t mono_ns);
 
  private:
   std::unique_ptr<ExactSource> exact_;
-  const sh_gap_slot* gap_slots_ = nullptr;   ///< ncpus slots, mapped read-only
+  sh_gap_slot* gap_slots_ = nullptr;         ///< ncpus slots, mapped (user space writes only `period`)
   size_t gap_bytes_ = 0;
   int gap_routes_fd_ = -1;
   std::vector<sh_gap_line> gap_prev_;        ///< per CPU x SH_GAP_LINES: the counts at the last take
   std::vector<uint64_t> gap_full_prev_;      ///< per CPU: `full` at the last take
+  std::vector<uint64_t> gap_events_prev_;    ///< per CPU: `events` at the last take
+  uint32_t gap_samples_per_s_ = 0;           ///< AttachOptions::gap_samples_per_s
   bool gap_started_ = false;
   uint64_t gap_last_ns_ = 0;
   uint32_t ncpus_ = 0;

@@ -1,11 +1,18 @@
 #include "probe/attacher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include <fmt/format.h>
 
 namespace schedhot {
+
+uint32_t gap_period(double events_per_s, uint32_t samples_per_s) {
+  if (samples_per_s == 0 || !(events_per_s > 0) || !std::isfinite(events_per_s)) return 1;
+  const double p = std::ceil(events_per_s / samples_per_s);
+  return p >= double(1u << 20) ? 1u << 20 : std::max(1u, static_cast<uint32_t>(p));
+}
 
 std::string* Refusals::of(Backend b) {
   return b == Backend::fentry ? &fentry : b == Backend::kprobe ? &kprobe : nullptr;

@@ -17,6 +17,17 @@
 
 namespace schedhot {
 
+/// The gap state's default sampling target: gap samples per second per CPU. At most
+/// about this many events per second per CPU pay the gap state's full cost (a clock read
+/// and a table search, 100-170 ns on a kvm-clock host: README "Benchmarks"), whatever
+/// the event rate, as perf's default sampling frequency bounds its cost.
+inline constexpr uint32_t kGapSamplesPerS = 4000;
+
+/// The sampling period that keeps a CPU noting events_per_s near samples_per_s gap
+/// samples per second: ceil(events_per_s / samples_per_s), from 1 (every event) to 2^20
+/// (bpf/gaps.bpf.c's bound); 1 when samples_per_s is 0 or the rate is not a number.
+uint32_t gap_period(double events_per_s, uint32_t samples_per_s);
+
 /// What to attach and how.
 struct AttachOptions {
   BackendPref pref = BackendPref::automatic;
@@ -25,11 +36,13 @@ struct AttachOptions {
   /// --exact: every object gets sh_exact = 1 and shares one sh_exact_events perf map
   /// (ProbeSet::exact() reads it).
   bool exact = false;
-  /// --gap-state: the gap state (include/schedhot/abi.h sh_gap_slot): every object gets
-  /// sh_gaps = 1 and shares one slot map and one route map (ProbeSet::set_gap_routes,
-  /// take_gaps). Off by default: it costs more per event than the probes' budget (README
-  /// "Benchmarks").
+  /// The gap state (include/schedhot/abi.h sh_gap_slot, on unless --no-gap-state): every
+  /// object gets sh_gaps = 1 and shares one slot map and one route map
+  /// (ProbeSet::set_gap_routes, take_gaps).
   bool gaps = false;
+  /// The gap state's sampling target, gap samples per second per CPU (abi.h "Sampling",
+  /// gap_period()); 0: every event (the exact gaps, at full cost).
+  uint32_t gap_samples_per_s = kGapSamplesPerS;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):

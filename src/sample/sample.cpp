@@ -99,6 +99,7 @@ void to_json(nlohmann::json& j, const Meta& m) {
     nlohmann::json g = nlohmann::json::array();
     for (const Meta::GapLine& l : m.gap_lines) g.push_back({l.object, l.line});
     j["gap_lines"] = std::move(g);
+    if (m.gap_samples_per_s) j["gap_samples_per_s"] = m.gap_samples_per_s;
   }
 }
 
@@ -160,6 +161,12 @@ void from_json(const nlohmann::json& j, Meta& m) {
           throw std::runtime_error(fmt::format("gap_lines: {} line {} is named twice", g.object, g.line));
         m.gap_lines.push_back(std::move(g));
       }
+    }
+    m.gap_samples_per_s = 0;
+    if (auto it = j.find("gap_samples_per_s"); it != j.end()) {
+      if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1'000'000'000)
+        throw std::runtime_error("gap_samples_per_s is not a whole number from 0 to 1000000000");
+      m.gap_samples_per_s = static_cast<uint32_t>(it->get<int64_t>());
     }
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)

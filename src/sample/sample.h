@@ -112,6 +112,11 @@ struct Meta {
     bool operator==(const GapLine&) const = default;
   };
   std::vector<GapLine> gap_lines;
+  /// The gap state's sampling target (AttachOptions::gap_samples_per_s, abi.h "Sampling"):
+  /// > 0, the GAPS counts are samples of the gaps and the model scales each CPU's
+  /// histograms to its counted accesses of the line; 0 (recordings before it, or every
+  /// event sampled): the counts are every gap.
+  uint32_t gap_samples_per_s = 0;
   static constexpr size_t kMaxGapLines = 1u << 20;  ///< what a reader accepts
 
   /// Index of a probe by name in probes, or -1.
