@@ -207,8 +207,21 @@ static __always_inline void sh_access(void *ctx, __u16 probe, __u16 word, __u64 
 		return;
 	if (!now && sh_exact)
 		now = bpf_ktime_get_ns();
-	if (sh_gaps)
-		sh_gap_note(probe, word, now);
+	if (sh_gaps) {
+		/* The gap state's cheap path, inline (abi.h "Sampling"): count the event and
+		 * step the countdown; only a sampled event, or one while lines are armed,
+		 * calls sh_gap_note (the clock, the route, the table). */
+		__u32 cpu = bpf_get_smp_processor_id();
+		struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
+
+		if (g) {
+			g->events += 1;
+			if (g->countdown > 1 && !g->armed)
+				g->countdown -= 1;
+			else
+				sh_gap_note(probe, word, now);
+		}
+	}
 	sh_exact_emit(ctx, probe, word, now);
 }
 

@@ -79,8 +79,9 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 
 	if (!s)
 		return;
-	if (!now && (sh_gaps || sh_exact))
-		now = bpf_ktime_get_ns();  /* a proxy: one clock read for its accesses */
+	if (!now && sh_exact)
+		now = bpf_ktime_get_ns();  /* a proxy: one clock read for its --exact records (the
+					    * gap state reads it only for the events it samples) */
 	if (timed)
 		sh_func_enter(&s->f, now);
 	else

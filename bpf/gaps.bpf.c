@@ -128,13 +128,13 @@ __noinline int sh_gap_sweep(__u32 cpu, __u64 now)
 	return 0;
 }
 
-/* The sampling decision of one event on this CPU (abi.h "Sampling"): 2 sampled, 1 not
- * sampled but lines are armed (the event may close them), 0 neither (nothing to do). */
+/* The sampling decision of one event on this CPU (abi.h "Sampling"; sh_access counted it
+ * and took the cheap path when neither applies): 2 sampled, 1 not sampled but lines are
+ * armed (the event may close them), 0 neither. */
 static __always_inline __u32 gap_decide(struct sh_gap_slot *g, __u32 cpu)
 {
 	__u32 p, x;
 
-	g->events += 1;
 	if (g->countdown > 1) {
 		g->countdown -= 1;
 		if (!g->armed)
@@ -176,6 +176,9 @@ __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 	how = gap_decide(g, cpu);
 	if (!how)
 		return 0;
+	r = bpf_map_lookup_elem(&sh_gap_routes, &key);
+	if (!r || !r->n)
+		return 0;  /* touches no modeled line: a sample of it is lost, at random */
 	if (!now)
 		now = bpf_ktime_get_ns();
 	if (how == 1 && g->slow > SH_GAP_KEEP) {
@@ -183,9 +186,6 @@ __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 		return 0;
 	}
 	how = how == 2 ? 2 : 0;
-	r = bpf_map_lookup_elem(&sh_gap_routes, &key);
-	if (!r || !r->n)
-		return 0;
 	for (i = 0; i < SH_GAP_TARGETS; i++) {
 		struct sh_gap_target *t = &r->t[i];
 		__u64 off = 0;

@@ -108,7 +108,8 @@ int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
 static __always_inline void nohz_enter_hit(void *ctx, __u64 tick_stopped)
 {
 	struct sh_nohz_enter_slot *s = SH_THIS_SLOT(nohz_enter_slots);
-	__u64 now = (sh_gaps || sh_exact) ? bpf_ktime_get_ns() : 0;  /* one clock read for both accesses */
+	/* one clock read for both --exact records; the gap state reads it only when it samples */
+	__u64 now = sh_exact ? bpf_ktime_get_ns() : 0;
 
 	if (!s)
 		return;

@@ -23,7 +23,11 @@
 // sched_switch proxy: untimed, the gap state reads the clock) and of nohz_exit and
 // cpupri_set (timed, fentry + fexit: the clock is the entry's) run from both objects.
 // "gap on - off" is what the gap state adds to each, with the min-max of the
-// per-run differences (on and off run in the same run, interleaved).
+// per-run differences (on and off run in the same run, interleaved). The gap state
+// samples (abi.h "Sampling"): by default each CPU's period is the one schedhot sets at
+// this loop's event rate (src/probe/attacher.h gap_period() at kGapSamplesPerS, from the
+// rate of a program-free loop, printed); --gap-period 1 notes every event (the exact
+// gaps, the cost of every note).
 //
 // --prog-time: also the programs' own run time per event, from the kernel's BPF run-time
 // statistics (BPF_ENABLE_STATS, on for the whole system while the benchmark runs: every
@@ -33,7 +37,7 @@
 // time's noise hides on a shared machine. Other processes' syscalls run the programs too
 // (their filter only); the share of such runs is printed.
 //
-// usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time]
+// usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time] [--gap-period N]
 //   --short: 3 runs of 50000 calls (CI: a few seconds); default 7 runs of 2000000.
 #include <pthread.h>
 #include <sched.h>
@@ -60,6 +64,7 @@
 #include "schedhot/abi.h"  // before the skeleton: it names struct sh_hist
 #include "probe_cost.skel.h"
 #include "model/lines.h"
+#include "probe/attacher.h"
 #include "probe/exact_reader.h"
 #include "sample/sample.h"
 
@@ -244,7 +249,7 @@ GapCounts gap_counts(struct bpf_map* map, int ncpus) {
 }
 
 int usage() {
-  fmt::print(stderr, "usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time]\n");
+  fmt::print(stderr, "usage: schedhot_bench_probe_cost [--short] [--runs N] [--calls N] [--prog-time] [--gap-period N]\n");
   return 2;
 }
 
@@ -254,6 +259,7 @@ int main(int argc, char** argv) {
   int runs = 7;
   long calls = 2'000'000;
   bool prog_time = false;
+  long gap_period = 0;  // 0: schedhot's at this loop's rate
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--short") {
@@ -265,6 +271,9 @@ int main(int argc, char** argv) {
       runs = std::atoi(argv[++i]);
     } else if (a == "--calls" && i + 1 < argc) {
       calls = std::atol(argv[++i]);
+    } else if (a == "--gap-period" && i + 1 < argc) {
+      gap_period = std::atol(argv[++i]);
+      if (gap_period < 1 || gap_period > (1 << 20)) return usage();
     } else {
       return usage();
     }
@@ -295,6 +304,24 @@ int main(int argc, char** argv) {
   probe_cost_bpf* skelx = skel ? open_load(ncpus, kExactObj, routes.routes) : nullptr;
   probe_cost_bpf* skelg = skelx ? open_load(ncpus, kGapsObj, routes.routes) : nullptr;
   if (!skel || !skelx || !skelg) return 1;
+  {
+    // The gap state's sampling period on every CPU, as ProbeSet::take_gaps sets it.
+    const double ns_per_call = time_loop({0}, 200'000);
+    const double rate = ns_per_call > 0 ? 1e9 / ns_per_call : 0;
+    const uint32_t period = gap_period ? uint32_t(gap_period) : schedhot::gap_period(rate, schedhot::kGapSamplesPerS);
+    fmt::print("gap state: sampling period {} ({}; a program-free loop runs {:.0f} calls/s per thread)\n", period,
+               gap_period ? "--gap-period" : fmt::format("schedhot's at that rate, {} samples/s", schedhot::kGapSamplesPerS),
+               rate);
+    for (int c = 0; c < ncpus; ++c) {
+      sh_gap_slot g{};
+      g.period = period;
+      const __u32 key = __u32(c);
+      if (bpf_map_update_elem(bpf_map__fd(skelg->maps.sh_gap_slots), &key, &g, BPF_ANY) != 0) {
+        fmt::print(stderr, "schedhot: probe_cost: cannot set the gap state's period: {}\n", strerror(errno));
+        return 1;
+      }
+    }
+  }
   probe_cost_bpf* const objs[] = {skel, skelx, skelg};
   // The reader of --exact records, as record runs it: its own thread reads the buffers, a
   // take() of all due every 50 ms (record's takes are one per sample).

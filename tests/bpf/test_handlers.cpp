@@ -15,7 +15,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
+#include <algorithm>
+#include <cinttypes>
 #include <cstddef>
+#include <random>
 #include <map>
 
 #include "model/gaps.h"
@@ -398,6 +401,148 @@ TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
   }
   EXPECT_TRUE(want.empty()) << want.size() << " (line, CPU) pairs of the replay have no entry in the gap state";
   EXPECT_GE(compared, 8u) << "nohz line, idle mask, cpupri vec 0/50 counts and masks, cpu_to_pri, on two CPUs";
+}
+
+// Sampled (abi.h "Sampling"): one event in 8 arms its lines, the next access records the
+// gap. Scaled to the counted accesses (sampled_to_counts), the sampled histograms must give
+// the gap model's figure of every gap (the replay of the same events) within 10 % per line,
+// on a long stream of bursts and long gaps from two CPUs.
+TEST_F(GapState, SampledGapsGiveTheFigureOfEveryGap) {
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two online CPUs";
+  using namespace schedhot;
+  const Meta meta = make_meta(HostInfo{}, static_cast<uint32_t>(ncpus_), std::vector<ProbeStatus>(SH_NPROBES));
+  const CoherenceLayout layout = assumed_layout("6.12.0", 64);
+  const GapRoutes routes = gap_routes(LinePlan(meta, layout));
+  for (const auto& [key, r] : routes.routes)
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
+  std::map<LineKey, uint32_t> index;
+  for (size_t i = 0; i < routes.lines.size(); ++i) index[{routes.lines[i].object, routes.lines[i].line}] = uint32_t(i);
+  constexpr uint32_t kPeriod = 8;
+  for (uint32_t cpu = 0; cpu < 2; ++cpu) {
+    sh_gap_slot s{};
+    s.period = kPeriod;
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_slots), &cpu, &s, BPF_ANY), 0);
+  }
+  struct Ev {
+    uint64_t ts;
+    int cpu, probe;
+    uint16_t word;
+  };
+  std::vector<Ev> evs;
+  const uint16_t calls = offsetof(sh_cpupri_set_slot, f.calls) / 8, vset = offsetof(sh_cpupri_set_slot, vec_set) / 8,
+                 vclr = offsetof(sh_cpupri_set_slot, vec_clear) / 8, worked = offsetof(sh_nohz_exit_slot, worked) / 8,
+                 kcalls = offsetof(sh_nohz_kick_slot, f.calls) / 8;
+  std::mt19937_64 rng(29);
+  std::exponential_distribution<double> longgap(1.0 / 200000), shortgap(1.0 / 2000);
+  uint64_t ts = 1000;
+  uint64_t notes = 0;
+  for (int round = 0; round < 2500; ++round)
+    for (int cpu = 0; cpu < 2; ++cpu) {
+      // a burst: RT 50 in and out within a few us, then a nohz exit and a kick, then a long gap
+      ts += 300 + uint64_t(shortgap(rng));
+      run(skel_->progs.test_cpupri_set, {0, ts, 0, 49, 101}, cpu);
+      run(skel_->progs.test_cpupri_set, {1, ts + 50, 0, 0, 0}, cpu);
+      for (uint16_t w : {calls, uint16_t(vset + 50), uint16_t(vclr + 0)}) evs.push_back({ts, cpu, SH_P_CPUPRI_SET, w});
+      ts += 300 + uint64_t(shortgap(rng));
+      run(skel_->progs.test_cpupri_set, {0, ts, 50, 99, 101}, cpu);
+      run(skel_->progs.test_cpupri_set, {1, ts + 50, 0, 0, 0}, cpu);
+      for (uint16_t w : {calls, uint16_t(vset + 0), uint16_t(vclr + 50)}) evs.push_back({ts, cpu, SH_P_CPUPRI_SET, w});
+      ts += uint64_t(shortgap(rng));
+      run(skel_->progs.test_nohz_exit, {0, ts, 1}, cpu);
+      run(skel_->progs.test_nohz_exit, {1, ts + 80, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_NOHZ_EXIT, worked});
+      ts += 100 + uint64_t(longgap(rng));
+      run(skel_->progs.test_nohz_kick, {0, ts, 0}, cpu);
+      run(skel_->progs.test_nohz_kick, {1, ts + 40, 0}, cpu);
+      evs.push_back({ts, cpu, SH_P_NOHZ_KICK, kcalls});
+      notes += 8;
+    }
+  const double secs = double(ts) / 1e9;
+  GapTracker tr;
+  for (const Ev& e : evs)
+    for (const auto& [line, write] : event_lines(meta, layout, e.probe, e.word, e.cpu))
+      tr.feed({e.ts, uint32_t(e.cpu), index.at(line), write});
+  std::map<uint32_t, std::vector<CpuGaps>> full, sampled;  // by line, CPUs ascending
+  for (uint32_t line : tr.lines()) full[line] = tr.take(line);
+  uint64_t recorded = 0, all = 0;
+  for (int cpu = 0; cpu < 2; ++cpu) {
+    auto s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, cpu);
+    EXPECT_EQ(s.events, notes / 2) << "every note of the CPU counted, sampled or not";
+    EXPECT_EQ(s.full, 0u);
+    for (const sh_gap_line& e : s.line) {
+      if (!e.id) continue;
+      const auto& want = full.at(e.id - 1);
+      auto it = std::find_if(want.begin(), want.end(), [&](const CpuGaps& g) { return g.cpu == uint32_t(cpu); });
+      ASSERT_NE(it, want.end());
+      CpuGaps g;
+      g.cpu = uint32_t(cpu);
+      for (uint32_t b = 0; b < SH_GAP_BUCKETS; ++b) {
+        g.ww[b] = e.ww[b];
+        g.wa[b] = e.wa[b];
+        g.ra[b] = e.ra[b];
+      }
+      recorded += uint64_t(g.writes() + g.reads());
+      all += uint64_t(it->writes() + it->reads());
+      sampled_to_counts(g, it->reads() / secs, it->writes() / secs, secs);
+      sampled[e.id - 1].push_back(g);
+    }
+  }
+  const double share = double(recorded) / double(all);
+  std::printf("sampled 1 in %u: %" PRIu64 " of %" PRIu64 " gaps recorded (1 in %.1f)\n", kPeriod, recorded, all, 1 / share);
+  EXPECT_GT(share, 1.0 / (2 * kPeriod));
+  EXPECT_LT(share, 2.0 / kPeriod);
+  const TopologyIndex topo(meta.host.topology);
+  size_t compared = 0;
+  for (const auto& [line, cpus] : full) {
+    ASSERT_EQ(sampled[line].size(), cpus.size()) << "line " << line;
+    const double want = gap_model(topo, cpus, secs).total(), got = gap_model(topo, sampled[line], secs).total();
+    std::printf("line %-40s every gap %9.1f/s  sampled %9.1f/s  (x%.3f)\n", routes.lines[line].object.c_str(), want,
+                got, want > 0 ? got / want : 0.0);
+    if (want * secs < 100) continue;
+    EXPECT_NEAR(got / want, 1.0, 0.10) << "line " << routes.lines[line].object << " " << routes.lines[line].line;
+    ++compared;
+  }
+  EXPECT_GE(compared, 4u) << "nohz line, idle mask, cpupri vec 0/50, cpu_to_pri";
+}
+
+// An armed line the CPU does not touch again within SH_GAP_KEEP events is closed at the gap
+// so far (censored), so that the CPU's later events go back to the cheap path.
+TEST_F(GapState, AnArmedLineNotTouchedAgainIsClosedAfterKeepEvents) {
+  // noop -> line 1; calls and vec_set[1] -> line 2
+  const auto route = [&](uint32_t word, int32_t line) {
+    const uint32_t key = SH_P_CPUPRI_SET * SH_GAP_ROUTE_WORDS + word;
+    sh_gap_route r{};
+    r.n = 1;
+    r.t[0].mode = SH_GAP_FIXED;
+    r.t[0].write = 1;
+    r.t[0].id0 = line;
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
+  };
+  route(offsetof(sh_cpupri_set_slot, noop) / 8, 1);
+  route(offsetof(sh_cpupri_set_slot, f.calls) / 8, 2);
+  route(offsetof(sh_cpupri_set_slot, vec_set) / 8 + 1, 2);
+  const uint32_t cpu = 0;
+  sh_gap_slot s0{};
+  s0.period = 1u << 20;  // after the first event, no sample for a long time
+  ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_slots), &cpu, &s0, BPF_ANY), 0);
+  run(skel_->progs.test_cpupri_set, {0, 1000, 0, 99, 101});  // NORMAL -> NORMAL: one note, noop: sampled
+  auto s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, 0);
+  ASSERT_EQ(s.armed, 2u) << "a sampled write arms the access gap and the write gap";
+  // INVALID -> vec 1: two notes (calls, vec_set[1]) on line 2 only, each one more event
+  // while line 1 is armed; the 17th (event 9's first) closes it at 10000 - 1000 ns.
+  uint64_t t = 2000;
+  for (int i = 0; i < 9; ++i, t += 1000) run(skel_->progs.test_cpupri_set, {0, t, static_cast<uint64_t>(-1), 98, 101});
+  s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, 0);
+  EXPECT_EQ(s.armed, 0u);
+  EXPECT_EQ(s.censored, 2u) << "line 1's access and write gaps";
+  EXPECT_EQ(s.events, 19u) << "every note counted, on the cheap path too";
+  ASSERT_EQ(s.line[0].id, 1u);
+  const uint32_t b = sh_gap_index(9000);
+  EXPECT_EQ(s.line[0].ww[b], 1u) << "censored write gap at its length so far, bucket " << b;
+  EXPECT_EQ(s.line[0].wa[b], 1u);
+  ASSERT_EQ(s.line[1].id, 2u);
+  EXPECT_EQ(s.line[1].ww[SH_GAP_BUCKETS - 1], 1u) << "line 2's first write (on the armed path): the last bucket";
+  EXPECT_EQ(s.line[1].ww[sh_gap_index(1000)] + s.line[1].ww[0], 0u) << "line 2 never sampled: no later gap of it";
 }
 
 // A CPU that touches more lines than its table holds counts the rest as full, and the

@@ -6,8 +6,10 @@
 #include <cmath>
 #include <cstdio>
 #include <map>
+#include <random>
 
 #include "model/lines.h"
+#include "probe/attacher.h"
 #include "view/cachelines.h"
 #include "view/metrics.h"
 #include "test_util.h"
@@ -495,6 +497,61 @@ TEST(GapLines, PoissonGapsSpreadTheCountsByTheExponentialCdf) {
   EXPECT_EQ(none.reads() + none.writes(), 0);
   const CpuGaps reads_only = poisson_gaps(1, 100, 0, 2.0);  // no writes: their rate 0
   EXPECT_NEAR(reads_only.ra[kGapBuckets - 1], 0, 1e-6);
+}
+
+TEST(GapLines, SampledCountsAreScaledToTheCountedAccesses) {
+  CpuGaps g;
+  g.cpu = 3;
+  g.ww[4] = 2;
+  g.ww[20] = 6;
+  g.ra[10] = 5;
+  sampled_to_counts(g, 100, 40, 2.0);  // 200 reads, 80 writes
+  EXPECT_NEAR(g.writes(), 80, 1e-9);
+  EXPECT_NEAR(g.ww[4], 20, 1e-9) << "the shape kept: a quarter of the writes";
+  EXPECT_NEAR(g.ww[20], 60, 1e-9);
+  EXPECT_NEAR(g.reads(), 200, 1e-9);
+  EXPECT_NEAR(g.ra[10], 200, 1e-9);
+  const CpuGaps p = poisson_gaps(3, 100, 40, 2.0);
+  for (uint32_t b = 0; b < kGapBuckets; ++b) EXPECT_EQ(g.wa[b], p.wa[b]) << "no sample: the Poisson histogram, bucket " << b;
+}
+
+// A recording whose gap state sampled (Meta gap_samples_per_s): one gap in 4 kept, at
+// random, gives the figure of every gap; the same counts read as every gap would give a
+// quarter of the accesses.
+TEST(GapLines, ASampledRecordingScalesItsCountsToTheCounters) {
+  GapFixture f(8, 100, 40, layout_618());
+  f.stream(4, 7);
+  const TopologyIndex topo(f.m.host.topology);
+  const double want = gap_model(topo, f.modeled(), 2.0).total();
+  std::mt19937_64 rng(11);
+  for (auto& [cpu, g] : f.gaps)
+    for (auto* h : {&g.ww, &g.wa, &g.ra})
+      for (double& x : *h) x = double(std::binomial_distribution<int>(int(std::lround(x)), 0.25)(rng));
+  f.batch(f.a.mono_ns);
+  f.m.gap_samples_per_s = 4000;
+  CoherenceAccumulator sampled(f.m);
+  sampled.add(Interval(f.m, f.a, f.b));
+  const LineSummary* l = f.nohz(sampled.summary());
+  ASSERT_NE(l, nullptr);
+  EXPECT_NEAR(l->traffic.total() / want, 1.0, 0.05) << l->traffic.total() << " against " << want;
+  f.m.gap_samples_per_s = 0;
+  CoherenceAccumulator unscaled(f.m);
+  unscaled.add(Interval(f.m, f.a, f.b));
+  l = f.nohz(unscaled.summary());
+  ASSERT_NE(l, nullptr);
+  EXPECT_LT(l->traffic.total(), 0.5 * want) << "read as every gap, a quarter of the accesses";
+}
+
+TEST(GapLines, ThePeriodAimsAtTheSampleRate) {
+  EXPECT_EQ(gap_period(1000, 4000), 1u);
+  EXPECT_EQ(gap_period(4000, 4000), 1u);
+  EXPECT_EQ(gap_period(4001, 4000), 2u);
+  EXPECT_EQ(gap_period(5e6, 4000), 1250u);
+  EXPECT_EQ(gap_period(1e15, 4000), 1u << 20) << "bpf/gaps.bpf.c's bound";
+  EXPECT_EQ(gap_period(5e6, 0), 1u) << "0: every event";
+  EXPECT_EQ(gap_period(std::nan(""), 4000), 1u);
+  EXPECT_EQ(gap_period(-5, 4000), 1u);
+  EXPECT_EQ(gap_period(0, 4000), 1u);
 }
 
 TEST(GapLines, EstimatesAreLabelledPerLineAndOverTheSpan) {

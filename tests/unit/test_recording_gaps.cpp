@@ -32,6 +32,7 @@ constexpr uint32_t kLines = 70;  // more than kMaxGapEntriesPerCpu: the per-CPU 
 Meta gaps_meta(uint32_t ncpus = 4) {
   Meta m = synthetic_meta(ncpus);
   for (uint32_t l = 0; l < kLines; ++l) m.gap_lines.push_back({l % 2 ? "nohz" : "root_domain", int64_t(l)});
+  m.gap_samples_per_s = 4000;
   return m;
 }
 
@@ -125,6 +126,19 @@ void set_minor(std::string& d, uint16_t minor) {
 
 }  // namespace
 
+TEST(GapsFrame, MetaSamplesPerSecondIsAWholeNumberInRange) {
+  const Meta m = gaps_meta();
+  nlohmann::json j = m;
+  EXPECT_EQ(j.at("gap_samples_per_s"), 4000);
+  EXPECT_EQ(j.get<Meta>().gap_samples_per_s, 4000u);
+  for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(1.5), nlohmann::json("4000"), nlohmann::json(5'000'000'000LL)}) {
+    j["gap_samples_per_s"] = bad;
+    EXPECT_THROW(j.get<Meta>(), std::runtime_error) << bad.dump();
+  }
+  j.erase("gap_samples_per_s");
+  EXPECT_EQ(j.get<Meta>().gap_samples_per_s, 0u) << "a recording before it: every gap";
+}
+
 TEST(GapsFrame, RoundTripRawAndCompressed) {
   const Meta m = gaps_meta();
   for (bool compress : {false, true}) {
@@ -142,6 +156,7 @@ TEST(GapsFrame, RoundTripRawAndCompressed) {
     auto r = RecordingReader::open(dir / "a.shot");
     EXPECT_EQ(r->minor(), 4);
     EXPECT_EQ(r->meta().gap_lines, m.gap_lines);
+    EXPECT_EQ(r->meta().gap_samples_per_s, m.gap_samples_per_s);
     auto got = read_all(*r);
     ASSERT_EQ(got.size(), w.size());
     for (size_t i = 0; i < w.size(); ++i) {

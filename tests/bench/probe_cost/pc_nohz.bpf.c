@@ -6,10 +6,11 @@
  *
  *   pc_nohz_enter              nohz_enter_hit (untimed): a first stop of the tick, so the
  *                              calls and first counters, two gap state accesses (the nohz
- *                              line and the idle mask word of this CPU) with one clock read
+ *                              line and the idle mask word of this CPU), a clock read
+ *                              when the gap state samples
  *   pc_nohz_exit_enter / _exit nohz_exit_enter / nohz_exit_exit (timed, as fentry +
  *                              fexit): the entry's clock serves the gap state of `worked`
- *   pc_ilb_recv                ilb_received (untimed): one access with its clock read
+ *   pc_ilb_recv                ilb_received (untimed): one access (a clock read when sampled)
  */
 #include "nohz.bpf.c"
 #include "pc_common.h"
