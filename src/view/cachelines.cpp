@@ -74,6 +74,8 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
                     : "independent arrivals (Poisson) per interval, time-averaged; an estimate, see README 'Cachelines'";
   c["estimate"] = s.estimate;
   if (gaps) c["gap_full"] = s.gap_full;  // line accesses no CPU table kept (modeled from rates)
+  // sampled gap state (abi.h "Sampling"): its target, gap samples per second per CPU
+  if (gaps && meta.gap_samples_per_s) c["gap_samples_per_s"] = meta.gap_samples_per_s;
   c["line_bytes"] = s.line_bytes;
   c["cost_ns"] = nlohmann::json::object();
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];
@@ -277,6 +279,10 @@ std::string cachelines_text(const nlohmann::json& c) {
     out += fmt::format("  gap state: {} line accesses found their CPU's table of {} lines full; those CPUs' accesses "
                        "to the lines left out are modeled from their rates\n",
                        c["gap_full"].get<uint64_t>(), SH_GAP_LINES);
+  if (c.contains("gap_samples_per_s"))
+    out += fmt::format("  gap state: sampled, up to about {} gaps/s per CPU (every event on a CPU below that rate), "
+                       "scaled to the counted accesses\n",
+                       c["gap_samples_per_s"].get<uint32_t>());
   for (const auto& n : c["layout"]["notes"]) out += fmt::format("  layout: {}\n", n.get<std::string>());
   for (const std::string& s : seen) out += fmt::format("  assumed: {}\n", s);
   return out;
