@@ -22,35 +22,20 @@ static __always_inline __u32 gap_bucket(__u64 last, __u64 now)
 /* The bucket of a recorded gap into h. */
 #define SH_GAP_ADD(h, last, now) ((h)[SH_BOUND(gap_bucket((last), (now)), 64) % SH_GAP_BUCKETS] += 1)
 
-/* One access of this CPU to line id (+1) at now into its table: the line's entry, or
- * the first free one (claimed for the run); none left: counted in full. how: bit 0 a
+/* Entry i of this CPU's table (holding the line) takes one access at now; how: bit 0 a
  * write, bit 1 a sampled event (abi.h "Sampling"). An armed gap closes here (the line's
  * first access, and first write, go to the last bucket, as the replay counts them); a
- * sampled access arms the line. A global function of its own: the verifier checks its
- * 16-entry search once, not once per target of every route (inlined into sh_gap_note's
- * target loop, the two nested loops took the verifier 200-285 ms per program on the
- * development host and over a minute per attach under TCG). */
-__noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 how, __u64 now)
+ * sampled access arms the line. A global function of its own, apart from the search: the
+ * verifier checks its branches once, not once per entry the search can stop at. */
+__noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 {
 	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
-	struct sh_gap_line *l = NULL;
-	__u32 i, f;
+	struct sh_gap_line *l;
+	__u32 f;
 
 	if (!g)
 		return 0;
-	for (i = 0; i < SH_GAP_LINES; i++) {
-		struct sh_gap_line *e = &g->line[i];
-
-		if (e->id == id || e->id == 0) {
-			e->id = id;
-			l = e;
-			break;
-		}
-	}
-	if (!l) {
-		g->full += 1;
-		return 0;
-	}
+	l = &g->line[i & (SH_GAP_LINES - 1)];
 	f = l->flags;
 	if (how & 1) {
 		if (!(f & SH_GAP_SEEN_W)) {
@@ -94,9 +79,62 @@ __noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 how, __u64 now)
 	return 0;
 }
 
-/* SH_GAP_KEEP events went by while lines stayed armed: each armed gap is closed at its
- * length so far (a lower bound), as a write when the sampled access wrote, and counted
- * in censored, so that the CPU's events go back to the cheap path. */
+/* One access of this CPU to line id (+1) at now (how: as sh_gap_entry_note) into its
+ * table: the line's entry, or the first free one (claimed for the run); none left:
+ * counted in full. A global function of its own: the verifier checks its 16-entry search
+ * once, not once per target of every route (inlined into sh_gap_note's target loop, the
+ * two nested loops took the verifier 200-285 ms per program on the development host and
+ * over a minute per attach under TCG). */
+__noinline int sh_gap_line_note(__u32 cpu, __u32 id, __u32 how, __u64 now)
+{
+	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
+	__u32 i;
+
+	if (!g)
+		return 0;
+	for (i = 0; i < SH_GAP_LINES; i++) {
+		struct sh_gap_line *e = &g->line[i];
+
+		if (e->id == id || e->id == 0) {
+			e->id = id;
+			return sh_gap_entry_note(cpu, i, how, now);
+		}
+	}
+	g->full += 1;
+	return 0;
+}
+
+/* Entry i's armed gaps closed at now, their length so far (a lower bound), each counted
+ * in censored; the access gap as a write when the sampled access wrote. A global function
+ * of its own, so that the verifier checks its branches once, not in each of the sweep's
+ * 16 iterations (inlined there, they made a program's verification take seconds). */
+__noinline int sh_gap_entry_close(__u32 cpu, __u32 i, __u64 now)
+{
+	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
+	struct sh_gap_line *e;
+	__u32 f;
+
+	if (!g)
+		return 0;
+	e = &g->line[i & (SH_GAP_LINES - 1)];
+	f = e->flags;
+	if (f & SH_GAP_ARM_W) {
+		SH_GAP_ADD(e->ww, e->last_w, now);
+		g->censored += 1;
+	}
+	if (f & SH_GAP_ARM_A) {
+		if (f & SH_GAP_ARM_AW)
+			SH_GAP_ADD(e->wa, e->last_a, now);
+		else
+			SH_GAP_ADD(e->ra, e->last_a, now);
+		g->censored += 1;
+	}
+	e->flags = f & ~(SH_GAP_ARM_A | SH_GAP_ARM_AW | SH_GAP_ARM_W);
+	return 0;
+}
+
+/* SH_GAP_KEEP events went by while lines stayed armed: every armed gap is closed at its
+ * length so far (sh_gap_entry_close), so that the CPU's events go back to the cheap path. */
 __noinline int sh_gap_sweep(__u32 cpu, __u64 now)
 {
 	struct sh_gap_slot *g = bpf_map_lookup_elem(&sh_gap_slots, &cpu);
@@ -106,22 +144,11 @@ __noinline int sh_gap_sweep(__u32 cpu, __u64 now)
 		return 0;
 	for (i = 0; i < SH_GAP_LINES; i++) {
 		struct sh_gap_line *e = &g->line[i];
-		__u32 f = e->flags;
 
 		if (e->id == 0)
 			break;
-		if (f & SH_GAP_ARM_W) {
-			SH_GAP_ADD(e->ww, e->last_w, now);
-			g->censored += 1;
-		}
-		if (f & SH_GAP_ARM_A) {
-			if (f & SH_GAP_ARM_AW)
-				SH_GAP_ADD(e->wa, e->last_a, now);
-			else
-				SH_GAP_ADD(e->ra, e->last_a, now);
-			g->censored += 1;
-		}
-		e->flags = f & ~(SH_GAP_ARM_A | SH_GAP_ARM_AW | SH_GAP_ARM_W);
+		if (e->flags & (SH_GAP_ARM_A | SH_GAP_ARM_W))
+			sh_gap_entry_close(cpu, i, now);
 	}
 	g->armed = 0;
 	g->slow = 0;
