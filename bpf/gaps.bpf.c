@@ -23,9 +23,10 @@ static __always_inline __u32 gap_bucket(__u64 last, __u64 now)
 #define SH_GAP_ADD(h, last, now) ((h)[SH_BOUND(gap_bucket((last), (now)), 64) % SH_GAP_BUCKETS] += 1)
 
 /* Entry i of this CPU's table (holding the line) takes one access at now; how: bit 0 a
- * write, bit 1 a sampled event (abi.h "Sampling"). An armed gap closes here (the line's
- * first access, and first write, go to the last bucket, as the replay counts them); a
- * sampled access arms the line. A global function of its own, apart from the search: the
+ * write, bit 1 a sampled event (abi.h "Sampling"). An armed gap closes here; the line's
+ * first access, and first write, go to the last bucket (as the replay counts them) when
+ * the event is sampled, so that they too weigh 1/period before the scaling; a sampled
+ * access arms the line. A global function of its own, apart from the search: the
  * verifier checks its branches once, not once per entry the search can stop at. */
 __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 {
@@ -39,14 +40,16 @@ __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 	f = l->flags;
 	if (how & 1) {
 		if (!(f & SH_GAP_SEEN_W)) {
-			SH_GAP_ADD(l->ww, 0, now);
+			if (how & 2)
+				SH_GAP_ADD(l->ww, 0, now);
 		} else if (f & SH_GAP_ARM_W) {
 			SH_GAP_ADD(l->ww, l->last_w, now);
 			f &= ~SH_GAP_ARM_W;
 			g->armed -= 1;
 		}
 		if (!(f & SH_GAP_SEEN_A)) {
-			SH_GAP_ADD(l->wa, 0, now);
+			if (how & 2)
+				SH_GAP_ADD(l->wa, 0, now);
 		} else if (f & SH_GAP_ARM_A) {
 			SH_GAP_ADD(l->wa, l->last_a, now);
 			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);
@@ -55,7 +58,8 @@ __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 		f |= SH_GAP_SEEN_W;
 	} else {
 		if (!(f & SH_GAP_SEEN_A)) {
-			SH_GAP_ADD(l->ra, 0, now);
+			if (how & 2)
+				SH_GAP_ADD(l->ra, 0, now);
 		} else if (f & SH_GAP_ARM_A) {
 			SH_GAP_ADD(l->ra, l->last_a, now);
 			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);

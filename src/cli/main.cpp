@@ -36,6 +36,11 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
                 "gap samples per second per CPU the gap state aims at (default 4000; 0: every event, the exact "
                 "gaps at the full cost per event)")
       ->check(CLI::Range(0, 1'000'000));
+  // --gap-samples without a gap state would be silently ignored: refused instead
+  c->parse_complete_callback([c, &o] {
+    if (!o.gap_state && c->count("--gap-samples"))
+      throw CLI::ValidationError("--gap-samples", "has no effect with --no-gap-state");
+  });
 }
 
 /// A value that is not empty ("--xfer-cost ''" would silently mean the defaults).

@@ -163,7 +163,7 @@ void from_json(const nlohmann::json& j, Meta& m) {
       }
     }
     m.gap_samples_per_s = 0;
-    if (auto it = j.find("gap_samples_per_s"); it != j.end()) {
+    if (auto it = j.find("gap_samples_per_s"); it != j.end() && !it->is_null()) {
       if (!it->is_number_integer() || it->get<int64_t>() < 0 || it->get<int64_t>() > 1'000'000'000)
         throw std::runtime_error("gap_samples_per_s is not a whole number from 0 to 1000000000");
       m.gap_samples_per_s = static_cast<uint32_t>(it->get<int64_t>());

@@ -75,7 +75,8 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
   c["estimate"] = s.estimate;
   if (gaps) c["gap_full"] = s.gap_full;  // line accesses no CPU table kept (modeled from rates)
   // sampled gap state (abi.h "Sampling"): its target, gap samples per second per CPU
-  if (gaps && meta.gap_samples_per_s) c["gap_samples_per_s"] = meta.gap_samples_per_s;
+  if (gaps && meta.gap_samples_per_s && s.estimate != LineSummary::kIndependentArrivals)
+    c["gap_samples_per_s"] = meta.gap_samples_per_s;
   c["line_bytes"] = s.line_bytes;
   c["cost_ns"] = nlohmann::json::object();
   for (int d = 0; d < kXferDistances; ++d) c["cost_ns"][to_string(XferDistance(d))] = cost.ns[size_t(d)];

@@ -280,6 +280,10 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
                               "cacheline transfers are the gap model's and the other side's the independent-arrivals "
                               "model's (each side's report says which estimate it is)",
                               a.meta.gap_lines.empty() ? "B" : "A"));
+  else if (!a.meta.gap_lines.empty() && (a.meta.gap_samples_per_s == 0) != (b.meta.gap_samples_per_s == 0))
+    out.push_back(fmt::format("gap state sampled on {} only (the other noted every gap): the same model on a sample of "
+                              "the gaps, scaled to the counted accesses; a sampled figure carries sampling noise",
+                              a.meta.gap_samples_per_s ? "A" : "B"));
   // Only from recorded layouts: without one a side's fixes are unknown (info, report), not
   // the assumed Debian layout's.
   for (size_t i = 0; a.meta.layout && b.meta.layout && i < a.what_if.size() && i < b.what_if.size(); ++i)

@@ -820,6 +820,7 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
     in["exact"] = {{"frames", st.exact_frames}, {"records", st.exact_records}, {"lost", st.exact_lost}};
   if (st.gap_frames || !m.gap_lines.empty())
     in["gap_state"] = {{"lines", m.gap_lines.size()}, {"frames", st.gap_frames}, {"entries", st.gap_entries}};
+    if (m.gap_samples_per_s) in["gap_state"]["samples_per_s"] = m.gap_samples_per_s;  // sampled (abi.h "Sampling")
   if (r.index())
     in["index"] = {{"status", "present"}, {"keyframes", r.index()->entries}, {"samples", r.index()->samples}};
   else if (!r.index_problem().empty())
@@ -901,9 +902,13 @@ std::string render_info_text(const nlohmann::json& j) {
                              in["exact"]["records"].get<uint64_t>(), in["exact"]["frames"].get<uint64_t>(),
                              in["exact"]["lost"].get<uint64_t>()));
   if (in.contains("gap_state"))
-    add("gap state", fmt::format("{} lines (--gap-state); counts in {} frames, {} (CPU, line) entries",
+    add("gap state", fmt::format("{} lines (--gap-state); counts in {} frames, {} (CPU, line) entries{}",
                                  in["gap_state"]["lines"].get<size_t>(), in["gap_state"]["frames"].get<uint64_t>(),
-                                 in["gap_state"]["entries"].get<uint64_t>()));
+                                 in["gap_state"]["entries"].get<uint64_t>(),
+                                 in["gap_state"].contains("samples_per_s")
+                                     ? fmt::format("; sampled, up to about {} gaps/s per CPU",
+                                                   in["gap_state"]["samples_per_s"].get<uint32_t>())
+                                     : ""));
   const auto& ix = in["index"];
   std::string ixs = ix["status"].get<std::string>();
   if (ixs == "present")

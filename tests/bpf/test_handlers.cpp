@@ -541,7 +541,7 @@ TEST_F(GapState, AnArmedLineNotTouchedAgainIsClosedAfterKeepEvents) {
   EXPECT_EQ(s.line[0].ww[b], 1u) << "censored write gap at its length so far, bucket " << b;
   EXPECT_EQ(s.line[0].wa[b], 1u);
   ASSERT_EQ(s.line[1].id, 2u);
-  EXPECT_EQ(s.line[1].ww[SH_GAP_BUCKETS - 1], 1u) << "line 2's first write (on the armed path): the last bucket";
+  EXPECT_EQ(s.line[1].ww[SH_GAP_BUCKETS - 1], 0u) << "line 2's first write, not sampled: not counted (it would weigh a period)";
   EXPECT_EQ(s.line[1].ww[sh_gap_index(1000)] + s.line[1].ww[0], 0u) << "line 2 never sampled: no later gap of it";
 }
 

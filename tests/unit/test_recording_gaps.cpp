@@ -131,6 +131,8 @@ TEST(GapsFrame, MetaSamplesPerSecondIsAWholeNumberInRange) {
   nlohmann::json j = m;
   EXPECT_EQ(j.at("gap_samples_per_s"), 4000);
   EXPECT_EQ(j.get<Meta>().gap_samples_per_s, 4000u);
+  j["gap_samples_per_s"] = nullptr;
+  EXPECT_EQ(j.get<Meta>().gap_samples_per_s, 0u) << "null: not sampled, as gap_lines' null";
   for (const nlohmann::json bad : {nlohmann::json(-1), nlohmann::json(1.5), nlohmann::json("4000"), nlohmann::json(5'000'000'000LL)}) {
     j["gap_samples_per_s"] = bad;
     EXPECT_THROW(j.get<Meta>(), std::runtime_error) << bad.dump();
