@@ -29,9 +29,12 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--btf", o.btf,
                 "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
-  c->add_flag("--gap-state,!--no-gap-state", o.gap_state,
-              "the probes keep per-CPU gap histograms, sampled, for the cacheline figures' gap model (the default); "
-              "--no-gap-state: the independent-arrivals model, no gap state");
+  CLI::Option* on = c->add_flag_callback("--gap-state", [&o] { o.gap_state = true; },
+                                         "the probes keep per-CPU gap histograms, sampled, for the cacheline figures' "
+                                         "gap model (the default)");
+  c->add_flag_callback("--no-gap-state", [&o] { o.gap_state = false; },
+                       "no gap state: the cacheline figures are the independent-arrivals model's")
+      ->excludes(on);
   c->add_option("--gap-samples", o.gap_samples,
                 "gap samples per second per CPU the gap state aims at (default 4000; 0: every event, the exact "
                 "gaps at the full cost per event)")
