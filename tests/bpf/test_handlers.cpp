@@ -98,6 +98,39 @@ class Handlers : public ::testing::Test {
 class GapState : public Handlers {
  protected:
   GapState() { gaps_ = true; }
+
+  /// What record writes for a 6.12 kernel with 64-byte lines: gap_routes() of every probe,
+  /// written into the route map; index: each gap line's Meta::gap_lines index.
+  struct Routed {
+    schedhot::Meta meta;
+    schedhot::CoherenceLayout layout;
+    schedhot::GapRoutes routes;
+    std::map<schedhot::LineKey, uint32_t> index;
+  };
+  Routed route_all() {
+    using namespace schedhot;
+    Routed r{make_meta(HostInfo{}, static_cast<uint32_t>(ncpus_), std::vector<ProbeStatus>(SH_NPROBES)),
+             assumed_layout("6.12.0", 64), {}, {}};
+    r.routes = gap_routes(LinePlan(r.meta, r.layout));
+    for (const auto& [key, rt] : r.routes.routes)
+      EXPECT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &rt, BPF_ANY), 0);
+    for (size_t i = 0; i < r.routes.lines.size(); ++i)
+      r.index[{r.routes.lines[i].object, r.routes.lines[i].line}] = uint32_t(i);
+    return r;
+  }
+  /// One counted event as the replay takes it: counter `word` of `probe` on cpu at ts.
+  struct Ev {
+    uint64_t ts;
+    int cpu, probe;
+    uint16_t word;
+  };
+  static constexpr uint16_t kCalls = offsetof(sh_cpupri_set_slot, f.calls) / 8,
+                            kNoop = offsetof(sh_cpupri_set_slot, noop) / 8,
+                            kVecSet = offsetof(sh_cpupri_set_slot, vec_set) / 8,
+                            kVecClear = offsetof(sh_cpupri_set_slot, vec_clear) / 8,
+                            kWorked = offsetof(sh_nohz_exit_slot, worked) / 8,
+                            kKickCalls = offsetof(sh_nohz_kick_slot, f.calls) / 8,
+                            kIdleTicks = offsetof(sh_nohz_kick_slot, idle_ticks) / 8;
 };
 
 TEST_F(Handlers, FunctionTimingBucketsExactly) {
@@ -324,26 +357,14 @@ TEST_F(Handlers, EachCpuWritesOnlyItsOwnSlot) {
 TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two online CPUs";
   using namespace schedhot;
-  const Meta meta = make_meta(HostInfo{}, static_cast<uint32_t>(ncpus_), std::vector<ProbeStatus>(SH_NPROBES));
-  const CoherenceLayout layout = assumed_layout("6.12.0", 64);
-  const LinePlan plan(meta, layout);
-  const GapRoutes routes = gap_routes(plan);
-  ASSERT_FALSE(routes.routes.empty());
-  for (const auto& [key, r] : routes.routes)
-    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
-  std::map<LineKey, uint32_t> index;
-  for (size_t i = 0; i < routes.lines.size(); ++i) index[{routes.lines[i].object, routes.lines[i].line}] = uint32_t(i);
-
-  struct Ev {
-    uint64_t ts;
-    int cpu, probe;
-    uint16_t word;
-  };
+  const Routed rt = route_all();
+  const Meta& meta = rt.meta;
+  const CoherenceLayout& layout = rt.layout;
+  const auto& index = rt.index;
+  ASSERT_FALSE(rt.routes.routes.empty());
   std::vector<Ev> evs;
-  const uint16_t calls = offsetof(sh_cpupri_set_slot, f.calls) / 8, noop = offsetof(sh_cpupri_set_slot, noop) / 8,
-                 vset = offsetof(sh_cpupri_set_slot, vec_set) / 8, vclr = offsetof(sh_cpupri_set_slot, vec_clear) / 8,
-                 worked = offsetof(sh_nohz_exit_slot, worked) / 8, kcalls = offsetof(sh_nohz_kick_slot, f.calls) / 8,
-                 idle = offsetof(sh_nohz_kick_slot, idle_ticks) / 8;
+  const uint16_t calls = kCalls, noop = kNoop, vset = kVecSet, vclr = kVecClear, worked = kWorked, kcalls = kKickCalls,
+                 idle = kIdleTicks;
   // cpupri_set: NORMAL (0) <-> RT 50 (raw 49) and a no-op; nohz_exit that worked; busy
   // and idle ticks. Gaps from 300 ns to 20 ms, both CPUs on the same lines.
   uint64_t ts = 1000;
@@ -410,28 +431,19 @@ TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
 TEST_F(GapState, SampledGapsGiveTheFigureOfEveryGap) {
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two online CPUs";
   using namespace schedhot;
-  const Meta meta = make_meta(HostInfo{}, static_cast<uint32_t>(ncpus_), std::vector<ProbeStatus>(SH_NPROBES));
-  const CoherenceLayout layout = assumed_layout("6.12.0", 64);
-  const GapRoutes routes = gap_routes(LinePlan(meta, layout));
-  for (const auto& [key, r] : routes.routes)
-    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_routes), &key, &r, BPF_ANY), 0);
-  std::map<LineKey, uint32_t> index;
-  for (size_t i = 0; i < routes.lines.size(); ++i) index[{routes.lines[i].object, routes.lines[i].line}] = uint32_t(i);
+  const Routed rt = route_all();
+  const Meta& meta = rt.meta;
+  const CoherenceLayout& layout = rt.layout;
+  const GapRoutes& routes = rt.routes;
+  const auto& index = rt.index;
   constexpr uint32_t kPeriod = 8;
   for (uint32_t cpu = 0; cpu < 2; ++cpu) {
     sh_gap_slot s{};
     s.period = kPeriod;
     ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_gap_slots), &cpu, &s, BPF_ANY), 0);
   }
-  struct Ev {
-    uint64_t ts;
-    int cpu, probe;
-    uint16_t word;
-  };
   std::vector<Ev> evs;
-  const uint16_t calls = offsetof(sh_cpupri_set_slot, f.calls) / 8, vset = offsetof(sh_cpupri_set_slot, vec_set) / 8,
-                 vclr = offsetof(sh_cpupri_set_slot, vec_clear) / 8, worked = offsetof(sh_nohz_exit_slot, worked) / 8,
-                 kcalls = offsetof(sh_nohz_kick_slot, f.calls) / 8;
+  const uint16_t calls = kCalls, vset = kVecSet, vclr = kVecClear, worked = kWorked, kcalls = kKickCalls;
   std::mt19937_64 rng(29);
   std::exponential_distribution<double> longgap(1.0 / 200000), shortgap(1.0 / 2000);
   uint64_t ts = 1000;
