@@ -70,6 +70,7 @@ __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 	if (how & 2) {
 		f |= SH_GAP_ARM_A;
 		g->armed += 1;
+		g->armed_mask |= 1ull << (l->id & 63);
 		l->last_a = now;
 		if (how & 1) {
 			f |= SH_GAP_ARM_AW;
@@ -80,6 +81,8 @@ __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 		}
 	}
 	l->flags = f;
+	if (!g->armed)
+		g->armed_mask = 0;
 	return 0;
 }
 
@@ -155,6 +158,7 @@ __noinline int sh_gap_sweep(__u32 cpu, __u64 now)
 			sh_gap_entry_close(cpu, i, now);
 	}
 	g->armed = 0;
+	g->armed_mask = 0;
 	g->slow = 0;
 	return 0;
 }
@@ -195,9 +199,11 @@ static __always_inline __u32 gap_decide(struct sh_gap_slot *g, __u32 cpu)
 __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 {
 	__u32 key = probe * SH_GAP_ROUTE_WORDS + word, cpu = bpf_get_smp_processor_id();
+	__u32 ids[SH_GAP_TARGETS] = {}, how_w[SH_GAP_TARGETS] = {};
 	struct sh_gap_slot *g;
 	struct sh_gap_route *r;
 	__u32 i, how;
+	bool hit = false;
 
 	if (probe >= SH_NPROBES || word >= SH_GAP_ROUTE_WORDS)
 		return 0;
@@ -210,13 +216,7 @@ __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 	r = bpf_map_lookup_elem(&sh_gap_routes, &key);
 	if (!r || !r->n)
 		return 0;  /* touches no modeled line: a sample of it is lost, at random */
-	if (!now)
-		now = bpf_ktime_get_ns();
-	if (how == 1 && g->slow > SH_GAP_KEEP) {
-		sh_gap_sweep(cpu, now);
-		return 0;
-	}
-	how = how == 2 ? 2 : 0;
+	/* the route's line ids (0: target skipped), and whether one may be armed */
 	for (i = 0; i < SH_GAP_TARGETS; i++) {
 		struct sh_gap_target *t = &r->t[i];
 		__u64 off = 0;
@@ -233,8 +233,22 @@ __noinline int sh_gap_note(__u32 probe, __u32 word, __u64 now)
 			off = t->base + (__u64)cpu * 4;
 		w = t->write || (cpu >= t->up_lo && cpu < t->up_hi);
 		id = (__u32)(t->id0 + (__s32)(off >> (t->shift & 63)));
-		if (id)
-			sh_gap_line_note(cpu, id, how | (w ? 1 : 0), now);
+		ids[i] = id;
+		how_w[i] = w ? 1 : 0;
+		if (id && (g->armed_mask & (1ull << (id & 63))))
+			hit = true;
 	}
+	if (how == 1 && !hit) {
+		/* no armed line here: no clock, no table; armed too long: closed */
+		if (g->slow > SH_GAP_KEEP)
+			sh_gap_sweep(cpu, now ? now : bpf_ktime_get_ns());
+		return 0;
+	}
+	if (!now)
+		now = bpf_ktime_get_ns();
+	how = how == 2 ? 2 : 0;
+	for (i = 0; i < SH_GAP_TARGETS; i++)
+		if (ids[i])
+			sh_gap_line_note(cpu, ids[i], how | how_w[i], now);
 	return 0;
 }

@@ -174,13 +174,14 @@ struct sh_gap_line {
  * events aliases with it); a sampled access arms its lines and the CPU's next access
  * to each line records the gap before it (each access's gap is recorded with the
  * probability its predecessor was sampled: 1/period, whatever its kind). Only a sampled
- * event, or an event while lines are armed, reads the clock and searches the table;
- * the others cost a lookup and a decrement. An armed line this CPU does not touch
- * again within SH_GAP_KEEP events is closed at the gap so far (a lower bound, counted
- * in `censored`). period 0 or 1: every event, the gaps exact. User space sets period
- * from the CPU's rate of events (src/probe/gap_state.h gap_period).
+ * event, or one that touches an armed line (armed_mask: bit id % 64 of each), reads the
+ * clock and searches the table; while lines are armed the other events compute their
+ * route's line ids to tell, the rest cost a lookup and a decrement. An armed line this
+ * CPU does not touch again within SH_GAP_KEEP events is closed at the gap so far (a
+ * lower bound, counted in `censored`). period 0 or 1: every event, the gaps exact.
+ * User space sets period from the CPU's rate of events (src/probe/attacher.h gap_period).
  */
-#define SH_GAP_KEEP 16
+#define SH_GAP_KEEP 1024
 
 struct sh_gap_slot {
 	__u64 full;     /* line accesses not kept: every entry held another line */
@@ -192,6 +193,7 @@ struct sh_gap_slot {
 	__u32 pad;
 	__u64 events;   /* events noted (sampled or not): user space's rate */
 	__u64 censored; /* armed gaps closed at their lower bound after SH_GAP_KEEP events */
+	__u64 armed_mask; /* private: bit (id % 64) of each armed line (0 when none) */
 	struct sh_gap_line line[SH_GAP_LINES];
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 

@@ -276,7 +276,8 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
   // counts cover a line, one without it only the independent-arrivals model's (README "Which
   // estimate the figure is").
   if (a.meta.gap_lines.empty() != b.meta.gap_lines.empty())
-    out.push_back(fmt::format("gap state (--gap-state) recorded on {} only: where its gap counts cover a line, its "
+    out.push_back(fmt::format("gap state recorded on {} only (the other made with --no-gap-state, or before it was the "
+                              "default): where its gap counts cover a line, its "
                               "cacheline transfers are the gap model's and the other side's the independent-arrivals "
                               "model's (each side's report says which estimate it is)",
                               a.meta.gap_lines.empty() ? "B" : "A"));

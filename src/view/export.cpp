@@ -818,9 +818,10 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
   // Only in recordings that have them (documents of recordings without stay as they were).
   if (st.exact_frames)
     in["exact"] = {{"frames", st.exact_frames}, {"records", st.exact_records}, {"lost", st.exact_lost}};
-  if (st.gap_frames || !m.gap_lines.empty())
+  if (st.gap_frames || !m.gap_lines.empty()) {
     in["gap_state"] = {{"lines", m.gap_lines.size()}, {"frames", st.gap_frames}, {"entries", st.gap_entries}};
     if (m.gap_samples_per_s) in["gap_state"]["samples_per_s"] = m.gap_samples_per_s;  // sampled (abi.h "Sampling")
+  }
   if (r.index())
     in["index"] = {{"status", "present"}, {"keyframes", r.index()->entries}, {"samples", r.index()->samples}};
   else if (!r.index_problem().empty())
@@ -902,7 +903,7 @@ std::string render_info_text(const nlohmann::json& j) {
                              in["exact"]["records"].get<uint64_t>(), in["exact"]["frames"].get<uint64_t>(),
                              in["exact"]["lost"].get<uint64_t>()));
   if (in.contains("gap_state"))
-    add("gap state", fmt::format("{} lines (--gap-state); counts in {} frames, {} (CPU, line) entries{}",
+    add("gap state", fmt::format("{} lines; counts in {} frames, {} (CPU, line) entries{}",
                                  in["gap_state"]["lines"].get<size_t>(), in["gap_state"]["frames"].get<uint64_t>(),
                                  in["gap_state"]["entries"].get<uint64_t>(),
                                  in["gap_state"].contains("samples_per_s")
