@@ -193,6 +193,7 @@ static __always_inline __u32 gap_decide(struct sh_gap_slot *g, __u32 cpu)
 		g->countdown = 1 + x % (2 * p - 1);
 	}
 	g->slow = 0;
+	g->samples += 1;
 	return 2;
 }
 

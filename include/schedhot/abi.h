@@ -194,6 +194,7 @@ struct sh_gap_slot {
 	__u64 events;   /* events noted (sampled or not): user space's rate */
 	__u64 censored; /* armed gaps closed at their lower bound after SH_GAP_KEEP events */
 	__u64 armed_mask; /* private: bit (id % 64) of each armed line (0 when none) */
+	__u64 samples;  /* events sampled: user space scales the counts by events / samples */
 	struct sh_gap_line line[SH_GAP_LINES];
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 

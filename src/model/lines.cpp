@@ -734,22 +734,6 @@ CpuGaps poisson_gaps(uint32_t cpu, double reads_per_s, double writes_per_s, doub
   return g;
 }
 
-void sampled_to_counts(CpuGaps& g, double reads_per_s, double writes_per_s, double seconds) {
-  const double nr = std::max(0.0, reads_per_s) * seconds, nw = std::max(0.0, writes_per_s) * seconds;
-  const CpuGaps poisson = poisson_gaps(g.cpu, reads_per_s, writes_per_s, seconds);
-  const auto scale = [](std::array<double, kGapBuckets>& h, double n, const std::array<double, kGapBuckets>& instead) {
-    const double s = std::accumulate(h.begin(), h.end(), 0.0);
-    if (s > 0) {
-      for (double& x : h) x *= n / s;
-    } else {
-      h = instead;
-    }
-  };
-  scale(g.ww, nw, poisson.ww);
-  scale(g.wa, nw, poisson.wa);
-  scale(g.ra, nr, poisson.ra);
-}
-
 bool CoherenceAccumulator::gap_line(size_t k, double secs) {
   const uint32_t id = lines_.ids[k];
   const std::vector<const GapCounts*>& counts = gap_counts_[id];
@@ -780,7 +764,6 @@ bool CoherenceAccumulator::gap_line(size_t k, double secs) {
       // accesses (and 16) is not this CPU's traffic (a damaged or crafted file): its rates
       // decide instead, and a line's transfers never exceed what its accesses allow.
       use = g.writes() + g.reads() <= 4 * (reads + writes) * secs + 16;
-      if (use && meta_.gap_samples_per_s > 0) sampled_to_counts(g, reads, writes, secs);
     }
     if (use) {
       any = true;

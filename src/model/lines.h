@@ -399,13 +399,6 @@ class CoherenceAccumulator {
 /// gap counts is modeled as next to CPUs with them.
 CpuGaps poisson_gaps(uint32_t cpu, double reads_per_s, double writes_per_s, double seconds);
 
-/// Sampled gap counts (Meta::gap_samples_per_s > 0, abi.h "Sampling") to the counts of
-/// every access: each histogram of g scaled to its CPU's counted accesses of the line over
-/// seconds (ww and wa to writes_per_s x seconds, ra to reads_per_s x seconds); a histogram
-/// with no sample while the counters show accesses takes poisson_gaps()'s instead. Each
-/// access's gap is sampled with the same probability whatever its length, so the scaled
-/// histogram estimates the whole one without bias; its noise falls as 1/sqrt(samples).
-void sampled_to_counts(CpuGaps& g, double reads_per_s, double writes_per_s, double seconds);
 
 /// --exact: the ownership machine (ExactCoherence) of every line the window's records
 /// touch (event_lines() on the recording's layout, layout_of()), fed in time order.

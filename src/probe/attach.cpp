@@ -317,6 +317,7 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
     gap_prev_.assign(n, sh_gap_line{});
     gap_full_prev_.assign(ncpus_, 0);
     gap_events_prev_.assign(ncpus_, 0);
+    gap_samples_prev_.assign(ncpus_, 0);
   }
   const double secs = gap_started_ && mono_ns > gap_last_ns_ ? double(mono_ns - gap_last_ns_) / 1e9 : 0;
   GapBatch b;
@@ -333,7 +334,13 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
       const uint32_t period = gap_period(double(events - gap_events_prev_[c]) / secs, gap_samples_per_s_);
       if (__atomic_load_n(&s.period, __ATOMIC_RELAXED) != period) __atomic_store_n(&s.period, period, __ATOMIC_RELAXED);
     }
+    const uint64_t samples = __atomic_load_n(&s.samples, __ATOMIC_RELAXED);
+    // Each access's gap was recorded when its predecessor was sampled (abi.h "Sampling"):
+    // 1 in events / samples of this CPU's events; 1 when every event was.
+    const uint64_t ev = events - gap_events_prev_[c], sm = samples - gap_samples_prev_[c];
+    const double scale = sm > 0 && ev > sm ? double(ev) / double(sm) : 1.0;
     gap_events_prev_[c] = events;
+    gap_samples_prev_[c] = samples;
     const size_t at = b.counts.size();
     for (uint32_t i = 0; i < SH_GAP_LINES; ++i) {
       const sh_gap_line& e = s.line[i];
@@ -358,6 +365,7 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
       delta(e.wa, prev.wa, g.wa);
       delta(e.ra, prev.ra, g.ra);
       if (!moved) continue;
+      scale_gap_counts(g, scale, gap_round_);
       // Two entries of one line (a program nested in another's claim): one count.
       auto same = std::find_if(b.counts.begin() + std::ptrdiff_t(at), b.counts.end(),
                                [&](const GapCounts& x) { return x.line == g.line; });

@@ -62,8 +62,9 @@ class ProbeSet {
   /// (the baseline: it only keeps the counts) and without the gap state. Cost: one pass
   /// over ncpus x SH_GAP_LINES entries (the entries in use are compared). Also sets each
   /// CPU's sampling period for the next interval from its events in this one
-  /// (gap_period(), AttachOptions::gap_samples_per_s): the counts are then samples of the
-  /// gaps, which the model scales to the counted accesses (Meta::gap_samples_per_s).
+  /// (gap_period(), AttachOptions::gap_samples_per_s). A CPU's counts are its sampled gaps
+  /// scaled by its events / samples of the interval (rounded at random, so without bias):
+  /// estimates of every gap, which the model takes as they are.
   std::optional<GapBatch> take_gaps(uint64_t mono_ns);
 
  private:
@@ -74,6 +75,8 @@ class ProbeSet {
   std::vector<sh_gap_line> gap_prev_;        ///< per CPU x SH_GAP_LINES: the counts at the last take
   std::vector<uint64_t> gap_full_prev_;      ///< per CPU: `full` at the last take
   std::vector<uint64_t> gap_events_prev_;    ///< per CPU: `events` at the last take
+  std::vector<uint64_t> gap_samples_prev_;   ///< per CPU: `samples` at the last take
+  uint64_t gap_round_ = 0x9e3779b97f4a7c15ull;  ///< xorshift state of the scaled counts' rounding
   uint32_t gap_samples_per_s_ = 0;           ///< AttachOptions::gap_samples_per_s
   bool gap_started_ = false;
   uint64_t gap_last_ns_ = 0;

@@ -3,6 +3,7 @@
 #include "probe/module.h"
 #include "sys/units.h"
 
+#include <cmath>
 #include <algorithm>
 #include <cstring>
 #include <set>
@@ -171,6 +172,20 @@ void from_json(const nlohmann::json& j, Meta& m) {
   } catch (const nlohmann::json::exception& e) {
     throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
   }
+}
+
+void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng) {
+  if (scale == 1.0) return;
+  for (auto* h : {&g.ww, &g.wa, &g.ra})
+    for (uint32_t& v : *h) {
+      if (!v) continue;
+      const double x = double(v) * scale, fl = std::floor(x);
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      const double r = fl + (double(rng >> 11) * 0x1.0p-53 < x - fl ? 1.0 : 0.0);
+      v = r >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(r);
+    }
 }
 
 void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& L, std::vector<uint64_t>& words) {

@@ -62,6 +62,12 @@ struct GapBatch {
   bool operator==(const GapBatch&) const = default;
 };
 
+/// Sampled gap counts to estimates of every gap (abi.h "Sampling"): each bucket of g
+/// times scale (a CPU's events / samples over the interval), rounded up or down at random
+/// in proportion (so the sum stays unbiased), at most 2^32-1. rng: a xorshift64 state,
+/// not 0. scale 1: g unchanged.
+void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng);
+
 struct Sample {
   uint32_t seq = 0;       ///< 0 for the baseline taken right after attach
   uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
@@ -113,9 +119,9 @@ struct Meta {
   };
   std::vector<GapLine> gap_lines;
   /// The gap state's sampling target (AttachOptions::gap_samples_per_s, abi.h "Sampling"):
-  /// > 0, the GAPS counts are samples of the gaps and the model scales each CPU's
-  /// histograms to its counted accesses of the line; 0 (recordings before it, or every
-  /// event sampled): the counts are every gap.
+  /// > 0, the GAPS counts are estimates of every gap from a sample (scale_gap_counts(),
+  /// applied as they are taken: the model reads them as they are); 0 (recordings before
+  /// it, or every event noted): the counts are every gap.
   uint32_t gap_samples_per_s = 0;
   static constexpr size_t kMaxGapLines = 1u << 20;  ///< what a reader accepts
 

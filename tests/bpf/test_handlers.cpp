@@ -425,7 +425,8 @@ TEST_F(GapState, EqualsTheReplayOfTheSameEvents) {
 }
 
 // Sampled (abi.h "Sampling"): one event in 8 arms its lines, the next access records the
-// gap. Scaled to the counted accesses (sampled_to_counts), the sampled histograms must give
+// gap. Scaled by the CPU's events / samples (scale_gap_counts, as ProbeSet::take_gaps
+// does), the sampled histograms must give
 // the gap model's figure of every gap (the replay of the same events) within 10 % per line,
 // on a long stream of bursts and long gaps from two CPUs.
 TEST_F(GapState, SampledGapsGiveTheFigureOfEveryGap) {
@@ -481,21 +482,29 @@ TEST_F(GapState, SampledGapsGiveTheFigureOfEveryGap) {
     auto s = slot<sh_gap_slot>(skel_->maps.sh_gap_slots, cpu);
     EXPECT_EQ(s.events, notes / 2) << "every note of the CPU counted, sampled or not";
     EXPECT_EQ(s.full, 0u);
+    uint64_t round = 29;
     for (const sh_gap_line& e : s.line) {
       if (!e.id) continue;
       const auto& want = full.at(e.id - 1);
       auto it = std::find_if(want.begin(), want.end(), [&](const CpuGaps& g) { return g.cpu == uint32_t(cpu); });
       ASSERT_NE(it, want.end());
+      GapCounts c;
+      for (uint32_t b = 0; b < SH_GAP_BUCKETS; ++b) {
+        c.ww[b] = e.ww[b];
+        c.wa[b] = e.wa[b];
+        c.ra[b] = e.ra[b];
+        recorded += uint64_t(e.ww[b]) + e.ra[b];
+      }
+      all += uint64_t(it->writes() + it->reads());
+      ASSERT_GT(s.samples, 0u);
+      scale_gap_counts(c, double(s.events) / double(s.samples), round);
       CpuGaps g;
       g.cpu = uint32_t(cpu);
       for (uint32_t b = 0; b < SH_GAP_BUCKETS; ++b) {
-        g.ww[b] = e.ww[b];
-        g.wa[b] = e.wa[b];
-        g.ra[b] = e.ra[b];
+        g.ww[b] = c.ww[b];
+        g.wa[b] = c.wa[b];
+        g.ra[b] = c.ra[b];
       }
-      recorded += uint64_t(g.writes() + g.reads());
-      all += uint64_t(it->writes() + it->reads());
-      sampled_to_counts(g, it->reads() / secs, it->writes() / secs, secs);
       sampled[e.id - 1].push_back(g);
     }
   }

@@ -499,47 +499,63 @@ TEST(GapLines, PoissonGapsSpreadTheCountsByTheExponentialCdf) {
   EXPECT_NEAR(reads_only.ra[kGapBuckets - 1], 0, 1e-6);
 }
 
-TEST(GapLines, SampledCountsAreScaledToTheCountedAccesses) {
-  CpuGaps g;
-  g.cpu = 3;
-  g.ww[4] = 2;
-  g.ww[20] = 6;
-  g.ra[10] = 5;
-  sampled_to_counts(g, 100, 40, 2.0);  // 200 reads, 80 writes
-  EXPECT_NEAR(g.writes(), 80, 1e-9);
-  EXPECT_NEAR(g.ww[4], 20, 1e-9) << "the shape kept: a quarter of the writes";
-  EXPECT_NEAR(g.ww[20], 60, 1e-9);
-  EXPECT_NEAR(g.reads(), 200, 1e-9);
-  EXPECT_NEAR(g.ra[10], 200, 1e-9);
-  const CpuGaps p = poisson_gaps(3, 100, 40, 2.0);
-  for (uint32_t b = 0; b < kGapBuckets; ++b) EXPECT_EQ(g.wa[b], p.wa[b]) << "no sample: the Poisson histogram, bucket " << b;
+TEST(GapLines, SampledCountsScaleWithoutBias) {
+  GapCounts g;
+  g.ww[4] = 1;
+  g.wa[7] = 3;
+  g.ra[10] = 1000;
+  uint64_t rng = 29;
+  GapCounts same = g;
+  scale_gap_counts(same, 1.0, rng);
+  EXPECT_EQ(same, g) << "scale 1: every event was noted";
+  double sum = 0;
+  for (int i = 0; i < 4000; ++i) {
+    GapCounts x = g;
+    scale_gap_counts(x, 2.5, rng);
+    EXPECT_TRUE(x.ww[4] == 2 || x.ww[4] == 3) << x.ww[4];
+    EXPECT_TRUE(x.wa[7] == 7 || x.wa[7] == 8) << x.wa[7];
+    EXPECT_EQ(x.ra[10], 2500u);
+    EXPECT_EQ(x.ra[11], 0u);
+    sum += x.ww[4];
+  }
+  EXPECT_NEAR(sum / 4000, 2.5, 0.05) << "rounded up half the time";
+  GapCounts big;
+  big.ww[0] = 4'000'000'000u;
+  scale_gap_counts(big, 3.0, rng);
+  EXPECT_EQ(big.ww[0], 4294967295u) << "at most 2^32-1";
 }
 
-// A recording whose gap state sampled (Meta gap_samples_per_s): one gap in 4 kept, at
-// random, gives the figure of every gap; the same counts read as every gap would give a
-// quarter of the accesses.
-TEST(GapLines, ASampledRecordingScalesItsCountsToTheCounters) {
+// A sampled recording's counts are estimates of every gap (the probes' samples scaled by
+// events / samples, scale_gap_counts): one gap in 4 kept at random, scaled by 4, gives the
+// figure of every gap within 5 %.
+TEST(GapLines, ScaledSamplesGiveTheFigureOfEveryGap) {
   GapFixture f(8, 100, 40, layout_618());
   f.stream(4, 7);
   const TopologyIndex topo(f.m.host.topology);
   const double want = gap_model(topo, f.modeled(), 2.0).total();
   std::mt19937_64 rng(11);
-  for (auto& [cpu, g] : f.gaps)
-    for (auto* h : {&g.ww, &g.wa, &g.ra})
-      for (double& x : *h) x = double(std::binomial_distribution<int>(int(std::lround(x)), 0.25)(rng));
+  uint64_t round = 5;
+  for (auto& [cpu, g] : f.gaps) {
+    GapCounts c;
+    for (uint32_t b = 0; b < kGapBuckets; ++b) {
+      c.ww[b] = uint32_t(std::binomial_distribution<int>(int(std::lround(g.ww[b])), 0.25)(rng));
+      c.wa[b] = uint32_t(std::binomial_distribution<int>(int(std::lround(g.wa[b])), 0.25)(rng));
+      c.ra[b] = uint32_t(std::binomial_distribution<int>(int(std::lround(g.ra[b])), 0.25)(rng));
+    }
+    scale_gap_counts(c, 4.0, round);
+    for (uint32_t b = 0; b < kGapBuckets; ++b) {
+      g.ww[b] = c.ww[b];
+      g.wa[b] = c.wa[b];
+      g.ra[b] = c.ra[b];
+    }
+  }
   f.batch(f.a.mono_ns);
   f.m.gap_samples_per_s = 4000;
-  CoherenceAccumulator sampled(f.m);
-  sampled.add(Interval(f.m, f.a, f.b));
-  const LineSummary* l = f.nohz(sampled.summary());
+  CoherenceAccumulator acc(f.m);
+  acc.add(Interval(f.m, f.a, f.b));
+  const LineSummary* l = f.nohz(acc.summary());
   ASSERT_NE(l, nullptr);
   EXPECT_NEAR(l->traffic.total() / want, 1.0, 0.05) << l->traffic.total() << " against " << want;
-  f.m.gap_samples_per_s = 0;
-  CoherenceAccumulator unscaled(f.m);
-  unscaled.add(Interval(f.m, f.a, f.b));
-  l = f.nohz(unscaled.summary());
-  ASSERT_NE(l, nullptr);
-  EXPECT_LT(l->traffic.total(), 0.5 * want) << "read as every gap, a quarter of the accesses";
 }
 
 TEST(GapLines, ThePeriodAimsAtTheSampleRate) {
