@@ -22,6 +22,24 @@ static __always_inline __u32 gap_bucket(__u64 last, __u64 now)
 /* The bucket of a recorded gap into h. */
 #define SH_GAP_ADD(h, last, now) ((h)[SH_BOUND(gap_bucket((last), (now)), 64) % SH_GAP_BUCKETS] += 1)
 
+/* One access's gap into h (flags f of its entry; returns them updated): the line's first
+ * access of this kind (no `seen` yet) in the last bucket when the event is sampled (how
+ * bit 1); else, when `arm` is set, the gap since last, the armed gap closing (`clear` off,
+ * the CPU's armed count down). */
+static __always_inline __u32 gap_close(struct sh_gap_slot *g, __u32 *h, __u64 last, __u32 f, __u32 seen, __u32 arm,
+				       __u32 clear, __u32 how, __u64 now)
+{
+	if (!(f & seen)) {
+		if (how & 2)
+			SH_GAP_ADD(h, 0, now);
+	} else if (f & arm) {
+		SH_GAP_ADD(h, last, now);
+		f &= ~clear;
+		g->armed -= 1;
+	}
+	return f;
+}
+
 /* Entry i of this CPU's table (holding the line) takes one access at now; how: bit 0 a
  * write, bit 1 a sampled event (abi.h "Sampling"). An armed gap closes here; the line's
  * first access, and first write, go to the last bucket (as the replay counts them) when
@@ -39,32 +57,11 @@ __noinline int sh_gap_entry_note(__u32 cpu, __u32 i, __u32 how, __u64 now)
 	l = &g->line[i & (SH_GAP_LINES - 1)];
 	f = l->flags;
 	if (how & 1) {
-		if (!(f & SH_GAP_SEEN_W)) {
-			if (how & 2)
-				SH_GAP_ADD(l->ww, 0, now);
-		} else if (f & SH_GAP_ARM_W) {
-			SH_GAP_ADD(l->ww, l->last_w, now);
-			f &= ~SH_GAP_ARM_W;
-			g->armed -= 1;
-		}
-		if (!(f & SH_GAP_SEEN_A)) {
-			if (how & 2)
-				SH_GAP_ADD(l->wa, 0, now);
-		} else if (f & SH_GAP_ARM_A) {
-			SH_GAP_ADD(l->wa, l->last_a, now);
-			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);
-			g->armed -= 1;
-		}
+		f = gap_close(g, l->ww, l->last_w, f, SH_GAP_SEEN_W, SH_GAP_ARM_W, SH_GAP_ARM_W, how, now);
+		f = gap_close(g, l->wa, l->last_a, f, SH_GAP_SEEN_A, SH_GAP_ARM_A, SH_GAP_ARM_A | SH_GAP_ARM_AW, how, now);
 		f |= SH_GAP_SEEN_W;
 	} else {
-		if (!(f & SH_GAP_SEEN_A)) {
-			if (how & 2)
-				SH_GAP_ADD(l->ra, 0, now);
-		} else if (f & SH_GAP_ARM_A) {
-			SH_GAP_ADD(l->ra, l->last_a, now);
-			f &= ~(SH_GAP_ARM_A | SH_GAP_ARM_AW);
-			g->armed -= 1;
-		}
+		f = gap_close(g, l->ra, l->last_a, f, SH_GAP_SEEN_A, SH_GAP_ARM_A, SH_GAP_ARM_A | SH_GAP_ARM_AW, how, now);
 	}
 	f |= SH_GAP_SEEN_A;
 	if (how & 2) {
