@@ -38,12 +38,8 @@
 #include "cli/commands.h"
 #include "model/interval.h"
 #include "model/lines.h"
-#include "probe/attach.h"
-#include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "view/metrics.h"
-#include "view/tui_bpfstats.h"
-#include "view/tui_replay.h"
 
 namespace schedhot::cli {
 
@@ -794,13 +790,19 @@ int run_serve(const ServeCmd& o) {
     }
   }
 #endif
-  int status = 0;
-  auto a = attach_some(o.common, status);
-  if (!a) return status;
-  tui::BpfRunStats stats;
-  const std::vector<int> fds = a->probes->program_fds();
-  ProbeSetReader reader(*a->probes);
-  LiveSource src(reader, live_meta(*a, iv, o.command_line), iv, 0, &g_stop);
+  LiveOptions lo;
+  lo.probes = o.common;
+  lo.interval_ns = iv;
+  lo.command_line = o.command_line;
+  lo.run_stats = true;
+  lo.stop = &g_stop;
+  lo.warn = err;
+  std::unique_ptr<LiveSession> sess;
+  try {
+    sess = std::make_unique<LiveSession>(std::move(lo));
+  } catch (const LiveError& e) {
+    return print_live_error(e);
+  }
 #ifdef SCHEDHOT_NO_HTTP
   Published pub;
 #endif
@@ -814,35 +816,30 @@ int run_serve(const ServeCmd& o) {
 #endif
   if (!o.quiet)
     err(fmt::format("serving {} of {} probes{}{} every {:.3f} s (BPF run time {}); Ctrl-C or SIGTERM stops",
-                    std::count_if(a->probes->statuses().begin(), a->probes->statuses().end(),
-                                  [](const ProbeStatus& p) { return p.attached; }),
-                    a->probes->statuses().size(),
-                    where,
+                    sess->attached_count(), sess->statuses().size(), where,
                     o.textfile.empty() ? "" : fmt::format(" to {}/schedhot.prom", o.textfile), iv / 1e9,
-                    stats.on() ? "measured" : "absent: " + stats.error()));
+                    sess->run_stats_on() ? "measured" : "absent: " + sess->run_stats_error()));
 
   Sample s, prev;
   bool have_prev = false, textfile_failing = false;
   TextfileWritten textfile_written;
-  uint64_t lost = 0, n = 0;
+  uint64_t n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
-  LineTransferTotals line_totals(src.meta());  // every line the attached probes can touch, at 0
-  while (src.next(s)) {
+  LineTransferTotals line_totals(sess->meta());  // every line the attached probes can touch, at 0
+  while (sess->next(s)) {
     auto st = std::make_shared<MetricsState>();
-    st->meta = src.meta();
-    if (!acc) acc = std::make_unique<CoherenceAccumulator>(src.meta());
+    st->meta = sess->meta();
+    if (!acc) acc = std::make_unique<CoherenceAccumulator>(sess->meta());
     if (have_prev) {
-      lost += tui::missed_samples(s.mono_ns - prev.mono_ns, src.interval());
-      const Interval last(src.meta(), prev, s);
+      const Interval last(sess->meta(), prev, s);
       line_totals.add(acc->of(last));
     }
     st->lines = line_totals.totals();
-    st->lost_samples = lost;
+    st->lost_samples = sess->lost_samples();
     st->samples = ++n;
-    if (stats.on()) {
-      const tui::BpfRunTotals t = tui::BpfRunStats::read(fds);
-      st->bpf_run_ns = t.run_ns;
-      st->bpf_runs = t.runs;
+    if (sess->run_stats_on()) {
+      st->bpf_run_ns = sess->run_totals().run_ns;
+      st->bpf_runs = sess->run_totals().runs;
     }
     st->last = s;
     // Hundreds of series a CPU: say how many, counted on the first scrape's own rendering.

@@ -15,13 +15,11 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/driver.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
 #include "view/tui_app.h"
-#include "view/tui_bpfstats.h"
 #include "view/tui_replay.h"
 #include "view/tui_term.h"
 
@@ -33,20 +31,14 @@ namespace {
 constexpr uint64_t kIntervals[] = {100'000'000, 200'000'000, 500'000'000, 1'000'000'000,
                                    2'000'000'000, 5'000'000'000, 10'000'000'000};
 
-/// The live TuiFeed: samples polled from the attached probes through the recording driver
-/// (recorded when --record, rotating with --max-size), with the BPF programs' own run time
-/// for the header.
+/// The live TuiFeed: samples polled from a live session (recorded when --record, rotating
+/// with --max-size, with the BPF programs' own run time for the header), the two of the
+/// interval shown kept (and frozen while paused).
 class LiveFeed : public tui::TuiFeed {
  public:
-  LiveFeed(ProbeSet& probes, const Meta& meta, uint64_t interval_ns, const tui::BpfRunStats& stats,
-           RecordingTarget target)
-      : reader_(probes),
-        src_(reader_, meta, interval_ns, 0, &g_stop),
-        rec_(src_, std::move(target)),
-        stats_(stats),
-        fds_(probes.program_fds()) {}
+  explicit LiveFeed(LiveSession& sess) : sess_(sess) {}
 
-  const Meta& meta() const override { return src_.meta(); }
+  const Meta& meta() const override { return sess_.meta(); }
   bool live() const override { return true; }
   const Sample* first() const override { return shown_n() >= 2 ? &shown(0).s : nullptr; }
   const Sample* last() const override { return shown_n() >= 1 ? &shown(1).s : nullptr; }
@@ -60,39 +52,38 @@ class LiveFeed : public tui::TuiFeed {
     strftime(buf, sizeof buf, "%H:%M:%S", &tm);
     return fmt::format("live {}", buf);
   }
-  uint64_t lost() const override { return lost_; }
+  uint64_t lost() const override { return sess_.lost_samples(); }
   std::string cost() const override {
-    if (!stats_.on()) return "unknown: " + stats_.error();
+    if (!sess_.run_stats_on()) return "unknown: " + sess_.run_stats_error();
     if (!first()) return "-";
     return tui::cost_text(shown(0).cost, shown(1).cost, double(last()->mono_ns - first()->mono_ns) / 1e9);
   }
   std::string state() const override {
     std::string s = paused_ ? "paused (space resumes; sampling goes on)" : "";
-    if (rec_.recording() && n_ > 0)
-      s += fmt::format("{}recording to {}: {} samples, {} KiB{}", s.empty() ? "" : "  ", rec_.path(), rec_.samples(),
-                       rec_.bytes() / 1024,
-                       rec_.rotations() ? fmt::format(" ({} rotation{})", rec_.rotations(), rec_.rotations() == 1 ? "" : "s")
-                                        : "");
+    const RecordingDriver& rec = sess_.recording();
+    if (rec.recording() && n_ > 0)
+      s += fmt::format("{}recording to {}: {} samples, {} KiB{}", s.empty() ? "" : "  ", rec.path(), rec.samples(),
+                       rec.bytes() / 1024,
+                       rec.rotations() ? fmt::format(" ({} rotation{})", rec.rotations(), rec.rotations() == 1 ? "" : "s")
+                                       : "");
     return s;
   }
-  uint64_t interval_ns() const override { return src_.interval(); }
+  uint64_t interval_ns() const override { return sess_.interval(); }
   int wait_ms() const override {
     if (n_ == 0) return 0;
-    const uint64_t now = mono_now_ns(), due = src_.due();
+    const uint64_t now = mono_now_ns(), due = sess_.due();
     return now >= due ? 0 : static_cast<int>((due - now) / 1'000'000) + 1;
   }
 
-  /// Polls the driver (never blocks): a status change or a new sample is a change. Throws
-  /// std::runtime_error with the driver's one-line error when recording failed.
+  /// Polls the session (never blocks): a status change or a new sample is a change. Throws
+  /// std::runtime_error with the session's one-line error when recording failed.
   bool update() override {
     Taken t;
-    const bool got = rec_.poll(t.s);
-    const bool changed = !rec_.take_status_changes().empty();
-    if (rec_.error()) throw std::runtime_error(*rec_.error());
+    const bool got = sess_.poll(t.s);
+    const bool changed = !sess_.take_status_changes().empty();
+    if (sess_.error()) throw std::runtime_error(*sess_.error());
     if (!got) return changed;
-    if (stats_.on()) t.cost = tui::BpfRunStats::read(fds_);
-    if (n_ > 0) lost_ += tui::missed_samples(t.s.mono_ns - taken_[1].s.mono_ns, gap_interval_);
-    gap_interval_ = src_.interval();
+    t.cost = sess_.run_totals();
     taken_[0] = std::move(taken_[1]);
     taken_[1] = std::move(t);
     ++n_;
@@ -109,7 +100,7 @@ class LiveFeed : public tui::TuiFeed {
   }
 
   std::string adjust(int dir) override {
-    const uint64_t cur = src_.interval();
+    const uint64_t cur = sess_.interval();
     uint64_t next = cur;
     if (dir > 0) {
       for (uint64_t v : kIntervals)
@@ -122,8 +113,7 @@ class LiveFeed : public tui::TuiFeed {
         if (v < cur) next = v;
     }
     if (next == cur) return fmt::format("interval {:.3g} s is the {}", double(cur) / 1e9, dir > 0 ? "longest" : "shortest");
-    src_.set_interval(next);  // re-plans the pending wait too
-    gap_interval_ = std::max(gap_interval_, next);
+    sess_.set_interval(next);  // re-plans the pending wait too
     return fmt::format("interval {:.3g} s from the next sample on", double(next) / 1e9);
   }
 
@@ -133,31 +123,22 @@ class LiveFeed : public tui::TuiFeed {
   /// samples, B bytes to F[ (R rotations)]", or "" when not recording. Throws
   /// std::runtime_error with the driver's one-line error when that failed.
   std::string close_recording(bool final_sample) {
-    if (!rec_.recording()) return "";
-    if (!rec_.stop(final_sample)) throw std::runtime_error(*rec_.error());
-    return rec_.summary();
+    if (!sess_.recording().recording()) return "";
+    return sess_.close(final_sample);
   }
 
  private:
   struct Taken {
     Sample s;
-    tui::BpfRunTotals cost;  ///< the programs' totals right after the sample
+    BpfRunTotals cost;  ///< the programs' totals right after the sample
   };
   size_t shown_n() const { return paused_ ? frozen_n_ : n_; }
   /// i = 0: the earlier, 1: the later sample of the interval shown.
   const Taken& shown(int i) const { return paused_ ? frozen_[i] : taken_[i]; }
 
-  ProbeSetReader reader_;
-  LiveSource src_;
-  RecordingDriver rec_;
-  const tui::BpfRunStats& stats_;
-  std::vector<int> fds_;
+  LiveSession& sess_;
   Taken taken_[2], frozen_[2];
   size_t n_ = 0, frozen_n_ = 0;
-  /// What the gap to the next sample is judged against for lost(), ns: the interval when
-  /// the last sample was taken, or a longer one +/- set since (a re-planned wait is no loss).
-  uint64_t gap_interval_ = 0;
-  uint64_t lost_ = 0;
   bool paused_ = false;
 };
 
@@ -281,16 +262,25 @@ int run_top(const TopCmd& o) {
     err(fmt::format("{} exists; choose another name or pass --force", o.record));
     return 1;
   }
-  int status = 0;
-  auto a = attach_some(o.common, status);
-  if (!a) return status;
-  Meta meta = live_meta(*a, iv, o.command_line);
-  if (!check_filter(opts.filter, meta, meta.host.online, o.cpus, false)) return 2;
-  tui::BpfRunStats stats;  // on while top runs; off again when it goes out of scope
-  WriterOptions wo;
-  wo.compress = !o.no_compress;
-  wo.overwrite = o.force;
-  LiveFeed feed(*a->probes, meta, iv, stats, RecordingTarget{o.record, wo, rot});
+  LiveOptions lo;
+  lo.probes = o.common;
+  lo.interval_ns = iv;
+  lo.command_line = o.command_line;
+  lo.recording.path = o.record;
+  lo.recording.writer.compress = !o.no_compress;
+  lo.recording.writer.overwrite = o.force;
+  lo.recording.rotate = rot;
+  lo.run_stats = true;  // on while top runs; off again when the session ends
+  lo.stop = &g_stop;
+  lo.warn = err;
+  std::unique_ptr<LiveSession> sess;
+  try {
+    sess = std::make_unique<LiveSession>(std::move(lo));
+  } catch (const LiveError& e) {
+    return print_live_error(e);
+  }
+  if (!check_filter(opts.filter, sess->meta(), sess->meta().host.online, o.cpus, false)) return 2;
+  LiveFeed feed(*sess);
   tui::TuiApp app(feed, opts);
   std::string wrote;
   try {

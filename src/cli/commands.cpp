@@ -22,13 +22,10 @@
 #include "model/lines.h"
 #include "probe/attach.h"
 #include "probe/kernel_facts.h"
-#include "probe/learn_addr.h"
-#include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
 #include "store/driver.h"
 #include "store/rotate.h"
-#include "sys/privileges.h"
 #include "view/cachelines.h"
 #include "view/fleet.h"
 #include "view/report.h"
@@ -48,19 +45,6 @@ bool stdout_ok() {
 namespace {
 
 void on_signal(int) { g_stop.store(true); }
-
-std::vector<std::string> split_commas(const std::string& s) {
-  std::vector<std::string> v;
-  size_t pos = 0;
-  while (pos <= s.size() && !s.empty()) {
-    size_t c = s.find(',', pos);
-    std::string item = s.substr(pos, c == std::string::npos ? std::string::npos : c - pos);
-    if (!item.empty()) v.push_back(item);
-    if (c == std::string::npos) break;
-    pos = c + 1;
-  }
-  return v;
-}
 
 /// -d must allow a second sample (0 = until stopped); else one line and false.
 /// -d covers at least one interval; or, where until_stopped (record), -d is written as 0.
@@ -109,94 +93,11 @@ int print_output(const CommandOutput& res) {
   return res.status;
 }
 
-std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status) {
-  status = 1;
-  if (std::string m = missing_privileges(); !m.empty()) {
-    err(m);
-    return nullptr;
-  }
-  AttachOptions ao;
-  try {
-    ao.pref = parse_backend_pref(o.backend);
-  } catch (const std::exception& e) {
-    usage_error(e.what());
-    status = 2;
-    return nullptr;
-  }
-  ao.only = split_commas(o.probes);
-  ao.exact = o.exact;
-  ao.gaps = o.gap_state;
-  ao.gap_samples_per_s = o.gap_samples;
-  if (!o.probes.empty() && ao.only.empty()) {
-    usage_error(fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
-    status = 2;
-    return nullptr;
-  }
-  if (ao.only == std::vector<std::string>{"all"}) ao.only.clear();  // a unit's default (/etc/default/schedhot)
-  for (auto& n : ao.only)
-    if (!find_probe(n)) {
-      std::string all;
-      for (auto& p : probe_catalog()) all += (all.empty() ? "" : ", ") + p.name;
-      usage_error(fmt::format("--probes: no probe named '{}' (probes: {})", n, all));
-      status = 2;
-      return nullptr;
-    }
-  ao.verbose = o.verbose;
-  if (std::string w = raise_memlock(); !w.empty() && o.verbose) err(w);
-  auto a = std::make_unique<Attached>();
-  try {
-    a->facts = read_kernel_facts(o.system_map, o.btf);
-    a->host = read_host_info();
-    // The addresses of cpupri's separate allocations (probe/learn_addr.h): a note either way.
-    if (o.btf.empty())
-      learn_addresses(a->facts.layout, a->host.online, a->host.possible_cpus);
-    else
-      a->facts.layout.notes.push_back("addresses not learned: the layout is from --btf " + o.btf +
-                                      ", not the running kernel's; separate allocations stay on an assumption");
-    a->probes = std::make_unique<ProbeSet>(a->facts, a->host, ao);
-  } catch (const std::exception& e) {
-    err(e.what());
-    return nullptr;
-  }
-  status = 0;
-  return a;
+int print_live_error(const LiveError& e) {
+  if (e.status() == 2) return usage_error(e.what());
+  err(e.what());
+  return e.status();
 }
-
-Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
-  Meta m = schedhot::live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
-  m.layout = a.facts.layout;
-  // The gap state's routes, before the baseline sample: from the lines this Meta models.
-  if (a.probes->gaps()) {
-    const GapRoutes r = gap_routes(LinePlan(m, *m.layout));
-    a.probes->set_gap_routes(r.routes);
-    m.gap_lines = r.lines;
-    m.gap_samples_per_s = a.probes->gap_samples_per_s();
-  }
-  return m;
-}
-
-namespace {
-
-int count_attached(const std::vector<ProbeStatus>& st) {
-  int n = 0;
-  for (auto& s : st) n += s.attached;
-  return n;
-}
-
-}  // namespace
-
-std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status) {
-  auto a = attach(o, status);
-  if (a && count_attached(a->probes->statuses()) == 0) {
-    const std::string cause = common_failure(a->probes->statuses());
-    err(cause.empty() ? "no probe could attach; `schedhot probes` says why"
-                      : fmt::format("no probe could attach: {} (`schedhot probes` says more)", cause));
-    status = 1;
-    return nullptr;
-  }
-  return a;
-}
-
 
 void install_signal_handlers() {
   struct sigaction sa {};
@@ -212,9 +113,12 @@ void install_signal_handlers() {
 // ---- probes ----------------------------------------------------------------------
 
 int run_probes(const ProbesCmd& o) {
-  int status = 0;
-  auto a = attach(o.common, status);
-  if (!a) return status;
+  std::unique_ptr<Attached> a;
+  try {
+    a = attach_probes(o.common, err);
+  } catch (const LiveError& e) {
+    return print_live_error(e);
+  }
   const auto& st = a->probes->statuses();
   const CoherenceLayout& layout = a->facts.layout;
   const FixesPresent fixes = fixes_present(layout);
@@ -267,7 +171,7 @@ int run_probes(const ProbesCmd& o) {
                    t.symbol.empty() ? "" : " " + t.symbol, (t.backend == Backend::none && t.symbol.empty() ? "" : ": ") + t.error);
     for (auto& n : s.notes) fmt::print("{:<12}   note: {}\n", "", n);
   }
-  int n = count_attached(st);
+  const auto n = std::count_if(st.begin(), st.end(), [](const ProbeStatus& s) { return s.attached; });
   fmt::print("{} of {} probes attached\n", n, st.size());
   return 0;
 }
@@ -275,12 +179,6 @@ int run_probes(const ProbesCmd& o) {
 // ---- record ----------------------------------------------------------------------
 
 namespace {
-
-uint64_t wall_now_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 /// Sleeps until CLOCK_REALTIME reaches at_ns (ns since the epoch), in slices of at most
 /// 100 ms so a stop (g_stop) is seen; the last slice is an absolute clock_nanosleep.
@@ -334,17 +232,24 @@ int run_record(const RecordCmd& o) {
       return 1;
     }
   }
-  int status = 0;
-  auto a = attach_some(o.common, status);
-  if (!a) return status;
-  const auto& statuses = a->probes->statuses();
-  int n = count_attached(statuses);
-  ProbeSetReader reader(*a->probes);
-  LiveSource src(reader, live_meta(*a, iv, o.command_line), iv, dur, &g_stop);  // SIGINT/SIGTERM: a final sample, then the end
-  WriterOptions wo;
-  wo.compress = !o.no_compress;
-  wo.overwrite = o.force;
-  wo.prepared = prepared.get();
+  LiveOptions lo;
+  lo.probes = o.common;
+  lo.interval_ns = iv;
+  lo.duration_ns = dur;
+  lo.command_line = o.command_line;
+  lo.recording.path = o.output;
+  lo.recording.writer.compress = !o.no_compress;
+  lo.recording.writer.overwrite = o.force;
+  lo.recording.writer.prepared = prepared.get();
+  lo.recording.rotate = rot;
+  lo.stop = &g_stop;  // SIGINT/SIGTERM: a final sample, then the end
+  lo.warn = err;
+  std::unique_ptr<LiveSession> sess;
+  try {
+    sess = std::make_unique<LiveSession>(std::move(lo));
+  } catch (const LiveError& e) {
+    return print_live_error(e);
+  }
   if (start_at) {  // probes attached first: attaching takes no time of the window
     const uint64_t now = wall_now_ns();
     if (now > start_at) {
@@ -359,16 +264,15 @@ int run_record(const RecordCmd& o) {
       }
     }
   }
-  RecordingDriver rec(src, RecordingTarget{o.output, wo, rot, a->probes->exact()});
   Sample s;
-  if (!rec.next(s)) {  // the baseline; the file is created with it
-    err(rec.error().value_or("no sample"));
+  if (!sess->next(s)) {  // the baseline; the file is created with it
+    err(sess->error().value_or("no sample"));
     return 1;
   }
   if (!o.quiet) {
-    int proxies = 0;
-    for (auto& s2 : statuses) proxies += s2.attached && s2.proxy;
-    err(fmt::format("recording {} of {} probes{} to {} {} every {:.3f} s ({})", n, statuses.size(),
+    const auto& statuses = sess->statuses();
+    const size_t proxies = sess->proxy_count();
+    err(fmt::format("recording {} of {} probes{} to {} {} every {:.3f} s ({})", sess->attached_count(), statuses.size(),
                     proxies ? fmt::format(" ({} through tracepoint proxies: schedhot probes says what each counts)", proxies)
                             : std::string(),
                     o.output,
@@ -380,14 +284,16 @@ int run_record(const RecordCmd& o) {
       err(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", rot.max_bytes, o.output, o.output,
                       rot.keep));
   }
-  while (rec.next(s)) {
+  while (sess->next(s)) {
   }
-  if (!rec.stop(true)) {  // the stop's final sample is taken by next(); this closes the file
-    err(*rec.error());
-    return 1;
+  std::string wrote;
+  try {
+    wrote = sess->close(true);  // the stop's final sample is taken by next(); this closes the file
+  } catch (const LiveError& e) {
+    return print_live_error(e);
   }
   if (!o.quiet)
-    err(rec.summary() + (g_stop.load() ? " (stopped by signal)" : ""));
+    err(wrote + (g_stop.load() ? " (stopped by signal)" : ""));
   return 0;
 }
 
@@ -486,13 +392,18 @@ int run_report(const ReportCmd& o) {
       return usage_error(e.what());
     }
     if (!covers_an_interval(dur, iv, o.duration, o.interval, false)) return 2;
-    int status = 0;
-    auto a = attach_some(o.common, status);
-    if (!a) return status;
-    Meta meta = live_meta(*a, iv, "");
-    ProbeSetReader reader(*a->probes);
-    LiveSource src(reader, meta, iv, dur, &g_stop);  // Ctrl-C: reported up to the stop
-    return report_from(src, o, nullptr);
+    LiveOptions lo;
+    lo.probes = o.common;
+    lo.interval_ns = iv;
+    lo.duration_ns = dur;
+    lo.stop = &g_stop;  // Ctrl-C: reported up to the stop
+    lo.warn = err;
+    try {
+      LiveSession sess(std::move(lo));
+      return report_from(sess, o, nullptr);
+    } catch (const LiveError& e) {
+      return print_live_error(e);
+    }
   }
   if (o.file.empty()) {
     return usage_error("report needs a recording FILE (or --live)");

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "live/session.h"
 #include "probe/attach.h"
 #include "sample/sample.h"
 #include "probe/kernel_facts.h"
@@ -29,16 +30,8 @@ using schedhot::parse_duration_ns;
 using schedhot::parse_interval_ns;
 using schedhot::parse_size_bytes;
 
-struct CommonProbeOptions {
-  std::string backend = "auto";
-  std::string probes;      ///< comma-separated probe names, "" = all
-  std::string system_map;
-  std::string btf;         ///< --btf FILE: vmlinux BTF when not at /sys/kernel/btf/vmlinux ("" = libbpf's search)
-  bool verbose = false;
-  bool exact = false;      ///< --exact (record): probes also send per-access records (AttachOptions::exact)
-  bool gap_state = true;  ///< the probes keep per-CPU gap histograms (AttachOptions::gaps); --no-gap-state: not
-  uint32_t gap_samples = kGapSamplesPerS;  ///< --gap-samples: AttachOptions::gap_samples_per_s
-};
+/// The probe options of the live commands (live/session.h).
+using CommonProbeOptions = LiveProbeOptions;
 
 /// Prints "schedhot: MSG" on stderr.
 void err(const std::string& msg);
@@ -62,21 +55,9 @@ extern int g_stdout_errno;
 /// while sampling (top, replay --follow) stop on false instead of printing into nothing.
 bool stdout_ok();
 
-/// Kernel facts, host facts and the attached probes of one run.
-struct Attached {
-  KernelFacts facts;
-  HostInfo host;
-  std::unique_ptr<ProbeSet> probes;
-};
-/// Checks privileges, reads kernel and host facts and attaches. On failure prints one
-/// line and returns nullptr with status set to the exit status (1 runtime, 2 usage).
-std::unique_ptr<Attached> attach(const CommonProbeOptions& o, int& status);
-/// attach(), and for commands that collect data (record, top, report --live): when no
-/// probe attached, "no probe could attach: CAUSE" (common_failure()) or "no probe could
-/// attach; `schedhot probes` says why", and status 1.
-std::unique_ptr<Attached> attach_some(const CommonProbeOptions& o, int& status);
-/// The Meta of a live run on a (schedhot::live_meta, sample/sampler.h).
-Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line);
+/// Prints a live session's error (live/session.h): a usage error (status 2) with its
+/// --help pointer, else the line. Returns its exit status.
+int print_live_error(const LiveError& e);
 
 struct ProbesCmd {
   CommonProbeOptions common;

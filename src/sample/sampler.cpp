@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include <algorithm>
+#include <cmath>
 
 namespace schedhot {
 
@@ -10,6 +11,11 @@ uint64_t mono_now_ns() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return uint64_t(ts.tv_sec) * 1000000000ull + uint64_t(ts.tv_nsec);
+}
+
+uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns) {
+  if (!interval_ns || gap_ns * 2 < interval_ns * 3) return 0;
+  return static_cast<uint64_t>(std::llround(double(gap_ns) / double(interval_ns))) - 1;
 }
 
 uint64_t wall_now_ns() {

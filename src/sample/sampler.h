@@ -18,6 +18,11 @@ namespace schedhot {
 uint64_t mono_now_ns();
 uint64_t wall_now_ns();
 
+/// Samples missing between two adjacent samples gap_ns apart when one was due every
+/// interval_ns: 0 below 1.5 intervals, else round(gap / interval) - 1 (the lost samples
+/// top's header, serve's schedhot_lost_samples_total and replay count).
+uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns);
+
 /// The Meta of a live run: make_meta() (the catalog with statuses, the host, ncpus), this
 /// build's version, the command line ("" for none) and the interval (ns). Start times stay
 /// 0 until LiveSource takes the first sample.

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "sys/cpulist.h"
+#include "view/report.h"
 
 namespace schedhot::tui {
 
@@ -534,6 +535,15 @@ Screen TuiApp::render(int width, int height) {
   }
   s.resize(size_t(std::max(height, 0)));
   return s;
+}
+
+std::string cost_text(const BpfRunTotals& a, const BpfRunTotals& b, double seconds) {
+  if (seconds <= 0) return "-";
+  const uint64_t ns = b.run_ns >= a.run_ns ? b.run_ns - a.run_ns : 0;
+  const uint64_t runs = b.runs >= a.runs ? b.runs - a.runs : 0;
+  const double ms_per_s = double(ns) / 1e6 / seconds;
+  return fmt::format("BPF {:.3f} ms/s ({:.3f}% of one CPU), {} runs/s, {} ns/run", ms_per_s, ms_per_s / 10.0,
+                     format_rate(double(runs) / seconds), runs ? fmt::format("{:.0f}", double(ns) / double(runs)) : "-");
 }
 
 }  // namespace schedhot::tui

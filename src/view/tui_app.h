@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/interval.h"
+#include "probe/run_stats.h"
 #include "sample/sample.h"
 #include "view/layout.h"
 
@@ -206,5 +207,9 @@ class TuiApp {
   std::string input_;
   std::string message_;
 };
+
+/// "BPF 1.23 ms/s (0.123% of one CPU), 4.5k runs/s, 270 ns/run" for the programs' totals
+/// taken seconds apart (top's header); "-" when seconds <= 0.
+std::string cost_text(const BpfRunTotals& a, const BpfRunTotals& b, double seconds);
 
 }  // namespace schedhot::tui

@@ -6,14 +6,10 @@
 
 #include <fmt/format.h>
 
+#include "sample/sampler.h"
 #include "view/report.h"
 
 namespace schedhot::tui {
-
-uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns) {
-  if (!interval_ns || gap_ns * 2 < interval_ns * 3) return 0;
-  return static_cast<uint64_t>(std::llround(double(gap_ns) / double(interval_ns))) - 1;
-}
 
 void ReplayFeed::open_cursor() {
   cur_.reset();

@@ -11,10 +11,6 @@
 
 namespace schedhot::tui {
 
-/// Samples missing between two adjacent samples gap_ns apart when one was due every
-/// interval_ns: 0 below 1.5 intervals, else round(gap / interval) - 1.
-uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns);
-
 /// Plays a recording, read through a WindowedCursor over the whole recording (no
 /// window): its positions, seeks and worst interval. Positions are sample numbers: position k shows the interval from
 /// sample k - 1 to sample k (1 <= k < samples()).

@@ -52,10 +52,10 @@ std::vector<uint64_t> gaps(const std::vector<uint64_t>& at) {
   return g;
 }
 
-/// Samples lost as top's header counts them (tui::missed_samples per gap).
+/// Samples lost as top's header counts them (missed_samples per gap).
 uint64_t lost(const std::vector<uint64_t>& at, uint64_t interval_ns) {
   uint64_t n = 0;
-  for (uint64_t g : gaps(at)) n += tui::missed_samples(g, interval_ns);
+  for (uint64_t g : gaps(at)) n += missed_samples(g, interval_ns);
   return n;
 }
 

@@ -21,6 +21,7 @@
 #include "unit/test_recording_util.h"
 #include "store/recording.h"
 #include "view/tui_app.h"
+#include "sample/sampler.h"
 #include "view/tui_replay.h"
 #include "view/tui_term.h"
 

@@ -1,11 +1,12 @@
-// schedhot's own cost for top's header: the kernel's BPF run-time statistics
-// (run_time_ns, run_cnt per program), switched on only while top runs.
+// schedhot's own cost: the kernel's BPF run-time statistics (run_time_ns, run_cnt per
+// program), switched on only while a live session that asks for them runs (top's header,
+// serve's schedhot_bpf_run_seconds_total).
 #pragma once
 #include <cstdint>
 #include <string>
 #include <vector>
 
-namespace schedhot::tui {
+namespace schedhot {
 
 /// Sums of the kernel's per-program BPF statistics.
 struct BpfRunTotals {
@@ -26,7 +27,7 @@ class BpfRunStats {
 
   /// The statistics are on.
   bool on() const { return fd_ >= 0; }
-  /// Why they could not be turned on ("" when on).
+  /// Why they could not be turned on ("" when on): "BPF_ENABLE_STATS failed: EPERM (...)".
   const std::string& error() const { return error_; }
   /// Sums run_time_ns and run_cnt over the programs (bpf_obj_get_info_by_fd); programs
   /// whose info cannot be read are skipped.
@@ -37,7 +38,4 @@ class BpfRunStats {
   std::string error_;
 };
 
-/// "1.23 ms/s (0.123% of one CPU), 4.5k runs/s, 270 ns/run" for totals taken seconds apart.
-std::string cost_text(const BpfRunTotals& a, const BpfRunTotals& b, double seconds);
-
-}  // namespace schedhot::tui
+}  // namespace schedhot

@@ -1,4 +1,4 @@
-#include "view/tui_bpfstats.h"
+#include "probe/run_stats.h"
 
 #include <unistd.h>
 
@@ -9,9 +9,8 @@
 #include <fmt/format.h>
 
 #include "probe/status.h"
-#include "view/report.h"
 
-namespace schedhot::tui {
+namespace schedhot {
 
 BpfRunStats::BpfRunStats() {
   fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
@@ -38,13 +37,4 @@ BpfRunTotals BpfRunStats::read(const std::vector<int>& prog_fds) {
   return t;
 }
 
-std::string cost_text(const BpfRunTotals& a, const BpfRunTotals& b, double seconds) {
-  if (seconds <= 0) return "-";
-  const uint64_t ns = b.run_ns >= a.run_ns ? b.run_ns - a.run_ns : 0;
-  const uint64_t runs = b.runs >= a.runs ? b.runs - a.runs : 0;
-  const double ms_per_s = double(ns) / 1e6 / seconds;
-  return fmt::format("BPF {:.3f} ms/s ({:.3f}% of one CPU), {} runs/s, {} ns/run", ms_per_s, ms_per_s / 10.0,
-                     format_rate(double(runs) / seconds), runs ? fmt::format("{:.0f}", double(ns) / double(runs)) : "-");
-}
-
-}  // namespace schedhot::tui
+}  // namespace schedhot
