@@ -797,12 +797,7 @@ int run_serve(const ServeCmd& o) {
   lo.run_stats = true;
   lo.stop = &g_stop;
   lo.warn = err;
-  std::unique_ptr<LiveSession> sess;
-  try {
-    sess = std::make_unique<LiveSession>(std::move(lo));
-  } catch (const LiveError& e) {
-    return print_live_error(e);
-  }
+  auto sess = std::make_unique<LiveSession>(std::move(lo));  // LiveError: main prints it
 #ifdef SCHEDHOT_NO_HTTP
   Published pub;
 #endif

@@ -273,12 +273,7 @@ int run_top(const TopCmd& o) {
   lo.run_stats = true;  // on while top runs; off again when the session ends
   lo.stop = &g_stop;
   lo.warn = err;
-  std::unique_ptr<LiveSession> sess;
-  try {
-    sess = std::make_unique<LiveSession>(std::move(lo));
-  } catch (const LiveError& e) {
-    return print_live_error(e);
-  }
+  auto sess = std::make_unique<LiveSession>(std::move(lo));  // LiveError: main prints it
   if (!check_filter(opts.filter, sess->meta(), sess->meta().host.online, o.cpus, false)) return 2;
   LiveFeed feed(*sess);
   tui::TuiApp app(feed, opts);

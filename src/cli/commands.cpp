@@ -26,7 +26,9 @@
 #include "store/recording.h"
 #include "store/driver.h"
 #include "store/rotate.h"
+#include "live/record.h"
 #include "view/cachelines.h"
+#include "view/probes.h"
 #include "view/fleet.h"
 #include "view/report.h"
 #include "sys/json_text.h"
@@ -77,14 +79,7 @@ int usage_error(const std::string& msg) {
   return 2;
 }
 
-void err(const std::string& msg) {
-  // write(2), not stdio: never throws, and a failing stderr (2>/dev/full, a closed pipe)
-  // must not stop a recording.
-  // One line, whatever the message quotes (a path with a newline, an ESC in an option value).
-  const std::string line = "schedhot: " + scrub_controls(msg) + "\n";
-  ssize_t n = ::write(STDERR_FILENO, line.data(), line.size());
-  (void)n;
-}
+void err(const std::string& msg) { say(msg); }
 
 int print_output(const CommandOutput& res) {
   fmt::print("{}", res.out);
@@ -113,188 +108,39 @@ void install_signal_handlers() {
 // ---- probes ----------------------------------------------------------------------
 
 int run_probes(const ProbesCmd& o) {
-  std::unique_ptr<Attached> a;
-  try {
-    a = attach_probes(o.common, err);
-  } catch (const LiveError& e) {
-    return print_live_error(e);
-  }
-  const auto& st = a->probes->statuses();
-  const CoherenceLayout& layout = a->facts.layout;
-  const FixesPresent fixes = fixes_present(layout);
-  if (o.json) {
-    nlohmann::json j = {{"schema", "schedhot.probes/1"},
-                        {"kernel", a->host.kernel_release},
-                        {"btf", a->facts.btf},
-                        {"kprobes", a->facts.kprobes},
-                        {"kallsyms", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error},
-                        {"layout", layout},
-                        {"fixes", fixes_json(fixes)},
-                        {"probes", st}};
-    fmt::print("{}\n", json_text(j, 2));
-    return 0;
-  }
-  fmt::print("kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a->host.kernel_release,
-             !a->facts.btf ? "no" : a->facts.btf_path.empty() ? "yes" : "yes (--btf " + a->facts.btf_path + ")",
-             a->facts.kprobes ? "yes" : "no", a->facts.kallsyms_error.empty() ? "ok" : a->facts.kallsyms_error);
-  // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
-  const std::string symbols = a->facts.system_map ? a->facts.system_map_path
-                              : a->facts.kallsyms_error.empty() ? std::string("/proc/kallsyms")
-                                                                : "none (" + a->facts.kallsyms_error + ")";
-  fmt::print("layout {}; symbols {}\n", layout_source_text(layout), symbols);
-  for (const std::string& n : layout.notes) fmt::print("  {}\n", n);
-  fmt::print("{}\n", to_string(fixes));
-  for (const ProbeStatus& s : st) {
-    if (s.attached) {
-      fmt::print("{:<12} attached     {}\n", s.probe, s.proxy ? s.proxy_label : std::string(to_string(s.backend)));
-      fmt::print("{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", symbol_with_via(s.symbol, s.via));
-      if (s.proxy) fmt::print("{:<12}   known error: {}\n", "", s.proxy_error);
-    } else {
-      fmt::print("{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);
-      fmt::print("{:<12}   target {}{}\n", "", s.target, s.via.empty() ? "" : ", resolved " + s.via);
-    }
-    for (auto& amb : s.ambiguous) fmt::print("{:<12}   {}\n", "", describe_ambiguity(amb));
-    for (auto& c : s.copies)
-      fmt::print("{:<12}   copy {:<34} {}\n", "", c.addr ? fmt::format("{} at {:#x}", c.symbol, c.addr) : c.symbol,
-                 c.attached ? fmt::format("attached ({})", to_string(c.backend)) : "unavailable: " + c.error);
-    bool same = !s.sites.empty();
-    for (auto& site : s.sites) same = same && !site.attached && site.error == s.sites.front().error;
-    if (same)
-      fmt::print("{:<12}   all {} sites unavailable: {}\n", "", s.sites.size(), s.sites.front().error);
-    else
-      for (auto& site : s.sites)
-        fmt::print("{:<12}   site {:<34} {}\n", "", site.site,
-                   site.attached ? fmt::format("attached ({} {})", to_string(site.backend), site.symbol) : "unavailable: " + site.error);
-    if (s.attached)
-      for (auto& t : s.tried)
-        fmt::print("{:<12}   not used: {}{}{}\n", "", t.backend == Backend::none ? "" : to_string(t.backend),
-                   t.symbol.empty() ? "" : " " + t.symbol, (t.backend == Backend::none && t.symbol.empty() ? "" : ": ") + t.error);
-    for (auto& n : s.notes) fmt::print("{:<12}   note: {}\n", "", n);
-  }
-  const auto n = std::count_if(st.begin(), st.end(), [](const ProbeStatus& s) { return s.attached; });
-  fmt::print("{} of {} probes attached\n", n, st.size());
+  const std::unique_ptr<Attached> a = attach_probes(o.common, err);  // LiveError: main prints it
+  fmt::print("{}", o.json ? probes_json_text(*a) : probes_text(*a));
   return 0;
 }
 
 // ---- record ----------------------------------------------------------------------
 
-namespace {
-
-/// Sleeps until CLOCK_REALTIME reaches at_ns (ns since the epoch), in slices of at most
-/// 100 ms so a stop (g_stop) is seen; the last slice is an absolute clock_nanosleep.
-/// False when stopped before the instant.
-bool sleep_until_wall(uint64_t at_ns) {
-  for (;;) {
-    if (g_stop.load()) return false;
-    const uint64_t now = wall_now_ns();
-    if (now >= at_ns) return true;
-    const uint64_t until = std::min<uint64_t>(at_ns, now + 100'000'000ull);
-    timespec ts{static_cast<time_t>(until / 1'000'000'000ull), static_cast<long>(until % 1'000'000'000ull)};
-    clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr);  // EINTR: the loop looks again
-  }
-}
-
-}  // namespace
-
 int run_record(const RecordCmd& o) {
-  uint64_t dur, iv, start_at = 0;
+  RecordRequest r;
   try {
-    dur = parse_duration_ns(o.duration, "-d/--duration");
-    iv = parse_interval_ns(o.interval);
-    if (!o.start_at.empty()) start_at = parse_start_at_ns(o.start_at, wall_now_ns());
+    r.duration_ns = parse_duration_ns(o.duration, "-d/--duration");
+    r.interval_ns = parse_interval_ns(o.interval);
+    if (!o.start_at.empty()) r.start_at_ns = parse_start_at_ns(o.start_at, wall_now_ns());
   } catch (const std::exception& e) {
     return usage_error(e.what());
   }
-  if (!covers_an_interval(dur, iv, o.duration, o.interval, true)) return 2;
+  if (!covers_an_interval(r.duration_ns, r.interval_ns, o.duration, o.interval, true)) return 2;
   if (o.output.empty()) {
     return usage_error("record needs -o FILE (or -o - for stdout)");
   }
-  RotateOptions rot;
-  if (int rc = parse_rotation(o.max_size, o.rotate, o.output, rot)) return rc;
+  if (int rc = parse_rotation(o.max_size, o.rotate, o.output, r.rotate)) return rc;
   if (o.output == "-" && isatty(STDOUT_FILENO)) {
     return usage_error("-o -: stdout is a terminal; redirect it to a file or a pipe");
   }
-  struct stat st {};
-  if (o.output != "-" && !o.force && !rot.max_bytes && stat(o.output.c_str(), &st) == 0) {
-    err(fmt::format("{} exists; choose another name or pass --force", o.output));
-    return 1;
-  }
-  // The file is opened now, before attaching and before --start-at: a symlink planted at
-  // the path while the probes attach or while waiting for the instant is never followed
-  // (the samples are written from the start on; a file created here is removed again if
-  // nothing is recorded). A rotating recording opens its FILE after rotating the old one.
-  std::unique_ptr<PreparedOutput> prepared;
-  if (o.output != "-" && !rot.max_bytes) {
-    try {
-      prepared = std::make_unique<PreparedOutput>(o.output, o.force);
-    } catch (const std::exception& e) {
-      err(e.what());
-      return 1;
-    }
-  }
-  LiveOptions lo;
-  lo.probes = o.common;
-  lo.interval_ns = iv;
-  lo.duration_ns = dur;
-  lo.command_line = o.command_line;
-  lo.recording.path = o.output;
-  lo.recording.writer.compress = !o.no_compress;
-  lo.recording.writer.overwrite = o.force;
-  lo.recording.writer.prepared = prepared.get();
-  lo.recording.rotate = rot;
-  lo.stop = &g_stop;  // SIGINT/SIGTERM: a final sample, then the end
-  lo.warn = err;
-  std::unique_ptr<LiveSession> sess;
-  try {
-    sess = std::make_unique<LiveSession>(std::move(lo));
-  } catch (const LiveError& e) {
-    return print_live_error(e);
-  }
-  if (start_at) {  // probes attached first: attaching takes no time of the window
-    const uint64_t now = wall_now_ns();
-    if (now > start_at) {
-      err(fmt::format("--start-at {}: attaching the probes took until {:.3f} s past it; starting now", o.start_at,
-                      (now - start_at) / 1e9));
-    } else {
-      if (!o.quiet) err(fmt::format("waiting {:.3f} s for --start-at {} ({})", (start_at - now) / 1e9, o.start_at,
-                                    format_utc_time(start_at)));
-      if (!sleep_until_wall(start_at)) {
-        err("stopped before --start-at; nothing recorded");
-        return 130;
-      }
-    }
-  }
-  Sample s;
-  if (!sess->next(s)) {  // the baseline; the file is created with it
-    err(sess->error().value_or("no sample"));
-    return 1;
-  }
-  if (!o.quiet) {
-    const auto& statuses = sess->statuses();
-    const size_t proxies = sess->proxy_count();
-    err(fmt::format("recording {} of {} probes{} to {} {} every {:.3f} s ({})", sess->attached_count(), statuses.size(),
-                    proxies ? fmt::format(" ({} through tracepoint proxies: schedhot probes says what each counts)", proxies)
-                            : std::string(),
-                    o.output,
-                    dur ? fmt::format("for {:.1f} s", dur / 1e9) : std::string("until stopped"), iv / 1e9,
-                    dur ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
-    for (auto& s2 : statuses)
-      if (!s2.attached) err(fmt::format("  {} unavailable: {}", s2.probe, s2.reason));
-    if (rot.max_bytes)
-      err(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", rot.max_bytes, o.output, o.output,
-                      rot.keep));
-  }
-  while (sess->next(s)) {
-  }
-  std::string wrote;
-  try {
-    wrote = sess->close(true);  // the stop's final sample is taken by next(); this closes the file
-  } catch (const LiveError& e) {
-    return print_live_error(e);
-  }
-  if (!o.quiet)
-    err(wrote + (g_stop.load() ? " (stopped by signal)" : ""));
-  return 0;
+  r.probes = o.common;
+  r.start_at = o.start_at;
+  r.output = o.output;
+  r.force = o.force;
+  r.compress = !o.no_compress;
+  r.quiet = o.quiet;
+  r.command_line = o.command_line;
+  r.stop = &g_stop;
+  return record(r);
 }
 
 // ---- report ----------------------------------------------------------------------
@@ -398,12 +244,8 @@ int run_report(const ReportCmd& o) {
     lo.duration_ns = dur;
     lo.stop = &g_stop;  // Ctrl-C: reported up to the stop
     lo.warn = err;
-    try {
-      LiveSession sess(std::move(lo));
-      return report_from(sess, o, nullptr);
-    } catch (const LiveError& e) {
-      return print_live_error(e);
-    }
+    LiveSession sess(std::move(lo));  // LiveError: main prints it
+    return report_from(sess, o, nullptr);
   }
   if (o.file.empty()) {
     return usage_error("report needs a recording FILE (or --live)");

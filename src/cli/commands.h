@@ -11,6 +11,7 @@
 #include "sample/sample.h"
 #include "probe/kernel_facts.h"
 #include "store/rotate.h"
+#include "sys/console.h"
 #include "sys/host.h"
 #include "sys/units.h"
 #include "view/metrics.h"
@@ -33,7 +34,7 @@ using schedhot::parse_size_bytes;
 /// The probe options of the live commands (live/session.h).
 using CommonProbeOptions = LiveProbeOptions;
 
-/// Prints "schedhot: MSG" on stderr.
+/// Prints "schedhot: MSG" on stderr (sys/console.h say()).
 void err(const std::string& msg);
 
 /// Names the command being run ("serve"; main sets it after parsing), for usage_hint().

@@ -317,6 +317,10 @@ int main(int argc, char** argv) {
     } else if (cd->parsed()) {
       rc = run_diff(diff);
     }
+  } catch (const schedhot::UsageError& e) {  // an option that does not fit, found while running
+    rc = usage_error(e.what());
+  } catch (const schedhot::LiveError& e) {  // a live session that could not start or go on
+    rc = print_live_error(e);
   } catch (const std::exception& e) {
     if (!std::ferror(stdout)) err(e.what());  // stdout failing mid-output (fmt throws) is said below
     rc = -1;

@@ -1,5 +1,7 @@
 #include "sys/units.h"
 
+#include <time.h>
+
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
@@ -97,6 +99,15 @@ void check_covers_an_interval(uint64_t dur_ns, uint64_t iv_ns, const std::string
   if (!dur_ns && until_stopped && std::strtod(d.c_str(), nullptr) == 0) return;
   throw std::invalid_argument(
       fmt::format("-d {} is shorter than one interval (-i {}): rates need two samples", d, i));
+}
+
+std::string format_utc_time(uint64_t wall_ns) {
+  time_t t = static_cast<time_t>(wall_ns / 1000000000ull);
+  struct tm tm {};
+  gmtime_r(&t, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
+  return buf;
 }
 
 }  // namespace schedhot

@@ -127,15 +127,6 @@ std::string format_ns(double x) {
   return fmt::format("{:.0f}", x);
 }
 
-std::string format_utc_time(uint64_t wall_ns) {
-  time_t t = static_cast<time_t>(wall_ns / 1000000000ull);
-  struct tm tm {};
-  gmtime_r(&t, &tm);
-  char buf[64];
-  strftime(buf, sizeof buf, "%Y-%m-%d %H:%M:%S UTC", &tm);
-  return buf;
-}
-
 namespace {
 
 nlohmann::json num_or_null(bool present, double v) { return present ? nlohmann::json(v) : nlohmann::json(nullptr); }

@@ -16,6 +16,7 @@
 #include "model/interval.h"
 #include "model/lines.h"
 #include "sample/sample.h"
+#include "sys/units.h"  // format_utc_time(), for the views that show times
 
 namespace schedhot {
 
@@ -182,7 +183,5 @@ const std::vector<CpuColumn>& cpu_columns();
 std::string format_rate(double r);
 /// A duration in ns in at most 7 characters: "850", "12.3us", "4.5ms", "1.20s".
 std::string format_ns(double ns);
-/// A wall clock time (ns since the epoch) as "2023-11-14 22:13:20 UTC".
-std::string format_utc_time(uint64_t wall_ns);
 
 }  // namespace schedhot

@@ -1,0 +1,102 @@
+#include "live/record.h"
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include <algorithm>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "sample/sampler.h"
+#include "store/recording.h"
+#include "sys/console.h"
+#include "sys/units.h"
+
+namespace schedhot {
+
+bool sleep_until_wall(uint64_t at_ns, const std::atomic<bool>* stop) {
+  for (;;) {
+    if (stop && stop->load()) return false;
+    const uint64_t now = wall_now_ns();
+    if (now >= at_ns) return true;
+    const uint64_t until = std::min<uint64_t>(at_ns, now + 100'000'000ull);
+    timespec ts{static_cast<time_t>(until / 1'000'000'000ull), static_cast<long>(until % 1'000'000'000ull)};
+    clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME, &ts, nullptr);  // EINTR: the loop looks again
+  }
+}
+
+int record(const RecordRequest& r) {
+  struct stat st {};
+  if (r.output != "-" && !r.force && !r.rotate.max_bytes && stat(r.output.c_str(), &st) == 0) {
+    say(fmt::format("{} exists; choose another name or pass --force", r.output));
+    return 1;
+  }
+  // The file is opened now, before attaching and before --start-at: a symlink planted at
+  // the path while the probes attach or while waiting for the instant is never followed
+  // (the samples are written from the start on; a file created here is removed again if
+  // nothing is recorded). A rotating recording opens its FILE after rotating the old one.
+  std::unique_ptr<PreparedOutput> prepared;
+  if (r.output != "-" && !r.rotate.max_bytes) {
+    try {
+      prepared = std::make_unique<PreparedOutput>(r.output, r.force);
+    } catch (const std::exception& e) {
+      say(e.what());
+      return 1;
+    }
+  }
+  LiveOptions lo;
+  lo.probes = r.probes;
+  lo.interval_ns = r.interval_ns;
+  lo.duration_ns = r.duration_ns;
+  lo.command_line = r.command_line;
+  lo.recording.path = r.output;
+  lo.recording.writer.compress = r.compress;
+  lo.recording.writer.overwrite = r.force;
+  lo.recording.writer.prepared = prepared.get();
+  lo.recording.rotate = r.rotate;
+  lo.stop = r.stop;
+  lo.warn = say;
+  LiveSession sess(std::move(lo));
+  if (r.start_at_ns) {  // probes attached first: attaching takes no time of the window
+    const uint64_t now = wall_now_ns();
+    if (now > r.start_at_ns) {
+      say(fmt::format("--start-at {}: attaching the probes took until {:.3f} s past it; starting now", r.start_at,
+                      (now - r.start_at_ns) / 1e9));
+    } else {
+      if (!r.quiet)
+        say(fmt::format("waiting {:.3f} s for --start-at {} ({})", (r.start_at_ns - now) / 1e9, r.start_at,
+                        format_utc_time(r.start_at_ns)));
+      if (!sleep_until_wall(r.start_at_ns, r.stop)) {
+        say("stopped before --start-at; nothing recorded");
+        return 130;
+      }
+    }
+  }
+  Sample s;
+  if (!sess.next(s)) {  // the baseline; the file is created with it
+    say(sess.error().value_or("no sample"));
+    return 1;
+  }
+  if (!r.quiet) {
+    const size_t proxies = sess.proxy_count();
+    say(fmt::format("recording {} of {} probes{} to {} {} every {:.3f} s ({})", sess.attached_count(),
+                    sess.statuses().size(),
+                    proxies ? fmt::format(" ({} through tracepoint proxies: schedhot probes says what each counts)", proxies)
+                            : std::string(),
+                    r.output, r.duration_ns ? fmt::format("for {:.1f} s", r.duration_ns / 1e9) : std::string("until stopped"),
+                    r.interval_ns / 1e9, r.duration_ns ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
+    for (auto& p : sess.statuses())
+      if (!p.attached) say(fmt::format("  {} unavailable: {}", p.probe, p.reason));
+    if (r.rotate.max_bytes)
+      say(fmt::format("  files of at most {} bytes; closed ones kept as {}.1 .. {}.{}", r.rotate.max_bytes, r.output,
+                      r.output, r.rotate.keep));
+  }
+  while (sess.next(s)) {
+  }
+  const std::string wrote = sess.close(true);  // the stop's final sample is taken by next(); this closes the file
+  if (!r.quiet) say(wrote + (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
+  return 0;
+}
+
+}  // namespace schedhot
