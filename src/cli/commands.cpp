@@ -36,13 +36,6 @@
 namespace schedhot::cli {
 
 std::atomic<bool> g_stop{false};
-int g_stdout_errno = 0;
-
-bool stdout_ok() {
-  if (std::fflush(stdout) == 0 && !std::ferror(stdout)) return true;
-  if (!g_stdout_errno) g_stdout_errno = errno ? errno : EIO;
-  return false;
-}
 
 namespace {
 

@@ -49,12 +49,8 @@ int usage_error(const std::string& msg);
 /// CommandOutput): its stdout text, then each error with err(). Returns its exit status.
 int print_output(const CommandOutput& res);
 
-/// errno of the first failed write to stdout, 0 while every write worked.
-extern int g_stdout_errno;
-/// Flushes stdout; false (and g_stdout_errno set) when stdout cannot be written (a closed
-/// pipe: EPIPE, a full device: ENOSPC, a closed descriptor: EBADF). Loops that print
-/// while sampling (top, replay --follow) stop on false instead of printing into nothing.
-bool stdout_ok();
+using schedhot::g_stdout_errno;
+using schedhot::stdout_ok;
 
 /// Prints a live session's error (live/session.h): a usage error (status 2) with its
 /// --help pointer, else the line. Returns its exit status.

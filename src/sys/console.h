@@ -12,6 +12,13 @@ namespace schedhot {
 /// (a path with a newline, an ESC in an option value) are shown escaped: one line always.
 void say(const std::string& msg);
 
+/// errno of the first failed write to stdout, 0 while every write worked.
+extern int g_stdout_errno;
+/// Flushes stdout; false (and g_stdout_errno set) when stdout cannot be written (a closed
+/// pipe: EPIPE, a full device: ENOSPC, a closed descriptor: EBADF). Loops that print
+/// while sampling (top, replay --follow) stop on false instead of printing into nothing.
+bool stdout_ok();
+
 /// An option that does not fit the input or the others (exit status 2). src/cli prints it
 /// as "schedhot: MSG (see schedhot COMMAND --help)".
 class UsageError : public std::invalid_argument {

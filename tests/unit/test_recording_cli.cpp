@@ -418,12 +418,15 @@ TEST(RecordingCli, RecordStartAtWaitsForTheWallClockInstant) {
   const uint64_t launched = static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
   CliRun r = run_cli(fmt::format("record --start-at @2 -d 1 -i 100ms -q -o {}", path));
   ASSERT_EQ(r.status, 0) << r.err;
+  // Attaching takes about 1.5 s (more when other tests load both cores): when it ends past
+  // the instant, record says so and starts at once, which is a case of its own.
+  const bool late = r.err.find("attaching the probes took until") != std::string::npos;
   r = run_cli("info --json " + path);
   ASSERT_EQ(r.status, 0) << r.err;
   const uint64_t start = nlohmann::json::parse(r.out)["start_wall_ns"].get<uint64_t>();
   const uint64_t boundary = start / 2'000'000'000ull * 2'000'000'000ull;
   EXPECT_GT(boundary, launched) << "the baseline is after the first 2 s boundary past the launch, not at once";
-  EXPECT_LT(start - boundary, 1'000'000'000ull) << "the baseline follows the boundary, not the next one";
+  if (!late) EXPECT_LT(start - boundary, 1'000'000'000ull) << "the baseline follows the boundary, not the next one";
 }
 
 TEST(RecordingCli, RecordStartAtIsCheckedBeforeAttaching) {
