@@ -15,7 +15,7 @@
 
 #include "probe/exact_reader.h"
 #include "probe/module.h"
-#include "sample/sample.h"
+#include "probe/records.h"
 #include "schedhot.skel.h"
 
 namespace schedhot {

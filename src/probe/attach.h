@@ -11,7 +11,7 @@
 #include "probe/kernel_facts.h"
 #include "probe/loader.h"
 #include "probe/status.h"
-#include "sample/exact.h"
+#include "probe/records.h"
 #include "schedhot/abi.h"
 #include "sys/host.h"
 

@@ -2,7 +2,7 @@
 // (bpf/common.bpf.h), opened with libbpf's perf_buffer and drained by a thread of its own
 // (the recording loop's pauses between samples would otherwise decide how much a buffer
 // must hold). Records are kept per CPU as they arrive and handed out per sample interval in
-// time order (sample/exact.h).
+// time order (probe/records.h).
 #pragma once
 #include <cstdint>
 #include <mutex>
@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "sample/exact.h"
+#include "probe/records.h"
 
 #include <bpf/libbpf.h>
 

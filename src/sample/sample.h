@@ -12,6 +12,7 @@
 
 #include "probe/catalog.h"
 #include "probe/layout.h"
+#include "probe/records.h"
 #include "probe/status.h"
 #include "sys/host.h"
 
@@ -25,49 +26,6 @@ struct ProbeSample {
 };
 
 /// All probes at one instant.
-/// One --exact record (include/schedhot/abi.h struct sh_exact_rec): counter word `word` of
-/// probe `probe`'s slot was incremented on `cpu` at CLOCK_MONOTONIC ts_ns.
-struct ExactRecord {
-  uint64_t ts_ns = 0;
-  uint32_t cpu = 0;
-  uint16_t probe = 0;
-  uint16_t word = 0;
-  bool operator==(const ExactRecord&) const = default;
-};
-
-/// The --exact records of one interval in time order, and the records the kernel lost
-/// (perf buffer full) in it.
-struct ExactBatch {
-  std::vector<ExactRecord> records;
-  uint64_t lost = 0;
-  bool operator==(const ExactBatch&) const = default;
-};
-
-/// The probes' gap state (include/schedhot/abi.h struct sh_gap_slot, issue 29) over one
-/// interval: what CPU `cpu` added to the three gap histograms of line `line` (an index into
-/// Meta::gap_lines) since the previous sample. Bucket geometry: abi.h sh_gap_index.
-struct GapCounts {
-  uint32_t cpu = 0;
-  uint32_t line = 0;
-  std::array<uint32_t, SH_GAP_BUCKETS> ww{}, wa{}, ra{};
-  bool operator==(const GapCounts&) const = default;
-};
-
-/// The gap counts of one interval (from_ns, the sample's mono_ns]: only the (CPU, line)
-/// pairs that moved, ascending (cpu, line).
-struct GapBatch {
-  uint64_t from_ns = 0;  ///< the previous sample's mono_ns (CLOCK_MONOTONIC)
-  std::vector<GapCounts> counts;
-  uint64_t full = 0;     ///< line accesses no CPU table had room for, summed over CPUs
-  bool operator==(const GapBatch&) const = default;
-};
-
-/// Sampled gap counts to estimates of every gap (abi.h "Sampling"): each bucket of g
-/// times scale (a CPU's events / samples over the interval), rounded up or down at random
-/// in proportion (so the sum stays unbiased), at most 2^32-1. rng: a xorshift64 state,
-/// not 0. scale 1: g unchanged.
-void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng);
-
 struct Sample {
   uint32_t seq = 0;       ///< 0 for the baseline taken right after attach
   uint64_t mono_ns = 0;   ///< CLOCK_MONOTONIC, ns
@@ -146,10 +104,6 @@ Sample make_sample(const Meta& meta);
 /// CPUs this saves allocating and zeroing 225 MB per interval.
 void reshape_sample(const Meta& meta, Sample& s);
 
-/// Copies one probe's slot array (ncpus * layout.slot_words u64 words, CPU-major, as the
-/// BPF array map holds it) into words, resized to fit, with the private words zeroed:
-/// what ProbeSet::read does with a mapped map (and the user-space benchmark with a fake).
-void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& layout, std::vector<uint64_t>& words);
 
 void to_json(nlohmann::json& j, const Meta& m);
 /// Throws std::runtime_error on a malformed or inconsistent document (never trusts sizes);

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "sample/exact.h"
+#include "probe/records.h"
 #include "sample/sampler.h"
 #include "store/rotate.h"
 

@@ -19,7 +19,7 @@
 #include "model/interval.h"
 #include "model/lines.h"
 #include "probe/exact_reader.h"
-#include "sample/exact.h"
+#include "probe/records.h"
 #include "store/driver.h"
 #include "store/recording.h"
 #include "test_util.h"

@@ -1,7 +1,10 @@
-#include "sample/exact.h"
+#include "probe/records.h"
 
 #include <algorithm>
+#include <cmath>
+#include <cstring>
 #include <queue>
+#include <tuple>
 
 namespace schedhot {
 
@@ -27,6 +30,31 @@ std::vector<ExactRecord> merge_by_time(std::vector<std::vector<ExactRecord>>& st
   }
   for (auto& s : streams) s.clear();
   return out;
+}
+
+void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng) {
+  if (scale == 1.0) return;
+  for (auto* h : {&g.ww, &g.wa, &g.ra})
+    for (uint32_t& v : *h) {
+      if (!v) continue;
+      const double x = double(v) * scale, fl = std::floor(x);
+      rng ^= rng << 13;
+      rng ^= rng >> 7;
+      rng ^= rng << 17;
+      const double r = fl + (double(rng >> 11) * 0x1.0p-53 < x - fl ? 1.0 : 0.0);
+      v = r >= 4294967295.0 ? 4294967295u : static_cast<uint32_t>(r);
+    }
+}
+
+void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& L, std::vector<uint64_t>& words) {
+  const size_t n = size_t(ncpus) * L.slot_words;
+  words.resize(n);
+  std::memcpy(words.data(), slots, n * sizeof(uint64_t));
+  for (auto& f : L.fields) {
+    if (f.kind != FieldKind::priv) continue;
+    for (uint32_t c = 0; c < ncpus; ++c)
+      std::memset(words.data() + size_t(c) * L.slot_words + f.offset, 0, f.nwords * sizeof(uint64_t));
+  }
 }
 
 }  // namespace schedhot
