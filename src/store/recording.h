@@ -95,6 +95,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sample/sample.h"
+#include "sys/output_file.h"
 
 namespace schedhot {
 
@@ -168,7 +169,8 @@ class PreparedOutput {
   friend class RecordingWriter;
   std::string path_;
   int fd_ = -1;
-  std::string created_, replaces_;
+  OwnedFile created_;     ///< the file it created ({} when it opened one that was there)
+  std::string replaces_;  ///< with overwrite over a regular file: the file created_ replaces
 };
 
 /// Appends a recording. Every frame goes to the kernel with one write() as soon as it is
@@ -221,12 +223,11 @@ class RecordingWriter {
   bool fits(size_t payload_bytes, bool keyframe) const;
   void fail_close();
   /// fail_close(), then unlinks created_ if it still names the regular file this writer
-  /// created (the device and inode it had when created). true when it did.
+  /// created (OwnedFile::remove). true when it did.
   bool remove_created();
   int fd_ = -1;
   bool own_fd_ = true;
-  std::string created_;  ///< the file this writer created (O_EXCL), "" if it opened an existing one
-  uint64_t created_dev_ = 0, created_ino_ = 0;
+  OwnedFile created_;  ///< the file this writer created (O_EXCL), {} if it opened an existing one
   std::string replaces_;  ///< with --force over a regular file: the file created_ is renamed over once it has its META
   std::string path_;
   WriterOptions opts_;

@@ -37,39 +37,29 @@ std::string write_error_text(int e) {
 }
 
 void write_all(int fd, const char* p, size_t n, const std::string& path) {
-  while (n > 0) {
-    ssize_t w = ::write(fd, p, n);
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      const int e = errno;
-      if (e == ENOSPC) throw WriteError(fmt::format("{}: disk full (ENOSPC); complete frames are kept", path), e);
-      throw WriteError(fmt::format("{}: {}", path, write_error_text(e)), e);
-    }
-    p += w;
-    n -= static_cast<size_t>(w);
+  if (const int e = write_fully(fd, p, n)) {
+    if (e == ENOSPC) throw WriteError(fmt::format("{}: disk full (ENOSPC); complete frames are kept", path), e);
+    throw WriteError(fmt::format("{}: {}", path, write_error_text(e)), e);
   }
 }
 
-/// Opens path to write a recording into, following symlinks (hops counts them). Sets
-/// created to the path of the regular file this call created (O_EXCL: certainly this
-/// call's), or "" when it opened something that was already there: with overwrite, an
-/// existing regular file (replaced: created names a new file beside it and replaces the file's
-/// real path, which the writer renames it over once its META is written), a device or a FIFO
-/// with a reader (written in place,
-/// never truncated). A dangling symlink's target is created, the link kept. Throws a
-/// one-line std::runtime_error: exists (without overwrite), a FIFO without a reader (not
-/// waited on), a terminal, or the open's errno.
-int open_output(const std::string& path, bool overwrite, std::string& created, std::string& replaces, int hops = 0) {
-  created.clear();
+/// Opens path to write a recording into, following symlinks (hops counts them), by the
+/// output-file policy (sys/output_file.h). Sets created to the regular file this call
+/// created (O_EXCL: certainly this call's), or leaves it empty when it opened something
+/// that was already there: with overwrite, an existing regular file (replaced: created is a
+/// new file beside it and replaces the file's real path, which the writer renames it over
+/// once its META is written), a device or a FIFO with a reader (written in place, never
+/// truncated). A dangling symlink's target is created, the link kept. Throws a one-line
+/// std::runtime_error: exists (without overwrite), a FIFO without a reader (not waited on),
+/// a terminal, or the open's errno.
+int open_output(const std::string& path, bool overwrite, OwnedFile& created, std::string& replaces, int hops = 0) {
+  created = {};
   replaces.clear();
   for (int attempt = 0; attempt < 8; ++attempt) {
     // Checked before every try: a name another user planted since the last one is seen.
     if (std::string why = unsafe_output_path(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
-    int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
-    if (fd >= 0) {
-      created = path;
-      return fd;
-    }
+    int fd = create_exclusive(path, created);
+    if (fd >= 0) return fd;
     if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
     if (!overwrite) throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
     if (std::string why = untrusted_symlink(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
@@ -80,12 +70,8 @@ int open_output(const std::string& path, bool overwrite, std::string& created, s
       if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) continue;  // removed since: again
       // A dangling symlink: create its target (O_EXCL there too), the link stays.
       if (hops >= 40) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(ELOOP)));
-      std::string target(4096, '\0');
-      const ssize_t n = ::readlink(path.c_str(), target.data(), target.size());
-      if (n <= 0 || size_t(n) >= target.size()) continue;
-      target.resize(size_t(n));
-      const size_t slash = path.rfind('/');
-      if (target[0] != '/' && slash != std::string::npos) target = path.substr(0, slash + 1) + target;
+      std::string target;
+      if (!symlink_target(path, target)) continue;
       return open_output(target, overwrite, created, replaces, hops + 1);
     }
     if (fd < 0 && errno == ENXIO) {
@@ -112,19 +98,13 @@ int open_output(const std::string& path, bool overwrite, std::string& created, s
       // META: a new file next to it (its real path, so a symlink stays a symlink), renamed
       // over it by the writer. A disk too full for even that leaves the old file as it was.
       ::close(fd);
-      std::string dest = path;
-      if (char* rp = ::realpath(path.c_str(), nullptr)) {
-        dest = rp;
-        ::free(rp);
-      }
-      std::string tmp;
+      const std::string dest = real_path(path);
       try {
-        fd = create_temp_beside(dest, tmp);  // a random name: nothing planted there is opened
+        fd = create_temp_beside(dest, created);  // a random name: nothing planted there is opened
       } catch (const std::runtime_error& e) {
         throw std::runtime_error(fmt::format("cannot overwrite {}: {}", path, e.what()));
       }
       (void)::fchmod(fd, st.st_mode & 0666);
-      created = tmp;
       replaces = dest;
       return fd;
     }
@@ -161,25 +141,17 @@ RecordingWriter::RecordingWriter(const std::string& path, const Meta& meta, Writ
     } else {
       fd_ = open_output(path, opts.overwrite, created_, replaces_);
     }
-    struct stat st {};
-    if (!created_.empty() && ::fstat(fd_, &st) == 0) {
-      created_dev_ = st.st_dev;
-      created_ino_ = st.st_ino;
-    } else {
-      created_.clear();
-    }
   }
   const std::string h = encode_file_header(meta.start_wall_ns);
   try {
     write_all(fd_, h.data(), h.size(), path_);
     offset_ = h.size();
     write_frame(FrameType::meta, 0, 0, meta_json);
-    if (!replaces_.empty() && ::rename(created_.c_str(), replaces_.c_str()) != 0) {
-      const int e = errno;
-      remove_created();
-      throw std::runtime_error(fmt::format("cannot overwrite {}: {}; nothing recorded, the file is as it was", path_, strerror(e)));
-    }
-    if (!replaces_.empty()) created_ = replaces_;
+    if (!replaces_.empty())
+      if (const int e = created_.replace(replaces_)) {  // the new file removed
+        fail_close();
+        throw std::runtime_error(fmt::format("cannot overwrite {}: {}; nothing recorded, the file is as it was", path_, strerror(e)));
+      }
   } catch (const WriteError& e) {
     // Without its header and META the file holds nothing: do not leave it behind, if this
     // writer created it (never a file, device or FIFO that was there before).
@@ -201,23 +173,13 @@ PreparedOutput::PreparedOutput(const std::string& path, bool overwrite) : path_(
 
 PreparedOutput::~PreparedOutput() {
   if (fd_ < 0) return;
-  struct stat open_st {}, path_st {};
-  // Never taken: the file this made goes again, only while its name still holds it.
-  if (!created_.empty() && ::fstat(fd_, &open_st) == 0 && ::lstat(created_.c_str(), &path_st) == 0 &&
-      S_ISREG(path_st.st_mode) && open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino)
-    ::unlink(created_.c_str());
+  created_.remove();  // never taken: the file this made goes again, only while its name still holds it
   ::close(fd_);
 }
 
 bool RecordingWriter::remove_created() {
   fail_close();
-  if (created_.empty()) return false;
-  // Only while created_ still names the very file this writer made.
-  struct stat st {};
-  if (::lstat(created_.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != created_dev_ ||
-      st.st_ino != created_ino_)
-    return false;
-  return ::unlink(created_.c_str()) == 0;
+  return created_.remove();
 }
 
 RecordingWriter::~RecordingWriter() {
