@@ -666,53 +666,34 @@ constexpr int kMaxConnections = 65536, kMaxTimeoutMs = 600000;
 
 /// dir/schedhot.prom as serve last renamed it there: removed at exit only if it is still that
 /// file (another user's file or link put there since is left alone).
-struct TextfileWritten {
-  bool any = false;
-  dev_t dev = 0;
-  ino_t ino = 0;
-};
+using TextfileWritten = OwnedFile;
 
 /// Writes text to dir/schedhot.prom through a new temporary file of an unpredictable name
-/// (mkostemp: O_EXCL, so never a planted link, FIFO or file) + rename(2), so a reader sees
-/// the old file or the new one, never a part, and a link planted at schedhot.prom is
+/// (create_temp: O_EXCL, so never a planted link, FIFO or file) renamed over it, so a reader
+/// sees the old file or the new one, never a part, and a link planted at schedhot.prom is
 /// replaced, not written through. On failure only that temporary file is removed. Throws
 /// std::runtime_error, one line.
 void write_textfile(const std::string& dir, const std::string& text, TextfileWritten& written) {
   const std::string dst = dir + "/schedhot.prom";
-  std::string tmp = dir + "/.schedhot.prom.XXXXXX";
-  const int fd = ::mkostemp(tmp.data(), O_CLOEXEC);
+  OwnedFile tmp;
+  const int fd = create_temp(dir + "/.schedhot.prom.XXXXXX", tmp);
   if (fd < 0) throw std::runtime_error(fmt::format("--textfile: cannot create a file in {}: {}", dir, std::strerror(errno)));
   auto fail = [&](const char* what, int e) {
     ::close(fd);
-    ::unlink(tmp.c_str());
-    return std::runtime_error(fmt::format("--textfile: cannot {} {}: {}", what, tmp, std::strerror(e)));
+    tmp.remove();
+    return std::runtime_error(fmt::format("--textfile: cannot {} {}: {}", what, tmp.path(), std::strerror(e)));
   };
   if (::fchmod(fd, 0644) != 0) throw fail("chmod", errno);  // mkostemp's 0600: node_exporter may run as another user
-  size_t off = 0;
-  while (off < text.size()) {
-    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw fail("write", n < 0 ? errno : ENOSPC);
-    off += static_cast<size_t>(n);
-  }
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) throw fail("stat", errno);
+  if (const int e = write_fully(fd, text.data(), text.size())) throw fail("write", e);
   ::close(fd);
-  if (::rename(tmp.c_str(), dst.c_str()) != 0) {
-    const int e = errno;
-    ::unlink(tmp.c_str());
-    throw std::runtime_error(fmt::format("--textfile: cannot rename {} to {}: {}", tmp, dst, std::strerror(e)));
-  }
-  written = {true, st.st_dev, st.st_ino};
+  if (const int e = tmp.replace(dst))  // the temporary file removed
+    throw std::runtime_error(fmt::format("--textfile: cannot rename {} to {}: {}", tmp.path(), dst, std::strerror(e)));
+  written = tmp;
 }
 
 /// At exit: dir/schedhot.prom removed if it is still the file serve last put there.
 void remove_textfile(const std::string& dir, const TextfileWritten& written) {
-  const std::string dst = dir + "/schedhot.prom";
-  struct stat st {};
-  if (written.any && ::lstat(dst.c_str(), &st) == 0 && S_ISREG(st.st_mode) && st.st_dev == written.dev &&
-      st.st_ino == written.ino)
-    ::unlink(dst.c_str());
+  if (written.path() == dir + "/schedhot.prom") written.remove();
 }
 
 /// A --textfile directory others may write to without the sticky bit (or owned by another

@@ -170,7 +170,7 @@ void from_json(const nlohmann::json& j, Meta& m) {
       m.gap_samples_per_s = static_cast<uint32_t>(it->get<int64_t>());
     }
   } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(e.what());  // the reader says "bad metadata" (recording.cpp try_open)
+    throw std::runtime_error(e.what());  // the reader says "bad metadata" (reader.cpp try_open)
   }
 }
 

@@ -95,6 +95,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sample/sample.h"
+#include "sys/output_file.h"
 
 namespace schedhot {
 
@@ -124,6 +125,14 @@ enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note 
 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
+
+/// One INDEX entry (1.1): where a keyframe is.
+struct IndexEntry {
+  uint32_t ordinal;  ///< 0-based number of the sample in its file
+  uint32_t seq;
+  uint64_t mono_ns;
+  uint64_t offset;  ///< of its frame header
+};
 
 class PreparedOutput;
 
@@ -160,7 +169,8 @@ class PreparedOutput {
   friend class RecordingWriter;
   std::string path_;
   int fd_ = -1;
-  std::string created_, replaces_;
+  OwnedFile created_;     ///< the file it created ({} when it opened one that was there)
+  std::string replaces_;  ///< with overwrite over a regular file: the file created_ replaces
 };
 
 /// Appends a recording. Every frame goes to the kernel with one write() as soon as it is
@@ -213,12 +223,11 @@ class RecordingWriter {
   bool fits(size_t payload_bytes, bool keyframe) const;
   void fail_close();
   /// fail_close(), then unlinks created_ if it still names the regular file this writer
-  /// created (the device and inode it had when created). true when it did.
+  /// created (OwnedFile::remove). true when it did.
   bool remove_created();
   int fd_ = -1;
   bool own_fd_ = true;
-  std::string created_;  ///< the file this writer created (O_EXCL), "" if it opened an existing one
-  uint64_t created_dev_ = 0, created_ino_ = 0;
+  OwnedFile created_;  ///< the file this writer created (O_EXCL), {} if it opened an existing one
   std::string replaces_;  ///< with --force over a regular file: the file created_ is renamed over once it has its META
   std::string path_;
   WriterOptions opts_;
@@ -229,7 +238,6 @@ class RecordingWriter {
   uint64_t offset_ = 0;
   uint32_t nsamples_ = 0;
   uint64_t first_mono_ = 0, last_mono_ = 0;
-  struct IndexEntry { uint32_t ordinal; uint32_t seq; uint64_t mono_ns; uint64_t offset; };
   std::vector<IndexEntry> index_;
 };
 
@@ -394,11 +402,10 @@ class RecordingReader : public SampleSource {
   /// A NOTE frame's payload as a status; false with why ("bad note frame: ...") when it is
   /// not one (bad JSON, nested too deep, wrong shape).
   static bool parse_note(const std::string& payload, ProbeStatus& out, std::string& why);
-  /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds).
+  /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds) and
+  /// sets its online set (sample_codec.h decode_sample).
   bool decode_sample(const std::string& payload, bool keyframe, std::string& why);
   /// Parses an ONLINE payload into online_ (have_online_ set). false (with why) when malformed.
-  /// The CPUs an ONLINE frame names (ascending); false with why when it is malformed.
-  bool parse_online(const std::string& payload, std::vector<int>& cpus, std::string& why) const;
   bool decode_online(const std::string& payload, std::string& why);
   /// An EXACT frame (raw or zstd) into pending_exact_; false (with why) when malformed.
   bool decode_exact(const Frame& f, std::string& why);
@@ -458,7 +465,6 @@ class RecordingReader : public SampleSource {
 
   std::optional<IndexInfo> index_;
   std::string index_problem_;
-  struct IndexEntry { uint32_t ordinal; uint32_t seq; uint64_t mono_ns; uint64_t offset; };
   std::vector<IndexEntry> index_entries_;
 
   bool scan_done_ = false;

@@ -1,3 +1,5 @@
+// The output-file policy (output_file.h): OwnedFile, O_EXCL and temporary creation, the
+// symlink rules and the path check for files written into directories others may share.
 #include "sys/output_file.h"
 
 #include <fcntl.h>
@@ -45,15 +47,92 @@ std::string untrusted_symlink(const std::string& path) {
                      link.st_uid, d);
 }
 
-int create_temp_beside(const std::string& dest, std::string& tmp) {
-  std::vector<char> name(dest.begin(), dest.end());
-  for (char c : std::string(".XXXXXX")) name.push_back(c);
+OwnedFile::OwnedFile(const std::string& path, int fd) {
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) return;
+  path_ = path;
+  dev_ = st.st_dev;
+  ino_ = st.st_ino;
+}
+
+bool OwnedFile::remove() const {
+  if (path_.empty()) return false;
+  // Only while path_ still names the very file this process made.
+  struct stat st {};
+  if (::lstat(path_.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_dev != dev_ || st.st_ino != ino_) return false;
+  return ::unlink(path_.c_str()) == 0;
+}
+
+int OwnedFile::replace(const std::string& dest) {
+  if (::rename(path_.c_str(), dest.c_str()) != 0) {
+    const int e = errno;
+    remove();
+    return e;
+  }
+  path_ = dest;
+  return 0;
+}
+
+int create_exclusive(const std::string& path, OwnedFile& made) {
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd >= 0) made = OwnedFile(path, fd);
+  return fd;
+}
+
+int create_temp(const std::string& pattern, OwnedFile& made) {
+  std::vector<char> name(pattern.begin(), pattern.end());
   name.push_back('\0');
   const int fd = ::mkostemp(name.data(), O_CLOEXEC);
+  if (fd < 0) return -1;
+  made = OwnedFile(name.data(), fd);
+  if (made.empty()) {  // its identity unknown: not removed, not used
+    const int e = errno;
+    ::close(fd);
+    errno = e;
+    return -1;
+  }
+  return fd;
+}
+
+int create_temp_beside(const std::string& dest, OwnedFile& tmp) {
+  const int fd = create_temp(dest + ".XXXXXX", tmp);
   if (fd < 0) throw std::runtime_error(fmt::format("cannot create {}.XXXXXX: {}", dest, strerror(errno)));
   (void)::fchmod(fd, 0666 & ~process_umask());  // mkostemp's 0600, as open(2) would have made it
-  tmp = name.data();
   return fd;
+}
+
+int write_fully(int fd, const char* p, size_t n) {
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0) return errno;
+    if (w == 0) return ENOSPC;
+    p += w;
+    n -= static_cast<size_t>(w);
+  }
+  return 0;
+}
+
+bool symlink_target(const std::string& link, std::string& target) {
+  target.assign(4096, '\0');
+  const ssize_t n = ::readlink(link.c_str(), target.data(), target.size());
+  if (n <= 0 || size_t(n) >= target.size()) {
+    if (n > 0) errno = ENAMETOOLONG;
+    return false;
+  }
+  target.resize(size_t(n));
+  const size_t slash = link.rfind('/');
+  if (target[0] != '/' && slash != std::string::npos) target = link.substr(0, slash + 1) + target;
+  return true;
+}
+
+std::string real_path(const std::string& path) {
+  std::string out = path;
+  if (char* rp = ::realpath(path.c_str(), nullptr)) {
+    out = rp;
+    ::free(rp);
+  }
+  return out;
 }
 
 namespace {

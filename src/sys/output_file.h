@@ -1,11 +1,65 @@
 // One policy for the files schedhot writes as root into directories other users may share
-// (record -o, export -o): a symlink there is followed only when nobody but its directory's
-// owner (or this user) could have planted it, and temporary files get unpredictable names.
+// (record -o, export -o, serve --textfile): a symlink there is followed only when nobody but
+// its directory's owner (or this user) could have planted it; a file is created with O_EXCL
+// (temporary files with unpredictable names), an existing one replaced by renaming a new file
+// over it; and a file is removed only while its name still holds the very file this process
+// created (OwnedFile), never one another user put there.
 #pragma once
 
+#include <sys/types.h>
+
+#include <cstddef>
 #include <string>
 
 namespace schedhot {
+
+/// A file this process created (O_EXCL: create_exclusive(), create_temp()), known by its
+/// path and the device and inode it was created with, so that removing it never removes
+/// another file, link or FIFO that has taken its name since. Copyable; removal is explicit.
+class OwnedFile {
+ public:
+  OwnedFile() = default;
+  /// The file open at fd, made at path. empty() (never removed) when fstat(fd) fails.
+  OwnedFile(const std::string& path, int fd);
+  /// Nothing created (or its identity unknown).
+  bool empty() const { return path_.empty(); }
+  /// Where it is: where it was made, or the destination replace() renamed it to.
+  const std::string& path() const { return path_; }
+  /// Unlinks path() if it still names this very regular file (lstat, so a symlink or
+  /// another file put there since stays). true when it unlinked; false when empty().
+  bool remove() const;
+  /// rename(2)s this file over dest: dest is the old file or this one, never a part.
+  /// Returns 0 (path() is dest from now on), or rename's errno after removing this file
+  /// (if still ours).
+  int replace(const std::string& dest);
+
+ private:
+  std::string path_;
+  dev_t dev_ = 0;
+  ino_t ino_ = 0;
+};
+
+/// Creates path with open(O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOCTTY), mode 0644 &
+/// ~umask: never through a link, FIFO or file already there. Returns the descriptor and
+/// sets made, or -1 with errno (EEXIST: something is there).
+int create_exclusive(const std::string& path, OwnedFile& made);
+
+/// Creates a new empty file named pattern with its last six characters ("XXXXXX") made
+/// random (mkostemp: O_EXCL, so never through a planted link, FIFO or file), O_CLOEXEC,
+/// mode 0600. Returns its descriptor and sets made, or -1 with errno (the file then stays
+/// only when it was made but fstat failed).
+int create_temp(const std::string& pattern, OwnedFile& made);
+
+/// write(2)s all n bytes at p to fd, again after EINTR. Returns 0, or the errno (ENOSPC when
+/// write makes no progress).
+int write_fully(int fd, const char* p, size_t n);
+
+/// The path a symlink names, relative to the symlink's directory when it is relative.
+/// false with errno when link is not a symlink or cannot be read (ENAMETOOLONG: too long).
+bool symlink_target(const std::string& link, std::string& target);
+
+/// realpath(3) of path (every link resolved), or path as given when that fails.
+std::string real_path(const std::string& path);
 
 /// The kernel's fs.protected_symlinks rule, applied whatever that sysctl says and to
 /// group-writable directories too: the symlink at path may be followed when this process's
@@ -14,15 +68,11 @@ namespace schedhot {
 /// is not a symlink or may be followed, else one line: why it is not followed.
 std::string untrusted_symlink(const std::string& path);
 
-/// Creates a new empty file in dest's directory named dest + ".XXXXXX" (mkostemp: O_EXCL
-/// with a random suffix, so never through a planted link or FIFO), mode 0666 & ~umask as
-/// open(2) would give. Returns its descriptor (O_CLOEXEC) and sets tmp to its path; throws
-/// std::runtime_error with one line ("cannot create ...: <errno text>").
-int create_temp_beside(const std::string& dest, std::string& tmp);
-
-}  // namespace schedhot
-
-namespace schedhot {
+/// create_temp(dest + ".XXXXXX"): a new empty file beside dest, to be renamed over it
+/// (OwnedFile::replace), mode 0666 & ~umask as open(2) would give. Returns its descriptor
+/// (O_CLOEXEC) and sets tmp; throws std::runtime_error with one line ("cannot create
+/// DEST.XXXXXX: <errno text>").
+int create_temp_beside(const std::string& dest, OwnedFile& tmp);
 
 /// Whether root (or whoever runs schedhot) may create or replace `path` without another local
 /// user being able to redirect the write (record -o, export -o; called before anything is

@@ -8,7 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <climits>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -653,28 +652,22 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
       return fail(2, fmt::format("-o {}: is the recording being exported", output));
     in_place = !S_ISREG(old_st.st_mode);
     if (!in_place && !req.force) return fail(1, fmt::format("{} exists; choose another name or pass --force", output));
-    if (!in_place)
-      if (char* rp = ::realpath(output.c_str(), nullptr)) {
-        dest = rp;
-        ::free(rp);
-      }
+    if (!in_place) dest = real_path(output);
   }
   // A dangling symlink (or a chain of them): the export creates the last target, and every
   // link stays; a loop is an error.
   struct stat link_st {};
   for (int hops = 0; !to_stdout && !existed && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode); ++hops) {
-    std::string target(size_t(PATH_MAX), '\0');
-    ssize_t n = hops < 40 ? ::readlink(dest.c_str(), target.data(), target.size()) : -1;
-    if (n <= 0) return fail(1, fmt::format("-o {}: {}", output, hops < 40 ? strerror(errno) : strerror(ELOOP)));
-    target.resize(size_t(n));
-    const auto slash = dest.rfind('/');
-    dest = target[0] == '/' || slash == std::string::npos ? target : dest.substr(0, slash + 1) + target;
+    std::string target;
+    if (hops >= 40 || !symlink_target(dest, target))
+      return fail(1, fmt::format("-o {}: {}", output, hops < 40 ? strerror(errno) : strerror(ELOOP)));
+    dest = target;
     if (std::string why = untrusted_symlink(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
   }
   const bool via_tmp = !to_stdout && !in_place;
   // The temporary file has a random name (create_temp_beside: O_EXCL, never through a link
   // or FIFO another user planted) and is written through the descriptor that made it.
-  std::string tmp;
+  OwnedFile tmp;
   std::unique_ptr<__gnu_cxx::stdio_filebuf<char>> filebuf;
   std::ostream file(nullptr);
   if (!to_stdout) {
@@ -709,24 +702,20 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     }
   } catch (const std::exception& e) {
     if (to_stdout && errno == EPIPE) return fail(1, "");  // the reader left (| head): quiet, as with SIGPIPE
-    if (via_tmp) ::unlink(tmp.c_str());
+    if (via_tmp) tmp.remove();
     if (opts.stop && opts.stop->load()) return fail(130, "interrupted");
     return fail(1, fmt::format("export to {}: {}", to_stdout ? "stdout" : output, e.what()));
   }
   if (done.intervals == 0) {
-    if (via_tmp) ::unlink(tmp.c_str());
+    if (via_tmp) tmp.remove();
     return fail(1, fmt::format("{}: {} sample{} in the window{}{}, need two for an interval{}", req.file, done.samples,
                                done.samples == 1 ? "" : "s", req.from.empty() ? "" : " --from " + req.from,
                                req.to.empty() ? "" : " --to " + req.to,
                                r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
   }
-  if (via_tmp) {
-    if (::rename(tmp.c_str(), dest.c_str()) != 0) {
-      std::string why = fmt::format("cannot rename {} to {}: {}", tmp, dest, strerror(errno));
-      ::unlink(tmp.c_str());
-      return fail(1, std::move(why));
-    }
-  }
+  if (via_tmp)
+    if (const int e = tmp.replace(dest))  // the temporary file removed
+      return fail(1, fmt::format("cannot rename {} to {}: {}", tmp.path(), dest, strerror(e)));
   if (r->damage())
     res.errors.push_back(
         fmt::format("{} is damaged {}; exported the {} samples before it", req.file, damage_text(*r), done.samples));

@@ -1,0 +1,387 @@
+// The payload codecs of SAMPLE, EXACT, GAPS and ONLINE frames (sample_codec.h): each
+// frame type's encoder, then its decoder.
+#include "store/sample_codec.h"
+
+#include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "store/frame.h"
+
+namespace schedhot {
+
+uint64_t state_words(const Meta& m) {
+  uint64_t w = 0;
+  for (auto& p : m.probes) w += p.layout.slot_words;
+  return w * m.ncpus;
+}
+
+std::string backwards_time(uint64_t mono_ns, uint64_t prev_ns) {
+  if (mono_ns == prev_ns) return "sample time does not advance (the same as the previous sample's)";
+  return fmt::format("sample time goes backwards ({:.3f} s before the previous sample's)",
+                     static_cast<double>(prev_ns - mono_ns) / 1e9);
+}
+
+// ---- SAMPLE -----------------------------------------------------------------------
+
+std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev) {
+  std::string b;
+  put<uint32_t>(b, s.seq);
+  put<uint64_t>(b, s.mono_ns);
+  put<uint64_t>(b, s.wall_ns);
+  uint16_t nentries = 0;
+  for (size_t i = 0; i < s.probes.size() && i < meta.probes.size(); ++i)
+    if (s.probes[i].present) ++nentries;
+  put<uint16_t>(b, nentries);
+  for (size_t i = 0; i < s.probes.size() && i < meta.probes.size(); ++i) {
+    const ProbeSample& cur = s.probes[i];
+    if (!cur.present) continue;
+    const uint32_t sw = meta.probes[i].layout.slot_words;
+    if (cur.words.size() != size_t(meta.ncpus) * sw)
+      throw std::runtime_error(fmt::format("sample for {} has {} words, expected {}", meta.probes[i].name,
+                                           cur.words.size(), size_t(meta.ncpus) * sw));
+    const ProbeSample* base = nullptr;
+    if (prev && i < prev->probes.size() && prev->probes[i].present && prev->probes[i].words.size() == cur.words.size())
+      base = &prev->probes[i];
+    put<uint16_t>(b, static_cast<uint16_t>(i));
+    std::string cpus;
+    uint64_t nchanged = 0;
+    int64_t last_cpu = -1;
+    std::string words;
+    for (uint32_t c = 0; c < meta.ncpus; ++c) {
+      const uint64_t* w = cur.words.data() + size_t(c) * sw;
+      const uint64_t* o = base ? base->words.data() + size_t(c) * sw : nullptr;
+      // An unchanged slot (an idle CPU) is one memcmp; in a changed one, runs of 8 equal
+      // words (the empty part of a histogram) are skipped 8 at a time.
+      if (o && std::memcmp(w, o, size_t(sw) * sizeof(uint64_t)) == 0) continue;
+      words.clear();
+      uint64_t nw = 0;
+      int64_t last_w = -1;
+      for (uint32_t k = 0; k < sw; ++k) {
+        if (o && (k & 7) == 0 && k + 8 <= sw && std::memcmp(w + k, o + k, 8 * sizeof(uint64_t)) == 0) {
+          k += 7;
+          continue;
+        }
+        uint64_t before = o ? o[k] : 0;
+        if (w[k] == before) continue;
+        put_varint(words, static_cast<uint64_t>(k - last_w - 1));
+        put_varint(words, zigzag(static_cast<int64_t>(w[k] - before)));
+        last_w = k;
+        ++nw;
+      }
+      if (!nw) continue;
+      put_varint(cpus, static_cast<uint64_t>(c - last_cpu - 1));
+      put_varint(cpus, nw);
+      cpus += words;
+      last_cpu = c;
+      ++nchanged;
+    }
+    put_varint(b, nchanged);
+    b += cpus;
+  }
+  return b;
+}
+
+bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Sample& state, bool& valid,
+                   std::vector<char>& nonzero_cpu, std::string& why) {
+  ByteReader cur(raw);
+  if (!keyframe && !valid) {
+    why = "delta sample with no keyframe before it";
+    return false;
+  }
+  const uint32_t seq = cur.get<uint32_t>();
+  const uint64_t mono = cur.get<uint64_t>();
+  const uint64_t wall = cur.get<uint64_t>();
+  const uint16_t nentries = cur.get<uint16_t>();
+  if (!cur.ok) {
+    why = "sample header truncated";
+    return false;
+  }
+  // Deltas are applied to state in place; until the sample decodes completely the state
+  // is not valid (a seek starts again from a keyframe).
+  if (!valid || state.probes.size() != meta.probes.size()) state.probes.assign(meta.probes.size(), {});
+  if (keyframe || nonzero_cpu.size() != meta.ncpus) nonzero_cpu.assign(meta.ncpus, 0);
+  valid = false;
+  std::vector<bool> listed(meta.probes.size(), false);
+  for (uint16_t e = 0; e < nentries; ++e) {
+    uint16_t pi = cur.get<uint16_t>();
+    if (!cur.ok || pi >= meta.probes.size() || listed[pi]) {
+      why = fmt::format("bad probe index {} in sample", pi);
+      return false;
+    }
+    listed[pi] = true;
+    const uint32_t sw = meta.probes[pi].layout.slot_words;
+    const size_t need = size_t(meta.ncpus) * sw;
+    ProbeSample& ps = state.probes[pi];
+    if (keyframe || !ps.present || ps.words.size() != need) ps.words.assign(need, 0);
+    ps.present = true;
+    uint64_t ncpu = cur.varint();
+    if (!cur.ok || ncpu > meta.ncpus) {
+      why = fmt::format("probe {}: {} changed CPUs out of {}", meta.probes[pi].name, ncpu, meta.ncpus);
+      return false;
+    }
+    uint64_t cpu = 0;
+    bool first_cpu = true;
+    for (uint64_t k = 0; k < ncpu; ++k) {
+      uint64_t gap = cur.varint();
+      cpu = first_cpu ? gap : cpu + 1 + gap;
+      first_cpu = false;
+      uint64_t nw = cur.varint();
+      if (!cur.ok || gap >= meta.ncpus || cpu >= meta.ncpus || nw > sw) {
+        why = fmt::format("probe {}: bad CPU entry", meta.probes[pi].name);
+        return false;
+      }
+      uint64_t w = 0;
+      bool first_w = true;
+      uint64_t* slot = ps.words.data() + size_t(cpu) * sw;
+      for (uint64_t x = 0; x < nw; ++x) {
+        uint64_t wg = cur.varint();
+        w = first_w ? wg : w + 1 + wg;
+        first_w = false;
+        int64_t d = unzigzag(cur.varint());
+        if (!cur.ok || wg >= sw || w >= sw) {
+          why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
+          return false;
+        }
+        slot[w] += static_cast<uint64_t>(d);
+        if (slot[w]) nonzero_cpu[cpu] = 1;
+      }
+    }
+  }
+  if (cur.left() != 0) {
+    why = fmt::format("{} trailing bytes in sample", cur.left());
+    return false;
+  }
+  for (size_t pi = 0; pi < listed.size(); ++pi)
+    if (!listed[pi]) {
+      state.probes[pi].present = false;
+      state.probes[pi].words.clear();
+    }
+  state.seq = seq;
+  state.mono_ns = mono;
+  state.wall_ns = wall;
+  valid = true;
+  return true;
+}
+
+// ---- EXACT ------------------------------------------------------------------------
+
+std::string encode_exact(const ExactBatch& batch, uint64_t since_ns) {
+  std::string exact;
+  put<uint32_t>(exact, static_cast<uint32_t>(batch.records.size()));
+  put<uint64_t>(exact, batch.lost);
+  uint64_t last = since_ns;
+  for (const ExactRecord& r : batch.records) {
+    // in time order: a record before the previous one (or the previous sample) is stored
+    // at the previous time rather than refused
+    const uint64_t ts = std::max(r.ts_ns, last);
+    put_varint(exact, ts - last);
+    put_varint(exact, r.cpu);
+    put_varint(exact, r.probe);
+    put_varint(exact, r.word);
+    last = ts;
+  }
+  return exact;
+}
+
+bool decode_exact(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, uint32_t ncpus, ExactBatch& out,
+                  std::string& why) {
+  ByteReader c(raw);
+  const uint32_t n = c.get<uint32_t>();
+  ExactBatch b;
+  b.lost = c.get<uint64_t>();
+  if (!c.ok || uint64_t(n) * 4 > c.left()) {  // a record takes at least 4 bytes
+    why = "bad exact frame: record count larger than its payload";
+    return false;
+  }
+  b.records.reserve(n);
+  uint64_t ts = since_ns;
+  for (uint32_t i = 0; i < n && c.ok; ++i) {
+    ExactRecord r;
+    const uint64_t gap = c.varint();
+    if (ts + gap < ts) c.ok = false;
+    ts += gap;
+    r.ts_ns = ts;
+    const uint64_t cpu = c.varint(), probe = c.varint(), word = c.varint();
+    if (!c.ok) break;  // said below: truncated
+    if (ts > mono_ns) {  // the writer takes a sample's records up to its time
+      why = fmt::format("bad exact frame: record {} at {} ns, after its sample's time {} ns", i, ts, mono_ns);
+      return false;
+    }
+    if (cpu >= ncpus || probe > 0xffff || word > 0xffff) {
+      why = fmt::format("bad exact frame: record {} names CPU {} probe {} word {}", i, cpu, probe, word);
+      return false;
+    }
+    r.cpu = static_cast<uint32_t>(cpu);
+    r.probe = static_cast<uint16_t>(probe);
+    r.word = static_cast<uint16_t>(word);
+    b.records.push_back(r);
+  }
+  if (!c.ok || c.left()) {
+    why = "bad exact frame: truncated or trailing bytes";
+    return false;
+  }
+  out = std::move(b);
+  return true;
+}
+
+// ---- GAPS -------------------------------------------------------------------------
+
+std::string encode_gaps(const Sample& s, const Meta& meta) {
+  const GapBatch& g = *s.gaps;
+  if (g.from_ns > s.mono_ns)
+    throw std::runtime_error(fmt::format("sample {}: gap counts from {} ns, after the sample's time {} ns", s.seq,
+                                         g.from_ns, s.mono_ns));
+  std::string gaps;
+  put<uint64_t>(gaps, g.from_ns);
+  put<uint64_t>(gaps, g.full);
+  put<uint32_t>(gaps, static_cast<uint32_t>(g.counts.size()));
+  uint32_t last_cpu = 0, last_line = 0, of_cpu = 0;
+  for (size_t i = 0; i < g.counts.size(); ++i) {
+    const GapCounts& e = g.counts[i];
+    if (e.cpu >= meta.ncpus || e.line >= meta.gap_lines.size())
+      throw std::runtime_error(fmt::format("sample {}: gap entry {} (CPU {}, line {}) is out of range ({} CPUs, {} gap lines)",
+                                           s.seq, i, e.cpu, e.line, meta.ncpus, meta.gap_lines.size()));
+    if (i && (e.cpu < last_cpu || (e.cpu == last_cpu && e.line <= last_line)))
+      throw std::runtime_error(fmt::format("sample {}: gap entry {} (CPU {}, line {}) is not after the one before it (CPU {}, line {})",
+                                           s.seq, i, e.cpu, e.line, last_cpu, last_line));
+    of_cpu = i && e.cpu == last_cpu ? of_cpu + 1 : 1;
+    if (of_cpu > kMaxGapEntriesPerCpu)
+      throw std::runtime_error(fmt::format("sample {}: more than {} gap entries of CPU {}", s.seq,
+                                           kMaxGapEntriesPerCpu, e.cpu));
+    put_varint(gaps, e.cpu - (i ? last_cpu : 0));
+    put_varint(gaps, e.line);
+    for (const auto* h : {&e.ww, &e.wa, &e.ra}) {
+      uint64_t nz = 0;
+      for (uint32_t v : *h) nz += v != 0;
+      put_varint(gaps, nz);
+      int64_t last_b = -1;
+      for (size_t b = 0; b < h->size(); ++b) {
+        if (!(*h)[b]) continue;
+        put_varint(gaps, static_cast<uint64_t>(int64_t(b) - last_b - 1));
+        put_varint(gaps, (*h)[b]);
+        last_b = int64_t(b);
+      }
+    }
+    last_cpu = e.cpu;
+    last_line = e.line;
+  }
+  return gaps;
+}
+
+bool decode_gaps(const std::string& raw, uint64_t mono_ns, const Meta& meta, GapBatch& out, std::string& why) {
+  ByteReader c(raw);
+  GapBatch b;
+  b.from_ns = c.get<uint64_t>();
+  b.full = c.get<uint64_t>();
+  const uint32_t n = c.get<uint32_t>();
+  if (!c.ok) {
+    why = "bad gaps frame: truncated header";
+    return false;
+  }
+  if (b.from_ns > mono_ns) {
+    why = fmt::format("bad gaps frame: counts from {} ns, after its sample's time {} ns", b.from_ns, mono_ns);
+    return false;
+  }
+  // An entry takes at least 5 bytes (CPU gap, line, three empty histograms), and no CPU has
+  // more than kMaxGapEntriesPerCpu of them (distinct lines): both bound n before allocating.
+  const uint64_t most = uint64_t(meta.ncpus) * std::min<uint64_t>(meta.gap_lines.size(), kMaxGapEntriesPerCpu);
+  if (uint64_t(n) * 5 > c.left() || n > most) {
+    why = fmt::format("bad gaps frame: {} entries, more than its payload or {} CPUs x {} lines hold", n, meta.ncpus,
+                      std::min<uint64_t>(meta.gap_lines.size(), kMaxGapEntriesPerCpu));
+    return false;
+  }
+  b.counts.reserve(n);
+  uint64_t cpu = 0, line = 0, of_cpu = 0;
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t gap = c.varint();
+    const uint64_t l = c.varint();
+    if (!c.ok) break;  // said below: truncated
+    if (gap >= meta.ncpus || (i ? cpu + gap : gap) >= meta.ncpus || l >= meta.gap_lines.size()) {
+      why = fmt::format("bad gaps frame: entry {} names CPU {} line {} ({} CPUs, {} gap lines)", i,
+                        gap >= meta.ncpus ? gap : (i ? cpu + gap : gap), l, meta.ncpus, meta.gap_lines.size());
+      return false;
+    }
+    const uint64_t e_cpu = i ? cpu + gap : gap;
+    if (i && gap == 0 && l <= line) {
+      why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) is not after the one before it (line {})", i, e_cpu, l,
+                        line);
+      return false;
+    }
+    of_cpu = i && gap == 0 ? of_cpu + 1 : 1;
+    if (of_cpu > kMaxGapEntriesPerCpu) {
+      why = fmt::format("bad gaps frame: more than {} entries of CPU {}", kMaxGapEntriesPerCpu, e_cpu);
+      return false;
+    }
+    cpu = e_cpu;
+    line = l;
+    GapCounts& e = b.counts.emplace_back();
+    e.cpu = static_cast<uint32_t>(cpu);
+    e.line = static_cast<uint32_t>(line);
+    static constexpr const char* kHist[] = {"ww", "wa", "ra"};
+    int hi = 0;
+    for (auto* h : {&e.ww, &e.wa, &e.ra}) {
+      const uint64_t nz = c.varint();
+      if (!c.ok) break;
+      if (nz > h->size()) {
+        why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) {}: {} buckets of {}", i, cpu, line, kHist[hi], nz,
+                          h->size());
+        return false;
+      }
+      uint64_t bucket = 0;
+      for (uint64_t k = 0; k < nz; ++k) {
+        const uint64_t bg = c.varint();
+        const uint64_t v = c.varint();
+        if (!c.ok) break;
+        bucket = k ? bucket + 1 + bg : bg;
+        if (bg >= h->size() || bucket >= h->size() || v == 0 || v > UINT32_MAX) {
+          why = fmt::format("bad gaps frame: entry {} (CPU {} line {}) {}: bucket {} of {} with value {}", i, cpu, line,
+                            kHist[hi], bg >= h->size() ? bg : bucket, h->size(), v);
+          return false;
+        }
+        (*h)[bucket] = static_cast<uint32_t>(v);
+      }
+      ++hi;
+    }
+  }
+  if (!c.ok || c.left()) {
+    why = "bad gaps frame: truncated or trailing bytes";
+    return false;
+  }
+  out = std::move(b);
+  return true;
+}
+
+// ---- ONLINE -----------------------------------------------------------------------
+
+std::string encode_online(const std::vector<int>& online, uint32_t ncpus) {
+  std::string bitmap(online_bitmap_bytes(ncpus), '\0');
+  for (int c : online)
+    if (c >= 0 && static_cast<uint32_t>(c) < ncpus) bitmap[size_t(c) / 8] |= static_cast<char>(1u << (c % 8));
+  return bitmap;
+}
+
+bool decode_online(const std::string& payload, uint32_t ncpus, std::vector<int>& cpus, std::string& why) {
+  if (payload.size() != online_bitmap_bytes(ncpus)) {
+    why = fmt::format("online frame of {} bytes for {} CPUs", payload.size(), ncpus);
+    return false;
+  }
+  for (size_t i = 0; i < payload.size(); ++i) {
+    const auto byte = static_cast<uint8_t>(payload[i]);
+    for (int bit = 0; bit < 8; ++bit) {
+      if (!(byte & (1u << bit))) continue;
+      const size_t c = i * 8 + size_t(bit);
+      if (c >= ncpus) {
+        why = fmt::format("online frame names CPU {} of {}", c, ncpus);
+        return false;
+      }
+      cpus.push_back(static_cast<int>(c));
+    }
+  }
+  return true;
+}
+
+}  // namespace schedhot
