@@ -239,6 +239,30 @@ try:
     check(not [ln for ln in err if "--textfile" in ln] and sorted(os.listdir(fdir)) == [".schedhot.prom.tmp"],
           f"sticky directory: no warning, the FIFO left alone ({err[:2]}, {sorted(os.listdir(fdir))})")
 
+    # --textfile DIR that is another user's link, in a shared directory, to a directory only root
+    # writes (an attacker's pass, 2026-12-05): serve wrote root's schedhot.prom there and
+    # removed it at exit. Refused now, before anything is written.
+    sdir = os.path.join(td, "shared")
+    os.mkdir(sdir)
+    os.chmod(sdir, 0o1777)
+    rootdir = os.path.join(td, "rootonly")
+    os.mkdir(rootdir, 0o700)
+    with open(os.path.join(rootdir, "schedhot.prom"), "w") as fh:
+        fh.write("root's\n")
+    tlink = os.path.join(sdir, "tf")
+    os.symlink(rootdir, tlink)
+    os.lchown(tlink, 65534, 65534)
+    p = start("--listen", "", "--textfile", tlink, "-q")
+    try:
+        rc = p.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        rc = None
+    err = p.stderr.read().strip().splitlines()
+    check(rc == 1 and len(err) == 1 and "symlink owned by uid 65534" in err[0]
+          and open(os.path.join(rootdir, "schedhot.prom")).read() == "root's\n",
+          f"--textfile through another user's link: refused, exit 1, one line, nothing written ({rc}, {err[:2]})")
+
     # schedhot.prom replaced by another user's file while serving, and serve's last write (at
     # SIGTERM) failing: that file is left at exit. A tmpfs of 3 inodes (the root, the
     # replacement, a filler) makes the last write fail with ENOSPC.

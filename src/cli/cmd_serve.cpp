@@ -63,6 +63,13 @@ int run_serve(const ServeCmd& o) {
       return usage_error(fmt::format("--textfile {}: not a writable directory ({})", o.textfile,
                                      ::stat(o.textfile.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : std::strerror(e)));
     }
+    // The output-file policy on DIR as a whole: no directory or link on the way that another
+    // user planted or could replace (DIR itself included), so DIR keeps naming this directory
+    // for the whole run.
+    if (std::string why = unsafe_output_path(o.textfile); !why.empty()) {
+      err(fmt::format("--textfile {}: {}", o.textfile, why));
+      return 1;
+    }
     warn_textfile_dir(o.textfile, st);
   }
   if (o.max_connections < 1 || o.max_connections > kMaxConnections) {

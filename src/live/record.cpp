@@ -73,6 +73,10 @@ int record(const RecordRequest& r) {
       }
     }
   }
+  if (r.stop && r.stop->load()) {  // stopped while the probes attached: no sample, the old file kept
+    say("stopped before the first sample; nothing recorded");
+    return 130;
+  }
   Sample s;
   if (!sess.next(s)) {  // the baseline; the file is created with it
     say(sess.error().value_or("no sample"));

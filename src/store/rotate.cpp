@@ -13,6 +13,8 @@
 
 #include <fmt/format.h>
 
+#include "sys/output_file.h"
+
 namespace schedhot {
 
 namespace {
@@ -47,6 +49,10 @@ void rename_if_there(const std::string& from, const std::string& to) {
 /// regular file holding a recording (the SCHEDHOT magic): a device, a directory, a symlink
 /// or someone's notes are not ours to move or delete. Nothing at path is fine.
 void refuse_foreign(const std::string& path, const std::string& why) {
+  // The output-file policy first: nothing is moved or deleted through a directory or link
+  // another user planted, nor another user's file in a directory others can write.
+  if (std::string unsafe = unsafe_output_path(path); !unsafe.empty())
+    throw std::runtime_error(fmt::format("-o {}: {}", path, unsafe));
   struct stat st {};
   if (::lstat(path.c_str(), &st) != 0) return;
   bool ours = false;

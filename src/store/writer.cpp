@@ -63,8 +63,13 @@ int open_output(const std::string& path, bool overwrite, OwnedFile& created, std
     if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
     if (!overwrite) throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
     if (std::string why = untrusted_symlink(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
-    // O_NONBLOCK: a FIFO without a reader is ENXIO instead of a wait; cleared below.
-    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+    // Not a link when checked: opened without following one, so a link renamed over the
+    // name since is not opened (ELOOP: checked again). O_NONBLOCK: a FIFO without a reader
+    // is ENXIO instead of a wait; cleared below.
+    struct stat pre {};
+    const bool link_now = ::lstat(path.c_str(), &pre) == 0 && S_ISLNK(pre.st_mode);
+    fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK | (link_now ? 0 : O_NOFOLLOW));
+    if (fd < 0 && errno == ELOOP && !link_now) continue;
     if (fd < 0 && errno == ENOENT) {
       struct stat lst {};
       if (::lstat(path.c_str(), &lst) != 0 || !S_ISLNK(lst.st_mode)) continue;  // removed since: again
@@ -98,7 +103,12 @@ int open_output(const std::string& path, bool overwrite, OwnedFile& created, std
       // META: a new file next to it (its real path, so a symlink stays a symlink), renamed
       // over it by the writer. A disk too full for even that leaves the old file as it was.
       ::close(fd);
-      const std::string dest = real_path(path);
+      // The file opened must be one root may replace (another user's, in a directory
+      // others write, could become a link at any moment), and the new file goes over the
+      // name (or a link's target only while the link may be followed).
+      if (std::string why = unsafe_output_path(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
+      const std::string dest = replacement_target(path);
+      if (dest.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, untrusted_symlink(path)));
       try {
         fd = create_temp_beside(dest, created);  // a random name: nothing planted there is opened
       } catch (const std::runtime_error& e) {

@@ -126,6 +126,13 @@ bool symlink_target(const std::string& link, std::string& target) {
   return true;
 }
 
+std::string replacement_target(const std::string& path) {
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+  if (!untrusted_symlink(path).empty()) return "";
+  return real_path(path);
+}
+
 std::string real_path(const std::string& path) {
   std::string out = path;
   if (char* rp = ::realpath(path.c_str(), nullptr)) {

@@ -68,6 +68,12 @@ std::string real_path(const std::string& path);
 /// is not a symlink or may be followed, else one line: why it is not followed.
 std::string untrusted_symlink(const std::string& path);
 
+/// Where a new file goes to replace what is at path (record and export with --force): the
+/// symlink's resolved target when path is a symlink untrusted_symlink() allows following,
+/// else path itself (a rename over a name replaces whatever is there, a link included,
+/// without following it). "" when path is a symlink that may not be followed.
+std::string replacement_target(const std::string& path);
+
 /// create_temp(dest + ".XXXXXX"): a new empty file beside dest, to be renamed over it
 /// (OwnedFile::replace), mode 0666 & ~umask as open(2) would give. Returns its descriptor
 /// (O_CLOEXEC) and sets tmp; throws std::runtime_error with one line ("cannot create

@@ -652,17 +652,27 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
       return fail(2, fmt::format("-o {}: is the recording being exported", output));
     in_place = !S_ISREG(old_st.st_mode);
     if (!in_place && !req.force) return fail(1, fmt::format("{} exists; choose another name or pass --force", output));
-    if (!in_place) dest = real_path(output);
+    if (!in_place) {
+      // Replaced through a new file renamed over it: over the link's target only when the
+      // link may be followed (checked now: a link planted since the checks above is not),
+      // else over the name itself, which a rename replaces without following anything.
+      dest = replacement_target(output);
+      if (dest.empty()) return fail(1, fmt::format("-o {}: {}", output, untrusted_symlink(output)));
+      if (std::string why = unsafe_output_path(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
+    }
   }
   // A dangling symlink (or a chain of them): the export creates the last target, and every
   // link stays; a loop is an error.
   struct stat link_st {};
+  // Each link is checked as it is followed (one planted since the checks above is seen
+  // here, never followed), and so is the path of its target.
   for (int hops = 0; !to_stdout && !existed && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode); ++hops) {
+    if (std::string why = untrusted_symlink(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
     std::string target;
     if (hops >= 40 || !symlink_target(dest, target))
       return fail(1, fmt::format("-o {}: {}", output, hops < 40 ? strerror(errno) : strerror(ELOOP)));
     dest = target;
-    if (std::string why = untrusted_symlink(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
+    if (std::string why = unsafe_output_path(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
   }
   const bool via_tmp = !to_stdout && !in_place;
   // The temporary file has a random name (create_temp_beside: O_EXCL, never through a link

@@ -8,9 +8,12 @@
 
 #include <atomic>
 #include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
+#include "live/record.h"
 #include "live/session.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
@@ -120,4 +123,26 @@ TEST(LiveSession, ABadProbeSelectionIsAUsageError) {
     EXPECT_EQ(e.status(), 2);
     EXPECT_NE(std::string(e.what()).find("warp"), std::string::npos) << e.what();
   }
+}
+
+// A stop while the probes attach (Ctrl-C right after launch) records nothing and keeps the
+// file --force would have replaced (an attacker's pass, 2026-12-05: the old recording was
+// replaced by two samples taken after the signal, and record exited 0).
+TEST(LiveSession, RecordStoppedBeforeItsFirstSampleKeepsTheOldFile) {
+  const std::string path = temp_path("old.shot");
+  { std::ofstream(path) << "an old recording\n"; }
+  std::atomic<bool> stop{true};
+  RecordRequest r;
+  r.output = path;
+  r.force = true;
+  r.quiet = true;
+  r.duration_ns = 1'000'000'000;
+  r.interval_ns = 100'000'000;
+  r.stop = &stop;
+  EXPECT_EQ(record(r), 130);
+  std::ifstream in(path);
+  std::stringstream got;
+  got << in.rdbuf();
+  EXPECT_EQ(got.str(), "an old recording\n");
+  std::remove(path.c_str());
 }

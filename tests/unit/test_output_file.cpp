@@ -160,3 +160,23 @@ TEST(OutputFile, SymlinkTargetsAndRealPaths) {
   EXPECT_EQ(real_path(dir / "p"), fs::canonical(dir / "plain").string());
   EXPECT_EQ(real_path(dir / "nothing/here"), dir / "nothing/here") << "as given when it does not resolve";
 }
+
+// replacement_target (record and export with --force): a link is followed only while
+// untrusted_symlink() allows it, else nothing (""); any other name is replaced as itself.
+TEST(OutputFile, AReplacementGoesThroughOnlyALinkThatMayBeFollowed) {
+  TempDir dir("of_replace");
+  const std::string file = dir / "f", link = dir / "l";
+  write_text(file, "x");
+  EXPECT_EQ(replacement_target(file), file);
+  EXPECT_EQ(replacement_target(dir / "absent"), dir / "absent");
+  ASSERT_EQ(::symlink(file.c_str(), link.c_str()), 0);
+  EXPECT_EQ(replacement_target(link), real_path(file)) << "this user's link";
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root for another user's link";
+  const std::string shared = dir / "shared";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);
+  const std::string theirs = shared + "/l";
+  ASSERT_EQ(::symlink(file.c_str(), theirs.c_str()), 0);
+  ASSERT_EQ(::lchown(theirs.c_str(), 65534, 65534), 0);
+  EXPECT_EQ(replacement_target(theirs), "") << "nobody's link in a shared directory";
+}

@@ -594,6 +594,52 @@ TEST(RecordingRotation, NonRecordingsAtRotatedNamesAreRefusedAtStart) {
   EXPECT_EQ(slurp(path + ".3"), "precious\n");
 }
 
+// Found by an attacker's pass (2026-12-05): rotation moved and deleted files through a
+// directory link another user planted in a shared directory, and moved or deleted another
+// user's recording there, before any path check ran. Now nothing is touched: the output-file
+// policy (unsafe_output_path) is checked on FILE and every FILE.N first.
+TEST(RecordingRotation, NothingIsMovedThroughAnotherUsersLinkOrOfAnotherUsersFile) {
+  if (::geteuid() != 0) GTEST_SKIP() << "needs root (the files of another user)";
+  Meta m = synthetic_meta(2);
+  TempDir dir("rotate_planted");
+  const std::string shared = dir / "shared", victim = dir / "victim";
+  ASSERT_EQ(::mkdir(shared.c_str(), 0700), 0);
+  ASSERT_EQ(::chmod(shared.c_str(), 01777), 0);  // /tmp-like
+  ASSERT_EQ(::mkdir(victim.c_str(), 0700), 0);   // root's own
+  write_recording(victim + "/x.shot", m, 3, true);
+  write_recording(victim + "/x.shot.1", m, 4, true);
+  const std::string before0 = slurp(victim + "/x.shot"), before1 = slurp(victim + "/x.shot.1");
+  const std::string link = shared + "/d";
+  ASSERT_EQ(::symlink(victim.c_str(), link.c_str()), 0);
+  ASSERT_EQ(::lchown(link.c_str(), 65534, 65534), 0);  // nobody's link
+  try {
+    RotatingWriter w(link + "/x.shot", m, WriterOptions{}, RotateOptions{30'000, 2});
+    FAIL() << "rotated through nobody's link";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("symlink owned by uid 65534"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(victim + "/x.shot"), before0);
+  EXPECT_EQ(slurp(victim + "/x.shot.1"), before1);
+  EXPECT_FALSE(exists(victim + "/x.shot.2"));
+  // nobody's recording in the shared directory: not deleted (--rotate 0 --force), not moved.
+  const std::string theirs = shared + "/r.shot";
+  write_recording(theirs, m, 3, true);
+  ASSERT_EQ(::chown(theirs.c_str(), 65534, 65534), 0);
+  const std::string their_bytes = slurp(theirs);
+  WriterOptions force;
+  force.overwrite = true;
+  for (unsigned keep : {0u, 1u}) {
+    try {
+      RotatingWriter w(theirs, m, force, RotateOptions{30'000, keep});
+      FAIL() << "rotated nobody's file with --rotate " << keep;
+    } catch (const std::runtime_error& e) {
+      EXPECT_NE(std::string(e.what()).find("belongs to uid 65534"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(slurp(theirs), their_bytes);
+    EXPECT_FALSE(exists(theirs + ".1"));
+  }
+}
+
 namespace {
 
 /// Writes samples until the writer's first rotation; returns how many were written.
