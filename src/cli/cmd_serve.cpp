@@ -56,22 +56,7 @@ int run_serve(const ServeCmd& o) {
   if (o.listen.empty() && o.textfile.empty()) {
     return usage_error("--listen '' and no --textfile: nothing to serve");
   }
-  if (!o.textfile.empty()) {
-    struct stat st {};
-    if (::stat(o.textfile.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(o.textfile.c_str(), W_OK) != 0) {
-      const int e = errno;
-      return usage_error(fmt::format("--textfile {}: not a writable directory ({})", o.textfile,
-                                     ::stat(o.textfile.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : std::strerror(e)));
-    }
-    // The output-file policy on DIR as a whole: no directory or link on the way that another
-    // user planted or could replace (DIR itself included), so DIR keeps naming this directory
-    // for the whole run.
-    if (std::string why = unsafe_output_path(o.textfile); !why.empty()) {
-      err(fmt::format("--textfile {}: {}", o.textfile, why));
-      return 1;
-    }
-    warn_textfile_dir(o.textfile, st);
-  }
+  if (!o.textfile.empty()) check_textfile_dir(o.textfile);  // UsageError, runtime_error: main prints them
   if (o.max_connections < 1 || o.max_connections > kMaxConnections) {
     return usage_error(fmt::format("--max-connections {}: give 1..{}", o.max_connections, kMaxConnections));
   }

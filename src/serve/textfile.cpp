@@ -1,6 +1,7 @@
 #include "serve/textfile.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,9 +42,15 @@ void remove_textfile(const std::string& dir, const TextfileWritten& written) {
   if (written.path() == dir + "/schedhot.prom") written.remove();
 }
 
-/// A --textfile directory others may write to without the sticky bit (or owned by another
-/// user) lets them replace or remove schedhot.prom: said once at start-up.
-void warn_textfile_dir(const std::string& dir, const struct stat& st) {
+void check_textfile_dir(const std::string& dir) {
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode) || ::access(dir.c_str(), W_OK) != 0) {
+    const int e = errno;
+    throw UsageError(fmt::format("--textfile {}: not a writable directory ({})", dir,
+                                 ::stat(dir.c_str(), &st) == 0 && !S_ISDIR(st.st_mode) ? "not a directory" : std::strerror(e)));
+  }
+  if (std::string why = unsafe_output_path(dir); !why.empty())
+    throw std::runtime_error(fmt::format("--textfile {}: {}", dir, why));
   std::string why;
   if ((st.st_mode & (S_IWGRP | S_IWOTH)) && !(st.st_mode & S_ISVTX))
     why = fmt::format("writable by {} without the sticky bit (mode {:04o})",

@@ -20,8 +20,11 @@ using TextfileWritten = OwnedFile;
 void write_textfile(const std::string& dir, const std::string& text, TextfileWritten& written);
 /// At exit: dir/schedhot.prom removed if it is still the file serve last put there.
 void remove_textfile(const std::string& dir, const TextfileWritten& written);
-/// A --textfile directory others may write to without the sticky bit (or owned by another
-/// user) lets them replace or remove schedhot.prom: said once at start-up (stderr).
-void warn_textfile_dir(const std::string& dir, const struct stat& st);
+/// Checks --textfile DIR at start-up: a writable directory (else UsageError, one line), by
+/// the output-file policy as a whole, DIR included (no directory or link on the way that
+/// another user planted or could replace, so DIR names this directory for the whole run;
+/// else std::runtime_error, one line), and warns once on stderr when others may write to it
+/// without the sticky bit, or it is another user's (they could replace schedhot.prom).
+void check_textfile_dir(const std::string& dir);
 
 }  // namespace schedhot
