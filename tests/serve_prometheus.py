@@ -10,7 +10,8 @@ started beside serve counts the same kernel events in its own maps. For a window
 scrapes (first scrape t1, last t2), every counter's increase in Prometheus must lie between
 report's totals over an inner and an outer window, and Prometheus's rate() between the
 rates those give: a scraped value is serve's latest sample, taken up to DELTA before the
-scrape, and report's window snaps to record's samples, so the windows may differ by that
+scrape (or newer than the scrape's stamp by the scrape's duration, which Prometheus stores as
+scrape_duration_seconds), and report's window snaps to record's samples, so the windows may differ by that
 much at each edge. The band's width, what the recording counted in those edges, is the
 tolerance, measured rather than guessed. Likewise histogram_quantile(0.99) over the
 window must fall in the same power-of-two bucket as report's p99 (Prometheus knows only
@@ -107,11 +108,16 @@ try:
     scrapes = query(f"schedhot_samples_total[{W}s]", time=T)[0]["values"]
     t1, t2 = scrapes[0][0], scrapes[-1][0]
     span = t2 - t1
+    # A scrape is stamped when it starts and served when schedhot answers, up to the scrape's
+    # duration later: the first scraped value can be a sample taken after t1 by that much.
+    dur = query(f'max_over_time(scrape_duration_seconds{{job="schedhot"}}[{W}s])', time=T)
+    late = float(dur[0]["value"][1]) if dur else INTERVAL
     nominal, nw = report(t1 - start, t2 - start)
-    inner, _ = report(t1 - start, t2 - DELTA - start)                     # inside every window the scrapes can stand for
+    inner, _ = report(t1 + late - start, t2 - DELTA - start)              # inside every window the scrapes can stand for
     outer, _ = report(t1 - DELTA - INTERVAL - start, t2 + 2 * INTERVAL - start)  # around it (report snaps inward)
     print(f"window: {len(scrapes)} scrapes over {span:.2f} s; report's: {nw.get('samples')} samples over "
-          f"{nw.get('seconds', 0):.2f} s, starting {nw.get('start_wall_ns', 0) / 1e9 - t1:+.3f} s from the first scrape")
+          f"{nw.get('seconds', 0):.2f} s, starting {nw.get('start_wall_ns', 0) / 1e9 - t1:+.3f} s from the first scrape; "
+          f"longest scrape {late * 1e3:.1f} ms")
     compared = 0
     for name, p in nominal.items():
         if p.get("status") != "attached":
