@@ -14,7 +14,7 @@
 #include "model/lines.h"
 #include "serve/http.h"
 #include "serve/textfile.h"
-#include "view/metrics.h"
+#include "output/metrics.h"
 
 namespace schedhot::cli {
 

@@ -1,5 +1,5 @@
 // Subcommands that work on recording files: info and export (options parsed here, run by
-// view/info.h info_command() and view/export.h export_command()), and the --from/--to and
+// command/info.h info_command() and command/export.h export_command()), and the --from/--to and
 // record's rotation options. Exit status as in commands.h: 0 success, 1 runtime failure,
 // 2 bad usage; every failure is one line on stderr.
 #include <iostream>
@@ -9,10 +9,14 @@
 
 #include "cli/commands.h"
 #include "sys/cpulist.h"
-#include "view/diff.h"
-#include "view/export.h"
-#include "view/info.h"
-#include "view/report.h"
+#include "command/diff.h"
+#include "output/diff_text.h"
+#include "command/export.h"
+#include "analysis/info.h"
+#include "output/info_text.h"
+#include "command/info.h"
+#include "command/report.h"
+#include "output/report_text.h"
 
 namespace schedhot::cli {
 

@@ -1,4 +1,4 @@
-// schedhot top and schedhot replay: one UI (src/view/tui_app.h) over two feeds, the live
+// schedhot top and schedhot replay: one UI (src/tui/app.h) over two feeds, the live
 // kernel (LiveFeed below, on LiveSource) and a recording (tui::ReplayFeed, on
 // RecordingReader). When stdout is not a full-screen terminal, both print a plain table
 // per interval instead.
@@ -19,10 +19,10 @@
 #include "store/driver.h"
 #include "store/recording.h"
 #include "sys/cpulist.h"
-#include "view/tui_app.h"
-#include "view/tui_replay.h"
-#include "view/tui_live.h"
-#include "view/tui_term.h"
+#include "tui/app.h"
+#include "tui/replay_feed.h"
+#include "tui/live_feed.h"
+#include "tui/terminal.h"
 
 namespace schedhot::cli {
 

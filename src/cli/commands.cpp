@@ -27,10 +27,12 @@
 #include "store/driver.h"
 #include "store/rotate.h"
 #include "live/record.h"
-#include "view/cachelines.h"
-#include "view/probes.h"
-#include "view/fleet.h"
-#include "view/report.h"
+#include "analysis/cachelines.h"
+#include "output/probes.h"
+#include "command/fleet.h"
+#include "output/fleet_text.h"
+#include "command/report.h"
+#include "output/report_text.h"
 #include "sys/json_text.h"
 
 namespace schedhot::cli {
@@ -140,7 +142,7 @@ int run_record(const RecordCmd& o) {
 
 namespace {
 
-/// report over src (reader: src when it is a recording): view/report.h report_command(),
+/// report over src (reader: src when it is a recording): command/report.h report_command(),
 /// printed.
 int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) {
   ReportRequest req;
@@ -167,7 +169,7 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
 
 namespace {
 
-/// report --fleet DIR: view/fleet.h fleet_command(), printed.
+/// report --fleet DIR: command/fleet.h fleet_command(), printed.
 int report_fleet(const ReportCmd& o) {
   if (!o.file.empty() || o.live || o.all_cpus || o.sort_given || !o.from.empty() || !o.to.empty() || o.duration_given ||
       o.interval_given) {

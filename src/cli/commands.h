@@ -14,7 +14,7 @@
 #include "sys/console.h"
 #include "sys/host.h"
 #include "sys/units.h"
-#include "view/metrics.h"
+#include "output/metrics.h"
 
 namespace schedhot {
 struct CommandOutput;
@@ -45,7 +45,7 @@ std::string usage_hint();
 /// errors end, and returns 2 (the exit status of a usage error).
 int usage_error(const std::string& msg);
 
-/// Prints what a command's entry point below src/cli returned (view/report.h
+/// Prints what a command's entry point below src/cli returned (command/command.h
 /// CommandOutput): its stdout text, then each error with err(). Returns its exit status.
 int print_output(const CommandOutput& res);
 
@@ -83,7 +83,7 @@ struct ServeCmd {
   std::string listen = "127.0.0.1:9870";  ///< ADDRESS:PORT, [IPv6]:PORT or :PORT ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
-  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (view/metrics.h)
+  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (output/metrics.h)
   int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
   int timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
@@ -105,7 +105,7 @@ struct ReportCmd {
   std::string xfer_cost;  ///< --xfer-cost smt=15,llc=40,package=80,remote=150 (ns)
   std::string from, to;
   bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
-  std::string fleet;           ///< --fleet DIR: one row per host (view/fleet.h)
+  std::string fleet;           ///< --fleet DIR: one row per host (command/fleet.h)
   bool csv = false;            ///< --csv (with --fleet)
   bool every_interval = false; ///< --every-interval (with --fleet)
   unsigned jobs = 0;           ///< --jobs (with --fleet; 0: the CPUs, at most 4)

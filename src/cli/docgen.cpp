@@ -18,7 +18,7 @@
 
 #include "cli/commands.h"
 #include "probe/catalog.h"
-#include "view/report.h"
+#include "analysis/report.h"
 
 #ifndef SCHEDHOT_VERSION
 #define SCHEDHOT_VERSION "dev"

@@ -56,7 +56,7 @@ struct AttachContext {
 };
 
 /// A probe's counts over a report's window, summed over all CPUs, as a module's report
-/// section reads them (view/report.cpp implements it over model's Interval; probe/ does
+/// section reads them (analysis/report.cpp implements it over model's Interval; probe/ does
 /// not include model/).
 class WindowTotals {
  public:

@@ -21,7 +21,7 @@
 
 #include "sys/web_config.h"
 #endif
-#include "view/metrics.h"
+#include "output/metrics.h"
 
 namespace schedhot {
 
@@ -61,7 +61,7 @@ int open_listener(ListenAddr& a, std::string& why);
 /// What every answer is made from.
 struct HttpSetup {
   Published* pub = nullptr;
-  PerCpu per_cpu;                   ///< --per-cpu (view/metrics.h)
+  PerCpu per_cpu;                   ///< --per-cpu (output/metrics.h)
   const BasicAuth* auth = nullptr;  ///< basic_auth_users (none: every request passes)
   std::vector<std::pair<std::string, std::string>> headers;  ///< http_server_config.headers, on every answer
   const TlsServerConfig* tls = nullptr;  ///< tls_server_config (enabled(): client_auth_type checked per request)

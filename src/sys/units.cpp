@@ -110,4 +110,20 @@ std::string format_utc_time(uint64_t wall_ns) {
   return buf;
 }
 
+std::string format_rate(double r) {
+  if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
+  if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
+
+std::string format_ns(double x) {
+  if (x >= 1e9) return fmt::format("{:.2f}s", x / 1e9);
+  if (x >= 1e6) return fmt::format("{:.1f}ms", x / 1e6);
+  if (x >= 1e4) return fmt::format("{:.1f}us", x / 1e3);
+  return fmt::format("{:.0f}", x);
+}
+
 }  // namespace schedhot

@@ -38,6 +38,11 @@ uint64_t parse_start_at_ns(const std::string& s, uint64_t now_wall_ns);
 /// A wall clock time (ns since the epoch) as "2023-11-14 22:13:20 UTC".
 std::string format_utc_time(uint64_t wall_ns);
 
+/// A rate (events/s) in at most 6 characters: "0", "0.50", "12.5", "345", "12.3k", "1.50M".
+std::string format_rate(double r);
+/// A duration in ns in at most 7 characters: "850", "12.3us", "4.5ms", "1.20s".
+std::string format_ns(double ns);
+
 /// Checks that a run of dur_ns (as written: d) has a second sample at interval iv_ns
 /// (written: i), which rates need. until_stopped (record): a -d written as 0 means "until
 /// stopped" and passes; a positive -d that rounds to 0 ns (1e-10) is short all the same.

@@ -26,7 +26,8 @@
 
 #include "bench/synthetic.h"
 #include "schedhot/abi.h"
-#include "view/report.h"
+#include "command/report.h"
+#include "output/report_text.h"
 
 extern char** environ;
 

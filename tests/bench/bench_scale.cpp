@@ -33,7 +33,8 @@
 
 #include "bench/synthetic.h"
 #include "sample/sampler.h"
-#include "view/report.h"
+#include "command/report.h"
+#include "output/report_text.h"
 
 extern char** environ;
 

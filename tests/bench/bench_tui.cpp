@@ -20,9 +20,9 @@
 #include <vector>
 
 #include "bench/synthetic.h"
-#include "view/tui_app.h"
-#include "view/tui_replay.h"
-#include "view/tui_term.h"
+#include "tui/app.h"
+#include "tui/replay_feed.h"
+#include "tui/terminal.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;

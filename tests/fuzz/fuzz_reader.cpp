@@ -22,7 +22,9 @@
 
 #include "store/crc32c.h"
 #include "store/recording.h"
-#include "view/export.h"
+#include "command/export.h"
+#include "analysis/info.h"
+#include "output/info_text.h"
 
 using namespace schedhot;
 

@@ -1,4 +1,4 @@
-// view/diff.h on synthetic recordings: the same recording against itself is no change
+// analysis/diff.h on synthetic recordings: the same recording against itself is no change
 // (status 0), a host with another kernel and a proxy on one side are warned about, a
 // file that cannot be read is one line and status 1, and 2x latency on a probe is
 // significant with the right ratio (status 3).
@@ -12,7 +12,8 @@
 #include "store/recording.h"
 #include "test_recording_util.h"
 #include "test_util.h"
-#include "view/diff.h"
+#include "command/diff.h"
+#include "output/diff_text.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;

@@ -23,7 +23,8 @@
 #include "store/driver.h"
 #include "store/recording.h"
 #include "test_util.h"
-#include "view/report.h"
+#include "command/report.h"
+#include "output/report_text.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;

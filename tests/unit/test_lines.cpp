@@ -10,8 +10,8 @@
 
 #include "model/lines.h"
 #include "probe/attacher.h"
-#include "view/cachelines.h"
-#include "view/metrics.h"
+#include "analysis/cachelines.h"
+#include "output/metrics.h"
 #include "test_util.h"
 
 using namespace schedhot;

@@ -17,7 +17,7 @@
 
 #include "probe/module.h"
 #include "test_util.h"
-#include "view/metrics.h"
+#include "output/metrics.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;

@@ -13,8 +13,11 @@
 #include "model/lines.h"
 #include "store/recording.h"
 #include "test_recording_util.h"
-#include "view/export.h"
-#include "view/info.h"
+#include "command/export.h"
+#include "command/report.h"
+#include "analysis/info.h"
+#include "output/info_text.h"
+#include "command/info.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;

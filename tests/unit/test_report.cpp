@@ -5,8 +5,11 @@
 
 #include "test_util.h"
 #include "model/interval.h"
-#include "view/export.h"
-#include "view/report.h"
+#include "command/export.h"
+#include "analysis/info.h"
+#include "output/info_text.h"
+#include "command/report.h"
+#include "output/report_text.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;

@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "sample/sampler.h"
-#include "view/tui_replay.h"
+#include "tui/replay_feed.h"
 
 using namespace schedhot;
 

@@ -1,4 +1,4 @@
-// The top/replay UI's key handling (src/view/tui_app.h) over the replay feed
+// The top/replay UI's key handling (src/tui/app.h) over the replay feed
 // (tui_replay.h) on the committed recording tests/data/tui16.shot, and over a small
 // live-like feed for the keys that only make sense live.
 #include <gtest/gtest.h>
@@ -20,10 +20,10 @@
 #include "data/tui_fixture.h"
 #include "unit/test_recording_util.h"
 #include "store/recording.h"
-#include "view/tui_app.h"
+#include "tui/app.h"
 #include "sample/sampler.h"
-#include "view/tui_replay.h"
-#include "view/tui_term.h"
+#include "tui/replay_feed.h"
+#include "tui/terminal.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;

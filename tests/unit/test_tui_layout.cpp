@@ -1,4 +1,4 @@
-// top/replay layouts (src/view/layout.h) on the fixed recording's samples
+// top/replay layouts (src/tui/screen.h) on the fixed recording's samples
 // (tests/data/tui_fixture.h): table values, sorting, paging, topology folding, histogram
 // bars and percentile marks, header, summary, the small-terminal screen, and that the
 // committed tests/data/tui16.shot holds exactly what the generator makes.
@@ -15,7 +15,7 @@
 #include "data/tui_fixture.h"
 #include "model/interval.h"
 #include "store/recording.h"
-#include "view/layout.h"
+#include "tui/screen.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;

@@ -1,0 +1,241 @@
+#include "output/diff_text.h"
+
+#include <cmath>
+#include <string_view>
+
+#include <fmt/format.h>
+
+#include "analysis/diff.h"
+#include "model/compare.h"
+#include "probe/catalog.h"
+#include "output/report_text.h"
+#include "sys/units.h"
+#include "sys/json_text.h"
+
+namespace schedhot {
+
+namespace {
+
+std::string ratio_text(const nlohmann::json& f) {
+  if (f.is_null() || f["ratio"].is_null()) return f.is_object() && f.value("significant", false) ? "-*" : "-";
+  return fmt::format("{:.2f}{}", f["ratio"].get<double>(), f.value("significant", false) ? "*" : "");
+}
+/// A rate (events/s) with no k/M multiplier, so a column holds one unit at one scale
+/// ("9472", "12840", not "9472" above "12.8k"): "0", "0.35", "26.7", "12840".
+std::string per_s(double r) {
+  if (r >= 100) return fmt::format("{:.0f}", r);
+  if (r >= 1) return fmt::format("{:.1f}", r);
+  if (r > 0) return fmt::format("{:.2f}", r);
+  return "0";
+}
+std::string rate_text(const nlohmann::json& f, const char* side) {
+  return f[side].is_null() ? "-" : per_s(f[side].get<double>());
+}
+/// "; damaged at byte N (...) after the window: ..." for a side read before its damage, else "".
+std::string damage_text(const nlohmann::json& side) {
+  return side.contains("damage") && side["damage"].is_string() ? "; " + scrub_controls(side["damage"].get<std::string>()) : "";
+}
+/// A duration in ns as microseconds, the one unit of every latency column of the text and
+/// Markdown tables (a column never mixes "9472" ns with "26.1us"): "0.070", "9.47", "26.1", "4661".
+std::string us_text(double ns) {
+  const double u = ns / 1e3;
+  if (u < 1) return fmt::format("{:.3f}", u);
+  if (u < 10) return fmt::format("{:.2f}", u);
+  if (u < 1000) return fmt::format("{:.1f}", u);
+  return fmt::format("{:.0f}", u);
+}
+std::string ns_text(const nlohmann::json& f, const char* side) {
+  return f.is_null() || f[side].is_null() ? "-" : us_text(f[side].get<double>());
+}
+
+/// The tested figures of probe row p that changed significantly, in column order: "p90",
+/// "p99", "rate".
+std::vector<std::string> significant_figures(const nlohmann::json& p) {
+  std::vector<std::string> v;
+  const auto& lat = p["latency_ns"];
+  if (!lat.is_null())
+    for (const char* k : kPctNames)
+      if (lat.contains(k) && lat[k].value("significant", false)) v.push_back(k);
+  if (p.contains("rate") && p["rate"].is_object() && p["rate"].value("significant", false)) v.push_back("rate");
+  return v;
+}
+
+/// A probe row's verdict as the tables show it: "significant (p90, rate)", "no change".
+std::string verdict_text(const nlohmann::json& p) {
+  const std::string v = p["verdict"].get<std::string>();
+  const std::vector<std::string> figs = significant_figures(p);
+  return v == "significant" && !figs.empty() ? fmt::format("{} ({})", v, fmt::join(figs, ", ")) : v;
+}
+
+}  // namespace
+
+std::string render_diff_text(const nlohmann::json& d) {
+  std::string out;
+  auto side = [&](const char* s) {
+    const auto& j = d[s];
+    return fmt::format("{}{} ({} interval{}, {:.1f} s{})", scrub_controls(j["file"].get<std::string>()),
+                       j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
+                       j["intervals"].get<int>() == 1 ? "" : "s",
+                       j["seconds"].get<double>(), damage_text(j));
+  };
+  out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
+  if (!d["host_differences"].empty()) {
+    out += "\nHost differences (the comparison may be suspect):\n";
+    for (auto& h : d["host_differences"]) out += "  ! " + h.get<std::string>() + "\n";
+  }
+  out += fmt::format("\nProbes (p10..max in us; B/A; * significant: the {:.0f} % bootstrap interval excludes 1 and "
+                     "the change exceeds the bucket error)\n",
+                     d["method"]["confidence"].get<double>() * 100);
+  out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "probe", "", "calls",
+                     "rate/s", "p10 us", "p50 us", "p90 us", "p98 us", "p99 us", "max us", "verdict");
+  for (auto& p : d["probes"]) {
+    const std::string name = p["probe"];
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("{:<12} not compared ({})\n", name, p["reason"].get<std::string>());
+      continue;
+    }
+    const auto& lat = p["latency_ns"];
+    auto pct = [&](const char* k, const char* s) { return lat.is_null() ? std::string("-") : ns_text(lat[k], s); };
+    for (const char* s : {"a", "b"}) {
+      out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", s[0] == 'a' ? name : "",
+                         s[0] == 'a' ? "A" : "B",
+                         p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
+                         pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
+    }
+    auto rat = [&](const char* k) { return lat.is_null() ? std::string("-") : ratio_text(lat[k]); };
+    out += fmt::format("{:<12} {:<4} {:>10} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}  {}\n", "", "B/A", "",
+                       ratio_text(p["rate"]), rat("p10"), rat("p50"), rat("p90"), rat("p98"), rat("p99"), rat("max"),
+                       verdict_text(p));
+  }
+  if (!d["lines"].empty()) {
+    out += "\nCachelines (modeled transfers/s)\n";
+    out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
+    for (auto& l : d["lines"]) {
+      out += fmt::format("{:<40} {:>9} {:>9} {:>7}{}\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l),
+                         l.contains("reason") ? "  not compared: " + l["reason"].get<std::string>() : "");
+      if (l.contains("by"))
+        for (auto& g : l["by"])
+          out += fmt::format("  {:<38} {:>9} {:>9} {:>7}\n", g["group"].get<std::string>(), rate_text(g, "a"),
+                             rate_text(g, "b"), ratio_text(g));
+    }
+  }
+  out += d["significant"].get<bool>() ? "\nVerdict: significant change (exit status 3)\n"
+                                      : "\nVerdict: no significant change\n";
+  return out;
+}
+
+std::string render_diff_markdown(const nlohmann::json& d) {
+  // a name with a backtick stays inside a double-backtick code span
+  std::string out = fmt::format("**A**: `` {} ``{}{}  \n**B**: `` {} ``{}{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
+                                d["a"]["window"].is_null() ? "" : " " + scrub_controls(d["a"]["window"].get<std::string>()),
+                                damage_text(d["a"]), scrub_controls(d["b"]["file"].get<std::string>()),
+                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()),
+                                damage_text(d["b"]));
+  for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
+  if (!d["host_differences"].empty()) out += "\n";
+  out += "| probe | side | calls | rate/s | p10 (us) | p50 (us) | p90 (us) | p98 (us) | p99 (us) | max (us) | verdict |\n";
+  out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
+  for (auto& p : d["probes"]) {
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("| {} | | | | | | | | | | not compared ({}) |\n", p["probe"].get<std::string>(),
+                         p["reason"].get<std::string>());
+      continue;
+    }
+    const auto& lat = p["latency_ns"];
+    auto pct = [&](const char* k, const char* s) { return lat.is_null() ? std::string("-") : ns_text(lat[k], s); };
+    for (const char* s : {"a", "b"})
+      out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |\n",
+                         s[0] == 'a' ? p["probe"].get<std::string>() : "", s[0] == 'a' ? "A" : "B",
+                         p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
+                         p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
+                         pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
+    auto rat = [&](const char* k) {
+      std::string r = lat.is_null() ? "-" : ratio_text(lat[k]);
+      return r.back() == '*' ? "**" + r.substr(0, r.size() - 1) + "**" : r;
+    };
+    std::string rr = ratio_text(p["rate"]);
+    if (rr.back() == '*') rr = "**" + rr.substr(0, rr.size() - 1) + "**";
+    out += fmt::format("| | B/A | | {} | {} | {} | {} | {} | {} | {} | {} |\n", rr, rat("p10"), rat("p50"), rat("p90"),
+                       rat("p98"), rat("p99"), rat("max"), verdict_text(p));
+  }
+  if (!d["lines"].empty()) {
+    out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
+    for (auto& l : d["lines"])
+      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+                         per_s(l["b"].get<double>()), ratio_text(l));
+  }
+  out += fmt::format("\nBold: significant ({:.0f} % bootstrap interval over intervals excludes 1, change above the "
+                     "bucket error).\n",
+                     d["method"]["confidence"].get<double>() * 100);
+  return out;
+}
+
+std::string render_diff_patch(const nlohmann::json& d) {
+  // Which recording (and window) is A and which B, the host differences that make the
+  // comparison suspect (as the text format), then per probe the seeds' layout; a figure
+  // whose change is beyond the noise says so (the text format's '*'), as do the modeled
+  // cachelines that changed. Probes with no event on either side are left out: nothing to
+  // argue with; probes not compared say why.
+  auto side = [&](const char* k) {
+    const auto& s = d[k];
+    return fmt::format("{}{} ({}, {}, {:.3g} s{})", scrub_controls(s.value("file", std::string("?"))),
+                       s["window"].is_null() ? "" : " " + scrub_controls(s["window"].get<std::string>()),
+                       scrub_controls(s.value("hostname", std::string("?"))),
+                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0), damage_text(s));
+  };
+  std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
+  for (auto& h : d["host_differences"]) out += "! " + h.get<std::string>() + "\n";
+  if (!d["host_differences"].empty()) out += "\n";
+  const size_t head = out.size();
+  for (auto& p : d["probes"]) {
+    const std::string name = p["probe"];
+    if (p["verdict"] == "not compared") {
+      out += fmt::format("- {}: not compared ({})\n\n", name, p.value("reason", std::string("?")));
+      continue;
+    }
+    const auto& lat = p["latency_ns"];
+    const bool silent = lat.is_null() && (p["rate"].is_null() || (p["rate"]["a"].get<double>() == 0 &&
+                                                                   p["rate"]["b"].get<double>() == 0));
+    if (silent) continue;
+    if (!lat.is_null()) {
+      const ProbeSpec* hs = find_probe(name);  // runtime, wait time (bcast_wait), residency (idle)
+      out += fmt::format("- {} for {}, nanoseconds:\n\n", hs ? hs->hist_what : "runtime", name);
+      for (const char* s : {"a", "b"}) {
+        out += fmt::format("  {}:", s[0] == 'a' ? "A" : "B");
+        for (const char* k : kPctNames)
+          out += lat[k][s].is_null() ? fmt::format("  {}: {:>5}", k, "-") : fmt::format("  {}: {:>5.0f}", k, lat[k][s].get<double>());
+        out += "\n";
+      }
+      // Which percentiles moved beyond the noise, each with its change; the others did not.
+      std::vector<std::string> moved;
+      for (const char* k : kPctNames)
+        if (lat[k].value("significant", false))
+          moved.push_back(lat[k]["ratio"].is_null() ? fmt::format("{} (from 0)", k)
+                                                    : fmt::format("{} {:+.1f} %", k, (lat[k]["ratio"].get<double>() - 1) * 100));
+      out += moved.empty() ? "\n"
+                           : fmt::format("  (beyond the noise, significant: {}{})\n\n", fmt::join(moved, ", "),
+                                         moved.size() < 5 ? "; the other percentiles are not" : "");
+    }
+    if (!p["rate"].is_null()) {
+      const auto& r = p["rate"];
+      const ProbeSpec* spec = find_probe(name);  // its counter: calls, sent (ilb_kick), exits (idle)...
+      out += fmt::format("- {} {}/s: {:.2f} -> {:.2f}", name, spec ? spec->primary : "calls", r["a"].get<double>(),
+                         r["b"].get<double>());
+      if (!r["ratio"].is_null()) out += fmt::format(" ({:+.1f} %)", (r["ratio"].get<double>() - 1) * 100);
+      if (r.value("significant", false)) out += " significant";
+      out += "\n\n";
+    }
+  }
+  for (auto& l : d["lines"]) {
+    if (l.contains("reason") || !l.value("significant", false)) continue;
+    out += fmt::format("- modeled coherence transfers/s of {}: {:.1f} -> {:.1f} significant\n\n", l["name"].get<std::string>(),
+                       l["a"].get<double>(), l["b"].get<double>());
+  }
+  if (out.size() == head) out += "no probe counted an event on either side\n";
+  if (d["significant"].get<bool>()) out += "(schedhot diff: significant change, exit status 3)\n";
+  return out;
+}
+
+}  // namespace schedhot

@@ -1,0 +1,436 @@
+#include "output/metrics.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+
+#include "model/interval.h"
+#include "probe/catalog.h"
+#include "probe/layout.h"
+#include "probe/module.h"
+#include "schedhot/abi.h"
+
+namespace schedhot {
+
+std::vector<uint64_t> metric_bounds_ns() {
+  std::vector<uint64_t> b;
+  for (int k = 6; k <= 30; ++k) b.push_back((uint64_t{1} << k) - 1);
+  return b;
+}
+
+namespace {
+constexpr const char* kGapLabel = "gap_model";
+constexpr const char* kIndependentLabel = "independent_arrivals";
+}  // namespace
+
+LineTransferTotals::LineTransferTotals(const Meta& meta) {
+  for (const PossibleLine& l : possible_lines(meta, layout_of(meta))) {
+    const bool measured = std::any_of(l.probes.begin(), l.probes.end(), [&](int p) {
+      return meta.probes[size_t(p)].status.attached && blind_reason(meta, p).empty();
+    });
+    const bool gaps = std::any_of(meta.gap_lines.begin(), meta.gap_lines.end(), [&](const Meta::GapLine& g) {
+      return g.object == l.key.object && g.line == l.key.line;
+    });
+    if (measured) totals_.push_back(LineTotal{l.family, l.name, 0, gaps ? kGapLabel : kIndependentLabel});
+  }
+}
+
+const std::vector<LineTotal>& LineTransferTotals::add(const CoherenceSummary& s) {
+  for (const LineSummary& l : s.lines) {
+    const char* est = l.estimate.rfind(LineSummary::kGapModel, 0) == 0 ? kGapLabel : kIndependentLabel;
+    auto it = std::find_if(totals_.begin(), totals_.end(), [&](const LineTotal& t) {
+      return t.family == l.family && t.name == l.name && t.estimate == est;
+    });
+    if (it == totals_.end()) it = totals_.insert(totals_.end(), LineTotal{l.family, l.name, 0, est});
+    const double x = l.traffic.total() * s.seconds;
+    if (x > 0) it->xfers += x;  // a counter never decreases
+  }
+  return totals_;
+}
+
+uint32_t array_elements(const Meta& meta, const ProbeMeta& pm, const Field& field) {
+  const ProbeModule* mod = find_module(pm.name);
+  if (!mod || field.kind != FieldKind::counter_array) return field.nwords;
+  // The last element any declared access of the array resolves to a kernel field, on the
+  // recording's layout, else (it has no such part) on the layout assumed for its kernel.
+  auto last_of = [&](const CoherenceLayout& layout) {
+    int n = -1;  // -1: no access maps the array's elements to a kernel array
+    for (const FieldAccess& a : mod->spec().accesses) {
+      const size_t h = a.field.find('#');
+      if (a.counter != field.name || a.element != FieldAccess::kEachElement || h == std::string::npos) continue;
+      n = std::max(n, 0);
+      for (int e = static_cast<int>(field.nwords) - 1; e >= n; --e) {
+        std::string f = a.field;
+        f.replace(h, 1, std::to_string(e));
+        if (field_target(f, static_cast<int>(meta.ncpus), layout)) {
+          n = e + 1;
+          break;
+        }
+      }
+    }
+    return n;
+  };
+  int n = last_of(layout_of(meta));
+  if (n == 0 && meta.layout) n = last_of(assumed_layout(meta.host.kernel_release, meta.host.cacheline_bytes));
+  return n > 0 ? std::min(static_cast<uint32_t>(n), field.nwords) : field.nwords;
+}
+
+const char* metrics_content_type(bool openmetrics) {
+  return openmetrics ? "application/openmetrics-text; version=1.0.0; charset=utf-8"
+                     : "text/plain; version=0.0.4; charset=utf-8";
+}
+
+bool wants_openmetrics(const std::string& accept) {
+  return accept.find("application/openmetrics-text") != std::string::npos;
+}
+
+namespace {
+
+/// A label value escaped as both formats want: backslash, double quote, newline.
+std::string esc(std::string_view v) {
+  std::string o;
+  for (char c : v) {
+    if (c == '\\') o += "\\\\";
+    else if (c == '"') o += "\\\"";
+    else if (c == '\n') o += "\\n";
+    else o += c;
+  }
+  return o;
+}
+
+/// A metric-name part: [a-zA-Z0-9_] kept, anything else '_'.
+std::string name_part(std::string_view v) {
+  std::string o(v);
+  for (char& c : o)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) c = '_';
+  return o;
+}
+
+/// Shortest round-trip text of a double (Go's strconv 'g' style that both parsers take).
+std::string num(double v) {
+  if (std::isinf(v)) return v > 0 ? "+Inf" : "-Inf";
+  if (std::isnan(v)) return "NaN";
+  return fmt::format("{}", v);
+}
+
+class Out {
+ public:
+  explicit Out(bool om) : om_(om) {}
+  /// # HELP / # TYPE of a family. base: the name without _total (counters) or _info (info).
+  void family(const std::string& base, const char* type, const std::string& help) {
+    std::string n = base;
+    if (!om_ && std::string_view(type) == "counter") n += "_total";
+    if (!om_ && std::string_view(type) == "info") n += "_info";
+    const char* t = (!om_ && std::string_view(type) == "info") ? "gauge" : type;
+    s_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", n, help, n, t);
+    if (om_ && std::string_view(type) == "seconds") s_ += "";  // (units are in the names)
+  }
+  void sample(const std::string& name, const std::string& labels, const std::string& value) {
+    s_ += labels.empty() ? fmt::format("{} {}\n", name, value) : fmt::format("{}{{{}}} {}\n", name, labels, value);
+  }
+  std::string done() {
+    if (om_) s_ += "# EOF\n";
+    return std::move(s_);
+  }
+
+ private:
+  bool om_;
+  std::string s_;
+};
+
+std::string join_labels(std::string a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return a + "," + b;
+}
+
+/// The family name of field f of probe `probe` without a counter's _total:
+/// schedhot_<probe>_<field>, or schedhot_<probe>_<hist_metric or field>_seconds.
+std::string family_base(std::string_view probe, const Field& f) {
+  if (f.kind != FieldKind::hist) return fmt::format("schedhot_{}_{}", name_part(probe), name_part(f.name));
+  const ProbeSpec* spec = find_probe(probe);
+  const std::string part = spec && spec->hist == f.name && !spec->hist_metric.empty() ? spec->hist_metric : f.name;
+  return fmt::format("schedhot_{}_{}_seconds", name_part(probe), name_part(part));
+}
+
+/// A field's doc as HELP text: without the ", ns" that says the slot's unit (the metric's is seconds).
+std::string help_text(const Field& f) {
+  std::string d = f.doc.empty() ? f.name : f.doc;
+  if (d.size() > 4 && d.compare(d.size() - 4, 4, ", ns") == 0) d.resize(d.size() - 4);
+  return d;
+}
+
+/// Element i of counter array f of probe pm: the name report gives it (the module's label,
+/// else the recording's label), else its index.
+std::string element_label(const ProbeMeta& pm, const Field& f, uint32_t i) {
+  const ProbeModule* mod = find_module(pm.name);
+  if (auto l = mod ? mod->label(f.name, i) : std::nullopt) return *l;
+  if (i < pm.labels.size() && !pm.labels[i].empty()) return pm.labels[i];
+  return fmt::format("{}", i);
+}
+
+/// A per-probe metric family a scrape renders: field `field` of probe `probe`.
+struct Exported {
+  int probe = -1;
+  const Field* field = nullptr;
+  std::string base;  ///< family_base()
+};
+
+/// Every per-probe family render_metrics() renders for iv, in its order: the fields (not
+/// private, seen by the backend in use) of the probes attached, present and not blind.
+/// The per-CPU notice asks the same list which --per-cpu items label something.
+std::vector<Exported> exported_families(const Meta& m, const Interval& iv) {
+  std::vector<Exported> v;
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    const ProbeMeta& pm = m.probes[p];
+    const int pi = static_cast<int>(p);
+    if (!pm.status.attached || !iv.present(pi) || !blind_reason(m, pi).empty()) continue;
+    for (const Field& f : pm.layout.fields)
+      if (f.kind != FieldKind::priv && counter_observed(pm.name, pm.status.proxy, f.name))
+        v.push_back({pi, &f, family_base(pm.name, f)});
+  }
+  return v;
+}
+
+/// Series lines (not comments) of an exposition text.
+size_t count_series(const std::string& text) {
+  size_t n = 0, at = 0;
+  while (at < text.size()) {
+    const size_t end = text.find('\n', at);
+    if (text[at] != '#') ++n;
+    if (end == std::string::npos) break;
+    at = end + 1;
+  }
+  return n;
+}
+
+}  // namespace
+
+bool PerCpu::covers(std::string_view probe, std::string_view base) const {
+  if (!on) return false;
+  if (families.empty()) return true;
+  for (const std::string& f : families)
+    if (f == probe || f == base || (f.size() == base.size() + 6 && f.compare(0, base.size(), base) == 0 &&
+                                    std::string_view(f).substr(base.size()) == "_total"))
+      return true;
+  return false;
+}
+
+std::vector<std::string> per_cpu_family_names() {
+  std::vector<std::string> v;
+  for (const ProbeSpec& p : probe_catalog())
+    for (const Field& f : p.layout.fields)
+      if (f.kind != FieldKind::priv) v.push_back(family_base(p.name, f));
+  return v;
+}
+
+std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed) {
+  for (const std::string& a : args) {
+    if (a == "--") break;
+    if (a == "--per-cpu=") return "";
+  }
+  return parsed;
+}
+
+PerCpu parse_per_cpu(std::string_view spec) {
+  PerCpu pc;
+  pc.on = true;
+  if (spec == "all") return pc;
+  if (spec.empty())
+    throw std::invalid_argument(
+        "--per-cpu=: an empty list (the bare --per-cpu labels every family; --per-cpu=LIST the probes and families listed)");
+  const std::vector<std::string> known = per_cpu_family_names();
+  for (std::string_view rest = spec; ;) {
+    const size_t c = rest.find(',');
+    const std::string item(rest.substr(0, c));
+    bool ok = find_probe(item) != nullptr;
+    for (const std::string& k : known) ok |= item == k || item == k + "_total";
+    if (!ok)
+      throw std::invalid_argument(
+          item.empty() ? fmt::format("--per-cpu: '{}' has an empty item (give all, or probe and metric family names, comma-separated)", spec)
+                       : fmt::format("--per-cpu: '{}' is neither a probe nor a per-probe metric family (e.g. idle, "
+                                     "schedhot_idle_exits_total, schedhot_cpupri_set_lat_seconds)", item));
+    pc.families.push_back(item);
+    if (c == std::string_view::npos) break;
+    rest = rest.substr(c + 1);
+  }
+  return pc;
+}
+
+std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
+  const Meta& m = st.meta;
+  Out out(o.openmetrics);
+  const Sample zero = make_sample(m);
+  const Interval iv(m, zero, st.last);  // cumulative since attach
+
+  std::vector<int> cpus;  // the CPUs labelled with --per-cpu
+  if (o.per_cpu.on) {
+    if (!st.last.online.empty()) cpus = st.last.online;
+    else
+      for (uint32_t c = 0; c < m.ncpus; ++c) cpus.push_back(static_cast<int>(c));
+  }
+
+  out.family("schedhot_probe", "info", "a probe's attach status: attached, backend, why not (reason), why blind");
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    const ProbeMeta& pm = m.probes[p];
+    const std::string blind = blind_reason(m, static_cast<int>(p));
+    out.sample("schedhot_probe_info",
+               fmt::format("probe=\"{}\",attached=\"{}\",backend=\"{}\",proxy=\"{}\",reason=\"{}\",blind=\"{}\"", esc(pm.name),
+                           pm.status.attached ? "true" : "false", esc(to_string(pm.status.backend)),
+                           pm.status.proxy ? "true" : "false", esc(pm.status.reason), esc(blind)),
+               "1");
+  }
+
+  const std::vector<uint64_t> bounds = metric_bounds_ns();
+  for (const Exported& e : exported_families(m, iv)) {
+    const ProbeMeta& pm = m.probes[size_t(e.probe)];
+    const int pi = e.probe;
+    const Field& f = *e.field;
+    const std::string& base = e.base;
+    const bool per_cpu = o.per_cpu.covers(pm.name, base);
+    auto each_cpu = [&](auto&& fn) {
+      if (per_cpu)
+        for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
+      else
+        fn(-1, std::string());
+    };
+    if (f.kind == FieldKind::counter) {
+      out.family(base, "counter", help_text(f));
+      each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
+    } else if (f.kind == FieldKind::counter_array) {
+      out.family(base, "counter", help_text(f));
+      const uint32_t n = array_elements(m, pm, f);  // not the slot's padding
+      each_cpu([&](int c, const std::string& l) {
+        for (uint32_t i = 0; i < n; ++i) {
+          const std::string el = element_label(pm, f, i);
+          out.sample(base + "_total", join_labels(l, fmt::format("element=\"{}\"", esc(el))),
+                     fmt::format("{}", iv.count(pi, f.name, c, static_cast<int>(i))));
+        }
+      });
+    } else if (f.kind == FieldKind::hist) {
+      const std::string& hb = base;
+      out.family(hb, "histogram", help_text(f) + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
+      each_cpu([&](int c, const std::string& l) {
+        const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
+        const HistSummary h = iv.hist(pi, f.name, c);
+        uint64_t cum = 0;
+        size_t i = 0;
+        for (uint64_t bound : bounds) {
+          // Every bucket whose last value (lower + width - 1) is at or below the bound.
+          for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bound;
+               ++i)
+            cum += b[i];
+          out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) / 1e9))),
+                     fmt::format("{}", cum));
+        }
+        out.sample(hb + "_bucket", join_labels(l, "le=\"+Inf\""), fmt::format("{}", h.count));
+        out.sample(hb + "_sum", l, num(h.mean_ns * double(h.count) * 1e-9));
+        out.sample(hb + "_count", l, fmt::format("{}", h.count));
+      });
+    }
+  }
+
+  out.family("schedhot_line_transfers", "counter",
+             "estimated coherence transfers of a hot line since serve started (the cacheline model's, summed over its "
+             "intervals; estimate: which model, gap_model or independent_arrivals)");
+  // estimate: the figure's model (README 'Cachelines'): gap_model for the intervals whose
+  // gap counts modeled the line, independent_arrivals for the others (a counter each).
+  for (const LineTotal& r : st.lines)
+    out.sample("schedhot_line_transfers_total",
+               fmt::format("family=\"{}\",line=\"{}\",estimate=\"{}\"", esc(r.family), esc(r.name), esc(r.estimate)),
+               num(r.xfers));
+
+  if (m.layout) {
+    const FixesPresent f = fixes_present(*m.layout);
+    out.family("schedhot_fix_present", "gauge", "1 when the kernel has the seed-patch fix, 0 when not; absent when unknown");
+    auto fix = [&](const char* name, const std::optional<bool>& v) {
+      if (v) out.sample("schedhot_fix_present", fmt::format("fix=\"{}\"", name), *v ? "1" : "0");
+    };
+    fix("nohz_nr_cpus_removed", f.nohz_nr_cpus_removed);
+    fix("cpupri_count_removed", f.cpupri_count_removed);
+    fix("bcast_lock_own_line", f.bcast_lock_own_line);
+  }
+
+  out.family("schedhot_lost_samples", "counter", "sample deadlines the sampler missed (it was stalled)");
+  out.sample("schedhot_lost_samples_total", "", fmt::format("{}", st.lost_samples));
+  out.family("schedhot_samples", "counter", "samples the sampler took");
+  out.sample("schedhot_samples_total", "", fmt::format("{}", st.samples));
+  out.family("schedhot_bpf_stats_enabled", "gauge", "1 when kernel.bpf_stats_enabled is on (then schedhot_bpf_run_seconds_total exists)");
+  out.sample("schedhot_bpf_stats_enabled", "", st.bpf_run_ns ? "1" : "0");
+  if (st.bpf_run_ns) {
+    out.family("schedhot_bpf_run_seconds", "counter", "time schedhot's BPF programs ran (bpf_prog_info run_time_ns)");
+    out.sample("schedhot_bpf_run_seconds_total", "", num(double(*st.bpf_run_ns) * 1e-9));
+    out.family("schedhot_bpf_runs", "counter", "runs of schedhot's BPF programs (bpf_prog_info run_cnt)");
+    out.sample("schedhot_bpf_runs_total", "", fmt::format("{}", st.bpf_runs.value_or(0)));
+  }
+  return out.done();
+}
+
+namespace {
+
+/// One line: a probe's reason may hold a newline (a verifier's message).
+std::string one_line(std::string v) {
+  for (char& c : v)
+    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+  return v;
+}
+
+/// Why --per-cpu item `item` (a probe or family name, parse_per_cpu()) labels no series of
+/// a scrape of m at iv.
+std::string labels_nothing_because(const Meta& m, const Interval& iv, const std::string& item) {
+  std::string probe = find_probe(item) ? item : "", field;
+  for (const ProbeSpec& p : probe_catalog())
+    for (const Field& f : p.layout.fields) {
+      if (!probe.empty() || f.kind == FieldKind::priv) continue;
+      const std::string b = family_base(p.name, f);
+      if (item == b || item == b + "_total") probe = p.name, field = f.name;
+    }
+  const int pi = m.probe_index(probe);
+  if (pi < 0) return fmt::format("{} is not in this run", probe);
+  const ProbeMeta& pm = m.probes[size_t(pi)];
+  const std::string who = field.empty() ? "" : probe + " ";
+  if (!pm.status.attached)
+    return fmt::format("{}not attached{}", who, pm.status.reason.empty() ? "" : ": " + one_line(pm.status.reason));
+  if (std::string why = blind_reason(m, pi); !why.empty()) return fmt::format("{}blind: {}", who, one_line(why));
+  if (!iv.present(pi)) return fmt::format("{}has no data", who);
+  if (!pm.layout.find(field)) return fmt::format("{} has no {} in this run", probe, field);
+  if (!counter_observed(pm.name, pm.status.proxy, field))
+    return fmt::format("{} runs as a proxy ({}), which does not see {}", probe, to_string(pm.status.backend), field);
+  return "not exported in this run";
+}
+
+}  // namespace
+
+std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu) {
+  MetricsOptions with, without;
+  with.per_cpu = per_cpu;
+  with.per_cpu.on = true;
+  const std::string text = render_metrics(st, with);
+  const size_t w = count_series(text), o = count_series(render_metrics(st, without));
+  // Series with a cpu label, as rendered (the labelled families have no other series).
+  size_t labelled = 0;
+  for (size_t at = text.find("{cpu=\""); at != std::string::npos; at = text.find("{cpu=\"", at + 1)) ++labelled;
+  size_t ncpus = st.last.online.size();
+  if (ncpus == 0) ncpus = st.meta.ncpus;
+  const size_t each = ncpus ? labelled / ncpus : 0;
+  std::string nothing;
+  if (!per_cpu.families.empty()) {
+    const Interval iv(st.meta, make_sample(st.meta), st.last);
+    const std::vector<Exported> fams = exported_families(st.meta, iv);
+    PerCpu one;
+    one.on = true;
+    for (const std::string& item : per_cpu.families) {
+      one.families = {item};
+      if (std::none_of(fams.begin(), fams.end(),
+                       [&](const Exported& e) { return one.covers(st.meta.probes[size_t(e.probe)].name, e.base); }))
+        nothing += fmt::format("{}{} ({})", nothing.empty() ? "" : ", ", item, labels_nothing_because(st.meta, iv, item));
+    }
+  }
+  return fmt::format("--per-cpu: {} series a scrape ({} per CPU x {} CPU{}), {} without it{}{}", w, each, ncpus,
+                     ncpus == 1 ? "" : "s", o,
+                     per_cpu.families.empty() ? "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")" : "",
+                     nothing.empty() ? "" : "; nothing per CPU from " + nothing + " (serving on)");
+}
+
+}  // namespace schedhot

@@ -1,0 +1,76 @@
+#include "output/probes.h"
+
+#include <algorithm>
+#include <iterator>
+
+#include <fmt/format.h>
+
+#include "probe/layout.h"
+#include "probe/status.h"
+#include "sys/json_text.h"
+#include "analysis/cachelines.h"
+
+namespace schedhot {
+
+std::string probes_json_text(const Attached& a) {
+  nlohmann::json j = {{"schema", "schedhot.probes/1"},
+                      {"kernel", a.host.kernel_release},
+                      {"btf", a.facts.btf},
+                      {"kprobes", a.facts.kprobes},
+                      {"kallsyms", a.facts.kallsyms_error.empty() ? "ok" : a.facts.kallsyms_error},
+                      {"layout", a.facts.layout},
+                      {"fixes", fixes_json(fixes_present(a.facts.layout))},
+                      {"probes", a.probes->statuses()}};
+  return json_text(j, 2) + "\n";
+}
+
+std::string probes_text(const Attached& a) {
+  const auto& st = a.probes->statuses();
+  const CoherenceLayout& layout = a.facts.layout;
+  const FixesPresent fixes = fixes_present(layout);
+  std::string out;
+  auto o = std::back_inserter(out);
+  fmt::format_to(o, "kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a.host.kernel_release,
+             !a.facts.btf ? "no" : a.facts.btf_path.empty() ? "yes" : "yes (--btf " + a.facts.btf_path + ")",
+             a.facts.kprobes ? "yes" : "no", a.facts.kallsyms_error.empty() ? "ok" : a.facts.kallsyms_error);
+  // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
+  const std::string symbols = a.facts.system_map ? a.facts.system_map_path
+                              : a.facts.kallsyms_error.empty() ? std::string("/proc/kallsyms")
+                                                                : "none (" + a.facts.kallsyms_error + ")";
+  fmt::format_to(o, "layout {}; symbols {}\n", layout_source_text(layout), symbols);
+  for (const std::string& n : layout.notes) fmt::format_to(o, "  {}\n", n);
+  fmt::format_to(o, "{}\n", to_string(fixes));
+  for (const ProbeStatus& s : st) {
+    if (s.attached) {
+      fmt::format_to(o, "{:<12} attached     {}\n", s.probe, s.proxy ? s.proxy_label : std::string(to_string(s.backend)));
+      fmt::format_to(o, "{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", symbol_with_via(s.symbol, s.via));
+      if (s.proxy) fmt::format_to(o, "{:<12}   known error: {}\n", "", s.proxy_error);
+    } else {
+      fmt::format_to(o, "{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);
+      fmt::format_to(o, "{:<12}   target {}{}\n", "", s.target, s.via.empty() ? "" : ", resolved " + s.via);
+    }
+    for (auto& amb : s.ambiguous) fmt::format_to(o, "{:<12}   {}\n", "", describe_ambiguity(amb));
+    for (auto& c : s.copies)
+      fmt::format_to(o, "{:<12}   copy {:<34} {}\n", "", c.addr ? fmt::format("{} at {:#x}", c.symbol, c.addr) : c.symbol,
+                 c.attached ? fmt::format("attached ({})", to_string(c.backend)) : "unavailable: " + c.error);
+    bool same = !s.sites.empty();
+    for (auto& site : s.sites) same = same && !site.attached && site.error == s.sites.front().error;
+    if (same)
+      fmt::format_to(o, "{:<12}   all {} sites unavailable: {}\n", "", s.sites.size(), s.sites.front().error);
+    else
+      for (auto& site : s.sites)
+        fmt::format_to(o, "{:<12}   site {:<34} {}\n", "", site.site,
+                   site.attached ? fmt::format("attached ({} {})", to_string(site.backend), site.symbol) : "unavailable: " + site.error);
+    if (s.attached)
+      for (auto& t : s.tried)
+        fmt::format_to(o, "{:<12}   not used: {}{}{}\n", "", t.backend == Backend::none ? "" : to_string(t.backend),
+                   t.symbol.empty() ? "" : " " + t.symbol, (t.backend == Backend::none && t.symbol.empty() ? "" : ": ") + t.error);
+    for (auto& n : s.notes) fmt::format_to(o, "{:<12}   note: {}\n", "", n);
+  }
+  const auto n = std::count_if(st.begin(), st.end(), [](const ProbeStatus& s) { return s.attached; });
+  fmt::format_to(o, "{} of {} probes attached\n", n, st.size());
+  return out;
+}
+
+
+}  // namespace schedhot

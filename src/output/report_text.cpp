@@ -1,0 +1,153 @@
+#include "output/report_text.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "analysis/report.h"
+#include "analysis/cachelines.h"
+#include "probe/module.h"
+#include "probe/status.h"
+#include "sys/json_text.h"
+
+namespace schedhot {
+
+
+namespace {
+
+std::string fmt_ns(const nlohmann::json& v) { return v.is_null() ? "-" : format_ns(v.get<double>()); }
+
+/// The text report's first lines: host, recording, window (or why there is none).
+std::string text_head(const nlohmann::json& r) {
+  std::string out;
+  const auto& h = r["host"];
+  out += fmt::format("host {}  kernel {}  CPUs {} online ({}) of {} possible  cacheline {} B\n",
+                     h["hostname"].get<std::string>(), h["kernel_release"].get<std::string>(),
+                     h["online_count"].get<size_t>(), h["online"].get<std::string>(), h["possible_cpus"].get<uint32_t>(),
+                     h["cacheline_bytes"].get<int>());
+  const auto& src = r["source"];
+  std::string state = src["complete"].get<bool>() ? "complete" : "not closed by its writer";
+  if (!src["damage"].is_null()) state = "damaged " + src["damage"].get<std::string>() + "; report covers what precedes it";
+  if (!src["file"].get<std::string>().empty())
+    out += fmt::format("recording {} (format {}): {}\n", scrub_controls(src["file"].get<std::string>()), src["format"].get<std::string>(), state);
+  const auto& w = r["window"];
+  if (r.contains("error")) {
+    out += fmt::format("\n{}\n", r["error"].get<std::string>());
+  } else {
+    out += fmt::format("window {:.2f} s from +{:.2f} s, {} samples, interval {:.3f} s, started {}\n", w["seconds"].get<double>(),
+                       w["from_s"].get<double>(), w["samples"].get<uint32_t>(),
+                       static_cast<double>(w["interval_ns"].get<uint64_t>()) / 1e9, w["start"].get<std::string>());
+    if (w.contains("note")) out += fmt::format("window {}\n", w["note"].get<std::string>());
+  }
+  return out;
+}
+
+/// Probe p's line of the text report's probe table (appended to out), and its lines of
+/// the details (other counters, labelled arrays, its module's section) and of the notes.
+void probe_text(const nlohmann::json& p, std::string& out, std::string& details, std::string& notes) {
+  std::string name = p["name"].get<std::string>();
+  if (p["status"] == "unavailable") {
+    out += fmt::format("{:<12} unavailable: {}\n", name, brief_reason(p["reason"].get<std::string>()));
+    return;
+  }
+  std::string backend = p["backend"].get<std::string>();
+  std::string via = p["via"].get<std::string>();
+  if (p.contains("blind")) {
+    out += fmt::format("{:<12} {:<34} blind: {}\n", name, backend.substr(0, 34), p["blind"].get<std::string>());
+    return;
+  }
+  if (p["counters"].is_null()) {
+    out += fmt::format("{:<12} {:<34} (no data in the window)\n", name, backend.substr(0, 34));
+    return;
+  }
+  std::string prim = p["primary"].get<std::string>();
+  const auto& c = p["counters"][prim];
+  const auto& lat = p["latency_ns"];
+  std::string peak = c.contains("peak_rate_per_s") ? format_rate(c["peak_rate_per_s"].get<double>()) : "-";
+  std::string bl = backend.size() > 34 ? backend.substr(0, 31) + "..." : backend;
+  out += fmt::format("{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", name, bl,
+                     c["total"].get<uint64_t>(), format_rate(c["rate_per_s"].get<double>()), peak,
+                     fmt_ns(lat.is_null() ? lat : lat["p10"]), fmt_ns(lat.is_null() ? lat : lat["p50"]),
+                     fmt_ns(lat.is_null() ? lat : lat["p90"]), fmt_ns(lat.is_null() ? lat : lat["p98"]),
+                     fmt_ns(lat.is_null() ? lat : lat["p99"]), fmt_ns(lat.is_null() ? lat : lat["max"]));
+  // Details: other counters and labelled arrays.
+  std::vector<std::string> parts;
+  if (!p["symbol"].get<std::string>().empty() && !p["proxy"].get<bool>() && backend != "tracepoint")
+    parts.push_back(symbol_with_via(p["symbol"].get<std::string>(), via));
+  for (auto& [k, v] : p["counters"].items())
+    if (k != prim && v.is_null())
+      parts.push_back(fmt::format("{} - (not seen by the proxy)", k));
+    else if (k != prim)
+      parts.push_back(fmt::format("{} {} ({}/s)", k, v["total"].get<uint64_t>(), format_rate(v["rate_per_s"].get<double>())));
+  const ProbeModule* mod = find_module(name);
+  const bool zeros = mod && mod->spec().details_list_zeros;
+  for (auto& [k, arr] : p["arrays"].items()) {
+    std::string items;
+    for (auto& [lab, v] : arr.items())
+      if (v.get<uint64_t>() || zeros) items += fmt::format(" {}={}", lab, v.get<uint64_t>());
+    if (!items.empty()) parts.push_back(k + ":" + items);
+  }
+  if (std::string sec = mod ? mod->report_section_text(p) : ""; !sec.empty()) parts.push_back(sec);
+  if (!parts.empty()) {
+    std::string d;
+    for (auto& x : parts) d += (d.empty() ? "" : "; ") + x;
+    details += fmt::format("  {}: {}\n", name, d);
+  }
+  if (p["proxy"].get<bool>()) notes += fmt::format("  {}: proxy error: {}\n", name, p["proxy_error"].get<std::string>());
+  for (auto& n : p["notes"]) notes += fmt::format("  {}: {}\n", name, n.get<std::string>());
+}
+
+/// The text report's per-CPU table ("" when it has no rows).
+std::string cpu_table_text(const nlohmann::json& r) {
+  std::string out;
+  const auto& cpus = r["cpus"];
+  if (!cpus.empty()) {
+    std::string by = r["cpus_sorted_by"].get<std::string>();  // a JSON key: say it as the column's header
+    for (auto& col : cpu_columns())
+      if (col.json_key() == by) by = col.header;
+    if (by == "cpu") by = "CPU";
+    out += fmt::format("\nPer CPU ({} of {}, sorted by {}; '-' = not measured: probe unavailable, blind, or a proxy's "
+                       "duration):\n{:>4}",
+                       cpus.size(), r["cpus_total"].get<size_t>(), by, "CPU");
+    for (auto& col : cpu_columns()) out += fmt::format(" {:>{}}", col.header, std::max<size_t>(8, strlen(col.header)));
+    out += "\n";
+    for (auto& row : cpus) {
+      out += fmt::format("{:>4}", row["cpu"].get<int>());
+      for (auto& col : cpu_columns()) {
+        const auto& v = row[col.json_key()];
+        std::string cell = col.kind == CpuColumnKind::p99 ? fmt_ns(v) : v.is_null() ? "-" : format_rate(v.get<double>());
+        out += fmt::format(" {:>{}}", cell, std::max<size_t>(8, strlen(col.header)));
+      }
+      out += "\n";
+    }
+    std::string part;
+    for (auto& row : cpus)
+      if (row.contains("online_s"))
+        part += fmt::format("{}CPU {} {:.1f} s", part.empty() ? "" : ", ", row["cpu"].get<int>(), row["online_s"].get<double>());
+    if (!part.empty())
+      out += fmt::format("rates of CPUs online part of the {:.1f} s window are over their online time: {}\n",
+                         r["window"]["seconds"].get<double>(), part);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_report_text(const nlohmann::json& r) {
+  std::string out = text_head(r);
+  out += fmt::format("\n{:<12} {:<34} {:>10} {:>9} {:>9} {:>7} {:>7} {:>7} {:>7} {:>7} {:>7}\n", "PROBE", "BACKEND", "TOTAL",
+                     "RATE/s", "PEAK/s", "p10", "p50", "p90", "p98", "p99", "max");
+  std::string details, notes;
+  for (const auto& p : r["probes"]) probe_text(p, out, details, notes);
+  out += fmt::format("latency columns in ns (us/ms/s where marked); percentiles within +-{:.1f}% (log-linear buckets)\n",
+                     r["percentile_error"].get<double>() * 100);
+  if (!details.empty()) out += "\nDetails:\n" + details;
+  if (!notes.empty()) out += "\nNotes:\n" + notes;
+
+  out += cpu_table_text(r);
+  if (r.contains("cachelines")) out += cachelines_text(r["cachelines"]);
+  return out;
+}
+
+}  // namespace schedhot
