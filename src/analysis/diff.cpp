@@ -19,16 +19,9 @@
 #include "store/window.h"
 #include "sys/cpulist.h"
 #include "sys/json_text.h"
+#include "analysis/schema.h"
 
 namespace schedhot {
-
-DiffFormat parse_diff_format(const std::string& s) {
-  if (s == "text") return DiffFormat::text;
-  if (s == "json") return DiffFormat::json;
-  if (s == "markdown") return DiffFormat::markdown;
-  if (s == "patch") return DiffFormat::patch;
-  throw std::invalid_argument(fmt::format("--format '{}': one of text, json, markdown, patch", s));
-}
 
 DiffBy parse_diff_by(const std::string& s) {
   if (s == "cpu") return DiffBy::cpu;
@@ -322,7 +315,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
   };
   const Side a = read(req.a, "A"), b = read(req.b, "B");
   nlohmann::json d;
-  d["schema"] = "schedhot.diff/1";
+  d["schema"] = schema::diff;
   d["a"] = side_json(req.a, a);
   d["b"] = side_json(req.b, b);
   d["host_differences"] = host_differences(a, b);

@@ -26,10 +26,6 @@ struct DiffSide {
   std::string window;  ///< the window as given ("0:60s"), "" for the whole file
 };
 
-enum class DiffFormat { text, json, markdown, patch };
-/// "text" | "json" | "markdown" | "patch"; std::invalid_argument otherwise (one line).
-DiffFormat parse_diff_format(const std::string& s);
-
 /// How transfers/s of a line are broken down: not at all, or per CPU / core / LLC / node.
 enum class DiffBy { none, cpu, core, llc, node };
 /// "cpu" | "core" | "llc" | "node"; std::invalid_argument otherwise.
@@ -38,7 +34,6 @@ DiffBy parse_diff_by(const std::string& s);
 /// One `schedhot diff`, parsed.
 struct DiffRequest {
   DiffSide a, b;
-  DiffFormat format = DiffFormat::text;
   DiffBy by = DiffBy::none;
   int resamples = 1000;  ///< bootstrap resamples per figure (model/compare.h kResamples)
   const std::atomic<bool>* stop = nullptr;

@@ -26,6 +26,7 @@
 #include "store/window.h"
 #include "sys/host.h"
 #include "sys/json_text.h"
+#include "analysis/schema.h"
 
 namespace schedhot {
 
@@ -488,7 +489,7 @@ nlohmann::json fleet_document(const FleetRequest& req) {
     lat.push_back(o);
   }
   nlohmann::json d;
-  d["schema"] = "schedhot.fleet-report/1";
+  d["schema"] = schema::fleet;
   d["dir"] = req.dir;
   d["severity"] = {{"formula", "(sum of the hot lines' modeled stall_ns_per_s + tick_broadcast_lock wait ns/s) / online CPUs / 1000"},
                    {"unit", "us per CPU-second"}};

@@ -22,12 +22,9 @@ namespace schedhot {
 /// The probes the text table shows (rate, and p99 where timed); JSON and CSV have all.
 inline constexpr const char* kTableProbes[] = {"nohz_exit", "nohz_kick", "cpupri_set", "bcast_wait"};
 
-enum class FleetFormat { text, json, csv };
-
 /// One `schedhot report --fleet`, parsed.
 struct FleetRequest {
   std::string dir;
-  FleetFormat format = FleetFormat::text;
   int top = -1;                  ///< ranked rows shown (< 0: all); partial and failed hosts are always listed
   double p99_flag_ns = 10'000;   ///< flag "fix absent and p99 above this" (ns)
   XferCost xfer_cost;            ///< as report --xfer-cost

@@ -28,6 +28,7 @@
 #include "sys/output_file.h"
 #include "analysis/cachelines.h"
 #include "analysis/report.h"
+#include "analysis/schema.h"
 
 namespace schedhot {
 
@@ -38,7 +39,7 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
   const Meta& m = r.meta();
   const HostInfo& h = m.host;
   nlohmann::json j;
-  j["schema"] = "schedhot.info/1";
+  j["schema"] = schema::info;
   j["file"] = file;
   j["bytes"] = r.file_bytes();
   j["format"] = fmt::format("{}.{}", r.major(), r.minor());

@@ -15,6 +15,7 @@
 #include "sys/cpulist.h"
 #include "analysis/cachelines.h"
 #include "sys/json_text.h"
+#include "analysis/schema.h"
 
 namespace schedhot {
 
@@ -376,7 +377,7 @@ void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool hav
 
 nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) const {
   nlohmann::json r;
-  r["schema"] = "schedhot.report/1";
+  r["schema"] = schema::report;
   r["source"] = {{"file", src.file}, {"format", src.format}, {"complete", src.complete},
                  {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
   r["host"] = host_json(meta);

@@ -71,7 +71,7 @@ int run_info(const InfoCmd& o) {
   }
   InfoRequest req;
   req.file = o.file;
-  req.json = o.json;
+  req.format = o.out.chosen();
   req.stop = &g_stop;
   return print_output(info_command(req));
 }
@@ -118,12 +118,9 @@ int run_diff(const DiffCmd& o) {
   if (o.files.empty() || o.files.size() > 2) {
     return usage_error("diff needs A.shot B.shot, or one file with --a FROM:TO --b FROM:TO");
   }
-  if (o.json && o.format != "text") {
-    return usage_error(fmt::format("--json and --format {}: pick one (--json is --format json)", o.format));
-  }
+  const std::string format = o.out.chosen();
   DiffRequest req;
   try {
-    req.format = o.json ? DiffFormat::json : parse_diff_format(o.format);
     if (!o.by.empty()) req.by = parse_diff_by(o.by);
   } catch (const std::exception& e) {
     return usage_error(e.what());
@@ -151,7 +148,7 @@ int run_diff(const DiffCmd& o) {
   if (!o.b.empty())
     if (int rc = parse_side_window("--b", o.b, req.b)) return rc;
   req.stop = &g_stop;
-  return print_output(diff_command(req));
+  return print_output(diff_command(req, format));
 }
 
 }  // namespace schedhot::cli

@@ -28,7 +28,8 @@
 #include "store/rotate.h"
 #include "live/record.h"
 #include "analysis/cachelines.h"
-#include "output/probes.h"
+#include "analysis/probes.h"
+#include "output/format.h"
 #include "command/fleet.h"
 #include "output/fleet_text.h"
 #include "command/report.h"
@@ -76,6 +77,17 @@ int usage_error(const std::string& msg) {
 
 void err(const std::string& msg) { say(msg); }
 
+std::string FormatOptions::chosen() const {
+  std::string name = format, by = "--format " + format;  // the format so far, and the option that named it
+  for (const auto& [given, flag] : {std::pair{json, "json"}, std::pair{csv, "csv"}}) {
+    if (!given) continue;
+    if (!name.empty() && name != flag) throw UsageError(fmt::format("{} and --{}: pick one", by, flag));
+    name = flag;
+    by = fmt::format("--{}", flag);
+  }
+  return name.empty() ? "text" : name;
+}
+
 int print_output(const CommandOutput& res) {
   fmt::print("{}", res.out);
   for (size_t i = 0; i < res.errors.size(); ++i)  // status 2: an option that does not fit; its line points to --help
@@ -103,8 +115,9 @@ void install_signal_handlers() {
 // ---- probes ----------------------------------------------------------------------
 
 int run_probes(const ProbesCmd& o) {
+  const std::string format = o.out.chosen();
   const std::unique_ptr<Attached> a = attach_probes(o.common, err);  // LiveError: main prints it
-  fmt::print("{}", o.json ? probes_json_text(*a) : probes_text(*a));
+  fmt::print("{}", render_document(probes_document(*a), format));
   return 0;
 }
 
@@ -160,7 +173,7 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
   req.file = o.file;
   req.from = o.from;
   req.to = o.to;
-  req.json = o.json;
+  req.format = o.out.chosen();
   req.stop = &g_stop;
   return print_output(report_command(src, reader, req));
 }
@@ -179,9 +192,6 @@ int report_fleet(const ReportCmd& o) {
   if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose) {
     return usage_error("--fleet DIR reads recordings: --backend, --probes, --system-map, --btf and -v are for --live");
   }
-  if (o.json && o.csv) {
-    return usage_error("--json and --csv: pick one");
-  }
   FleetRequest req;
   req.dir = o.fleet;
   req.every_interval = o.every_interval;
@@ -190,7 +200,6 @@ int report_fleet(const ReportCmd& o) {
   }
   req.spans = o.spans;
   req.jobs = o.jobs ? o.jobs : std::clamp(std::thread::hardware_concurrency(), 1u, 4u);
-  req.format = o.json ? FleetFormat::json : o.csv ? FleetFormat::csv : FleetFormat::text;
   req.top = o.top_given ? o.top : -1;
   try {
     req.p99_flag_ns = static_cast<double>(parse_duration_ns(o.p99_flag, "--p99-flag"));
@@ -199,14 +208,14 @@ int report_fleet(const ReportCmd& o) {
     return usage_error(e.what());
   }
   req.stop = &g_stop;
-  return print_output(fleet_command(req));
+  return print_output(fleet_command(req, o.out.chosen()));
 }
 
 }  // namespace
 
 int run_report(const ReportCmd& o) {
   if (!o.fleet.empty()) return report_fleet(o);
-  if (o.csv) {
+  if (o.out.chosen() == "csv") {
     return usage_error("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
   }
   if (o.p99_flag_given || o.every_interval || o.jobs_given || o.spans_given) {

@@ -56,9 +56,20 @@ using schedhot::stdout_ok;
 /// --help pointer, else the line. Returns its exit status.
 int print_live_error(const LiveError& e);
 
+/// --format NAME (an output format of the command's document, output/format.h) and its
+/// shorthands --json and, for report --fleet, --csv, as given.
+struct FormatOptions {
+  std::string format;  ///< --format ("" when not given)
+  bool json = false;   ///< --json: --format json
+  bool csv = false;    ///< --csv: --format csv
+  /// The format they name ("text" when none). Throws UsageError ("--json and --format
+  /// markdown: pick one") when two of them name different formats.
+  std::string chosen() const;
+};
+
 struct ProbesCmd {
   CommonProbeOptions common;
-  bool json = false;
+  FormatOptions out;
 };
 int run_probes(const ProbesCmd& o);
 
@@ -98,7 +109,7 @@ struct ReportCmd {
   std::string duration = "5";
   std::string interval = "1";
   CommonProbeOptions common;
-  bool json = false;
+  FormatOptions out;  ///< --format/--json, and --csv (with --fleet)
   bool all_cpus = false;
   int top = 10;
   std::string sort = "idle";
@@ -106,7 +117,6 @@ struct ReportCmd {
   std::string from, to;
   bool duration_given = false, interval_given = false;  ///< -d/-i on the command line
   std::string fleet;           ///< --fleet DIR: one row per host (command/fleet.h)
-  bool csv = false;            ///< --csv (with --fleet)
   bool every_interval = false; ///< --every-interval (with --fleet)
   unsigned jobs = 0;           ///< --jobs (with --fleet; 0: the CPUs, at most 4)
   unsigned spans = 4;          ///< --spans (with --fleet)
@@ -147,10 +157,10 @@ int run_replay(const ReplayCmd& o);
 
 // Recording files (cmd_store.cpp).
 
-/// `schedhot info FILE [--json]`: metadata and integrity summary (schema schedhot.info/1).
+/// `schedhot info FILE [--json | --format text|json]`: metadata and integrity summary (schema schedhot.info/1).
 struct InfoCmd {
   std::string file;
-  bool json = false;
+  FormatOptions out;
 };
 int run_info(const InfoCmd& o);
 
@@ -166,14 +176,13 @@ struct ExportCmd {
 int run_export(const ExportCmd& o);
 
 /// `schedhot diff A.shot [B.shot] [--a FROM:TO] [--b FROM:TO] [--from T] [--to T]
-/// [--json | --format text|json|markdown|patch]`. One file: --a and --b are two windows
+/// [--json | --format text|markdown|patch|json]`. One file: --a and --b are two windows
 /// of it. Exit 0 no significant change, 3 significant, 1 runtime, 2 usage.
 struct DiffCmd {
   std::vector<std::string> files;  ///< one or two recordings
   std::string a, b;                ///< windows "FROM:TO" (either part may be empty)
   std::string from, to;            ///< window of both sides (two files)
-  std::string format = "text";
-  bool json = false;
+  FormatOptions out;
   std::string by;                  ///< --by cpu|core|llc|node ("": lines in total only)
 };
 int run_diff(const DiffCmd& o);

@@ -5,18 +5,23 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <algorithm>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "cli/commands.h"
 #include "cli/docgen.h"
+#include "output/format.h"
 
 #ifndef SCHEDHOT_VERSION
 #define SCHEDHOT_VERSION "dev"
 #endif
 
 using namespace schedhot::cli;
+using schedhot::format_choices_text;
+using schedhot::format_names;
+namespace schema = schedhot::schema;
 
 namespace {
 
@@ -78,6 +83,22 @@ std::string join_args(int argc, char** argv) {
   return s;
 }
 
+/// --format NAME, its choices the output formats of the command's document (schema) and,
+/// when given, of a second kind (report --fleet's), from output/format.h's registry; and the
+/// shorthand --json (--format json).
+void add_format_options(CLI::App* c, FormatOptions& o, const char* schema, const char* also = nullptr,
+                        const char* also_when = "") {
+  std::vector<std::string> names = format_names(schema);
+  std::string help = format_choices_text(schema);
+  if (also) {
+    for (const std::string& n : format_names(also))
+      if (std::find(names.begin(), names.end(), n) == names.end()) names.push_back(n);
+    help += fmt::format("; {}: {}", also_when, format_choices_text(also));
+  }
+  c->add_option("--format", o.format, help)->check(CLI::IsMember(names));
+  c->add_flag("--json", o.json, fmt::format("JSON output (schema {}{}); --format json", schema, also ? fmt::format(", {} {}", also_when, also) : ""));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,7 +122,7 @@ int main(int argc, char** argv) {
   ProbesCmd probes;
   auto* cp = app.add_subcommand("probes", "attach every probe for real and say how each attached, or why not");
   add_probe_options(cp, probes.common);
-  cp->add_flag("--json", probes.json, "JSON output (schema schedhot.probes/1)");
+  add_format_options(cp, probes.out, schema::probes);
 
   RecordCmd rec;
   auto* cr = app.add_subcommand("record", "record per-CPU samples to a file");
@@ -162,7 +183,7 @@ int main(int argc, char** argv) {
   auto* rep_d = cq->add_option("-d,--duration", rep.duration, "with --live: how long (default 5 s)");
   auto* rep_i = cq->add_option("-i,--interval", rep.interval, "with --live: sample interval (default 1 s)");
   add_probe_options(cq, rep.common);
-  cq->add_flag("--json", rep.json, "JSON output (schema schedhot.report/1)");
+  add_format_options(cq, rep.out, schema::report, schema::fleet, "with --fleet");
   cq->add_flag("--all-cpus", rep.all_cpus, "per-CPU table for every CPU, not the top 10");
   auto* rep_top = cq->add_option("--top", rep.top, "rows of the per-CPU table (default 10); with --fleet: ranked hosts (default all)")
                       ->check(kCount);
@@ -171,7 +192,7 @@ int main(int argc, char** argv) {
   cq->add_option("--to", rep.to, "window end, time since the recording's start");
   cq->add_option("--fleet", rep.fleet, "a fleet run's DIR (schedhot-fleet -o DIR, or *.shot files): one ranked row per host")
       ->check(kNotEmpty);
-  cq->add_flag("--csv", rep.csv, "with --fleet: CSV, one row per host");
+  cq->add_flag("--csv", rep.out.csv, "with --fleet: CSV, one row per host; --format csv");
   auto* rep_jobs = cq->add_option("--jobs", rep.jobs, "with --fleet: hosts read at once (default: the CPUs, at most 4)")
                        ->check(CLI::Range(1, 256));
   auto* rep_spans =
@@ -186,7 +207,7 @@ int main(int argc, char** argv) {
   InfoCmd info;
   auto* ci = app.add_subcommand("info", "a recording's metadata and integrity: frames, samples, time span, damage");
   ci->add_option("file", info.file, "recording file");
-  ci->add_flag("--json", info.json, "JSON output (schema schedhot.info/1)");
+  add_format_options(ci, info.out, schema::info);
 
   ExportCmd exp;
   auto* ce = app.add_subcommand("export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace");
@@ -206,9 +227,7 @@ int main(int argc, char** argv) {
   cd->add_option("--b", diff.b, "one file: B's window FROM:TO (e.g. 60s:120s)");
   cd->add_option("--from", diff.from, "two files: window start of both");
   cd->add_option("--to", diff.to, "two files: window end of both");
-  cd->add_flag("--json", diff.json, "JSON output (schema schedhot.diff/1)");
-  cd->add_option("--format", diff.format, "text (default), json, markdown or patch")
-      ->check(CLI::IsMember({"text", "json", "markdown", "patch"}));
+  add_format_options(cd, diff.out, schema::diff);
   cd->add_option("--by", diff.by, "per-line transfers by cpu, core, llc or node")
       ->check(CLI::IsMember({"cpu", "core", "llc", "node"}));
 

@@ -1,18 +1,12 @@
 #include "command/fleet.h"
 
-#include "output/fleet_text.h"
-#include "sys/json_text.h"
+#include "output/format.h"
 
 namespace schedhot {
 
-CommandOutput fleet_command(const FleetRequest& req) {
+CommandOutput fleet_command(const FleetRequest& req, const std::string& format) {
   return document_output([&] { return fleet_document(req); }, [&](const nlohmann::json& d) {
-    switch (req.format) {
-      case FleetFormat::json: return json_text(d, 2) + "\n";
-      case FleetFormat::csv: return render_fleet_csv(d);
-      case FleetFormat::text: break;
-    }
-    return render_fleet_text(d);
+    return render_document(d, format);
   });
 }
 

@@ -7,7 +7,7 @@
 
 #include "store/recording.h"
 #include "analysis/info.h"
-#include "output/info_text.h"
+#include "output/format.h"
 #include "sys/json_text.h"
 
 namespace schedhot {
@@ -30,7 +30,7 @@ CommandOutput info_command(const InfoRequest& req) {
     res.status = req.stop && req.stop->load() ? 130 : 1;
     return res;
   }
-  res.out = req.json ? fmt::format("{}\n", json_text(j, 2)) : render_info_text(j);
+  res.out = render_document(j, req.format);
   return res;
 }
 

@@ -2,7 +2,7 @@
 
 #include <fmt/format.h>
 
-#include "output/report_text.h"
+#include "output/format.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/json_text.h"
@@ -53,7 +53,7 @@ CommandOutput report_command(SampleSource& src, RecordingReader* reader, const R
   }
   const SourceInfo info = reader ? recording_source_info(*reader, req.file) : SourceInfo{};
   nlohmann::json r = b.build(src.meta(), info);
-  res.out = req.json ? fmt::format("{}\n", json_text(r, 2)) : render_report_text(r);
+  res.out = render_document(r, req.format);
   if (damage)
     res.errors.push_back(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", req.file,
                                      damage->offset, damage->reason, b.samples()));

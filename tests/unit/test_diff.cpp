@@ -87,10 +87,11 @@ uint64_t tail(std::mt19937_64& r) {
 TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
   Meta m = synthetic_meta(4);
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = write_rec_with("diff_t_a.shot", m, 11, uniform);
   req.b.file = write_rec_with("diff_t_b.shot", m, 12, tail);
-  req.format = DiffFormat::json;
-  CommandOutput o = diff_command(req);
+  format = "json";
+  CommandOutput o = diff_command(req, format);
   ASSERT_EQ(o.status, 3) << o.out;
   auto d = nlohmann::json::parse(o.out);
   for (auto& p : d["probes"])
@@ -98,8 +99,8 @@ TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
       EXPECT_FALSE(p["latency_ns"]["p50"]["significant"].get<bool>()) << p.dump();
       EXPECT_TRUE(p["latency_ns"]["p90"]["significant"].get<bool>()) << p.dump();
     }
-  req.format = DiffFormat::patch;
-  o = diff_command(req);
+  format = "patch";
+  o = diff_command(req, format);
   EXPECT_NE(o.out.find("- runtime for cpupri_set, nanoseconds:"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("- residency for idle, nanoseconds:"), std::string::npos) << o.out;
   EXPECT_EQ(o.out.find("runtime for idle"), std::string::npos) << o.out;
@@ -110,8 +111,8 @@ TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
   EXPECT_EQ(line.find("p50"), std::string::npos) << line;
   EXPECT_EQ(line.find("p10"), std::string::npos) << line;
   EXPECT_NE(line.find("; the other percentiles are not)"), std::string::npos) << line;
-  req.format = DiffFormat::text;
-  o = diff_command(req);
+  format = "text";
+  o = diff_command(req, format);
   EXPECT_NE(o.out.find(" p10 us  p50 us  p90 us  p98 us  p99 us  max us  verdict\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("significant (p90, p98, p99)\n"), std::string::npos) << o.out;
   // No duration cell carries a unit of its own ("9472" next to "26.1us" was two units).
@@ -120,8 +121,8 @@ TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
   for (std::string l; std::getline(in, l);)
     if (l.rfind("cpupri_set", 0) == 0 || l.rfind("idle", 0) == 0 || l.rfind("  ", 0) == 0)
       EXPECT_FALSE(std::regex_search(l, unit_cell)) << l;
-  req.format = DiffFormat::markdown;
-  o = diff_command(req);
+  format = "markdown";
+  o = diff_command(req, format);
   EXPECT_NE(o.out.find("| p10 (us) | p50 (us) |"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("significant (p90, p98, p99) |"), std::string::npos) << o.out;
 }
@@ -130,10 +131,11 @@ TEST(Diff, NamesTheSignificantPercentilesAndOneUnitPerColumn) {
 TEST(Diff, RateColumnsHaveNoMultiplier) {
   Meta m = synthetic_meta(64);  // 64 x 200 cpupri_set calls a second
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = req.b.file = write_rec_with("diff_r.shot", m, 41, uniform);
-  for (DiffFormat f : {DiffFormat::text, DiffFormat::markdown}) {
-    req.format = f;
-    CommandOutput o = diff_command(req);
+  for (const char* f : {"text", "markdown"}) {
+    format = f;
+    CommandOutput o = diff_command(req, format);
     ASSERT_EQ(o.status, 0) << o.out;
     EXPECT_NE(o.out.find(" 12800 "), std::string::npos) << o.out;
     EXPECT_EQ(o.out.find("12.8k"), std::string::npos) << o.out;
@@ -151,9 +153,10 @@ TEST(Diff, NotSelectedIsSaidAsReportSaysItAndABlindReasonOnce) {
   mb.probes[k].status.backend = Backend::none;
   mb.probes[k].status.reason = "not selected (--probes)";
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = write_rec_with("diff_s_a.shot", m, 21, uniform);
   req.b.file = write_rec_with("diff_s_b.shot", mb, 22, uniform);
-  CommandOutput o = diff_command(req);
+  CommandOutput o = diff_command(req, format);
   ASSERT_LE(o.status, 3) << (o.errors.empty() ? o.out : o.errors[0]);
   EXPECT_EQ(o.out.find("unavailable"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("nohz_kick: measured (A) vs not selected (--probes) (B)"), std::string::npos) << o.out;
@@ -179,30 +182,31 @@ TEST(Diff, WindowBeforeTheDamageIsComparedOneReachingItIsRefused) {
   const std::string bad = (std::filesystem::temp_directory_path() / "diff_d.shot").string();
   spit(bad, data);
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = req.b.file = bad;
   req.a.to_s = 10;
   req.a.window = ":10s";
   req.b.from_s = 10;
   req.b.to_s = 20;
   req.b.window = "10s:20s";
-  CommandOutput o = diff_command(req);
+  CommandOutput o = diff_command(req, format);
   ASSERT_EQ(o.status, 0) << (o.errors.empty() ? "" : o.errors[0]) << o.out;
   EXPECT_NE(o.out.find("after the window: its samples are intact)"), std::string::npos) << o.out;
-  req.format = DiffFormat::json;
-  o = diff_command(req);
+  format = "json";
+  o = diff_command(req, format);
   auto d = nlohmann::json::parse(o.out);
   EXPECT_TRUE(d["a"]["damage"].is_string()) << d["a"].dump();
-  req.format = DiffFormat::text;
+  format = "text";
   req.b.to_s = -1;  // 10s: reaches the damage
   req.b.window = "10s:";
-  o = diff_command(req);
+  o = diff_command(req, format);
   EXPECT_EQ(o.status, 1) << o.out;
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("B: " + bad + " is damaged at byte "), std::string::npos) << o.errors[0];
   EXPECT_NE(o.errors[0].find("and the window 10s: reaches it; its intact samples span +0..+29.00 s"), std::string::npos)
       << o.errors[0];
   req.a = req.b = DiffSide{bad};  // the whole recording
-  o = diff_command(req);
+  o = diff_command(req, format);
   EXPECT_EQ(o.status, 1);
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("and the whole recording reaches it"), std::string::npos) << o.errors[0];
@@ -211,15 +215,16 @@ TEST(Diff, WindowBeforeTheDamageIsComparedOneReachingItIsRefused) {
 TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
   Meta m = synthetic_meta(4);
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = req.b.file = write_rec("diff_a.shot", m, 1);
-  req.format = DiffFormat::json;
-  CommandOutput o = diff_command(req);
+  format = "json";
+  CommandOutput o = diff_command(req, format);
   ASSERT_EQ(o.status, 0) << o.out << (o.errors.empty() ? "" : o.errors[0]);
   auto d = nlohmann::json::parse(o.out);
   EXPECT_EQ(d["schema"], "schedhot.diff/1");
   EXPECT_TRUE(d["host_differences"].empty());
   req.b.file = write_rec("diff_b.shot", m, 2, 2);
-  o = diff_command(req);
+  o = diff_command(req, format);
   ASSERT_EQ(o.status, 3) << o.out;
   d = nlohmann::json::parse(o.out);
   for (auto& p : d["probes"])
@@ -231,8 +236,8 @@ TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
     }
   // The commit-message table names A and B, marks the significant latency change, not the
   // unchanged rate, and leaves out the probes with no event on either side.
-  req.format = DiffFormat::patch;
-  o = diff_command(req);
+  format = "patch";
+  o = diff_command(req, format);
   ASSERT_EQ(o.status, 3) << o.out;
   EXPECT_EQ(o.out.rfind("A: " + req.a.file + " (", 0), 0u) << o.out;
   EXPECT_NE(o.out.find("\nB: " + req.b.file + " ("), std::string::npos) << o.out;
@@ -245,12 +250,13 @@ TEST(Diff, SameRecordingIsNoChangeAndTwiceTheLatencyIsSignificant) {
 TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {
   Meta m = synthetic_meta(4);
   DiffRequest req;
+  std::string format = "text";  // an output format (output/format.h)
   req.a.file = req.b.file = write_rec("diff_w.shot", m, 3);
   req.a.to_s = 15;
   req.a.window = ":15s";
   req.b.from_s = 15;
   req.b.window = "15s:";
-  CommandOutput o = diff_command(req);
+  CommandOutput o = diff_command(req, format);
   EXPECT_EQ(o.status, 0) << o.out;
   EXPECT_NE(o.out.find("(15 intervals"), std::string::npos) << o.out;
   Meta m2 = m;
@@ -259,19 +265,20 @@ TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {
   m2.probes[p].status.proxy = true;
   m2.probes[p].status.proxy_label = "tp:test";
   req = DiffRequest{};
+  format = "text";
   req.a.file = write_rec("diff_h1.shot", m, 4);
   req.b.file = write_rec("diff_h2.shot", m2, 5);
-  o = diff_command(req);
+  o = diff_command(req, format);
   EXPECT_NE(o.out.find("kernel: 6.12.0-test (A) vs 6.13.0-other (B)"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("cpupri_set: a proxy (tp:test) on B only"), std::string::npos) << o.out;
   // The commit-message format carries the same warnings (a pasted table must not hide them).
-  req.format = DiffFormat::patch;
-  o = diff_command(req);
+  format = "patch";
+  o = diff_command(req, format);
   EXPECT_NE(o.out.find("\n! kernel: 6.12.0-test (A) vs 6.13.0-other (B)\n"), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("\n! cpupri_set: a proxy (tp:test) on B only"), std::string::npos) << o.out;
-  req.format = DiffFormat::text;
+  format = "text";
   req.b.file = "/nonexistent.shot";
-  o = diff_command(req);
+  o = diff_command(req, format);
   EXPECT_EQ(o.status, 1);
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("/nonexistent.shot"), std::string::npos) << o.errors[0];

@@ -1511,3 +1511,27 @@ TEST(RecordingCli, UsageErrorsAfterParsingPointToTheCommandsHelp) {
   expect_one_line_error(p, 2, "--per-cpu: 'nosuchfamily' is neither a probe nor a per-probe metric family");
   EXPECT_NE(p.err.find("(see schedhot serve --help)"), std::string::npos) << p.err;
 }
+
+// Every document command takes --format from one registry (output/format.h): --format json
+// is --json byte for byte, a format of another kind of document is refused by the parser,
+// and two options naming different formats are a usage error.
+TEST(RecordingCli, EveryDocumentCommandTakesTheRegistrysFormats) {
+  const std::string f = kData + "/v1.2-basic.shot";
+  for (const std::string cmd : {"report", "info"}) {
+    CliRun a = run_cli(cmd + " --json " + f), b = run_cli(cmd + " --format json " + f);
+    ASSERT_EQ(a.status, 0) << a.err;
+    EXPECT_EQ(a.out, b.out) << cmd;
+    EXPECT_NO_THROW((void)nlohmann::json::parse(b.out)) << cmd;
+    CliRun t = run_cli(cmd + " --format text " + f), d = run_cli(cmd + " " + f);
+    EXPECT_EQ(t.out, d.out) << cmd;
+    EXPECT_NE(t.out.find("host "), std::string::npos) << t.out;
+    expect_one_line_error(run_cli(cmd + " --format markdown " + f), 2, "--format");
+    expect_one_line_error(run_cli(cmd + " --json --format text " + f), 2, "--format text and --json: pick one");
+  }
+  CliRun m = run_cli("diff --format markdown " + f + " " + f);
+  EXPECT_EQ(m.status, 0) << m.err;
+  EXPECT_NE(m.out.find("|"), std::string::npos) << m.out;
+  expect_one_line_error(run_cli("diff --format csv " + f + " " + f), 2, "--format");
+  expect_one_line_error(run_cli("report --csv " + f), 2, "--csv is for --fleet");
+  expect_one_line_error(run_cli("report --format csv " + f), 2, "--csv is for --fleet");
+}

@@ -404,14 +404,14 @@ TEST(InfoCommand, RendersTheDocumentOrSaysWhyNot) {
   const std::string path = k.write(dir / "k.shot");
   InfoRequest req;
   req.file = path;
-  req.json = true;
+  req.format = "json";
   CommandOutput res = info_command(req);
   EXPECT_EQ(res.status, 0);
   EXPECT_TRUE(res.errors.empty());
   auto j = nlohmann::json::parse(res.out);
   EXPECT_EQ(j["schema"], "schedhot.info/1");
   EXPECT_EQ(j["integrity"]["samples"], 3);
-  req.json = false;
+  req.format = "text";
   res = info_command(req);
   EXPECT_EQ(res.status, 0);
   EXPECT_NE(res.out.find("clean (END frame)"), std::string::npos) << res.out;
@@ -577,7 +577,7 @@ TEST(RecordingExport, LineFiguresAverageToTheReportsCachelines) {
     const auto ex = nlohmann::json::parse(out.str());
     ReportRequest rr;
     rr.file = file;
-    rr.json = true;
+    rr.format = "json";
     rr.opts.from_s = from;
     rr.opts.to_s = to;
     auto reader = RecordingReader::open(file);
@@ -653,14 +653,14 @@ TEST(InfoCommand, ShowsTheRecordedLayoutAndFixesOrSaysItIsNotRecorded) {
   TempDir dir("info_layout");
   Known old;  // no layout: made before layouts were recorded
   const std::string a = old.write(dir / "old.shot");
-  CommandOutput res = info_command(InfoRequest{a, false});
+  CommandOutput res = info_command(InfoRequest{a, "text"});
   ASSERT_EQ(res.status, 0);
   EXPECT_NE(res.out.find("\nlayout     layout not recorded (an older recording)"), std::string::npos) << res.out;
   EXPECT_NE(res.out.find("\nfixes      nohz.nr_cpus unknown (layout not recorded); cpupri_vec.count unknown (layout "
                          "not recorded); tick_broadcast_lock unknown (layout not recorded)\n"),
             std::string::npos)
       << res.out;
-  auto j = nlohmann::json::parse(info_command(InfoRequest{a, true}).out);
+  auto j = nlohmann::json::parse(info_command(InfoRequest{a, "json"}).out);
   EXPECT_TRUE(j["layout"].is_null());
   EXPECT_TRUE(j["fixes"]["nohz_nr_cpus_removed"].is_null());
   EXPECT_TRUE(j["fixes"]["bcast_lock_own_line"].is_null());
@@ -672,7 +672,7 @@ TEST(InfoCommand, ShowsTheRecordedLayoutAndFixesOrSaysItIsNotRecorded) {
   L.bcast_lock.reason = "unknown: KALLSYMS_ALL off (no static data symbols in the symbol table)";
   k.m.layout = L;
   const std::string b = k.write(dir / "new.shot");
-  res = info_command(InfoRequest{b, false});
+  res = info_command(InfoRequest{b, "text"});
   ASSERT_EQ(res.status, 0);
   EXPECT_NE(res.out.find("\nlayout     BTF /sys/kernel/btf/vmlinux; tick_broadcast_lock unknown (KALLSYMS_ALL off (no "
                          "static data symbols in the symbol table)); cacheline 64 B\n"),
@@ -682,7 +682,7 @@ TEST(InfoCommand, ShowsTheRecordedLayoutAndFixesOrSaysItIsNotRecorded) {
                          "tick_broadcast_lock unknown (KALLSYMS_ALL off (no static data symbols in the symbol table))\n"),
             std::string::npos)
       << res.out;
-  j = nlohmann::json::parse(info_command(InfoRequest{b, true}).out);
+  j = nlohmann::json::parse(info_command(InfoRequest{b, "json"}).out);
   EXPECT_EQ(j["layout"]["btf_source"], "/sys/kernel/btf/vmlinux");
   EXPECT_EQ(j["layout"]["line_bytes"], 64);
   EXPECT_EQ(j["fixes"]["nohz_nr_cpus_removed"], false);
@@ -755,7 +755,7 @@ TEST(RecordingExport, ExactAndGapFiguresPerIntervalNextToTheModel) {
   {
     ReportRequest rr;
     rr.file = file;
-    rr.json = true;
+    rr.format = "json";
     rr.opts.to_s = 1;
     auto reader = RecordingReader::open(file);
     const CommandOutput rep = report_command(*reader, reader.get(), rr);

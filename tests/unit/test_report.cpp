@@ -10,6 +10,8 @@
 #include "output/info_text.h"
 #include "command/report.h"
 #include "output/report_text.h"
+#include "output/format.h"
+#include "sys/json_text.h"
 
 using namespace schedhot;
 using namespace schedhot::testing;
@@ -241,4 +243,25 @@ TEST(Report, AWindowPastTheEndSaysWhereItEnds) {
   EXPECT_DOUBLE_EQ(past["window"]["seconds"].get<double>(), 3.0);
   EXPECT_FALSE(build_to(8)["window"].contains("note"));
   EXPECT_FALSE(build_to(7)["window"].contains("note"));
+}
+
+// The output-format registry: each kind of document has text first and json last, json
+// renders any document as indented JSON, a document is rendered by its own schema's
+// renderer, and an unknown format names the kind's formats.
+TEST(OutputFormats, EachDocumentKindHasItsFormatsAndJson) {
+  EXPECT_EQ(format_names(schema::report), (std::vector<std::string>{"text", "json"}));
+  EXPECT_EQ(format_names(schema::diff), (std::vector<std::string>{"text", "markdown", "patch", "json"}));
+  EXPECT_EQ(format_names(schema::fleet), (std::vector<std::string>{"text", "csv", "json"}));
+  EXPECT_EQ(format_choices_text(schema::diff), "text (default), markdown, patch or json");
+  for (const char* k : {schema::report, schema::info, schema::probes, schema::diff, schema::fleet})
+    EXPECT_EQ(format_names(k).front(), "text") << k;
+  const nlohmann::json doc = build(SpinlockMode::native).json;
+  EXPECT_EQ(render_document(doc, "json"), json_text(doc, 2) + "\n");
+  EXPECT_EQ(render_document(doc, "text"), render_report_text(doc));
+  try {
+    (void)render_document(doc, "csv");
+    ADD_FAILURE() << "a report has no csv";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_STREQ(e.what(), "--format 'csv': one of text, json");
+  }
 }

@@ -1,4 +1,4 @@
-#include "output/probes.h"
+#include "output/probes_text.h"
 
 #include <algorithm>
 #include <iterator>
@@ -12,32 +12,18 @@
 
 namespace schedhot {
 
-std::string probes_json_text(const Attached& a) {
-  nlohmann::json j = {{"schema", "schedhot.probes/1"},
-                      {"kernel", a.host.kernel_release},
-                      {"btf", a.facts.btf},
-                      {"kprobes", a.facts.kprobes},
-                      {"kallsyms", a.facts.kallsyms_error.empty() ? "ok" : a.facts.kallsyms_error},
-                      {"layout", a.facts.layout},
-                      {"fixes", fixes_json(fixes_present(a.facts.layout))},
-                      {"probes", a.probes->statuses()}};
-  return json_text(j, 2) + "\n";
-}
-
-std::string probes_text(const Attached& a) {
-  const auto& st = a.probes->statuses();
-  const CoherenceLayout& layout = a.facts.layout;
+std::string render_probes_text(const nlohmann::json& d) {
+  const std::vector<ProbeStatus> st = d.at("probes").get<std::vector<ProbeStatus>>();
+  const CoherenceLayout layout = d.at("layout").get<CoherenceLayout>();
   const FixesPresent fixes = fixes_present(layout);
+  const std::string btf_file = d.at("btf_file").get<std::string>();
   std::string out;
   auto o = std::back_inserter(out);
-  fmt::format_to(o, "kernel {}  BTF {}  kprobes {}  kallsyms {}\n", a.host.kernel_release,
-             !a.facts.btf ? "no" : a.facts.btf_path.empty() ? "yes" : "yes (--btf " + a.facts.btf_path + ")",
-             a.facts.kprobes ? "yes" : "no", a.facts.kallsyms_error.empty() ? "ok" : a.facts.kallsyms_error);
+  fmt::format_to(o, "kernel {}  BTF {}  kprobes {}  kallsyms {}\n", d.at("kernel").get<std::string>(),
+             !d.at("btf").get<bool>() ? "no" : btf_file.empty() ? "yes" : "yes (--btf " + btf_file + ")",
+             d.at("kprobes").get<bool>() ? "yes" : "no", d.at("kallsyms").get<std::string>());
   // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
-  const std::string symbols = a.facts.system_map ? a.facts.system_map_path
-                              : a.facts.kallsyms_error.empty() ? std::string("/proc/kallsyms")
-                                                                : "none (" + a.facts.kallsyms_error + ")";
-  fmt::format_to(o, "layout {}; symbols {}\n", layout_source_text(layout), symbols);
+  fmt::format_to(o, "layout {}; symbols {}\n", layout_source_text(layout), d.at("symbols").get<std::string>());
   for (const std::string& n : layout.notes) fmt::format_to(o, "  {}\n", n);
   fmt::format_to(o, "{}\n", to_string(fixes));
   for (const ProbeStatus& s : st) {
