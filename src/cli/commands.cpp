@@ -155,10 +155,9 @@ int run_record(const RecordCmd& o) {
 
 namespace {
 
-/// report over src (reader: src when it is a recording): command/report.h report_command(),
-/// printed.
-int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) {
-  ReportRequest req;
+/// The request report's options give (window, per-CPU table, --xfer-cost, format); 0, or
+/// 2 after a usage error.
+int report_request(const ReportCmd& o, ReportRequest& req) {
   if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
   req.opts.all_cpus = o.all_cpus;
   req.opts.top = o.top;
@@ -175,7 +174,7 @@ int report_from(SampleSource& src, const ReportCmd& o, RecordingReader* reader) 
   req.to = o.to;
   req.format = o.out.chosen();
   req.stop = &g_stop;
-  return print_output(report_command(src, reader, req));
+  return 0;
 }
 
 }  // namespace
@@ -248,8 +247,9 @@ int run_report(const ReportCmd& o) {
     lo.duration_ns = dur;
     lo.stop = &g_stop;  // Ctrl-C: reported up to the stop
     lo.warn = err;
-    LiveSession sess(std::move(lo));  // LiveError: main prints it
-    return report_from(sess, o, nullptr);
+    ReportRequest req;
+    if (int rc = report_request(o, req)) return rc;
+    return print_output(report_live_command(std::move(lo), req));  // LiveError: main prints it
   }
   if (o.file.empty()) {
     return usage_error("report needs a recording FILE (or --live)");
@@ -257,14 +257,9 @@ int run_report(const ReportCmd& o) {
   if (o.duration_given || o.interval_given) {
     return usage_error("report FILE: -d/-i apply to --live only (a recording has its own; --from/--to pick a window)");
   }
-  std::unique_ptr<RecordingReader> r;
-  try {
-    r = RecordingReader::open(o.file);
-  } catch (const std::exception& e) {
-    err(e.what());
-    return 1;
-  }
-  return report_from(*r, o, r.get());
+  ReportRequest req;
+  if (int rc = report_request(o, req)) return rc;
+  return print_output(report_file_command(req));
 }
 
 }  // namespace schedhot::cli

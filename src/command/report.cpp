@@ -1,5 +1,7 @@
 #include "command/report.h"
 
+#include <memory>
+
 #include <fmt/format.h>
 
 #include "output/format.h"
@@ -58,6 +60,19 @@ CommandOutput report_command(SampleSource& src, RecordingReader* reader, const R
     res.errors.push_back(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", req.file,
                                      damage->offset, damage->reason, b.samples()));
   return res;
+}
+
+CommandOutput report_file_command(const ReportRequest& req) {
+  std::unique_ptr<RecordingReader> r;
+  try {
+    r = RecordingReader::open(req.file);
+  } catch (const std::exception& e) {
+    CommandOutput res;
+    res.errors.push_back(e.what());
+    res.status = 1;
+    return res;
+  }
+  return report_command(*r, r.get(), req);
 }
 
 }  // namespace schedhot

@@ -6,6 +6,7 @@
 
 #include "analysis/report.h"
 #include "command/command.h"
+#include "live/session.h"
 
 namespace schedhot {
 
@@ -23,5 +24,13 @@ struct ReportRequest {
 /// req.format (output/format.h). Errors (fewer than two samples, nothing after --from, interrupted) are
 /// values in the result; a damaged file's report comes with one message about it.
 CommandOutput report_command(SampleSource& src, RecordingReader* reader, const ReportRequest& req);
+
+/// `schedhot report FILE`: req.file opened (status 1 with the reader's one line when it
+/// cannot be), then report_command() over it.
+CommandOutput report_file_command(const ReportRequest& req);
+
+/// `schedhot report --live`: a LiveSession of live (live/session.h; throws LiveError when no
+/// probe attaches) sampled for its duration or until its stop, then report_command() over it.
+CommandOutput report_live_command(LiveOptions live, const ReportRequest& req);
 
 }  // namespace schedhot
