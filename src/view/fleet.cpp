@@ -22,6 +22,7 @@
 #include "model/histogram.h"
 #include "model/interval.h"
 #include "probe/catalog.h"
+#include "probe/layout.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/host.h"
@@ -54,8 +55,38 @@ nlohmann::json read_state(const fs::path& p) {
   }
 }
 
-/// The probes the text table shows (rate, and p99 where timed); JSON and CSV have all.
-const char* const kTableProbes[] = {"nohz_exit", "nohz_kick", "cpupri_set", "bcast_wait"};
+/// The probes the text table shows (ProbeSpec::fleet: rate, and p99 where timed); JSON
+/// and CSV have all.
+const std::vector<const ProbeSpec*>& table_probes() {
+  static const std::vector<const ProbeSpec*> v = [] {
+    std::vector<const ProbeSpec*> r;
+    for (const ProbeSpec& p : probe_catalog())
+      if (p.fleet != FleetShow::none) r.push_back(&p);
+    return r;
+  }();
+  return v;
+}
+
+/// The probe whose histogram is a lock's wait (ProbeSpec::wait_lock: bcast_wait), whose
+/// wait goes into the severity; nullptr when none.
+const ProbeSpec* wait_probe() {
+  for (const ProbeSpec& p : probe_catalog())
+    if (!p.wait_lock.empty()) return &p;
+  return nullptr;
+}
+
+/// The row key of the wait probe's wait ("bcast_wait_ns_per_s").
+std::string wait_key() {
+  const ProbeSpec* w = wait_probe();
+  return (w ? w->name : std::string("wait")) + "_ns_per_s";
+}
+
+/// The seed-patch fixes, one per hot object (their keys, subjects, flagged probes): what
+/// the rows' "fixes" and the FIX column list.
+const std::vector<Fix>& fix_kinds() {
+  static const std::vector<Fix> v = fixes_unknown("").fixes;
+  return v;
+}
 
 struct Entry {
   std::string host;
@@ -216,12 +247,12 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["seconds"] = r["window"]["seconds"];
   row["start"] = r["window"]["start"];
   const auto& fixes = r["cachelines"]["fixes"];
-  row["fixes"] = {{"nohz_nr_cpus_removed", fixes["nohz_nr_cpus_removed"]},
-                  {"cpupri_count_removed", fixes["cpupri_count_removed"]},
-                  {"bcast_lock_own_line", fixes["bcast_lock_own_line"]}};
+  row["fixes"] = nlohmann::json::object();
+  for (const Fix& f : fix_kinds()) row["fixes"][f.key] = fixes[f.key];
   nlohmann::json flags = nlohmann::json::array();
   nlohmann::json probes = nlohmann::json::object();
-  std::optional<double> wait_ns_per_s;  // null unless bcast_wait measured (blind/unavailable: not 0)
+  std::optional<double> wait_ns_per_s;  // null unless the wait probe measured (blind/unavailable: not 0)
+  const ProbeSpec* waiter = wait_probe();
   const double seconds = num(r["window"], "seconds");
   for (auto& p : r["probes"]) {
     const std::string name = p["name"];
@@ -239,15 +270,15 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
     o["p99_ns"] = has_lat ? lat["p99"] : nlohmann::json(nullptr);
     if (!attached) flags.push_back(fmt::format("probe unavailable: {}: {}", name, p["reason"].get<std::string>()));
     else if (!blind.empty()) flags.push_back(fmt::format("blind: {}: {}", name, blind));
-    if (name == "bcast_wait" && attached && blind.empty() && has_lat && seconds > 0) {
+    if (waiter && name == waiter->name && attached && blind.empty() && has_lat && seconds > 0) {
       wait_ns_per_s = num(lat, "mean") * num(lat, "count") / seconds;
       const double rate = o["rate_per_s"].is_number() ? o["rate_per_s"].get<double>() : 0;
-      flags.push_back(fmt::format("tick_broadcast_lock contended: {} contentions/s, wait p99 {}", format_rate(rate),
-                                  format_ns(num(lat, "p99"))));
+      flags.push_back(fmt::format("{} contended: {} {}/s, wait p99 {}", waiter->wait_lock, format_rate(rate),
+                                  waiter->primary, format_ns(num(lat, "p99"))));
     }
     probes[name] = o;
   }
-  auto fix_flag = [&](const char* fix, const char* field, const char* probe) {
+  auto fix_flag = [&](const std::string& fix, const std::string& field, const std::string& probe) {
     const auto& f = fixes[fix];
     const auto& pr = probes.contains(probe) ? probes[probe] : nlohmann::json();
     if (f.is_boolean() && !f.get<bool>() && pr.is_object() && pr["p99_ns"].is_number() &&
@@ -255,8 +286,10 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
       flags.push_back(fmt::format("{} present and {} p99 {} > {}", field, probe, format_ns(pr["p99_ns"].get<double>()),
                                   format_ns(req.p99_flag_ns)));
   };
-  fix_flag("cpupri_count_removed", "cpupri_vec.count", "cpupri_set");
-  fix_flag("nohz_nr_cpus_removed", "nohz.nr_cpus", "nohz_exit");
+  // A fix absent while its probe's p99 is high; the hot objects from last to first (fleet's
+  // flags have always named cpupri's before nohz's).
+  for (auto f = fix_kinds().rbegin(); f != fix_kinds().rend(); ++f)
+    if (!f->flag_probe.empty()) fix_flag(f->key, f->subject, f->flag_probe);
   for (auto& [name, o] : probes.items())
     if (o["status"] == "proxy") flags.push_back(fmt::format("proxy: {} (its figures are not the function's)", name));
   double stall = 0, xfers = 0;
@@ -270,10 +303,11 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["lines"] = lines;
   row["xfers_per_s"] = xfers;
   row["stall_ns_per_s"] = stall;
-  row["bcast_wait_ns_per_s"] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
+  row[wait_key()] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
   const double cpus = std::max(1.0, num(host, "online_count", num(host, "possible_cpus", 1)));
   row["severity"] = (stall + wait_ns_per_s.value_or(0)) / cpus / 1000.0;
-  if (!wait_ns_per_s) row["severity_note"] = "without tick_broadcast_lock wait (bcast_wait not measured)";
+  if (!wait_ns_per_s && waiter)
+    row["severity_note"] = fmt::format("without {} wait ({} not measured)", waiter->wait_lock, waiter->name);
   row["flags"] = flags;
   return row;
 }
@@ -399,7 +433,9 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
 std::string fix_char(const nlohmann::json& v) { return v.is_boolean() ? (v.get<bool>() ? "y" : "n") : "?"; }
 
 std::string fixes_text(const nlohmann::json& f) {
-  return fix_char(f["nohz_nr_cpus_removed"]) + fix_char(f["cpupri_count_removed"]) + fix_char(f["bcast_lock_own_line"]);
+  std::string out;
+  for (const Fix& x : fix_kinds()) out += fix_char(f[x.key]);
+  return out;
 }
 
 /// raw for a fixed-width column of the text table: one column per character, so every code
@@ -554,8 +590,11 @@ std::string render_fleet_text(const nlohmann::json& d) {
     out += fmt::format("plus {} stale host{} of earlier runs (not in the latest schedhot-fleet run: not ranked, listed "
                        "at the end)\n",
                        c["stale"].get<int>(), c["stale"].get<int>() == 1 ? "" : "s");
-  out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
-  out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
+  out += fmt::format("severity: (modeled coherence stall of the hot lines{}) / online CPUs, us per CPU-second\n",
+                     wait_probe() ? " + " + wait_probe()->wait_lock + " wait" : std::string());
+  std::string legend;
+  for (const Fix& f : fix_kinds()) legend += (legend.empty() ? "" : ", ") + f.legend;
+  out += "FIX: " + legend + " (y yes, n no, ? unknown)\n\n";
   size_t hw = 4;
   for (auto& h : d["hosts"]) hw = std::max(hw, table_cell(h["host"].get<std::string>(), 32).size());
   // RANK and SEVERITY as wide as their widest value (10,000 hosts; a huge --xfer-cost)
@@ -566,9 +605,9 @@ std::string render_fleet_text(const nlohmann::json& d) {
   }
   std::string head = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}} {:>8}", "RANK", rw, "HOST", hw, "KERNEL", "CPUS", "FIX",
                                  "SEVERITY", sw, "XFER/s");
-  for (const char* p : kTableProbes) {
-    head += fmt::format(" {:>{}}", fmt::format("{}/s", p), std::max<size_t>(7, std::strlen(p) + 2));
-    if (std::string_view(p) != "bcast_wait") head += fmt::format(" {:>7}", "p99");
+  for (const ProbeSpec* p : table_probes()) {
+    head += fmt::format(" {:>{}}", fmt::format("{}/s", p->name), std::max<size_t>(7, p->name.size() + 2));
+    if (p->fleet == FleetShow::rate_p99) head += fmt::format(" {:>7}", "p99");
   }
   out += head + "\n";
   bool any_failed = false;
@@ -582,12 +621,13 @@ std::string render_fleet_text(const nlohmann::json& d) {
     std::string line = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}.1f} {:>8}", h["rank"].get<int>(), rw, name, hw,
                                    kern, h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(), sw,
                                    format_rate(h["xfers_per_s"].get<double>()));
-    for (const char* p : kTableProbes) {
+    for (const ProbeSpec* ps : table_probes()) {
+      const std::string& p = ps->name;
       const auto& o = h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();
       const bool shown = o.is_object() && (o["status"] == "measured" || o["status"] == "proxy");
       const std::string rate = shown && o["rate_per_s"].is_number() ? format_rate(o["rate_per_s"].get<double>()) : "-";
-      line += fmt::format(" {:>{}}", rate, std::max<size_t>(7, std::strlen(p) + 2));
-      if (std::string_view(p) != "bcast_wait")
+      line += fmt::format(" {:>{}}", rate, std::max<size_t>(7, p.size() + 2));
+      if (ps->fleet == FleetShow::rate_p99)
         line += fmt::format(" {:>7}", shown && o["p99_ns"].is_number() ? format_ns(o["p99_ns"].get<double>()) : "-");
     }
     out += line + "\n";
@@ -642,9 +682,9 @@ std::string render_fleet_csv(const nlohmann::json& d) {
     if (h.contains("lines"))
       for (auto& l : h["lines"])
         if (std::find(lines.begin(), lines.end(), l["name"].get<std::string>()) == lines.end()) lines.push_back(l["name"]);
-  std::string out = "rank,host,status,file,kernel_release,cpus_online,possible_cpus,virtualization,fix_nohz_nr_cpus_removed,"
-                    "fix_cpupri_count_removed,fix_bcast_lock_own_line,severity_us_per_cpu_s,xfers_per_s,stall_ns_per_s,"
-                    "bcast_wait_ns_per_s";
+  std::string out = "rank,host,status,file,kernel_release,cpus_online,possible_cpus,virtualization";
+  for (const Fix& f : fix_kinds()) out += ",fix_" + f.key;
+  out += ",severity_us_per_cpu_s,xfers_per_s,stall_ns_per_s," + wait_key();
   for (auto& p : probes) out += fmt::format(",{}_status,{}_rate_per_s,{}_p99_ns", p, p, p);
   for (auto& l : lines) out += "," + csv_cell("xfers_per_s:" + l);
   out += ",flags,why\n";
@@ -655,13 +695,13 @@ std::string render_fleet_csv(const nlohmann::json& d) {
     std::string row = fmt::format("{},{},{},{}", h["rank"].is_number() ? fmt::format("{}", h["rank"].get<int>()) : "",
                                   str(h["host"]), str(h["status"]), str(h["file"]));
     if (fig) {
-      row += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", str(h["kernel_release"]), csv_num(h["cpus_online"]),
-                         csv_num(h["possible_cpus"]), str(h["virtualization"]), fix(h["fixes"]["nohz_nr_cpus_removed"]),
-                         fix(h["fixes"]["cpupri_count_removed"]), fix(h["fixes"]["bcast_lock_own_line"]),
-                         csv_num(h["severity"]), csv_num(h["xfers_per_s"]), csv_num(h["stall_ns_per_s"]),
-                         csv_num(h["bcast_wait_ns_per_s"]));
+      row += fmt::format(",{},{},{},{}", str(h["kernel_release"]), csv_num(h["cpus_online"]), csv_num(h["possible_cpus"]),
+                         str(h["virtualization"]));
+      for (const Fix& f : fix_kinds()) row += "," + fix(h["fixes"][f.key]);
+      row += fmt::format(",{},{},{},{}", csv_num(h["severity"]), csv_num(h["xfers_per_s"]), csv_num(h["stall_ns_per_s"]),
+                         csv_num(h[wait_key()]));
     } else {
-      row += std::string(11, ',');
+      row += std::string(8 + fix_kinds().size(), ',');
     }
     for (auto& p : probes) {
       const auto& o = fig && h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();
