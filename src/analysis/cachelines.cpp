@@ -37,30 +37,15 @@ std::vector<std::string> unmeasured(const Meta& meta, const std::string& family)
 }  // namespace
 
 nlohmann::json fixes_json(const FixesPresent& f) {
-  return {{"nohz_nr_cpus_removed", opt_bool(f.nohz_nr_cpus_removed)},
-          {"cpupri_count_removed", opt_bool(f.cpupri_count_removed)},
-          {"bcast_lock_own_line", opt_bool(f.bcast_lock_own_line)},
-          {"text", to_string(f)}};
+  nlohmann::json j;
+  for (const Fix& x : f.fixes) j[x.key] = opt_bool(x.present);
+  j["text"] = to_string(f);
+  return j;
 }
 
 FixesPresent recording_fixes(const Meta& meta) {
   if (meta.layout) return fixes_present(*meta.layout);
-  FixesPresent fx;
-  fx.nohz_reason = fx.cpupri_reason = fx.bcast_reason = "layout not recorded";
-  return fx;
-}
-
-std::string layout_source_text(const CoherenceLayout& l) {
-  const BcastLockLayout& b = l.bcast_lock;
-  std::string lock;
-  if (b.address)
-    lock = fmt::format("0x{:x} from {}", *b.address, b.source.empty() ? "the symbol table" : b.source);
-  else
-    lock = fmt::format("unknown ({})", b.reason.rfind("unknown: ", 0) == 0 ? b.reason.substr(9)
-                                       : b.reason.empty()                  ? "not found"
-                                                                           : b.reason);
-  return fmt::format("BTF {}; tick_broadcast_lock {}; cacheline {} B", l.btf_source.empty() ? "none" : l.btf_source,
-                     lock, l.line_bytes);
+  return fixes_unknown("layout not recorded");
 }
 
 nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top,

@@ -22,19 +22,15 @@ namespace schedhot {
 nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int top = 3,
                                const ExactAccumulator* exact = nullptr);
 
-/// The "fixes" object of report, probes and info JSON: {"nohz_nr_cpus_removed",
-/// "cpupri_count_removed", "bcast_lock_own_line": true | false | null (unknown), "text":
-/// to_string(f)}.
+/// The "fixes" object of report, probes and info JSON: each hot object's fix under its
+/// key (Fix::key: nohz_nr_cpus_removed, cpupri_count_removed, bcast_lock_own_line): true |
+/// false | null (unknown), and "text": to_string(f). Where a layout was read, one line for
+/// `probes` and `info`: layout_source_text() (probe/layout.h).
 nlohmann::json fixes_json(const FixesPresent& f);
 
 /// The fixes a recording's kernel has: fixes_present() of its layout, or, for a recording
 /// without one (made before layouts were recorded), every fix unknown: "layout not recorded".
 FixesPresent recording_fixes(const Meta& meta);
-
-/// Where a layout was read, one line for `probes` and `info`: "BTF /sys/kernel/btf/vmlinux;
-/// tick_broadcast_lock 0xffffffff82a1b2c0 from /proc/kallsyms; cacheline 64 B" (or
-/// "BTF none", "tick_broadcast_lock unknown (KALLSYMS_ALL off ...)").
-std::string layout_source_text(const CoherenceLayout& l);
 
 /// The text view of cachelines_json's object ("" for null).
 std::string cachelines_text(const nlohmann::json& c);

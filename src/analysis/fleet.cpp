@@ -22,6 +22,7 @@
 #include "model/histogram.h"
 #include "model/interval.h"
 #include "probe/catalog.h"
+#include "probe/layout.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/host.h"
@@ -31,6 +32,48 @@
 namespace schedhot {
 
 namespace fs = std::filesystem;
+
+/// The probes the text table shows (ProbeSpec::fleet: rate, and p99 where timed); JSON
+/// and CSV have all.
+const std::vector<const ProbeSpec*>& table_probes() {
+  static const std::vector<const ProbeSpec*> v = [] {
+    std::vector<const ProbeSpec*> r;
+    for (const ProbeSpec& p : probe_catalog())
+      if (p.fleet != FleetShow::none) r.push_back(&p);
+    return r;
+  }();
+  return v;
+}
+
+/// The probe whose histogram is a lock's wait (ProbeSpec::wait_lock: bcast_wait), whose
+/// wait goes into the severity; nullptr when none.
+const ProbeSpec* wait_probe() {
+  for (const ProbeSpec& p : probe_catalog())
+    if (!p.wait_lock.empty()) return &p;
+  return nullptr;
+}
+
+/// The row key of the wait probe's wait ("bcast_wait_ns_per_s").
+std::string wait_key() {
+  const ProbeSpec* w = wait_probe();
+  return (w ? w->name : std::string("wait")) + "_ns_per_s";
+}
+
+/// The seed-patch fixes, one per hot object (their keys, subjects, flagged probes): what
+/// the rows' "fixes" and the FIX column list.
+const std::vector<Fix>& fix_kinds() {
+  static const std::vector<Fix> v = fixes_unknown("").fixes;
+  return v;
+}
+
+/// The kernel series of a release: "6.12.117+deb12-cloud-amd64" -> "6.12".
+std::string kernel_series(const std::string& rel) {
+  size_t dot = rel.find('.');
+  if (dot == std::string::npos) return rel;
+  size_t end = dot + 1;
+  while (end < rel.size() && std::isdigit(static_cast<unsigned char>(rel[end]))) ++end;
+  return rel.substr(0, end);
+}
 
 namespace {
 
@@ -173,14 +216,6 @@ std::vector<Entry> discover(const std::string& dir) {
   return out;
 }
 
-/// The kernel series of a release: "6.12.117+deb12-cloud-amd64" -> "6.12".
-std::string kernel_series(const std::string& rel) {
-  size_t dot = rel.find('.');
-  if (dot == std::string::npos) return rel;
-  size_t end = dot + 1;
-  while (end < rel.size() && std::isdigit(static_cast<unsigned char>(rel[end]))) ++end;
-  return rel.substr(0, end);
-}
 
 double num(const nlohmann::json& j, const char* k, double dflt = 0) {
   auto it = j.find(k);
@@ -215,12 +250,12 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["seconds"] = r["window"]["seconds"];
   row["start"] = r["window"]["start"];
   const auto& fixes = r["cachelines"]["fixes"];
-  row["fixes"] = {{"nohz_nr_cpus_removed", fixes["nohz_nr_cpus_removed"]},
-                  {"cpupri_count_removed", fixes["cpupri_count_removed"]},
-                  {"bcast_lock_own_line", fixes["bcast_lock_own_line"]}};
+  row["fixes"] = nlohmann::json::object();
+  for (const Fix& f : fix_kinds()) row["fixes"][f.key] = fixes[f.key];
   nlohmann::json flags = nlohmann::json::array();
   nlohmann::json probes = nlohmann::json::object();
-  std::optional<double> wait_ns_per_s;  // null unless bcast_wait measured (blind/unavailable: not 0)
+  std::optional<double> wait_ns_per_s;  // null unless the wait probe measured (blind/unavailable: not 0)
+  const ProbeSpec* waiter = wait_probe();
   const double seconds = num(r["window"], "seconds");
   for (auto& p : r["probes"]) {
     const std::string name = p["name"];
@@ -238,15 +273,15 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
     o["p99_ns"] = has_lat ? lat["p99"] : nlohmann::json(nullptr);
     if (!attached) flags.push_back(fmt::format("probe unavailable: {}: {}", name, p["reason"].get<std::string>()));
     else if (!blind.empty()) flags.push_back(fmt::format("blind: {}: {}", name, blind));
-    if (name == "bcast_wait" && attached && blind.empty() && has_lat && seconds > 0) {
+    if (waiter && name == waiter->name && attached && blind.empty() && has_lat && seconds > 0) {
       wait_ns_per_s = num(lat, "mean") * num(lat, "count") / seconds;
       const double rate = o["rate_per_s"].is_number() ? o["rate_per_s"].get<double>() : 0;
-      flags.push_back(fmt::format("tick_broadcast_lock contended: {} contentions/s, wait p99 {}", format_rate(rate),
-                                  format_ns(num(lat, "p99"))));
+      flags.push_back(fmt::format("{} contended: {} {}/s, wait p99 {}", waiter->wait_lock, format_rate(rate),
+                                  waiter->primary, format_ns(num(lat, "p99"))));
     }
     probes[name] = o;
   }
-  auto fix_flag = [&](const char* fix, const char* field, const char* probe) {
+  auto fix_flag = [&](const std::string& fix, const std::string& field, const std::string& probe) {
     const auto& f = fixes[fix];
     const auto& pr = probes.contains(probe) ? probes[probe] : nlohmann::json();
     if (f.is_boolean() && !f.get<bool>() && pr.is_object() && pr["p99_ns"].is_number() &&
@@ -254,8 +289,10 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
       flags.push_back(fmt::format("{} present and {} p99 {} > {}", field, probe, format_ns(pr["p99_ns"].get<double>()),
                                   format_ns(req.p99_flag_ns)));
   };
-  fix_flag("cpupri_count_removed", "cpupri_vec.count", "cpupri_set");
-  fix_flag("nohz_nr_cpus_removed", "nohz.nr_cpus", "nohz_exit");
+  // A fix absent while its probe's p99 is high; the hot objects from last to first (fleet's
+  // flags have always named cpupri's before nohz's).
+  for (auto f = fix_kinds().rbegin(); f != fix_kinds().rend(); ++f)
+    if (!f->flag_probe.empty()) fix_flag(f->key, f->subject, f->flag_probe);
   for (auto& [name, o] : probes.items())
     if (o["status"] == "proxy") flags.push_back(fmt::format("proxy: {} (its figures are not the function's)", name));
   double stall = 0, xfers = 0;
@@ -269,10 +306,11 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
   row["lines"] = lines;
   row["xfers_per_s"] = xfers;
   row["stall_ns_per_s"] = stall;
-  row["bcast_wait_ns_per_s"] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
+  row[wait_key()] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
   const double cpus = std::max(1.0, num(host, "online_count", num(host, "possible_cpus", 1)));
   row["severity"] = (stall + wait_ns_per_s.value_or(0)) / cpus / 1000.0;
-  if (!wait_ns_per_s) row["severity_note"] = "without tick_broadcast_lock wait (bcast_wait not measured)";
+  if (!wait_ns_per_s && waiter)
+    row["severity_note"] = fmt::format("without {} wait ({} not measured)", waiter->wait_lock, waiter->name);
   row["flags"] = flags;
   return row;
 }
@@ -395,7 +433,6 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   return row;
 }
 
-
 }  // namespace
 
 nlohmann::json fleet_document(const FleetRequest& req) {
@@ -503,6 +540,5 @@ nlohmann::json fleet_document(const FleetRequest& req) {
   d["percentile_error"] = kPercentileRelError;
   return d;
 }
-
 
 }  // namespace schedhot

@@ -16,11 +16,24 @@
 
 #include <nlohmann/json.hpp>
 #include "analysis/report.h"
+#include "probe/catalog.h"
+#include "probe/layout.h"
 
 namespace schedhot {
 
-/// The probes the text table shows (rate, and p99 where timed); JSON and CSV have all.
-inline constexpr const char* kTableProbes[] = {"nohz_exit", "nohz_kick", "cpupri_set", "bcast_wait"};
+/// The probes the text table shows (ProbeSpec::fleet: rate, and p99 where timed); JSON
+/// and CSV have all. In catalog order.
+const std::vector<const ProbeSpec*>& table_probes();
+/// The probe whose histogram is a lock's wait (ProbeSpec::wait_lock: bcast_wait), whose
+/// wait goes into the severity; nullptr when none.
+const ProbeSpec* wait_probe();
+/// The row key of the wait probe's wait ("bcast_wait_ns_per_s").
+std::string wait_key();
+/// The seed-patch fixes, one per hot object (their keys, subjects, flagged probes): what
+/// the rows' "fixes" and the FIX column list.
+const std::vector<Fix>& fix_kinds();
+/// The kernel series of a release: "6.12.117+deb12-cloud-amd64" -> "6.12".
+std::string kernel_series(const std::string& rel);
 
 /// One `schedhot report --fleet`, parsed.
 struct FleetRequest {

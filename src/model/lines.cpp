@@ -12,9 +12,6 @@ namespace schedhot {
 
 namespace {
 
-constexpr const char* kSeparate =
-    "a separately allocated bitmap, modeled as its own line-aligned object (slab neighbours not known)";
-
 /// Byte offset -> line of the object.
 int64_t lof(int64_t off, int lb) { return line_of(off, lb); }
 
@@ -40,203 +37,41 @@ std::optional<FieldTarget> field_target(const std::string& field, int ncpus, con
     per_cpu = true;
     f.erase(p, 5);
   }
-  // A cpumask at byte base of object: CPU c's word (per_cpu) or the whole bitmap (a scan).
-  auto mask = [&](std::string object, std::string family, int64_t base, int64_t nbits, std::string assumption) {
-    FieldTarget t{std::move(object), std::move(family), std::move(assumption), base,
-                  per_cpu ? FieldTarget::bit : FieldTarget::scan, nbits};
-    return t;
-  };
-  if (f.rfind("nohz.", 0) == 0) {
-    if (!L.nohz) return std::nullopt;
-    const NohzLayout& n = *L.nohz;
-    const std::string m = f.substr(5);
-    if (m == "idle_cpus_mask") {
-      if (n.mask_is_pointer) {
-        // Learned: the bitmap's offset in its first line (learn_addresses()); else line-aligned.
-        if (L.learned && L.learned->nohz_idle_mask)
-          return mask("nohz.idle_cpus_mask", "nohz", int64_t(L.learned->nohz_idle_mask % uint64_t(L.line_bytes)), ncpus,
-                      "slab neighbours of the learned bitmap not known");
-        return mask("nohz.idle_cpus_mask", "nohz", 0, ncpus, kSeparate);
-      }
-      return mask("nohz", "nohz", n.idle_cpus_mask.offset, n.mask_bytes * 8, "");
-    }
-    const MemberLayout* mem = nullptr;
-    if (m == "nr_cpus" && n.nr_cpus) mem = &*n.nr_cpus;
-    if (m == "has_blocked") mem = &n.has_blocked;
-    if (m == "needs_update" && n.needs_update) mem = &*n.needs_update;
-    if (m == "next_balance") mem = &n.next_balance;
-    if (m == "next_blocked") mem = &n.next_blocked;
-    if (!mem) return std::nullopt;
-    return FieldTarget{"nohz", "nohz", "", mem->offset, FieldTarget::fixed, 0};
-  }
-  if (f.rfind("cpupri.", 0) == 0) {
-    if (!L.cpupri) return std::nullopt;
-    const CpupriLayout& cp = *L.cpupri;
-    const int64_t skew = root_domain_skew(L);
-    if (f == "cpupri.cpu_to_pri") {
-      // Learned: in the group of separate allocations it shares lines with (layout.h).
-      if (auto at = learned_placement(L, f))
-        return FieldTarget{at->first, "cpupri", "", at->second, per_cpu ? FieldTarget::int32 : FieldTarget::fixed, 0};
-      return FieldTarget{"cpupri.cpu_to_pri", "cpupri", "cpu_to_pri[] (kcalloc'd ints) modeled as starting on a line boundary",
-                         0, per_cpu ? FieldTarget::int32 : FieldTarget::fixed, 0};
-    }
-    int i = -1;
-    char what[16] = {};
-    if (std::sscanf(f.c_str(), "cpupri.pri_to_cpu[%d].%15s", &i, what) != 2 || i < 0 || i >= cp.nr_prios)
-      return std::nullopt;
-    const std::string w = what;
-    if (w == "count") {
-      if (!cp.count_offset) return std::nullopt;
-      return FieldTarget{"root_domain", "cpupri",
-                         L.learned && L.learned->rd ? "" : "root_domain modeled as starting on a line boundary (kzalloc'd, kmalloc-2k or larger)",
-                         skew + cp.vec_offset(i) + *cp.count_offset, FieldTarget::fixed, 0};
-    }
-    if (w == "mask") {
-      if (cp.mask_is_pointer) {
-        const std::string name = fmt::format("cpupri.pri_to_cpu[{}].mask", i);
-        if (auto at = learned_placement(L, name)) return mask(at->first, "cpupri", at->second, ncpus, "");
-        return mask(name, "cpupri", 0, ncpus, kSeparate);
-      }
-      return mask("root_domain", "cpupri", skew + cp.vec_offset(i) + cp.mask_offset, cp.mask_bytes * 8, "");
-    }
-    return std::nullopt;
-  }
-  if (f == "tick_broadcast_lock") {
-    std::string a;
-    if (!L.bcast_lock.own_line) a = "placement unknown (" + L.bcast_lock.reason + "): modeled as its own line";
-    return FieldTarget{"tick_broadcast_lock", "tick_broadcast_lock", a, 0, FieldTarget::fixed, 0};
-  }
+  for (const HotObject* o : hot_objects())
+    if (auto t = o->field_target(f, per_cpu, ncpus, L)) return t;
   return std::nullopt;
-}
-
-void FieldTarget::lines(int cpu, int line_bytes, std::vector<int64_t>& out) const {
-  switch (mode) {
-    case fixed: out.push_back(lof(base, line_bytes)); return;
-    case bit: out.push_back(lof(base + int64_t(std::max(cpu, 0) / 64) * 8, line_bytes)); return;
-    case int32: out.push_back(lof(base + int64_t(std::max(cpu, 0)) * 4, line_bytes)); return;
-    case scan: {
-      const int64_t bytes = std::max<int64_t>(8, (nbits + 63) / 64 * 8);
-      for (int64_t l = lof(base, line_bytes); l <= lof(base + bytes - 1, line_bytes); ++l) out.push_back(l);
-      return;
-    }
-  }
 }
 
 namespace {
 
-/// Shown name of a line: the object, its line number when it has several, and what it holds.
+/// Shown name of a line: the object, its line number when it has several, and what it
+/// holds (its hot object's line_name()).
 std::string line_name(const LineKey& k, const CoherenceLayout& L) {
-  if (k.object == "root_domain" && L.cpupri) {
-    const CpupriLayout& cp = *L.cpupri;
-    int lo = -1, hi = -1;
-    const int64_t skew = root_domain_skew(L);
-    for (int i = 0; i < cp.nr_prios; ++i) {
-      const int64_t a = lof(skew + cp.vec_offset(i), L.line_bytes), b = lof(skew + cp.vec_offset(i) + cp.vec_size - 1, L.line_bytes);
-      if (a <= k.line && k.line <= b) {
-        if (lo < 0) lo = i;
-        hi = i;
-      }
-    }
-    if (lo < 0) return fmt::format("root_domain line {}", k.line);
-    return lo == hi ? fmt::format("root_domain line {} (cpupri vec {})", k.line, lo)
-                    : fmt::format("root_domain line {} (cpupri vecs {}-{})", k.line, lo, hi);
-  }
-  if (k.line == 0 && (k.object == "nohz" || k.object == "tick_broadcast_lock" ||
-                      k.object.find(".mask") != std::string::npos || k.object == "nohz.idle_cpus_mask"))
-    return k.object;
+  for (const HotObject* o : hot_objects())
+    if (auto n = o->line_name(k.object, k.line, L)) return *n;
   return fmt::format("{} line {}", k.object, k.line);
 }
-
 
 }  // namespace
 
 const std::vector<WhatIf>& what_ifs() {
-  static const std::vector<WhatIf> v = {
-      {"nohz_nr_cpus", "sched/fair: remove nohz.nr_cpus and use the weight of the cpumask (5d86d542, v7.0)", "nohz"},
-      {"cpupri_count", "sched/cpupri: remove the count field from struct cpupri_vec", "cpupri"},
-  };
+  static const std::vector<WhatIf> v = [] {
+    std::vector<WhatIf> r;
+    for (const WhatIf& w : all_what_ifs())
+      if (w.replays) r.push_back(w);
+    return r;
+  }();
   return v;
 }
 
-namespace {
-
-/// Moves members at or after `from` down by `by` bytes, each to its natural alignment
-/// (min(size, 8)) after the previous one: what the compiler does when a member goes.
-void relayout(std::vector<MemberLayout*>& ms) {
-  std::sort(ms.begin(), ms.end(), [](auto* a, auto* b) { return a->offset < b->offset; });
-  int64_t end = 0;
-  for (auto* m : ms) {
-    const int64_t al = std::clamp<int64_t>(m->size, 1, 8);
-    const int64_t want = (end + al - 1) / al * al;
-    if (m->offset > want) m->offset = want;
-    end = m->offset + m->size;
-  }
+bool what_if_applies(const WhatIf& w, const CoherenceLayout& layout) {
+  const HotObject* o = what_if_owner(w.id);
+  return o && w.replays && o->what_if_reason(w, layout).empty();
 }
-
-}  // namespace
 
 CoherenceLayout apply_what_if(const CoherenceLayout& layout, const WhatIf& w) {
   CoherenceLayout L = layout;
-  if (w.id == "nohz_nr_cpus" && L.nohz && L.nohz->nr_cpus) {
-    NohzLayout& n = *L.nohz;
-    n.nr_cpus.reset();
-    std::vector<MemberLayout*> ms = {&n.idle_cpus_mask, &n.has_blocked, &n.next_balance, &n.next_blocked};
-    if (n.needs_update) ms.push_back(&*n.needs_update);
-    for (auto& o : n.other_members) ms.push_back(&o);
-    relayout(ms);
-  }
-  if (w.id == "cpupri_count" && L.cpupri && L.cpupri->count_offset) {
-    CpupriLayout& cp = *L.cpupri;
-    const int64_t mask_size = cp.mask_is_pointer ? 8 : cp.mask_bytes;
-    const int64_t old_vec = cp.vec_size;
-    cp.count_offset.reset();
-    cp.count_size = 0;
-    cp.mask_offset = 0;
-    cp.vec_size = mask_size;
-    cp.cpu_to_pri_offset -= (old_vec - cp.vec_size) * cp.nr_prios;
-  }
-  return L;
-}
-
-CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes) {
-  CoherenceLayout L;
-  L.line_bytes = line_bytes;
-  int major = 0;
-  std::sscanf(kernel_release.c_str(), "%d", &major);
-  NohzLayout n;  // Debian 6.1 / 7.3 (kernel-notes 2.1): OFFSTACK=y
-  n.size = 64;
-  n.idle_cpus_mask = {"idle_cpus_mask", 0, 8};
-  n.mask_is_pointer = true;
-  if (major < 7) {
-    n.nr_cpus = MemberLayout{"nr_cpus", 8, 4};
-    n.has_blocked = {"has_blocked", 12, 4};
-    n.needs_update = MemberLayout{"needs_update", 16, 4};
-    n.next_balance = {"next_balance", 24, 8};
-    n.next_blocked = {"next_blocked", 32, 8};
-  } else {
-    n.has_blocked = {"has_blocked_load", 8, 4};
-    n.needs_update = MemberLayout{"needs_update", 12, 4};
-    n.next_balance = {"next_balance", 16, 8};
-    n.next_blocked = {"next_blocked", 24, 8};
-  }
-  L.nohz = n;
-  CpupriLayout cp;  // Debian 6.1 / 7.3: cpupri at rd+184, 16 B vectors, separate masks
-  cp.cpupri_offset = 184;
-  cp.nr_prios = 101;
-  cp.vec_size = 16;
-  cp.count_offset = 0;
-  cp.count_size = 4;
-  cp.mask_offset = 8;
-  cp.mask_is_pointer = true;
-  cp.cpu_to_pri_offset = 101 * 16;
-  cp.cpupri_size = cp.cpu_to_pri_offset + 8;
-  cp.root_domain_size = 1824;
-  L.cpupri = cp;
-  L.bcast_lock.reason = "not recorded";
-  L.notes.push_back(fmt::format(
-      "layout not recorded: every line is modeled on Debian's {} layout (CPUMASK_OFFSTACK=y, nohz {} nr_cpus, "
-      "cpupri_vec with count, cpupri at root_domain+184)",
-      major < 7 ? "6.1" : "7.3", major < 7 ? "with" : "without"));
+  if (const HotObject* o = what_if_owner(w.id)) o->apply(w, L);
   return L;
 }
 
@@ -685,8 +520,7 @@ CoherenceAccumulator::CoherenceAccumulator(const Meta& meta, XferCost cost)
     : meta_(meta), layout_(layout_of(meta)), cost_(cost), topo_(meta.host.topology), plan_(meta, layout_) {
   for (const WhatIf& w : what_ifs()) {
     what_if_plans_.emplace_back(meta, apply_what_if(layout_, w));
-    what_if_applies_.push_back((w.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
-                               (w.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset));
+    what_if_applies_.push_back(what_if_applies(w, layout_));
   }
   what_if_.assign(what_ifs().size(), {0, 0});
   what_if_stall_.assign(what_ifs().size(), {0, 0});
@@ -974,19 +808,19 @@ CoherenceSummary CoherenceAccumulator::summary() const {
     }
     s.lines.push_back(std::move(l));
   }
-  for (size_t w = 0; w < what_ifs().size(); ++w) {
-    const WhatIf& wi = what_ifs()[w];
+  // Every seed patch in rank order: those replayed (what_ifs(), figures when they apply)
+  // and those with nothing to replay (said, never left out).
+  size_t w = 0;
+  for (const WhatIf& wi : all_what_ifs()) {
     WhatIfResult r;
     r.what = wi;
-    if (wi.id == "nohz_nr_cpus") {
-      r.applies = layout_.nohz && layout_.nohz->nr_cpus;
-      if (!layout_.nohz) r.reason = "nohz layout unknown";
-      else if (!r.applies) r.reason = "this kernel has it: nohz.nr_cpus is gone";
-    } else if (wi.id == "cpupri_count") {
-      r.applies = layout_.cpupri && layout_.cpupri->count_offset;
-      if (!layout_.cpupri) r.reason = "cpupri layout unknown";
-      else if (!r.applies) r.reason = "this kernel has it: cpupri_vec.count is gone";
+    const HotObject* o = what_if_owner(wi.id);
+    r.reason = o ? o->what_if_reason(wi, layout_) : "";
+    if (!wi.replays) {
+      s.what_if.push_back(r);
+      continue;
     }
+    r.applies = r.reason.empty();
     if (r.applies) {
       r.before_xfers_per_s = what_if_[w].first / T;
       r.after_xfers_per_s = what_if_[w].second / T;
@@ -998,24 +832,8 @@ CoherenceSummary CoherenceAccumulator::summary() const {
                      "(the patched layout's lines have no gap counts)";
     }
     s.what_if.push_back(r);
+    ++w;
   }
-  // The other two seed patches have nothing to replay: said, never left out.
-  WhatIfResult bc;
-  bc.what = {"bcast_lock_line", "tick/broadcast: reduce lock cacheline contention (tick_broadcast_lock in its own line, v4.11)",
-             "tick_broadcast_lock"};
-  const BcastLockLayout& bl = layout_.bcast_lock;
-  bc.reason = bl.own_line ? (*bl.own_line ? "this kernel has it: tick_broadcast_lock is alone in its line"
-                                          : "the lock shares its line, but its neighbours' accesses are not traced: "
-                                            "nothing to replay")
-                          : "this kernel very likely has it (v4.11+); the lock's line is unknown (" +
-                                (bl.reason.empty() ? std::string("no address") : bl.reason) + ")";
-  s.what_if.push_back(bc);
-  WhatIfResult ilb;
-  ilb.what = {"ilb_mc_capable", "nohz/sched: disable ilb on !mc_capable() (2010)", "nohz"};
-  ilb.reason = "the code it changes (select_nohz_load_balancer() owning nohz.load_balancer) is gone: the ILB "
-               "became a push model and nohz.load_balancer was removed long before the kernels schedhot traces; "
-               "nothing to replay";
-  s.what_if.push_back(ilb);
   return s;
 }
 
@@ -1204,8 +1022,7 @@ ExactAccumulator::ExactAccumulator(const Meta& meta, const CoherenceLayout& layo
 ExactAccumulator::ExactAccumulator(const Meta& meta, bool with_what_ifs) : ExactAccumulator(meta, layout_of(meta)) {
   if (!with_what_ifs) return;
   for (const WhatIf& w : what_ifs())
-    if ((w.id == "nohz_nr_cpus" && layout_.nohz && layout_.nohz->nr_cpus) ||
-        (w.id == "cpupri_count" && layout_.cpupri && layout_.cpupri->count_offset))
+    if (what_if_applies(w, layout_))
       what_ifs_.emplace_back(w.id, std::make_unique<ExactAccumulator>(meta, apply_what_if(layout_, w)));
 }
 

@@ -49,38 +49,21 @@ struct LineAccesses {
   std::vector<LineCpuRate> rates;   ///< by (cpu, probe); only non-zero entries
 };
 
-/// Which kernel fields a what-if removes (a seed patch that this kernel lacks).
-struct WhatIf {
-  std::string id;        ///< "nohz_nr_cpus", "cpupri_count"
-  std::string title;     ///< "sched/fair: Remove nohz.nr_cpus (5d86d542, v7.0)"
-  std::string family;    ///< the lines it changes
-};
-/// The seed patches the model can replay: nohz.nr_cpus removed, cpupri_vec.count removed.
+/// The seed patches the model can replay (the hot objects' what-ifs that replay, by rank):
+/// nohz.nr_cpus removed, cpupri_vec.count removed.
 const std::vector<WhatIf>& what_ifs();
+/// Whether w applies to layout: the kernel still has the field it removes (its object's
+/// what_if_reason() is "").
+bool what_if_applies(const WhatIf& w, const CoherenceLayout& layout);
 /// layout with the what-if's field removed and the struct re-laid out (later members move
-/// down to their natural alignment), as the patched kernel would have it. Unchanged when
-/// the field is already absent.
+/// down to their natural alignment), as the patched kernel would have it (its object's
+/// HotObject::apply()). Unchanged when the field is already absent.
 CoherenceLayout apply_what_if(const CoherenceLayout& layout, const WhatIf& w);
 
-/// The layout assumed for a recording that has none (made before layouts were recorded, or
-/// with no BTF): Debian's distro shape (CONFIG_CPUMASK_OFFSTACK=y; nohz with nr_cpus before
-/// 7.0; cpupri_vec with count; tick_broadcast_lock in its own line), with one note saying so.
-CoherenceLayout assumed_layout(const std::string& kernel_release, int line_bytes);
-
-/// Where a kernel field of FieldAccess::field lives: byte `base` of `object` (line-aligned,
-/// line_bytes lines); fixed (one line), bit (CPU c's word of a cpumask: base + c/64*8),
-/// int32 (CPU c's int: base + 4c) or scan (every word of an nbits-bit cpumask).
-struct FieldTarget {
-  std::string object, family, assumption;
-  int64_t base = 0;
-  enum Mode { fixed, bit, int32, scan } mode = fixed;
-  int64_t nbits = 0;
-  /// The line(s) of the object an access from `cpu` touches, appended to out.
-  void lines(int cpu, int line_bytes, std::vector<int64_t>& out) const;
-};
 /// The target of kernel field `field` ("#" already replaced by the element; "[cpu]" marks
 /// a per-CPU element) in `layout`, on a machine of ncpus possible CPUs; nullopt when the
-/// kernel has no such field (nohz.nr_cpus on 7.0+, cpupri_vec.count once removed).
+/// kernel has no such field (nohz.nr_cpus on 7.0+, cpupri_vec.count once removed). The
+/// hot object whose field it is answers (HotObject::field_target()).
 std::optional<FieldTarget> field_target(const std::string& field, int ncpus, const CoherenceLayout& layout);
 
 /// line_accesses' work resolved once for a Meta and a layout: every probe's declared
@@ -255,7 +238,7 @@ struct GapRoutes {
 GapRoutes gap_routes(const LinePlan& plan);
 
 /// The layout a recording's lines are modeled on: its own (Meta::layout) or, when it has
-/// none, assumed_layout() of its kernel release.
+/// none, assumed_layout() of its kernel release (probe/layout.h).
 CoherenceLayout layout_of(const Meta& meta);
 
 /// One line over a span of intervals: time-averaged access rates and modeled transfers.

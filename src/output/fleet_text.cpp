@@ -1,13 +1,16 @@
 #include "output/fleet_text.h"
 
 #include <algorithm>
+#include <cstring>
+#include <string_view>
 
 #include <fmt/format.h>
 
 #include "analysis/fleet.h"
 #include "probe/catalog.h"
-#include "sys/units.h"
+#include "probe/layout.h"
 #include "sys/json_text.h"
+#include "sys/units.h"
 
 namespace schedhot {
 
@@ -16,7 +19,9 @@ namespace {
 std::string fix_char(const nlohmann::json& v) { return v.is_boolean() ? (v.get<bool>() ? "y" : "n") : "?"; }
 
 std::string fixes_text(const nlohmann::json& f) {
-  return fix_char(f["nohz_nr_cpus_removed"]) + fix_char(f["cpupri_count_removed"]) + fix_char(f["bcast_lock_own_line"]);
+  std::string out;
+  for (const Fix& x : fix_kinds()) out += fix_char(f[x.key]);
+  return out;
 }
 
 /// raw for a fixed-width column of the text table: one column per character, so every code
@@ -65,8 +70,11 @@ std::string render_fleet_text(const nlohmann::json& d) {
     out += fmt::format("plus {} stale host{} of earlier runs (not in the latest schedhot-fleet run: not ranked, listed "
                        "at the end)\n",
                        c["stale"].get<int>(), c["stale"].get<int>() == 1 ? "" : "s");
-  out += "severity: (modeled coherence stall of the hot lines + tick_broadcast_lock wait) / online CPUs, us per CPU-second\n";
-  out += "FIX: nohz.nr_cpus removed, cpupri_vec.count removed, tick_broadcast_lock on its own line (y yes, n no, ? unknown)\n\n";
+  out += fmt::format("severity: (modeled coherence stall of the hot lines{}) / online CPUs, us per CPU-second\n",
+                     wait_probe() ? " + " + wait_probe()->wait_lock + " wait" : std::string());
+  std::string legend;
+  for (const Fix& f : fix_kinds()) legend += (legend.empty() ? "" : ", ") + f.legend;
+  out += "FIX: " + legend + " (y yes, n no, ? unknown)\n\n";
   size_t hw = 4;
   for (auto& h : d["hosts"]) hw = std::max(hw, table_cell(h["host"].get<std::string>(), 32).size());
   // RANK and SEVERITY as wide as their widest value (10,000 hosts; a huge --xfer-cost)
@@ -77,9 +85,9 @@ std::string render_fleet_text(const nlohmann::json& d) {
   }
   std::string head = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}} {:>8}", "RANK", rw, "HOST", hw, "KERNEL", "CPUS", "FIX",
                                  "SEVERITY", sw, "XFER/s");
-  for (const char* p : kTableProbes) {
-    head += fmt::format(" {:>{}}", fmt::format("{}/s", p), std::max<size_t>(7, std::strlen(p) + 2));
-    if (std::string_view(p) != "bcast_wait") head += fmt::format(" {:>7}", "p99");
+  for (const ProbeSpec* p : table_probes()) {
+    head += fmt::format(" {:>{}}", fmt::format("{}/s", p->name), std::max<size_t>(7, p->name.size() + 2));
+    if (p->fleet == FleetShow::rate_p99) head += fmt::format(" {:>7}", "p99");
   }
   out += head + "\n";
   bool any_failed = false;
@@ -93,12 +101,13 @@ std::string render_fleet_text(const nlohmann::json& d) {
     std::string line = fmt::format("{:>{}} {:<{}} {:<28} {:>5} {:<3} {:>{}.1f} {:>8}", h["rank"].get<int>(), rw, name, hw,
                                    kern, h["cpus_online"].get<int>(), fixes_text(h["fixes"]), h["severity"].get<double>(), sw,
                                    format_rate(h["xfers_per_s"].get<double>()));
-    for (const char* p : kTableProbes) {
+    for (const ProbeSpec* ps : table_probes()) {
+      const std::string& p = ps->name;
       const auto& o = h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();
       const bool shown = o.is_object() && (o["status"] == "measured" || o["status"] == "proxy");
       const std::string rate = shown && o["rate_per_s"].is_number() ? format_rate(o["rate_per_s"].get<double>()) : "-";
-      line += fmt::format(" {:>{}}", rate, std::max<size_t>(7, std::strlen(p) + 2));
-      if (std::string_view(p) != "bcast_wait")
+      line += fmt::format(" {:>{}}", rate, std::max<size_t>(7, p.size() + 2));
+      if (ps->fleet == FleetShow::rate_p99)
         line += fmt::format(" {:>7}", shown && o["p99_ns"].is_number() ? format_ns(o["p99_ns"].get<double>()) : "-");
     }
     out += line + "\n";
@@ -153,9 +162,9 @@ std::string render_fleet_csv(const nlohmann::json& d) {
     if (h.contains("lines"))
       for (auto& l : h["lines"])
         if (std::find(lines.begin(), lines.end(), l["name"].get<std::string>()) == lines.end()) lines.push_back(l["name"]);
-  std::string out = "rank,host,status,file,kernel_release,cpus_online,possible_cpus,virtualization,fix_nohz_nr_cpus_removed,"
-                    "fix_cpupri_count_removed,fix_bcast_lock_own_line,severity_us_per_cpu_s,xfers_per_s,stall_ns_per_s,"
-                    "bcast_wait_ns_per_s";
+  std::string out = "rank,host,status,file,kernel_release,cpus_online,possible_cpus,virtualization";
+  for (const Fix& f : fix_kinds()) out += ",fix_" + f.key;
+  out += ",severity_us_per_cpu_s,xfers_per_s,stall_ns_per_s," + wait_key();
   for (auto& p : probes) out += fmt::format(",{}_status,{}_rate_per_s,{}_p99_ns", p, p, p);
   for (auto& l : lines) out += "," + csv_cell("xfers_per_s:" + l);
   out += ",flags,why\n";
@@ -166,13 +175,13 @@ std::string render_fleet_csv(const nlohmann::json& d) {
     std::string row = fmt::format("{},{},{},{}", h["rank"].is_number() ? fmt::format("{}", h["rank"].get<int>()) : "",
                                   str(h["host"]), str(h["status"]), str(h["file"]));
     if (fig) {
-      row += fmt::format(",{},{},{},{},{},{},{},{},{},{},{}", str(h["kernel_release"]), csv_num(h["cpus_online"]),
-                         csv_num(h["possible_cpus"]), str(h["virtualization"]), fix(h["fixes"]["nohz_nr_cpus_removed"]),
-                         fix(h["fixes"]["cpupri_count_removed"]), fix(h["fixes"]["bcast_lock_own_line"]),
-                         csv_num(h["severity"]), csv_num(h["xfers_per_s"]), csv_num(h["stall_ns_per_s"]),
-                         csv_num(h["bcast_wait_ns_per_s"]));
+      row += fmt::format(",{},{},{},{}", str(h["kernel_release"]), csv_num(h["cpus_online"]), csv_num(h["possible_cpus"]),
+                         str(h["virtualization"]));
+      for (const Fix& f : fix_kinds()) row += "," + fix(h["fixes"][f.key]);
+      row += fmt::format(",{},{},{},{}", csv_num(h["severity"]), csv_num(h["xfers_per_s"]), csv_num(h["stall_ns_per_s"]),
+                         csv_num(h[wait_key()]));
     } else {
-      row += std::string(11, ',');
+      row += std::string(8 + fix_kinds().size(), ',');
     }
     for (auto& p : probes) {
       const auto& o = fig && h["probes"].contains(p) ? h["probes"][p] : nlohmann::json();

@@ -344,12 +344,8 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   if (m.layout) {
     const FixesPresent f = fixes_present(*m.layout);
     out.family("schedhot_fix_present", "gauge", "1 when the kernel has the seed-patch fix, 0 when not; absent when unknown");
-    auto fix = [&](const char* name, const std::optional<bool>& v) {
-      if (v) out.sample("schedhot_fix_present", fmt::format("fix=\"{}\"", name), *v ? "1" : "0");
-    };
-    fix("nohz_nr_cpus_removed", f.nohz_nr_cpus_removed);
-    fix("cpupri_count_removed", f.cpupri_count_removed);
-    fix("bcast_lock_own_line", f.bcast_lock_own_line);
+    for (const Fix& x : f.fixes)
+      if (x.present) out.sample("schedhot_fix_present", fmt::format("fix=\"{}\"", x.key), *x.present ? "1" : "0");
   }
 
   out.family("schedhot_lost_samples", "counter", "sample deadlines the sampler missed (it was stalled)");

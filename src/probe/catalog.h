@@ -105,6 +105,13 @@ struct FieldAccess {
   std::string bound;         ///< counter bounding these events per line ("" the probe's primary)
 };
 
+/// How fleet's text table shows a probe (its JSON and CSV have every probe).
+enum class FleetShow {
+  none,      ///< not in the text table
+  rate,      ///< its rate column
+  rate_p99,  ///< its rate and p99 columns
+};
+
 /// One probe of the catalog.
 struct ProbeSpec {
   sh_probe_id id;
@@ -136,6 +143,11 @@ struct ProbeSpec {
   /// each site, called or not); else only the non-zero ones.
   bool details_list_zeros = false;
   std::vector<FieldAccess> accesses;       ///< the modeled kernel fields each event touches
+  FleetShow fleet = FleetShow::none;       ///< its columns in fleet's text table (catalog order)
+  /// The lock whose contention its histogram times ("tick_broadcast_lock" for bcast_wait):
+  /// fleet adds the wait (histogram mean x count per second) to a host's severity, flags it
+  /// as contended, and reports it as "<probe>_ns_per_s". "" none.
+  std::string wait_lock;
 };
 
 /// Functions that take tick_broadcast_lock (kernel/time/tick-broadcast.c), the order

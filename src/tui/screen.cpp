@@ -467,13 +467,7 @@ std::string fixes_text(const Meta& meta) {
 
 std::string fixes_short(const Meta& meta) {
   if (!meta.layout) return "fixes: layout not recorded";
-  const FixesPresent f = fixes_present(*meta.layout);
-  auto field = [](const std::optional<bool>& removed) {
-    return !removed ? "?" : *removed ? "gone" : "present";
-  };
-  const char* lock = !f.bcast_lock_own_line ? "?" : *f.bcast_lock_own_line ? "alone" : "shared";
-  return fmt::format("fixes: nohz.nr_cpus {}, cpupri_vec.count {}, bcast_lock line {}", field(f.nohz_nr_cpus_removed),
-                     field(f.cpupri_count_removed), lock);
+  return short_string(fixes_present(*meta.layout));
 }
 
 LinesView render_lines(const Meta& meta, const CoherenceSummary& s, const XferCost& cost, int width,

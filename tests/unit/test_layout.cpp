@@ -201,9 +201,9 @@ TEST(Layout, Offstack61) {
   EXPECT_EQ(p->cpus_per_line, 16);
 
   const auto f = fixes_present(l);
-  EXPECT_EQ(f.nohz_nr_cpus_removed, false);
-  EXPECT_EQ(f.cpupri_count_removed, false);
-  EXPECT_FALSE(f.bcast_lock_own_line);
+  EXPECT_EQ(f.present("nohz_nr_cpus_removed"), false);
+  EXPECT_EQ(f.present("cpupri_count_removed"), false);
+  EXPECT_FALSE(f.present("bcast_lock_own_line"));
 }
 
 // Both fixes: no nr_cpus (has_blocked_load), no count; plain pointer mask; 64 B vectors.
@@ -232,8 +232,8 @@ TEST(Layout, Fixed73) {
   EXPECT_TRUE(c.vec0_line_sharers.empty());
 
   const auto f = fixes_present(l);
-  EXPECT_EQ(f.nohz_nr_cpus_removed, true);
-  EXPECT_EQ(f.cpupri_count_removed, true);
+  EXPECT_EQ(f.present("nohz_nr_cpus_removed"), true);
+  EXPECT_EQ(f.present("cpupri_count_removed"), true);
   const std::string s = to_string(f);
   EXPECT_NE(s.find("nohz.nr_cpus removed (fix present)"), std::string::npos) << s;
   EXPECT_NE(s.find("cpupri_vec.count removed (fix present)"), std::string::npos) << s;
@@ -284,8 +284,8 @@ TEST(Layout, NothingFoundIsNotesAndAssumptions) {
   }
   EXPECT_FALSE(line(ls, "nohz")->fields.front().offset);
   const auto f = fixes_present(l);
-  EXPECT_FALSE(f.nohz_nr_cpus_removed);
-  EXPECT_FALSE(f.cpupri_count_removed);
+  EXPECT_FALSE(f.present("nohz_nr_cpus_removed"));
+  EXPECT_FALSE(f.present("cpupri_count_removed"));
   EXPECT_NE(to_string(f).find("nohz.nr_cpus unknown (nohz struct not found in BTF)"), std::string::npos);
 
   const auto nb = read_coherence_layout(nullptr, nullptr, 64);
@@ -305,7 +305,7 @@ TEST(Layout, BcastLockKallsymsAllOff) {
   EXPECT_FALSE(l.bcast_lock.address);
   EXPECT_EQ(l.bcast_lock.reason, "unknown: KALLSYMS_ALL off (no static data symbols in the symbol table)");
   const auto f = fixes_present(l);
-  EXPECT_FALSE(f.bcast_lock_own_line);
+  EXPECT_FALSE(f.present("bcast_lock_own_line"));
   EXPECT_NE(to_string(f).find("tick_broadcast_lock unknown (KALLSYMS_ALL off"), std::string::npos);
   const auto ls = modeled_lines(l);
   const LineDef* d = line(ls, "tick_broadcast_lock");
@@ -336,7 +336,7 @@ TEST(Layout, BcastLockAloneInItsLine) {
   EXPECT_EQ(b.aligned, true);
   EXPECT_TRUE(b.neighbours.empty());  // the module symbol is not core kernel data
   EXPECT_EQ(b.own_line, true);
-  EXPECT_EQ(fixes_present(l).bcast_lock_own_line, true);
+  EXPECT_EQ(fixes_present(l).present("bcast_lock_own_line"), true);
   const auto d_lines = modeled_lines(l);
   const LineDef* d = line(d_lines, "tick_broadcast_lock");
   ASSERT_TRUE(d);
@@ -488,8 +488,8 @@ TEST(LayoutLive, SysfsVmlinux) {
   EXPECT_EQ(names(c.vec0_line_sharers),
             (std::vector<std::string>{"rto_cpu", "rto_loop_next", "rto_loop_start", "rto_mask"}));
   const auto f = fixes_present(l);
-  EXPECT_EQ(f.nohz_nr_cpus_removed, false);
-  EXPECT_EQ(f.cpupri_count_removed, false);
+  EXPECT_EQ(f.present("nohz_nr_cpus_removed"), false);
+  EXPECT_EQ(f.present("cpupri_count_removed"), false);
   if (ks && !ks->addresses_hidden()) {
     // This kernel is built with KALLSYMS_ALL=n (kernel-notes.md).
     EXPECT_EQ(l.bcast_lock.reason, "unknown: KALLSYMS_ALL off (no static data symbols in the symbol table)");

@@ -693,11 +693,11 @@ TEST_F(Fixture, FixesInTheHeaderWhereTheyFit) {
   Meta lm = m;
   lm.layout = assumed_layout("6.12.0", 64);
   const FixesPresent f = fixes_present(*lm.layout);
-  ASSERT_TRUE(f.nohz_nr_cpus_removed.has_value());
+  ASSERT_TRUE(f.present("nohz_nr_cpus_removed").has_value());
   EXPECT_EQ(fixes_short(lm), fmt::format("fixes: nohz.nr_cpus {}, cpupri_vec.count {}, bcast_lock line {}",
-                                         *f.nohz_nr_cpus_removed ? "gone" : "present",
-                                         !f.cpupri_count_removed ? "?" : *f.cpupri_count_removed ? "gone" : "present",
-                                         !f.bcast_lock_own_line ? "?" : *f.bcast_lock_own_line ? "alone" : "shared"));
+                                         *f.present("nohz_nr_cpus_removed") ? "gone" : "present",
+                                         !f.present("cpupri_count_removed") ? "?" : *f.present("cpupri_count_removed") ? "gone" : "present",
+                                         !f.present("bcast_lock_own_line") ? "?" : *f.present("bcast_lock_own_line") ? "alone" : "shared"));
   EXPECT_EQ(fixes_text(lm), to_string(f));
   head = screen_text(render_header(lm, hi, 160));
   EXPECT_NE(head.find("  " + fixes_short(lm)), std::string::npos) << head;

@@ -41,6 +41,7 @@ class CpupriSet : public ProbeModule {
                                     "cpumask_clear_cpu on pri_to_cpu[i]"));
     p.layout.fields.push_back(priv(SH_WORDS(sh_cpupri_set_slot, last_pri), 1));
     p.primary = "calls";
+    p.fleet = FleetShow::rate_p99;
     p.secondary = {"noop"};
     p.hist = "lat";
     // cpupri.c cpupri_set() (kernel-notes 2.2): vec_set[i] / vec_clear[i] count the writes

@@ -31,6 +31,7 @@ class NohzExit : public ProbeModule {
     p.layout.fields.push_back(counter("worked", SH_WORDS(sh_nohz_exit_slot, worked),
                                       "calls with rq->nohz_tick_stopped set: wrote the nohz cacheline"));
     p.primary = "calls";
+    p.fleet = FleetShow::rate_p99;
     p.secondary = {"worked"};
     p.hist = "lat";
     p.columns = {{"nohz_exit/s", "calls"}, {"exit_work/s", "worked"}};
@@ -112,6 +113,7 @@ class NohzKick : public ProbeModule {
     p.layout.fields.push_back(counter("idle_ticks", SH_WORDS(sh_nohz_kick_slot, idle_ticks),
                                       "calls with rq->idle_balance set (return at once)"));
     p.primary = "calls";
+    p.fleet = FleetShow::rate_p99;
     p.secondary = {"idle_ticks"};
     p.hist = "lat";
     p.columns = {{"nohz_kick/s", "calls"}};

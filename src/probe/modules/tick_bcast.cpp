@@ -128,6 +128,8 @@ class BcastWait : public ProbeModule {
                        priv(SH_WORDS(sh_bcast_wait_slot, ts), 1),
                        hist("lat", SH_WORDS(sh_bcast_wait_slot, lat), "wait time contention_begin -> end, ns")};
     p.primary = "contentions";
+    p.fleet = FleetShow::rate;  // its histogram is a wait: severity has it, not a p99 column
+    p.wait_lock = "tick_broadcast_lock";
     p.secondary = {"all_locks"};
     p.accesses = {{"contentions", "", -1, 0, "tick_broadcast_lock", false,
                    "qspinlock.c queued_spin_lock_slowpath(): the waiter spins reading the lock word",
