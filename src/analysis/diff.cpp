@@ -13,6 +13,7 @@
 
 #include "model/compare.h"
 #include "model/interval.h"
+#include "model/interval_cursor.h"
 #include "model/lines.h"
 #include "probe/catalog.h"
 #include "store/recording.h"
@@ -119,53 +120,43 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
     throw std::runtime_error(fmt::format("{}: no samples in the window {}{}", ds.file, ds.window,
                                          pr.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *pr.span_s) : ""));
   CoherenceAccumulator acc(meta);
-  std::optional<Sample> first, prev;
-  Sample s;
+  IntervalCursor ic(meta, {w, std::nullopt, PastWindow::stop, /*keep_first=*/true});
   size_t n = 0;
-  bool past_window = false;  // an intact sample after the window was read
-  double last_t = 0;         // the last intact sample read, seconds since the first
-  while (cur.next(s)) {
-    if (stop && stop->load()) throw Interrupted{};
-    const double t = cur.t0() ? static_cast<double>(s.mono_ns - *cur.t0()) / 1e9 : 0;
-    if (w.after(t)) {
-      past_window = true;
-      break;
+  while (ic.next(cur, stop)) {
+    const Interval* ivp = ic.interval();
+    if (!ivp) continue;
+    const Interval& iv = *ivp;
+    side.seconds.push_back(iv.seconds());
+    for (size_t p = 0; p < np; ++p) {
+      const int pi = static_cast<int>(p);
+      if (!iv.present(pi)) continue;
+      side.calls[p].add(static_cast<double>(iv.count(primary[p])), iv.seconds());
+      if (!hist_field[p].empty()) side.hist[p].add(iv.buckets(pi, hist_field[p]));
     }
-    last_t = t;
-    if (w.before(t)) continue;
-    side.samples++;
-    if (!first) first = s;
-    if (prev) {
-      Interval iv(meta, *prev, s);
-      if (iv.seconds() > 0) {
-        side.seconds.push_back(iv.seconds());
-        for (size_t p = 0; p < np; ++p) {
-          const int pi = static_cast<int>(p);
-          if (!iv.present(pi)) continue;
-          side.calls[p].add(static_cast<double>(iv.count(primary[p])), iv.seconds());
-          if (!hist_field[p].empty()) side.hist[p].add(iv.buckets(pi, hist_field[p]));
+    CoherenceSummary cs = acc.of(iv);
+    if (side.what_if.empty()) side.what_if = cs.what_if;
+    for (auto& l : cs.lines) {
+      LineSeries& ls = side.lines[fmt::format("{}:{}", l.key.object, l.key.line)];
+      ls.name = l.name;
+      ls.total.resize(n + 1, 0);
+      ls.total[n] = l.traffic.total() * iv.seconds();
+      for (const auto& [pi, x] : l.by_probe)
+        if (x > 0 && pi >= 0 && size_t(pi) < np) ls.probes.insert(meta.probes[size_t(pi)].name);
+      if (by != DiffBy::none)
+        for (auto& c : l.traffic.cpus) {
+          auto& g = ls.groups[group_of(meta, by, c.cpu)];
+          g.resize(n + 1, 0);
+          g[n] += c.total() * iv.seconds();
         }
-        CoherenceSummary cs = acc.of(iv);
-        if (side.what_if.empty()) side.what_if = cs.what_if;
-        for (auto& l : cs.lines) {
-          LineSeries& ls = side.lines[fmt::format("{}:{}", l.key.object, l.key.line)];
-          ls.name = l.name;
-          ls.total.resize(n + 1, 0);
-          ls.total[n] = l.traffic.total() * iv.seconds();
-          for (const auto& [pi, x] : l.by_probe)
-            if (x > 0 && pi >= 0 && size_t(pi) < np) ls.probes.insert(meta.probes[size_t(pi)].name);
-          if (by != DiffBy::none)
-            for (auto& c : l.traffic.cpus) {
-              auto& g = ls.groups[group_of(meta, by, c.cpu)];
-              g.resize(n + 1, 0);
-              g[n] += c.total() * iv.seconds();
-            }
-        }
-        ++n;
-      }
     }
-    prev = s;
+    ++n;
   }
+  if (ic.stopped()) throw Interrupted{};
+  side.samples = ic.samples();
+  const bool past_window = ic.past_window();  // an intact sample after the window was read
+  // The last intact sample read, seconds since the first (used only when none was past the
+  // window: then it is the last one inside or before it).
+  const double last_t = ic.seen_t();
   // Damage is a value (as report has it): a window wholly before it compares intact
   // samples, and says so; one that reaches it would compare a cut window, and is refused.
   if (const auto& dmg = r->damage()) {
@@ -181,7 +172,7 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
     throw std::runtime_error(fmt::format("{}: {} sample{} in {}, need two for an interval", ds.file, side.samples,
                                          side.samples == 1 ? "" : "s",
                                          ds.window.empty() ? "the recording" : "the window " + ds.window));
-  Interval whole(meta, *first, *prev);
+  Interval whole(meta, *ic.first(), *ic.last());
   for (size_t p = 0; p < np; ++p)
     if (!hist_field[p].empty() && whole.present(static_cast<int>(p)) &&
         counter_observed(meta.probes[p].name, meta.probes[p].status.proxy, hist_field[p])) {

@@ -316,6 +316,44 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
 }
 
 /// One host: its recording read through the report, or why it has no figures.
+/// The samples of a recording at the boundaries of spans spans of equal sample counts
+/// (sample round(j * (n - 1) / spans) for j = 0..spans, each once), for a cursor: those
+/// between are decoded (deltas build on them, NOTE frames apply) but not returned. Ends
+/// at the first sample that does not decode, or when stop is set (stopped()).
+class SpanBoundaries : public SampleSource {
+ public:
+  /// n: the recording's good samples (at least 2 for any to be returned); spans >= 1.
+  SpanBoundaries(RecordingReader& rd, size_t n, size_t spans, const std::atomic<bool>* stop)
+      : rd_(rd), n_(n), spans_(spans), stop_(stop) {}
+  const Meta& meta() const override { return rd_.meta(); }
+  bool next(Sample& out) override {
+    auto boundary = [&](size_t k) { return size_t(std::llround(double(k) * double(n_ - 1) / double(spans_))); };
+    while (n_ >= 2 && i_ < n_) {
+      if (stop_ && stop_->load()) {
+        stopped_ = true;
+        return false;
+      }
+      const size_t i = i_++;
+      while (j_ <= spans_ && boundary(j_) < i) ++j_;
+      if (j_ <= spans_ && boundary(j_) == i) {
+        if (rd_.next(out)) return true;
+      } else if (rd_.skip()) {
+        continue;
+      }
+      i_ = n_;  // a sample that does not decode ends it
+    }
+    return false;
+  }
+  bool stopped() const { return stopped_; }
+
+ private:
+  RecordingReader& rd_;
+  size_t n_, spans_;
+  const std::atomic<bool>* stop_;
+  size_t i_ = 0, j_ = 0;  ///< the next sample, the next boundary
+  bool stopped_ = false;
+};
+
 nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::string, Merged>& merged) {
   nlohmann::json row;
   const nlohmann::json fail = e.state.is_object() && e.state.contains("failure") ? e.state["failure"] : nlohmann::json();
@@ -363,36 +401,20 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   ro.xfer_cost = req.xfer_cost;
   ReportBuilder b(rd->meta(), ro);
   size_t nsamples = 0, spans_used = 0;
-  Sample s;
   if (req.every_interval) {  // as `report FILE`: every sample, the lines modeled on each interval
     WindowedCursor cur(*rd, rd.get(), SampleWindow{-1, -1, rd->meta().interval_ns}, WindowCheck::any_edge, req.stop);
-    while (cur.next(s)) {
-      if (req.stop && req.stop->load()) throw Interrupted{};
-      b.take(s);
-    }
+    if (!b.read(cur, req.stop)) throw Interrupted{};
     nsamples = b.samples();
   } else {
     // req.spans spans of equal sample counts, each one interval (its mean rates) from
     // boundary to boundary: totals and histograms are the same as from every sample (they
     // are cumulative), only the nonlinear line model sees coarser intervals. The frames are
-    // CRC-checked first, so the number of good samples, damage and the END frame are known;
-    // the samples between boundaries are decoded (deltas build on them, NOTE frames apply)
-    // but not copied or modeled.
+    // CRC-checked first, so the number of good samples, damage and the END frame are known.
     rd->check_all_frames();
     nsamples = rd->sample_positions().size();  // the good ones (an intact index counts a damaged middle too)
-    const size_t spans = std::max<size_t>(1, req.spans);
-    size_t j = 0;  // next span boundary: sample round(j * (n - 1) / spans)
-    auto boundary = [&](size_t k) { return size_t(std::llround(double(k) * double(nsamples - 1) / double(spans))); };
-    for (size_t i = 0; nsamples >= 2 && i < nsamples; ++i) {
-      if (req.stop && req.stop->load()) throw Interrupted{};
-      while (j <= spans && boundary(j) < i) ++j;
-      if (j <= spans && boundary(j) == i) {
-        if (!rd->next(s)) break;
-        b.take(s);
-      } else if (!rd->skip()) {
-        break;
-      }
-    }
+    SpanBoundaries bounds(*rd, nsamples, std::max<size_t>(1, req.spans), req.stop);
+    b.read(bounds);
+    if (bounds.stopped()) throw Interrupted{};
     if (b.samples() < 2 && nsamples >= 2) nsamples = b.samples();  // a frame counted good did not decode
     spans_used = b.samples() > 0 ? b.samples() - 1 : 0;  // fewer than asked when boundaries coincide
   }

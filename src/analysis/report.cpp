@@ -39,7 +39,11 @@ const std::vector<CpuColumn>& cpu_columns() {
 }
 
 ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
-    : meta_(meta), opts_(std::move(opts)), coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
+    : meta_(meta),
+      opts_(std::move(opts)),
+      ic_(meta, {SampleWindow{opts_.from_s, opts_.to_s, meta.interval_ns}, std::nullopt, PastWindow::read_on,
+                 /*keep_first=*/true}),
+      coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
       exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
@@ -51,58 +55,48 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
     }
 }
 
-bool ReportBuilder::account(const Sample& s) {
-  if (!have_t0_) {
-    t0_ = s.mono_ns;
-    have_t0_ = true;
-  }
-  ++seen_;
-  seen_last_ = s.mono_ns;
-  double t = static_cast<double>(s.mono_ns - t0_) / 1e9;
-  const SampleWindow w{opts_.from_s, opts_.to_s, meta_.interval_ns};
-  if (w.before(t) || w.after(t)) return false;
-  if (prev_) {
-    Interval iv(meta_, *prev_, s);
-    if (iv.seconds() > 0) {
-      for (size_t p = 0; p < meta_.probes.size(); ++p) {
-        if (!known_[p] || !iv.present(static_cast<int>(p))) continue;
-        double r = iv.rate(primary_[p]);
-        if (r > peak_[p].rate) peak_[p] = {r, t};
-      }
-      coh_->add(iv);
-      if (s.exact) exact_->add(iv.seconds(), *s.exact);
-      // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
-      // is rated over that part).
-      const uint64_t dt = s.mono_ns - prev_->mono_ns;
-      const auto all = [&](const std::vector<int>& o) { return o.empty() || o.size() >= meta_.ncpus; };
-      if (all(prev_->online) || all(s.online)) {
-        all_online_ns_ += dt;
-      } else {
-        if (online_ns_.size() != meta_.ncpus) online_ns_.assign(meta_.ncpus, 0);
-        for (uint32_t c = 0; c < meta_.ncpus; ++c)
-          if (iv.online(static_cast<int>(c))) online_ns_[c] += dt;
-      }
+void ReportBuilder::account() {
+  const Sample& s = ic_.cur();
+  if (const Interval* ivp = ic_.interval()) {
+    const Interval& iv = *ivp;
+    const Sample& prev = *ic_.prev();
+    for (size_t p = 0; p < meta_.probes.size(); ++p) {
+      if (!known_[p] || !iv.present(static_cast<int>(p))) continue;
+      double r = iv.rate(primary_[p]);
+      if (r > peak_[p].rate) peak_[p] = {r, ic_.t()};
+    }
+    coh_->add(iv);
+    if (s.exact) exact_->add(iv.seconds(), *s.exact);
+    // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
+    // is rated over that part).
+    const uint64_t dt = s.mono_ns - prev.mono_ns;
+    const auto all = [&](const std::vector<int>& o) { return o.empty() || o.size() >= meta_.ncpus; };
+    if (all(prev.online) || all(s.online)) {
+      all_online_ns_ += dt;
+    } else {
+      if (online_ns_.size() != meta_.ncpus) online_ns_.assign(meta_.ncpus, 0);
+      for (uint32_t c = 0; c < meta_.ncpus; ++c)
+        if (iv.online(static_cast<int>(c))) online_ns_[c] += dt;
     }
   }
   if (s.online.empty()) online_unknown_ = true;
   if (online_.size() != meta_.ncpus) online_.assign(meta_.ncpus, 0);
   for (int c : s.online)
     if (c >= 0 && c < static_cast<int>(meta_.ncpus)) online_[size_t(c)] = 1;
-  if (!first_) first_ = s;
-  ++n_;
-  return true;
 }
 
 void ReportBuilder::add(const Sample& s) {
-  if (account(s)) prev_ = s;
+  Sample copy = s;
+  take(copy);
 }
 
 void ReportBuilder::take(Sample& s) {
-  if (!account(s)) return;
-  if (prev_)
-    std::swap(*prev_, s);  // s keeps the older sample's buffers: the next decode reuses them
-  else
-    prev_ = s;
+  if (ic_.take(s)) account();
+}
+
+bool ReportBuilder::read(SampleSource& src, const std::atomic<bool>* stop) {
+  while (ic_.next(src, stop)) account();
+  return !ic_.stopped();
 }
 
 std::string report_sort_key(const std::string& name) {
@@ -230,15 +224,15 @@ class IntervalTotals : public WindowTotals {
 nlohmann::json ReportBuilder::window_json(const Meta& meta, const Sample& a, const Sample& b, const Interval& iv) const {
   nlohmann::json w = {{"start_wall_ns", a.wall_ns},
                       {"start", format_utc_time(a.wall_ns)},
-                      {"from_s", static_cast<double>(a.mono_ns - t0_) / 1e9},
+                      {"from_s", static_cast<double>(a.mono_ns - ic_.t0().value_or(0)) / 1e9},
                       {"start_mono_ns", a.mono_ns},
                       {"end_mono_ns", b.mono_ns},
                       {"seconds", iv.seconds()},
-                      {"samples", n_},
+                      {"samples", ic_.samples()},
                       {"interval_ns", meta.interval_ns}};
   // A window asked to end after the recording's last sample ends there: say so.
   if (opts_.to_s >= 0) {
-    const double end_s = static_cast<double>(b.mono_ns - t0_) / 1e9;
+    const double end_s = static_cast<double>(b.mono_ns - ic_.t0().value_or(0)) / 1e9;
     const double slack_s = static_cast<double>(meta.interval_ns) / 1e9 / 10;
     if (opts_.to_s > end_s + slack_s)
       w["note"] = fmt::format("--to {:.2f} s is after the last sample (+{:.2f} s): the window ends there",
@@ -382,16 +376,19 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
                  {"damage", src.damage ? nlohmann::json(*src.damage) : nlohmann::json(nullptr)}};
   r["host"] = host_json(meta);
   r["percentile_error"] = kPercentileRelError;
-  if (!first_ || !prev_ || n_ < 2) {
-    r["window"] = {{"samples", n_}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
-    r["error"] = n_ == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
+  const Sample* first = ic_.first();
+  const Sample* last = ic_.last();
+  const uint64_t n = ic_.samples();
+  if (!first || !last || n < 2) {
+    r["window"] = {{"samples", n}, {"seconds", 0}, {"interval_ns", meta.interval_ns}};
+    r["error"] = n == 0 ? "no samples in the window" : "only one sample in the window: need two for rates";
   }
   Sample empty;  // stands in for a missing side only: 225 MB at 8192 CPUs
-  if (!first_ || !prev_) empty = make_sample(meta);
-  const Sample& a = first_ ? *first_ : empty;
-  const Sample& b = prev_ ? *prev_ : empty;
+  if (!first || !last) empty = make_sample(meta);
+  const Sample& a = first ? *first : empty;
+  const Sample& b = last ? *last : empty;
   Interval iv(meta, a, b);
-  const bool have = n_ >= 2;
+  const bool have = n >= 2;
   if (have) r["window"] = window_json(meta, a, b, iv);
   const std::vector<int> cpus = row_cpus(meta, iv, have);
   if (have) r["window"]["online"] = format_cpulist(cpus);  // the CPUs of the per-CPU rows

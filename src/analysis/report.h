@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/interval.h"
+#include "model/interval_cursor.h"
 #include "model/lines.h"
 #include "sample/sample.h"
 #include "sys/units.h"  // format_utc_time(), for the views that show times
@@ -49,20 +50,24 @@ struct SourceInfo {
 class ReportBuilder {
  public:
   ReportBuilder(const Meta& meta, ReportOptions opts);
-  /// Feeds the next sample in time order (copied when it is inside the window).
+  /// Feeds the next sample in time order (copied).
   void add(const Sample& s);
   /// The same without the copy: takes s's contents and leaves s holding an earlier
   /// sample's buffers (contents unspecified), for the caller to decode the next sample
   /// into. With 480 CPUs a sample is ~13 MB, so this saves a 13 MB copy per sample.
   void take(Sample& s);
+  /// Feeds every sample of src (in time order), read into the builder's own two buffers
+  /// (IntervalCursor): no copy and no buffer of the caller's. false when stop (may be null)
+  /// was set after a sample was read (that sample and the rest are not fed).
+  bool read(SampleSource& src, const std::atomic<bool>* stop = nullptr);
   /// Number of samples inside the window.
-  uint32_t samples() const { return n_; }
+  uint64_t samples() const { return ic_.samples(); }
   /// Samples fed, inside the window or not, and the seconds from the first to the last.
-  uint64_t seen() const { return seen_; }
-  /// The window's first and last samples (empty before the first add() inside it).
-  const std::optional<Sample>& window_first() const { return first_; }
-  const std::optional<Sample>& window_last() const { return prev_; }
-  double seen_span_s() const { return static_cast<double>(seen_last_ - t0_) / 1e9; }
+  uint64_t seen() const { return ic_.seen(); }
+  /// The window's first and last samples (null before the first inside it).
+  const Sample* window_first() const { return ic_.first(); }
+  const Sample* window_last() const { return ic_.last(); }
+  double seen_span_s() const { return ic_.seen_t(); }
   /// The report document. meta may differ from the constructor's by status changes.
   nlohmann::json build(const Meta& meta, const SourceInfo& src) const;
 
@@ -86,15 +91,12 @@ class ReportBuilder {
 
   const Meta& meta_;
   ReportOptions opts_;
-  /// The interval to s is accounted; false when s is outside the window.
-  bool account(const Sample& s);
+  /// The window's samples and intervals (--from/--to from opts_; reads on after --to,
+  /// counting what it reads; keeps the window's first sample).
+  IntervalCursor ic_;
+  /// Accounts the sample ic_ just handed out and the interval to it.
+  void account();
 
-  std::optional<Sample> first_, prev_;  ///< the window's first sample, and its latest (its last once done)
-  uint32_t n_ = 0;
-  uint64_t t0_ = 0;
-  bool have_t0_ = false;
-  uint64_t seen_ = 0;
-  uint64_t seen_last_ = 0;
   struct Peak {
     double rate = -1;
     double at_s = 0;

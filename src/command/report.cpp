@@ -28,14 +28,10 @@ CommandOutput report_command(SampleSource& src, RecordingReader* reader, const R
     res.status = 1;
     return res;
   }
-  Sample s;
-  while (cur.next(s)) {
-    if (reader && req.stop && req.stop->load()) {  // a file: Ctrl-C ends it (live sampling stops by itself)
-      res.errors.push_back("interrupted");
-      res.status = 130;
-      return res;
-    }
-    b.take(s);
+  if (!b.read(cur, reader ? req.stop : nullptr)) {  // a file: Ctrl-C ends it (live sampling stops by itself)
+    res.errors.push_back("interrupted");
+    res.status = 130;
+    return res;
   }
   const std::optional<Damage> no_damage;
   const std::optional<Damage>& damage = reader ? reader->damage() : no_damage;

@@ -19,6 +19,7 @@
 
 #include "model/histogram.h"
 #include "model/interval.h"
+#include "model/interval_cursor.h"
 #include "model/lines.h"
 #include "probe/catalog.h"
 #include "store/recording.h"
@@ -542,43 +543,29 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
   bool begun = false;  // the header only once there is an interval: a failed export writes nothing
   ExportResult res;
-  Sample prev, cur;
-  bool have_prev = false;
-  uint64_t t0 = o.t0_mono_ns.value_or(0);
-  bool have_t0 = o.t0_mono_ns.has_value();
+  IntervalCursor ic(meta, {SampleWindow{o.from_s, o.to_s, meta.interval_ns}, o.t0_mono_ns});
   IntervalValues v;
-  while (src.next(cur)) {
-    if (o.stop && o.stop->load()) throw std::runtime_error("interrupted");
-    if (!have_t0) {
-      t0 = cur.mono_ns;
-      have_t0 = true;
-    }
-    const double t = static_cast<double>(static_cast<int64_t>(cur.mono_ns - t0)) / 1e9;
-    const SampleWindow w{o.from_s, o.to_s, src.meta().interval_ns};
-    if (w.before(t)) continue;
-    if (w.after(t)) break;
+  while (ic.next(src, o.stop)) {
     ++res.samples;
-    if (have_prev) {
-      Interval iv(src.meta(), prev, cur);
-      if (iv.seconds() > 0) {
-        compute(iv, metrics, cpus, v);
-        compute_lines(iv, model, lines, measuring, v);
-        compute_exact(prev, cur, iv.seconds(), exact, lines, v);
-        v.time_s = t;
-        v.seconds = iv.seconds();
-        v.start_mono_ns = prev.mono_ns;
-        v.end_mono_ns = cur.mono_ns;
-        v.end_wall_ns = cur.wall_ns;
-        if (!begun) sink->begin(v.has_exact);
-        begun = true;
-        sink->interval(v);
-        ++res.intervals;
-        if (!out) throw_write_failed();
-      }
-    }
-    std::swap(prev, cur);
-    have_prev = true;
+    const Interval* iv = ic.interval();
+    if (!iv) continue;
+    const Sample &prev = *ic.prev(), &cur = ic.cur();
+    compute(*iv, metrics, cpus, v);
+    compute_lines(*iv, model, lines, measuring, v);
+    compute_exact(prev, cur, iv->seconds(), exact, lines, v);
+    v.time_s = ic.t();
+    v.seconds = iv->seconds();
+    v.start_mono_ns = prev.mono_ns;
+    v.end_mono_ns = cur.mono_ns;
+    v.end_wall_ns = cur.wall_ns;
+    if (!begun) sink->begin(v.has_exact);
+    begun = true;
+    sink->interval(v);
+    ++res.intervals;
+    if (!out) throw_write_failed();
   }
+  if (ic.stopped()) throw std::runtime_error("interrupted");
+  const uint64_t t0 = ic.t0().value_or(0);
   if (begun) sink->end(source(), res, t0);
   out.flush();
   if (!out) throw_write_failed();

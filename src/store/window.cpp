@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "model/interval_cursor.h"
+
 namespace schedhot {
 
 WindowedCursor::WindowedCursor(SampleSource& src, RecordingReader* reader, const SampleWindow& window,
@@ -94,17 +96,17 @@ bool WindowedCursor::seek_time(uint64_t mono_ns) {
 }
 
 std::optional<size_t> WindowedCursor::worst(size_t n, const std::function<double(const Interval&)>& score) {
-  Sample x, y;
-  if (!seek_index(0) || !next(x)) return std::nullopt;
+  IntervalCursor ic(meta());
+  if (!seek_index(0) || !ic.next(*this)) return std::nullopt;
   double best = -1;
   size_t at = 0;
-  for (size_t i = 1; i < n && next(y); ++i) {
-    const double s = score(Interval(meta(), x, y));
+  for (size_t i = 1; i < n && ic.next(*this); ++i) {
+    if (!ic.interval()) continue;  // (a recording's sample times always advance)
+    const double s = score(*ic.interval());
     if (s > best) {
       best = s;
       at = i;
     }
-    std::swap(x, y);
   }
   return best < 0 ? 0 : at;
 }

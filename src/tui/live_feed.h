@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "live/session.h"
+#include "model/interval_cursor.h"
 #include "sample/sampler.h"
 #include "tui/app.h"
 
@@ -23,12 +24,12 @@ inline constexpr uint64_t kIntervals[] = {100'000'000, 200'000'000, 500'000'000,
 /// interval shown kept (and frozen while paused).
 class LiveFeed : public TuiFeed {
  public:
-  explicit LiveFeed(LiveSession& sess) : sess_(sess) {}
+  explicit LiveFeed(LiveSession& sess) : sess_(sess), pair_(sess.meta()) {}
 
   const Meta& meta() const override { return sess_.meta(); }
   bool live() const override { return true; }
-  const Sample* first() const override { return shown_n() >= 2 ? &shown(0).s : nullptr; }
-  const Sample* last() const override { return shown_n() >= 1 ? &shown(1).s : nullptr; }
+  const Sample* first() const override { return shown_n() >= 2 ? &shown(0) : nullptr; }
+  const Sample* last() const override { return shown_n() >= 1 ? &shown(1) : nullptr; }
 
   std::string when() const override {
     if (!last()) return "live, first sample";
@@ -43,7 +44,7 @@ class LiveFeed : public TuiFeed {
   std::string cost() const override {
     if (!sess_.run_stats_on()) return "unknown: " + sess_.run_stats_error();
     if (!first()) return "-";
-    return cost_text(shown(0).cost, shown(1).cost, double(last()->mono_ns - first()->mono_ns) / 1e9);
+    return cost_text(shown_cost(0), shown_cost(1), double(last()->mono_ns - first()->mono_ns) / 1e9);
   }
   std::string state() const override {
     std::string s = paused_ ? "paused (space resumes; sampling goes on)" : "";
@@ -65,14 +66,13 @@ class LiveFeed : public TuiFeed {
   /// Polls the session (never blocks): a status change or a new sample is a change. Throws
   /// std::runtime_error with the session's one-line error when recording failed.
   bool update() override {
-    Taken t;
-    const bool got = sess_.poll(t.s);
+    const bool got = sess_.poll(in_);
     const bool changed = !sess_.take_status_changes().empty();
     if (sess_.error()) throw std::runtime_error(*sess_.error());
     if (!got) return changed;
-    t.cost = sess_.run_totals();
-    taken_[0] = std::move(taken_[1]);
-    taken_[1] = std::move(t);
+    pair_.take(in_);  // in_ gets the oldest sample's buffers back: the next poll reuses them
+    cost_[0] = cost_[1];
+    cost_[1] = sess_.run_totals();
     ++n_;
     return changed || !paused_;
   }
@@ -80,8 +80,10 @@ class LiveFeed : public TuiFeed {
   void toggle_pause() override {
     paused_ = !paused_;
     if (paused_) {
-      frozen_[0] = taken_[0];
-      frozen_[1] = taken_[1];
+      frozen_[0] = n_ >= 2 ? *pair_.prev() : Sample{};
+      frozen_[1] = n_ >= 1 ? pair_.cur() : Sample{};
+      frozen_cost_[0] = cost_[0];
+      frozen_cost_[1] = cost_[1];
       frozen_n_ = n_;
     }
   }
@@ -115,16 +117,20 @@ class LiveFeed : public TuiFeed {
   }
 
  private:
-  struct Taken {
-    Sample s;
-    BpfRunTotals cost;  ///< the programs' totals right after the sample
-  };
   size_t shown_n() const { return paused_ ? frozen_n_ : n_; }
-  /// i = 0: the earlier, 1: the later sample of the interval shown.
-  const Taken& shown(int i) const { return paused_ ? frozen_[i] : taken_[i]; }
+  /// i = 0: the earlier, 1: the later sample of the interval shown (requires shown_n() > 1 - i).
+  const Sample& shown(int i) const {
+    if (paused_) return frozen_[i];
+    return i ? pair_.cur() : *pair_.prev();
+  }
+  /// The programs' totals right after shown(i).
+  const BpfRunTotals& shown_cost(int i) const { return paused_ ? frozen_cost_[i] : cost_[i]; }
 
   LiveSession& sess_;
-  Taken taken_[2], frozen_[2];
+  IntervalCursor pair_;  ///< the two latest samples (prev(), cur()): no window, no copies
+  Sample in_;            ///< polled into
+  BpfRunTotals cost_[2], frozen_cost_[2];
+  Sample frozen_[2];     ///< copies of the two shown when paused
   size_t n_ = 0, frozen_n_ = 0;
   bool paused_ = false;
 };

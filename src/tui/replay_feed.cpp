@@ -14,7 +14,9 @@ namespace schedhot::tui {
 
 void ReplayFeed::open_cursor() {
   cur_.reset();
+  pair_.reset();
   cur_ = std::make_unique<WindowedCursor>(*r_, r_.get(), SampleWindow{});
+  pair_ = std::make_unique<IntervalCursor>(r_->meta());
 }
 
 ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r_(std::move(reader)), follow_(follow) {
@@ -43,10 +45,8 @@ ReplayFeed::ReplayFeed(std::unique_ptr<RecordingReader> reader, bool follow) : r
 
 std::vector<int> ReplayFeed::online_cpus() const {
   std::vector<int> v = online_;
-  if (k_) {
-    v.insert(v.end(), a_.online.begin(), a_.online.end());
-    v.insert(v.end(), b_.online.begin(), b_.online.end());
-  }
+  for (const Sample* s : {first(), last()})
+    if (s) v.insert(v.end(), s->online.begin(), s->online.end());
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   return v;
@@ -136,28 +136,24 @@ double ReplayFeed::seconds_at(size_t k) const {
 
 bool ReplayFeed::seek(size_t k) {
   if (k < 1 || k >= pos_.size()) return false;
-  if (k == k_ + 1 && reader_after_k_) {
-    Sample next;
-    if (!cur_->next(next)) return false;
-    a_ = std::move(b_);
-    b_ = std::move(next);
-  } else {
-    Sample a, b;
-    if (!cur_->seek_index(k - 1) || !cur_->next(a) || !cur_->next(b)) {
-      reader_after_k_ = false;
-      return false;
-    }
-    a_ = std::move(a);
-    b_ = std::move(b);
+  const bool next_one = k == k_ + 1 && reader_after_k_;
+  if (!next_one) pair_->restart();
+  if ((next_one || (cur_->seek_index(k - 1) && pair_->next(*cur_))) && pair_->next(*cur_)) {
+    k_ = k;
+    reader_after_k_ = true;
+    return true;
   }
-  k_ = k;
-  reader_after_k_ = true;
-  return true;
+  // Unreadable there: show sample k_'s interval again (the cursor no longer has it).
+  const size_t back = k_;
+  k_ = 0;
+  reader_after_k_ = false;
+  if (back) seek(back);
+  return false;
 }
 
 std::string ReplayFeed::when() const {
   if (!k_) return fmt::format("following {}: {} sample{} so far", r_->path(), pos_.size(), pos_.size() == 1 ? "" : "s");
-  return fmt::format("sample {}/{}  +{:.2f} s  {}", k_ + 1, pos_.size(), seconds_at(k_), format_utc_time(b_.wall_ns));
+  return fmt::format("sample {}/{}  +{:.2f} s  {}", k_ + 1, pos_.size(), seconds_at(k_), format_utc_time(last()->wall_ns));
 }
 
 std::string ReplayFeed::state() const {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <memory>
 
+#include "model/interval_cursor.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "tui/app.h"
@@ -50,8 +51,8 @@ class ReplayFeed : public TuiFeed {
 
   const Meta& meta() const override { return r_->meta(); }
   bool live() const override { return false; }
-  const Sample* first() const override { return k_ ? &a_ : nullptr; }
-  const Sample* last() const override { return k_ ? &b_ : nullptr; }
+  const Sample* first() const override { return k_ ? pair_->prev() : nullptr; }
+  const Sample* last() const override { return k_ ? pair_->last() : nullptr; }
   std::string when() const override;
   uint64_t lost() const override { return lost_; }
   std::string cost() const override { return "not recorded"; }
@@ -85,15 +86,17 @@ class ReplayFeed : public TuiFeed {
   /// Sets closed_ (and when) the first time the file shows it was closed by its writer: an
   /// END frame, an index read at open, or damage. True when that changed the state.
   bool note_if_closed();
-  /// A cursor over the whole of *r_ (replaces the one over the previous file).
+  /// A cursor over the whole of *r_ and the interval cursor over it (replace those over
+  /// the previous file).
   void open_cursor();
   /// Following has ended: the writer closed the file and no new one came within the grace.
   bool follow_ended() const;
 
   std::unique_ptr<RecordingReader> r_;
   std::unique_ptr<WindowedCursor> cur_;  ///< over *r_: every sample is read through it
+  /// Over *cur_: the interval shown, sample k_ - 1 to sample k_ (prev() and cur()).
+  std::unique_ptr<IntervalCursor> pair_;
   std::vector<RecordingReader::SamplePos> pos_;
-  Sample a_, b_;
   std::vector<int> online_;  ///< RecordingReader::online_cpus() at open
   size_t k_ = 0;
   bool reader_after_k_ = false;  ///< the cursor's next() returns sample k_ + 1

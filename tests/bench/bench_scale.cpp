@@ -271,7 +271,7 @@ int main(int argc, char** argv) {
     fmt::print("  in process, ms: decode {:.0f} ({:.1f}/sample), ReportBuilder::add {:.0f} ({:.1f}/sample), "
                "build JSON {:.0f}, render text {:.0f}; {} samples read\n",
                decode, decode / n, add, add / n, build, render, n);
-    fmt::print("  one decoded Sample holds {} words = {:.0f} MB ({:.0f} KB per CPU); the builder keeps 2 (first, latest)\n",
+    fmt::print("  one decoded Sample holds {} words = {:.0f} MB ({:.0f} KB per CPU); the builder keeps 3 (first, latest, the one before), `schedhot report` no other\n",
                words, double(words) * 8 / 1e6, double(words) * 8 / 1024 / ncpus);
     if (n != nsamples || text.empty()) {
       fmt::print(stderr, "schedhot: bench_scale: the report read {} of {} samples\n", n, nsamples);
