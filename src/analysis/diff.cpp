@@ -24,11 +24,10 @@
 
 namespace schedhot {
 
-DiffBy parse_diff_by(const std::string& s) {
-  if (s == "cpu") return DiffBy::cpu;
-  if (s == "core") return DiffBy::core;
-  if (s == "llc") return DiffBy::llc;
-  if (s == "node") return DiffBy::node;
+TopoLevel parse_diff_by(const std::string& s) {
+  if (s != "package")
+    for (TopoLevel l : {TopoLevel::cpu, TopoLevel::core, TopoLevel::llc, TopoLevel::node})
+      if (s == topo_level_name(l)) return l;
   throw std::invalid_argument(fmt::format("--by '{}': one of cpu, core, llc, node", s));
 }
 
@@ -85,18 +84,18 @@ struct NaturalLess {
   }
 };
 
-std::string group_of(const Meta& m, DiffBy by, uint32_t cpu) {
-  if (by == DiffBy::cpu) return fmt::format("cpu {}", cpu);
+std::string group_of(const Meta& m, TopoLevel by, uint32_t cpu) {
+  if (by == TopoLevel::cpu) return fmt::format("cpu {}", cpu);
   for (auto& t : m.host.topology)
     if (t.cpu == static_cast<int>(cpu)) {
-      if (by == DiffBy::core) return fmt::format("core {}.{}", t.package, t.core);
-      if (by == DiffBy::llc) return fmt::format("llc {}", t.llc);
+      if (by == TopoLevel::core) return fmt::format("core {}.{}", t.package, t.core);
+      if (by == TopoLevel::llc) return fmt::format("llc {}", t.llc);
       return fmt::format("node {}", t.node);
     }
   return fmt::format("cpu {} (no topology)", cpu);
 }
 
-Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
+Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomic<bool>* stop) {
   std::unique_ptr<RecordingReader> r = RecordingReader::open(ds.file);  // throws one line with the path
   Side side;
   const Meta& meta = r->meta();
@@ -142,9 +141,9 @@ Side read_side(const DiffSide& ds, DiffBy by, const std::atomic<bool>* stop) {
       ls.total[n] = l.traffic.total() * iv.seconds();
       for (const auto& [pi, x] : l.by_probe)
         if (x > 0 && pi >= 0 && size_t(pi) < np) ls.probes.insert(meta.probes[size_t(pi)].name);
-      if (by != DiffBy::none)
+      if (by)
         for (auto& c : l.traffic.cpus) {
-          auto& g = ls.groups[group_of(meta, by, c.cpu)];
+          auto& g = ls.groups[group_of(meta, *by, c.cpu)];
           g.resize(n + 1, 0);
           g[n] += c.total() * iv.seconds();
         }
@@ -385,9 +384,9 @@ nlohmann::json diff_document(const DiffRequest& req) {
   };
   // The groups each machine has (its CPUs' cpu/core/llc/node), present or not in a line.
   std::set<std::string> groups_a, groups_b;
-  if (req.by != DiffBy::none) {
-    for (uint32_t c = 0; c < a.meta.ncpus; ++c) groups_a.insert(group_of(a.meta, req.by, c));
-    for (uint32_t c = 0; c < b.meta.ncpus; ++c) groups_b.insert(group_of(b.meta, req.by, c));
+  if (req.by) {
+    for (uint32_t c = 0; c < a.meta.ncpus; ++c) groups_a.insert(group_of(a.meta, *req.by, c));
+    for (uint32_t c = 0; c < b.meta.ncpus; ++c) groups_b.insert(group_of(b.meta, *req.by, c));
   }
   std::map<std::string, std::string> keys;
   for (auto& [k, l] : a.lines) keys[k] = l.name;
@@ -420,7 +419,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
     }
     row["line"] = k;
     row["name"] = nm;
-    if (req.by != DiffBy::none) {
+    if (req.by) {
       std::map<std::string, int, NaturalLess> groups;  // cpu 2 before cpu 10
       if (la) for (auto& [g, v] : la->groups) groups[g] = 1;
       if (lb) for (auto& [g, v] : lb->groups) groups[g] = 1;
@@ -449,8 +448,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
     lines.push_back(row);
   }
   d["lines"] = lines;
-  const char* by_names[] = {nullptr, "cpu", "core", "llc", "node"};
-  d["by"] = req.by == DiffBy::none ? nlohmann::json(nullptr) : nlohmann::json(by_names[static_cast<int>(req.by)]);
+  d["by"] = req.by ? nlohmann::json(topo_level_name(*req.by)) : nlohmann::json(nullptr);
   d["significant"] = any;
   return d;
 }

@@ -7,6 +7,7 @@
 // renders it as text, markdown and the commit-message table; command/diff.h runs the command.
 #pragma once
 #include <atomic>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -26,15 +27,14 @@ struct DiffSide {
   std::string window;  ///< the window as given ("0:60s"), "" for the whole file
 };
 
-/// How transfers/s of a line are broken down: not at all, or per CPU / core / LLC / node.
-enum class DiffBy { none, cpu, core, llc, node };
-/// "cpu" | "core" | "llc" | "node"; std::invalid_argument otherwise.
-DiffBy parse_diff_by(const std::string& s);
+/// --by: "cpu" | "core" | "llc" | "node" (sys/host.h TopoLevel); std::invalid_argument
+/// otherwise.
+TopoLevel parse_diff_by(const std::string& s);
 
 /// One `schedhot diff`, parsed.
 struct DiffRequest {
   DiffSide a, b;
-  DiffBy by = DiffBy::none;
+  std::optional<TopoLevel> by;  ///< how a line's transfers/s are broken down (none: in total only)
   int resamples = 1000;  ///< bootstrap resamples per figure (model/compare.h kResamples)
   const std::atomic<bool>* stop = nullptr;
 };

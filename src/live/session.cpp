@@ -78,7 +78,7 @@ std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::fu
 }
 
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line) {
-  Meta m = live_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
+  Meta m = catalog_meta(a.host, a.probes->ncpus(), a.probes->statuses(), interval_ns, command_line);
   m.layout = a.facts.layout;
   // The gap state's routes, before the baseline sample: from the lines this Meta models.
   if (a.probes->gaps()) {

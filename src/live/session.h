@@ -77,7 +77,7 @@ struct Attached {
 std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o,
                                         const std::function<void(const std::string&)>& warn = {});
 
-/// The Meta of a live run on a: sample/sampler.h's live_meta() (catalog, statuses, host,
+/// The Meta of a live run on a: sample/sampler.h's catalog_meta() (catalog, statuses, host,
 /// version, command line, interval in ns) with the kernel's layout and, with the gap state
 /// on, the modeled lines' routes, written into the probes before the baseline sample.
 Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& command_line);

@@ -28,7 +28,7 @@ uint64_t wall_now_ns() {
 #define SCHEDHOT_VERSION "dev"
 #endif
 
-Meta live_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
+Meta catalog_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
                const std::string& command_line) {
   Meta meta = make_meta(host, ncpus, statuses);
   meta.tool_version = SCHEDHOT_VERSION;

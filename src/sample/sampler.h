@@ -26,7 +26,7 @@ uint64_t missed_samples(uint64_t gap_ns, uint64_t interval_ns);
 /// The Meta of a live run: make_meta() (the catalog with statuses, the host, ncpus), this
 /// build's version, the command line ("" for none) and the interval (ns). Start times stay
 /// 0 until LiveSource takes the first sample.
-Meta live_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
+Meta catalog_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses, uint64_t interval_ns,
                const std::string& command_line);
 
 /// When live samples are due, CLOCK_MONOTONIC ns; no clock of its own (every time comes

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <stdexcept>
 
 #include <nlohmann/json.hpp>
 
@@ -294,6 +295,23 @@ void from_json(const nlohmann::json& j, HostInfo& h) {
   h.broadcast_device = j.value("broadcast_device", "");
   h.broadcast_mask = j.value("broadcast_mask", "");
   h.broadcast_oneshot_mask = j.value("broadcast_oneshot_mask", "");
+}
+
+const char* topo_level_name(TopoLevel l) {
+  switch (l) {
+    case TopoLevel::cpu: return "cpu";
+    case TopoLevel::core: return "core";
+    case TopoLevel::llc: return "llc";
+    case TopoLevel::node: return "node";
+    case TopoLevel::package: return "package";
+  }
+  return "?";
+}
+
+TopoLevel parse_topo_level(std::string_view s) {
+  for (TopoLevel l : {TopoLevel::cpu, TopoLevel::core, TopoLevel::llc, TopoLevel::node, TopoLevel::package})
+    if (s == topo_level_name(l)) return l;
+  throw std::invalid_argument("no topology level '" + std::string(s) + "'");
 }
 
 }  // namespace schedhot

@@ -3,6 +3,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json_fwd.hpp>
@@ -19,6 +20,15 @@ struct CpuTopology {
   int llc = -1;      ///< last-level cache: cache/indexN/id of the highest level, else its first CPU
   int node = -1;     ///< NUMA node
 };
+
+/// A level of the CPU topology (CpuTopology) that views group CPUs by, smallest first:
+/// top/replay's topology view cycles core..package, diff --by takes cpu..node.
+enum class TopoLevel { cpu, core, llc, node, package };
+/// "cpu", "core", "llc", "node", "package".
+const char* topo_level_name(TopoLevel l);
+/// The level topo_level_name() names s; std::invalid_argument ("no topology level 'x'")
+/// otherwise.
+TopoLevel parse_topo_level(std::string_view s);
 
 /// How queued spinlocks behave here, which decides what lock:contention_begin can see
 /// (kernel/locking/qspinlock.c; arch/x86/kernel/kvm.c kvm_spinlock_init()).

@@ -273,7 +273,7 @@ bool TuiApp::on_key(int key) {
       break;
     case 'o':
       if (view_ != View::topo) view_ = View::topo;
-      else level_ = static_cast<TopoLevel>((static_cast<int>(level_) + 1) % kTopoLevels);
+      else level_ = level_ == TopoLevel::package ? TopoLevel::core : static_cast<TopoLevel>(static_cast<int>(level_) + 1);
       first_row_ = 0;
       break;
     case 's':

@@ -168,6 +168,7 @@ std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, in
 
 const char* to_string(TopoLevel l) {
   switch (l) {
+    case TopoLevel::cpu: return "CPU";
     case TopoLevel::core: return "core";
     case TopoLevel::llc: return "LLC";
     case TopoLevel::node: return "node";

@@ -116,9 +116,8 @@ std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, in
 void fill_rows(const Interval& iv, std::vector<TableRow>& rows, size_t first, size_t count,
                const ModelColumn* model = nullptr);
 
-/// Levels of the topology view, smallest first.
-enum class TopoLevel { core, llc, node, package };
-inline constexpr int kTopoLevels = 4;
+/// The topology view's label of a level (sys/host.h TopoLevel; the view cycles core, llc,
+/// node, package): "CPU", "core", "LLC", "node", "package".
 const char* to_string(TopoLevel l);
 
 /// CPUs that share a core, an LLC, a NUMA node or a package.
