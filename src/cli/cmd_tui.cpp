@@ -84,6 +84,7 @@ int run_top(const TopCmd& o) {
   req.view = std::move(opts);
   req.cpus_text = o.cpus;
   req.iterations = o.iterations;
+  req.batch = o.batch;
   req.say = err;
   return tui::top(req);  // LiveError, UsageError: main prints them
 }

@@ -183,9 +183,18 @@ namespace {
 
 /// report --fleet DIR: command/fleet.h fleet_command(), printed.
 int report_fleet(const ReportCmd& o) {
-  if (!o.file.empty() || o.live || o.all_cpus || o.sort_given || !o.from.empty() || !o.to.empty() || o.duration_given ||
-      o.interval_given) {
-    return usage_error("--fleet DIR reads every host's whole recording: no FILE, --live, --from/--to, --sort or --all-cpus with it");
+  const char* given = !o.file.empty() ? "a FILE"
+                      : o.live        ? "--live"
+                      : o.all_cpus    ? "--all-cpus"
+                      : o.sort_given  ? "--sort"
+                      : !o.from.empty() ? "--from"
+                      : !o.to.empty()   ? "--to"
+                      : o.duration_given ? "-d"
+                      : o.interval_given ? "-i"
+                                         : nullptr;
+  if (given) {
+    return usage_error(fmt::format("--fleet DIR reads every host's whole recording: {} does not go with it (FILE, --live, "
+                                   "--from/--to, --sort, --all-cpus, -d and -i are for one recording)", given));
   }
   const CommonProbeOptions& c = o.common;
   if (c.backend != "auto" || !c.probes.empty() || !c.system_map.empty() || !c.btf.empty() || c.verbose) {
@@ -215,7 +224,8 @@ int report_fleet(const ReportCmd& o) {
 int run_report(const ReportCmd& o) {
   if (!o.fleet.empty()) return report_fleet(o);
   if (o.out.chosen() == "csv") {
-    return usage_error("--csv is for --fleet (a recording's CSV: schedhot export --format csv)");
+    return usage_error(fmt::format("{} is for --fleet (a recording's CSV: schedhot export --format csv)",
+                                   o.out.csv ? "--csv" : "--format csv"));
   }
   if (o.p99_flag_given || o.every_interval || o.jobs_given || o.spans_given) {
     return usage_error(fmt::format("{} is for --fleet", o.p99_flag_given  ? "--p99-flag"

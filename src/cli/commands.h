@@ -131,6 +131,7 @@ struct TopCmd {
   CommonProbeOptions common;
   std::string interval = "1";
   int iterations = 0;        ///< plain mode: tables to print (-n, 1 or more); 0 when not given: until stopped
+  bool batch = false;        ///< -b/--batch: plain tables even on a terminal
   bool iterations_given = false;  ///< -n was given (then 0 is a usage error: it would print nothing)
   std::string record;        ///< also record to this file ("" = no)
   bool force = false;        ///< overwrite the recording

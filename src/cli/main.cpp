@@ -237,6 +237,7 @@ int main(int argc, char** argv) {
   ct->add_option("-i,--interval", top.interval, "sample interval, e.g. 1, 250ms (default 1 s; +/- change it)");
   auto* top_n = ct->add_option("-n,--iterations", top.iterations,
                                "plain mode: print this many tables (1 or more), then exit (default: until stopped)");
+  ct->add_flag("-b,--batch", top.batch, "plain tables, one per interval, even on a terminal (as top -b; piped output is plain anyway)");
   ct->add_option("--record", top.record, "also record the samples to FILE");
   ct->add_flag("-f,--force", top.force, "with --record: overwrite FILE if it exists");
   ct->add_flag("--no-compress", top.no_compress, "with --record: store samples without zstd");

@@ -12,16 +12,16 @@
 
 namespace schedhot::tui {
 
-bool run_ui(TuiApp& app, TuiFeed& feed, int max_tables, const std::atomic<bool>& stop) {
-  const std::string why = fullscreen_unavailable();
-  if (why.empty()) {
+bool run_ui(TuiApp& app, TuiFeed& feed, int max_tables, const std::atomic<bool>& stop, bool batch) {
+  const std::string why = batch ? "" : fullscreen_unavailable();
+  if (!batch && why.empty()) {
     Terminal term;
     run_tui(app, feed, term, stop);
     return false;
   }
   // On a terminal that cannot do the full screen (unknown TERM, no terminfo, TERM=dumb),
   // say why once; through a pipe or into a file plain tables are simply what is asked for.
-  if (isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) say(why + ": printing plain tables (as top -b does)");
+  if (!batch && isatty(STDIN_FILENO) && isatty(STDOUT_FILENO)) say(why + ": printing plain tables (as top -b does)");
   int printed = 0;
   bool counted = false;  // max_tables printed
   // true: stop (enough tables, or stdout gone: main says why, quietly for a closed pipe)

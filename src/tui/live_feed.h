@@ -139,8 +139,9 @@ class LiveFeed : public TuiFeed {
 /// terminal (said once on stderr when it is a terminal that cannot): a table per new
 /// interval, or, for a recording, every interval from the start position to the end.
 /// max_tables (plain mode) stops after that many tables (0 = until the feed ends or stop).
+/// batch (top -b): plain tables even on a terminal that could show the UI, said nowhere.
 /// Returns true when it ended because max_tables were printed; stdout failing ends it
 /// (stdout_ok(): the caller says why).
-bool run_ui(TuiApp& app, TuiFeed& feed, int max_tables, const std::atomic<bool>& stop);
+bool run_ui(TuiApp& app, TuiFeed& feed, int max_tables, const std::atomic<bool>& stop, bool batch = false);
 
 }  // namespace schedhot::tui

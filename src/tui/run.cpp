@@ -46,7 +46,7 @@ int top(const TopRequest& req) {
   TuiApp app(feed, req.view);
   std::string wrote;
   try {
-    const bool counted = run_ui(app, feed, req.iterations, *req.live.stop);
+    const bool counted = run_ui(app, feed, req.iterations, *req.live.stop, req.batch);
     wrote = feed.close_recording(!counted);
   } catch (const std::exception& e) {
     req.say(e.what());

@@ -18,6 +18,7 @@ struct TopRequest {
   TuiOptions view;             ///< sort, filter, xfer cost, time parser
   std::string cpus_text;       ///< --cpus as given, for the filter's message
   int iterations = 0;          ///< plain mode: tables to print (0: until stopped)
+  bool batch = false;          ///< -b: plain tables even on a terminal (top -b)
   std::function<void(const std::string&)> say;  ///< one line on stderr
 };
 

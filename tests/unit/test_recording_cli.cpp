@@ -1533,5 +1533,5 @@ TEST(RecordingCli, EveryDocumentCommandTakesTheRegistrysFormats) {
   EXPECT_NE(m.out.find("|"), std::string::npos) << m.out;
   expect_one_line_error(run_cli("diff --format csv " + f + " " + f), 2, "--format");
   expect_one_line_error(run_cli("report --csv " + f), 2, "--csv is for --fleet");
-  expect_one_line_error(run_cli("report --format csv " + f), 2, "--csv is for --fleet");
+  expect_one_line_error(run_cli("report --format csv " + f), 2, "--format csv is for --fleet");
 }
