@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
-#include "cli/docgen.h"
+#include "docgen/docgen.h"
 #include "output/format.h"
 
 #ifndef SCHEDHOT_VERSION
@@ -255,8 +255,8 @@ int main(int argc, char** argv) {
   add_view_options(cy, replay.sort, replay.cpus, replay.xfer_cost);
 
   // The build writes the man page and the shell completions from the definitions above
-  // (src/cli/docgen.h); not a command, so not in --help.
-  if (argc >= 2 && std::string(argv[1]) == "--docgen") return docgen(app, argc - 2, argv + 2);
+  // (src/docgen/docgen.h); not a command, so not in --help.
+  if (argc >= 2 && std::string(argv[1]) == "--docgen") return schedhot::docgen(app, argc - 2, argv + 2);
   {
     std::string names;
     bool known = false;

@@ -133,8 +133,16 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
         return fail(1, fmt::format("cannot write {}: {}", output, e.what()));
       }
     } else {
-      fd = ::open(output.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY);  // a device or FIFO, in place
+      // A device or FIFO, in place. O_NONBLOCK: a FIFO without a reader is ENXIO at once, as
+      // record says it, not a wait; cleared once open.
+      fd = ::open(output.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+      if (fd < 0 && errno == ENXIO) {
+        struct stat xs {};
+        if (::stat(output.c_str(), &xs) == 0 && S_ISFIFO(xs.st_mode))
+          return fail(1, fmt::format("{} is a FIFO with no reader; start the reader first", output));
+      }
       if (fd < 0) return fail(1, fmt::format("cannot write {}: {}", output, strerror(errno)));
+      if (const int fl = ::fcntl(fd, F_GETFL); fl >= 0) ::fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     }
     filebuf = std::make_unique<__gnu_cxx::stdio_filebuf<char>>(fd, std::ios::out | std::ios::binary, size_t(1) << 16);
     file.rdbuf(filebuf.get());

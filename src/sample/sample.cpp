@@ -111,6 +111,11 @@ void from_json(const nlohmann::json& j, Meta& m) {
     m.host = j.at("host").get<HostInfo>();
     m.ncpus = j.at("ncpus").get<uint32_t>();
     if (m.ncpus == 0 || m.ncpus > 65536) throw std::runtime_error(fmt::format("CPU count {} out of range", m.ncpus));
+    if (!valid_line_bytes(m.host.cacheline_bytes))
+      throw std::runtime_error(fmt::format("cacheline size {} B is not a power of two in 16..4096", m.host.cacheline_bytes));
+    for (int c : m.host.online)
+      if (c < 0 || static_cast<uint32_t>(c) >= m.ncpus)
+        throw std::runtime_error(fmt::format("online CPU {} of a recording of {} CPUs", c, m.ncpus));
     m.start_wall_ns = j.value("start_wall_ns", uint64_t{0});
     m.start_mono_ns = j.value("start_mono_ns", uint64_t{0});
     m.interval_ns = j.value("interval_ns", uint64_t{0});  // 0: not known (hand-made metadata)
@@ -126,6 +131,9 @@ void from_json(const nlohmann::json& j, Meta& m) {
     for (auto& pj : j.at("probes")) {
       ProbeMeta p;
       p.name = pj.at("name").get<std::string>();
+      if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
+      for (const ProbeMeta& q : m.probes)
+        if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
       p.layout.slot_words = pj.at("slot_words").get<uint32_t>();
       if (p.layout.slot_words == 0 || p.layout.slot_words > 65536)
         throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.layout.slot_words));

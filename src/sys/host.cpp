@@ -162,7 +162,7 @@ HostInfo read_host_info(const std::string& root) {
   h.possible_cpus = possible.empty() ? 0 : possible.back() + 1;
   h.online = read_cpulist_file(cpu + "/online");
   int line = read_int(cpu + "/cpu0/cache/index0/coherency_line_size", 0);
-  if (line > 0) h.cacheline_bytes = line;
+  if (valid_line_bytes(line)) h.cacheline_bytes = line;  // else the default 64
 
   // NUMA: node -> cpus
   std::vector<int> node_of(h.possible_cpus > 0 ? h.possible_cpus : 0, -1);

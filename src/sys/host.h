@@ -40,6 +40,9 @@ enum class SpinlockMode {
 };
 
 /// Host facts stored in every recording's metadata.
+/// A cacheline size the coherence model can use: a power of two in 16..4096 bytes.
+inline bool valid_line_bytes(int64_t b) { return b >= 16 && b <= 4096 && (b & (b - 1)) == 0; }
+
 struct HostInfo {
   std::string hostname;
   std::string kernel_release;   ///< uname -r

@@ -167,14 +167,7 @@ std::vector<TableRow> cpu_rows(const Interval& iv, std::span<const int> cpus, in
 }
 
 const char* to_string(TopoLevel l) {
-  switch (l) {
-    case TopoLevel::cpu: return "CPU";
-    case TopoLevel::core: return "core";
-    case TopoLevel::llc: return "LLC";
-    case TopoLevel::node: return "node";
-    case TopoLevel::package: return "package";
-  }
-  return "?";
+  return l == TopoLevel::llc ? "LLC" : l == TopoLevel::cpu ? "CPU" : topo_level_name(l);
 }
 
 std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus, TopoLevel level) {

@@ -805,6 +805,30 @@ TEST(RecordingCli, MessagesSayWhatIsWrong) {
   spit(dir / "iv.shot", slurp(kData + "/v1.1-raw.shot").substr(0, kFileHeaderBytes) + make_frame(FrameType::meta, 0, 0, j.dump()));
   expect_one_line_error(run_cli("report " + dir / "iv.shot" + " --from 10 --to 20"), 1,
                         "iv.shot: bad metadata: sample interval 18446744073709551611 ns out of range (at most 24 h)");
+  // A META the model cannot use or that would rank a host wrongly (an attacker's pass): a
+  // cacheline of 0 B stopped a whole fleet report with "line_of: line size must be
+  // positive"; online CPUs beyond the recording's made the fleet severity 2000x smaller; a
+  // probe listed twice was reported twice.
+  const std::string head = slurp(kData + "/v1.1-raw.shot").substr(0, kFileHeaderBytes);
+  const auto refused = [&](const char* name, const nlohmann::json& meta, const std::string& why) {
+    spit(dir / name, head + make_frame(FrameType::meta, 0, 0, meta.dump()));
+    expect_one_line_error(run_cli("report " + dir / name), 1, std::string(name) + ": bad metadata: " + why);
+  };
+  for (int bytes : {0, -64, 3, 1 << 30}) {
+    j = m;
+    j["host"]["cacheline_bytes"] = bytes;
+    refused("cl.shot", j, fmt::format("cacheline size {} B is not a power of two in 16..4096", bytes));
+  }
+  j = m;
+  j["host"]["online"] = "0-8191";
+  refused("on.shot", j, "online CPU 2 of a recording of 2 CPUs");
+  j = m;
+  j["probes"].push_back(j["probes"][0]);
+  refused("dup.shot", j, fmt::format("probe {} is listed twice", m.probes[0].name));
+  // export -o a FIFO nobody reads waited forever; record says it at once, and so does export.
+  ASSERT_EQ(mkfifo((dir / "ff").c_str(), 0600), 0);
+  expect_one_line_error(run_cli("export -o " + dir / "ff" + " " + kData + "/v1.4-basic.shot"), 1,
+                        "ff is a FIFO with no reader; start the reader first");
 }
 
 // --btf FILE: vmlinux BTF from a file (a kernel whose BTF is elsewhere). A bad FILE is one

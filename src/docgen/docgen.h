@@ -1,12 +1,12 @@
 // The man page and the shell completions, written from the same CLI11 definitions that
-// --help prints (src/cli/main.cpp), so they cannot drift from it.
+// --help prints (src/cli/main.cpp builds them and calls docgen()), so they cannot drift from it.
 #pragma once
 
 namespace CLI {
 class App;
 }
 
-namespace schedhot::cli {
+namespace schedhot {
 
 /// `schedhot --docgen man TEMPLATE` (the page: TEMPLATE's prose with @VERSION@, @DATE@,
 /// @COMMANDS@ and @PROBES@ filled in; @DATE@ from SOURCE_DATE_EPOCH when set),
@@ -15,4 +15,4 @@ namespace schedhot::cli {
 /// Returns the exit status (2 and one line for bad arguments).
 int docgen(const CLI::App& app, int argc, char** args);
 
-}  // namespace schedhot::cli
+}  // namespace schedhot

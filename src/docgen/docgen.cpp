@@ -1,4 +1,4 @@
-#include "cli/docgen.h"
+#include "docgen/docgen.h"
 
 #include <algorithm>
 #include <cctype>
@@ -16,7 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
-#include "cli/commands.h"
+#include "sys/console.h"
 #include "probe/catalog.h"
 #include "analysis/report.h"
 
@@ -24,7 +24,7 @@
 #define SCHEDHOT_VERSION "dev"
 #endif
 
-namespace schedhot::cli {
+namespace schedhot {
 
 namespace {
 
@@ -220,12 +220,12 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 int man_page(const CLI::App& app, const std::string& tmpl_path) {
   struct stat st {};
   if (::stat(tmpl_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-    err(fmt::format("--docgen man: the template '{}' is not a regular file of at most 1 MiB", tmpl_path));
+    say(fmt::format("--docgen man: the template '{}' is not a regular file of at most 1 MiB", tmpl_path));
     return 1;
   }
   std::ifstream in(tmpl_path);
   if (!in) {
-    err(fmt::format("--docgen man: cannot read the template '{}'", tmpl_path));
+    say(fmt::format("--docgen man: cannot read the template '{}'", tmpl_path));
     return 1;
   }
   std::stringstream ss;
@@ -437,7 +437,7 @@ int docgen_to_stdout(const CLI::App& app, int argc, char** args) {
     fmt::print("{}", zsh_script(app));
     return 0;
   }
-  err("usage: schedhot --docgen man TEMPLATE | bash | zsh");
+  say("usage: schedhot --docgen man TEMPLATE | bash | zsh");
   return 2;
 }
 
@@ -451,9 +451,9 @@ int docgen(const CLI::App& app, int argc, char** args) {
     if (std::fflush(stdout) != 0) throw std::system_error(errno, std::generic_category());
     return rc;
   } catch (const std::system_error& e) {
-    err(fmt::format("--docgen: cannot write to stdout: {}", e.code().message()));
+    say(fmt::format("--docgen: cannot write to stdout: {}", e.code().message()));
     return 1;
   }
 }
 
-}  // namespace schedhot::cli
+}  // namespace schedhot
