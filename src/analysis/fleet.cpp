@@ -80,6 +80,8 @@ namespace {
 /// schedhot-fleet's state.json (small: more than 1 MiB is not one), strings scrubbed.
 nlohmann::json read_state(const fs::path& p) {
   std::error_code ec;
+  // schedhot-fleet writes it as a file: a link (to /etc/shadow, say) is not followed by root.
+  if (fs::is_symlink(fs::symlink_status(p, ec))) throw std::runtime_error("a symbolic link, not schedhot-fleet's file");
   if (!fs::is_regular_file(p, ec)) throw std::runtime_error("not a regular file");  // a FIFO would block
   std::ifstream in(p, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read it");
@@ -91,6 +93,8 @@ nlohmann::json read_state(const fs::path& p) {
     nlohmann::json j = parse_file_json(text);
     if (!j.is_object()) throw std::runtime_error("not a JSON object");
     return j;
+  } catch (const nlohmann::json::parse_error& x) {  // its what() quotes the bytes it read: not echoed
+    throw std::runtime_error(fmt::format("not JSON (a syntax error at byte {})", x.byte));
   } catch (const nlohmann::json::exception& x) {
     throw std::runtime_error(fmt::format("not JSON ({})", x.what()));
   } catch (const JsonTooDeep&) {

@@ -1119,10 +1119,18 @@ TEST(RecordingCli, FleetReportSurvivesHostileStateFiles) {
     st << R"({"failure":{"step":1,"name":null,"detail":{"a":1}}})";
   }
   fs::create_symlink("/nonexistent", dir / "dangling.shot");
+  // A state.json linked to a secret: not followed (root read it and the parse error quoted
+  // its first token); one that is not JSON is said by byte, without its bytes.
+  fs::create_directories(dir / "linked");
+  fs::copy_file(kData + "/v1.3-basic.shot", dir / "linked" / "recording.shot");
+  fs::create_symlink("/etc/shadow", dir / "linked" / "state.json");
+  fs::create_directories(dir / "garbled");
+  fs::copy_file(kData + "/v1.3-basic.shot", dir / "garbled" / "recording.shot");
+  std::ofstream(dir / "garbled" / "state.json") << "root:secret";
   CliRun r = run_cli(fmt::format("report --fleet {} --json", dir.string()));  // hung on the FIFO before
   ASSERT_EQ(r.status, 0) << r.err;
   auto d = nlohmann::json::parse(r.out);
-  EXPECT_EQ(d["hosts_total"], 3) << "a dangling loose file is a host that failed, not nothing";
+  EXPECT_EQ(d["hosts_total"], 5) << "a dangling loose file is a host that failed, not nothing";
   std::map<std::string, nlohmann::json> by;
   for (auto& h : d["hosts"]) by[h["host"]] = h;
   EXPECT_EQ(by["fifo"]["status"], "reported");
@@ -1131,6 +1139,11 @@ TEST(RecordingCli, FleetReportSurvivesHostileStateFiles) {
   EXPECT_TRUE(noted) << by["fifo"].dump();
   EXPECT_EQ(by["typed"]["why"], "null (1): {\"a\":1}");
   EXPECT_NE(by["dangling"]["why"].get<std::string>().find("cannot open"), std::string::npos);
+  const std::string linked = by["linked"].dump(), garbled = by["garbled"].dump();
+  EXPECT_NE(linked.find("state.json: a symbolic link, not schedhot-fleet's file"), std::string::npos) << linked;
+  EXPECT_NE(garbled.find("state.json: not JSON (a syntax error at byte 1)"), std::string::npos) << garbled;
+  EXPECT_EQ(garbled.find("secret"), std::string::npos) << garbled;
+  EXPECT_EQ(garbled.find("'r'"), std::string::npos) << garbled;
   fs::remove_all(dir);
 }
 
