@@ -666,10 +666,10 @@ def check_gap_state(ck, tag, kver, variant, binary, rec_path, jobs, w):
     that does not exist) to the hotplug job (a CPU's perf event is gone once it went offline,
     so the exact count falls short after it). Per line with 100 exact transfers or more:
     the probes' state must give the figure the replay's gap model gives for the same
-    accesses (within 10 %, or 3/sqrt(n) on a line with n < 900 transfers: the probes sample
-    1 event in p per CPU, p about 2 under this load at 4000 samples/s, so a line's figure
-    carries a relative standard error of about sqrt((p - 1)/n); the idle mask's ~350-470
-    transfers gave x0.87-x1.05 across runs), and nohz and cpupri lines must stay within the measured 0.5-2x
+    accesses (within 10 %, or 3/sqrt(n) on a line with n < 900 transfers, an empirical band:
+    the probes' figure is a gap model per interval, sampled where a CPU's events pass 4000/s,
+    the replay's one over the whole window, and on a quiet line a few gaps move the ratio;
+    the idle mask's ~350-470 transfers gave x0.87-x1.05 across runs), and nohz and cpupri lines must stay within the measured 0.5-2x
     of the exact count; the 15 % goal is printed per line."""
     marks = {j["mark"]: j["mono_ns"] for j in jobs if "mark" in j}
     start = w.get("start_mono_ns")
