@@ -158,7 +158,7 @@ nlohmann::json cachelines_json(const Meta& meta, const CoherenceSummary& s, cons
       const auto [p, w] = pw;
       if (p < 0 || p >= static_cast<int>(meta.probes.size())) continue;
       std::string name = fmt::format("word {}", w);
-      for (const Field& f : meta.probes[size_t(p)].layout.fields)
+      for (const Field& f : meta.probes[size_t(p)].slot.fields)
         if (f.kind != FieldKind::priv && w >= f.offset && w < f.offset + f.nwords)
           name = f.kind == FieldKind::counter_array ? fmt::format("{}[{}]", f.name, w - f.offset) : f.name;
       bp[meta.probes[size_t(p)].name][name] = n;

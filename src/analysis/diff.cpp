@@ -109,7 +109,7 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
   for (size_t p = 0; p < np; ++p)
     if (const ProbeSpec* spec = find_probe(meta.probes[p].name)) {
       primary[p] = field_ref(meta, static_cast<int>(p), spec->primary);
-      const Field* h = spec->hist.empty() ? nullptr : meta.probes[p].layout.find(spec->hist);
+      const Field* h = spec->hist.empty() ? nullptr : meta.probes[p].slot.find(spec->hist);
       if (h && h->kind == FieldKind::hist) hist_field[p] = spec->hist;
     }
   const SampleWindow w{ds.from_s, ds.to_s, meta.interval_ns};

@@ -144,11 +144,11 @@ nlohmann::json counters_json(const Interval& iv, int p, const ProbeMeta& pm, con
   nlohmann::json counters = nlohmann::json::object();
   std::vector<std::string> names = {spec.primary};
   names.insert(names.end(), spec.secondary.begin(), spec.secondary.end());
-  for (auto& f : pm.layout.fields)
+  for (auto& f : pm.slot.fields)
     if (f.kind == FieldKind::counter && std::find(names.begin(), names.end(), f.name) == names.end())
       names.push_back(f.name);
   for (auto& n : names) {
-    const Field* f = pm.layout.find(n);
+    const Field* f = pm.slot.find(n);
     if (!f) continue;
     if (!counter_observed(pm.name, st.proxy, n)) {  // a proxy cannot see it: null, not 0
       counters[n] = nullptr;
@@ -257,7 +257,7 @@ std::vector<int> ReportBuilder::row_cpus(const Meta& meta, const Interval& iv, b
     for (size_t pi = 0; pi < meta.probes.size(); ++pi) {
       const ProbeSpec* spec = find_probe(meta.probes[pi].name);
       const int p = static_cast<int>(pi);
-      if (!spec || !meta.probes[pi].status.attached || !iv.present(p) || !meta.probes[pi].layout.find(spec->primary)) continue;
+      if (!spec || !meta.probes[pi].status.attached || !iv.present(p) || !meta.probes[pi].slot.find(spec->primary)) continue;
       for (uint32_t c = 0; c < meta.ncpus; ++c)
         if (!listed[c] && iv.count(p, spec->primary, static_cast<int>(c))) listed[c] = true;
     }
@@ -299,7 +299,7 @@ nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, i
   if (std::string why = blind_reason(meta, p); st.attached && !why.empty()) j["blind"] = why;
   j["primary"] = spec ? spec->primary : "";
   // A layout without the primary field (a crafted or foreign file) has nothing to show.
-  if (!present || !spec || j.contains("blind") || !pm.layout.find(spec->primary)) {
+  if (!present || !spec || j.contains("blind") || !pm.slot.find(spec->primary)) {
     j["counters"] = nullptr;
     j["latency_ns"] = nullptr;
     j["per_cpu"] = nullptr;
@@ -308,7 +308,7 @@ nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, i
   const Peak& peak = peak_[size_t(p)];
   j["counters"] = counters_json(iv, p, pm, *spec, peak.rate, peak.at_s);
   nlohmann::json arrays = nlohmann::json::object();
-  for (auto& f : pm.layout.fields)
+  for (auto& f : pm.slot.fields)
     if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);
   j["arrays"] = arrays;
   j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));

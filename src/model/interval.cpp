@@ -20,13 +20,13 @@ auto cpu_range(int cpu, uint32_t ncpus) {
 
 FieldRef field_ref(const Meta& meta, int probe, std::string_view field) {
   if (probe < 0 || probe >= static_cast<int>(meta.probes.size())) return {};
-  const Field* f = meta.probes[size_t(probe)].layout.find(field);
+  const Field* f = meta.probes[size_t(probe)].slot.find(field);
   return f ? FieldRef{probe, f} : FieldRef{};
 }
 
 const Field* Interval::find(int probe, std::string_view field) const {
   if (probe < 0 || probe >= static_cast<int>(meta_.probes.size())) return nullptr;
-  return meta_.probes[size_t(probe)].layout.find(field);
+  return meta_.probes[size_t(probe)].slot.find(field);
 }
 
 Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(meta), a_(a), b_(b) {
@@ -36,7 +36,7 @@ Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(m
     if (p >= a_.probes.size() || p >= b_.probes.size()) continue;
     const auto& pa = a_.probes[p];
     const auto& pb = b_.probes[p];
-    const size_t need = size_t(meta_.ncpus) * meta_.probes[p].layout.slot_words;
+    const size_t need = size_t(meta_.ncpus) * meta_.probes[p].slot.slot_words;
     present_[p] = pa.present && pb.present && pa.words.size() == need && pb.words.size() == need;
   }
 }
@@ -55,7 +55,7 @@ bool Interval::online(int cpu) const {
   bool on = in(a_.online) || in(b_.online);
   for (size_t p = 0; !on && p < meta_.probes.size(); ++p) {
     if (!present(static_cast<int>(p))) continue;
-    const size_t sw = meta_.probes[p].layout.slot_words;
+    const size_t sw = meta_.probes[p].slot.slot_words;
     const uint64_t* wa = a_.probes[p].words.data() + size_t(cpu) * sw;
     const uint64_t* wb = b_.probes[p].words.data() + size_t(cpu) * sw;
     on = !std::equal(wa, wa + sw, wb);
@@ -65,7 +65,7 @@ bool Interval::online(int cpu) const {
 }
 
 uint64_t Interval::word_delta(int probe, int cpu, uint32_t word) const {
-  size_t i = size_t(cpu) * meta_.probes[probe].layout.slot_words + word;
+  size_t i = size_t(cpu) * meta_.probes[probe].slot.slot_words + word;
   uint64_t x = a_.probes[probe].words[i], y = b_.probes[probe].words[i];
   return y >= x ? y - x : 0;  // counters only grow; a reset reads as 0
 }
@@ -81,7 +81,7 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
     hi = lo + 1;
   }
   // Plain pointers: this runs per CPU and field in the coherence model's inner loop.
-  const size_t sw = meta_.probes[size_t(probe)].layout.slot_words;
+  const size_t sw = meta_.probes[size_t(probe)].slot.slot_words;
   const uint64_t* wa = a_.probes[size_t(probe)].words.data();
   const uint64_t* wb = b_.probes[size_t(probe)].words.data();
   uint64_t sum = 0;
@@ -95,7 +95,7 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
 }
 
 void Interval::word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const {
-  const size_t base = size_t(cpu) * meta_.probes[size_t(probe)].layout.slot_words;
+  const size_t base = size_t(cpu) * meta_.probes[size_t(probe)].slot.slot_words;
   const uint64_t* pa = a_.probes[size_t(probe)].words.data() + base;
   const uint64_t* pb = b_.probes[size_t(probe)].words.data() + base;
   for (uint32_t w : words) out[w] = pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
@@ -108,7 +108,7 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
   if (!f || f->kind != FieldKind::hist) return out;
   // The hot loop of every percentile (8192 CPUs x 512 buckets for a whole-machine
   // histogram): plain pointers so that it vectorizes.
-  const size_t sw = meta_.probes[probe].layout.slot_words;
+  const size_t sw = meta_.probes[probe].slot.slot_words;
   const uint64_t* wa = a_.probes[probe].words.data() + f->offset + 2;
   const uint64_t* wb = b_.probes[probe].words.data() + f->offset + 2;
   uint64_t* o = out.data();
@@ -133,7 +133,7 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   auto b = buckets_over(probe, f, cpus);
   if (keep) *keep = b;
   uint64_t sum = 0, max_a = 0, max_b = 0;
-  const uint32_t sw = meta_.probes[probe].layout.slot_words;
+  const uint32_t sw = meta_.probes[probe].slot.slot_words;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     sum += word_delta(probe, c, f->offset);

@@ -30,7 +30,7 @@ struct SampleWindow {
   }
 };
 
-/// A named field of one probe, looked up once (SlotLayout::find) instead of by name per
+/// A named field of one probe, looked up once (SlotFields::find) instead of by name per
 /// value: what the hot paths of report, export and the tables hand to Interval. Points
 /// into the Meta it was made from, which must outlive it. Empty (field null) when the
 /// probe or field is unknown; every Interval figure of an empty ref is 0 / empty.

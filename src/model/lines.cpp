@@ -162,7 +162,7 @@ LinePlan::LinePlan(const Meta& meta, const CoherenceLayout& layout) : meta_(&met
       else other_res_[p].push_back(uint32_t(i));
     }
     std::sort(by_word_[p].begin(), by_word_[p].end());
-    max_slot_words_ = std::max<size_t>(max_slot_words_, meta.probes[p].layout.slot_words);
+    max_slot_words_ = std::max<size_t>(max_slot_words_, meta.probes[p].slot.slot_words);
   }
 
   // Line ids: the lines each access can reach from CPUs 0..ncpus-1 form one run per access
@@ -841,7 +841,7 @@ std::vector<size_t> LinePlan::event_accesses(int probe, uint32_t word) const {
   std::vector<size_t> out;
   if (probe < 0 || size_t(probe) >= probe_res_.size()) return out;
   const Field* f = nullptr;
-  for (const Field& x : meta_->probes[size_t(probe)].layout.fields)
+  for (const Field& x : meta_->probes[size_t(probe)].slot.fields)
     if (x.kind != FieldKind::priv && word >= x.offset && word < x.offset + x.nwords) f = &x;
   if (!f) return out;
   const int elem = f->kind == FieldKind::counter_array ? static_cast<int>(word - f->offset) : -1;
@@ -942,7 +942,7 @@ GapRoutes gap_routes(const LinePlan& plan) {
   std::vector<char> dropped(plan.line_count(), 0);
   const Meta& meta = plan.meta();
   for (size_t p = 0; p < meta.probes.size() && p < SH_NPROBES; ++p) {
-    const uint32_t words = std::min<uint32_t>(meta.probes[p].layout.slot_words, SH_GAP_ROUTE_WORDS);
+    const uint32_t words = std::min<uint32_t>(meta.probes[p].slot.slot_words, SH_GAP_ROUTE_WORDS);
     for (uint32_t w = 0; w < words; ++w) {
       const std::vector<size_t> acc = plan.event_accesses(static_cast<int>(p), w);
       if (acc.empty()) continue;

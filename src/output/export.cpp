@@ -63,16 +63,16 @@ std::vector<ExportMetric> export_metrics(const Meta& meta) {
       std::vector<std::string> counters = {spec->primary};
       counters.insert(counters.end(), spec->secondary.begin(), spec->secondary.end());
       for (auto& c : counters) {
-        const Field* f = pm.layout.find(c);
+        const Field* f = pm.slot.find(c);
         if (f && (f->kind == FieldKind::counter || f->kind == FieldKind::counter_array))
           add(c, ExportMetric::Kind::rate, "_per_s");
       }
-      const Field* h = spec->hist.empty() ? nullptr : pm.layout.find(spec->hist);
+      const Field* h = spec->hist.empty() ? nullptr : pm.slot.find(spec->hist);
       if (h && h->kind == FieldKind::hist) add_hist(spec->hist);
     } else {
-      for (auto& f : pm.layout.fields)
+      for (auto& f : pm.slot.fields)
         if (f.kind == FieldKind::counter || f.kind == FieldKind::counter_array) add(f.name, ExportMetric::Kind::rate, "_per_s");
-      for (auto& f : pm.layout.fields)
+      for (auto& f : pm.slot.fields)
         if (f.kind == FieldKind::hist) add_hist(f.name);
     }
   }

@@ -50,7 +50,7 @@ struct ExportMetric {
 /// The metrics of a recording, in column order: for every probe of meta (attached or
 /// not, so the columns are the same for every file of a run), its primary and secondary
 /// counters as rates (events/s), then p50 and p99 of its duration histogram (ns). A probe
-/// unknown to this build contributes every counter and histogram of its slot layout.
+/// unknown to this build contributes every counter and histogram of its slot fields.
 /// Each metric's ref points into meta, which must outlive the list.
 std::vector<ExportMetric> export_metrics(const Meta& meta);
 

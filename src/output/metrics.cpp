@@ -186,7 +186,7 @@ std::vector<Exported> exported_families(const Meta& m, const Interval& iv) {
     const ProbeMeta& pm = m.probes[p];
     const int pi = static_cast<int>(p);
     if (!pm.status.attached || !iv.present(pi) || !blind_reason(m, pi).empty()) continue;
-    for (const Field& f : pm.layout.fields)
+    for (const Field& f : pm.slot.fields)
       if (f.kind != FieldKind::priv && counter_observed(pm.name, pm.status.proxy, f.name))
         v.push_back({pi, &f, family_base(pm.name, f)});
   }
@@ -220,7 +220,7 @@ bool PerCpu::covers(std::string_view probe, std::string_view base) const {
 std::vector<std::string> per_cpu_family_names() {
   std::vector<std::string> v;
   for (const ProbeSpec& p : probe_catalog())
-    for (const Field& f : p.layout.fields)
+    for (const Field& f : p.slot.fields)
       if (f.kind != FieldKind::priv) v.push_back(family_base(p.name, f));
   return v;
 }
@@ -377,7 +377,7 @@ std::string one_line(std::string v) {
 std::string labels_nothing_because(const Meta& m, const Interval& iv, const std::string& item) {
   std::string probe = find_probe(item) ? item : "", field;
   for (const ProbeSpec& p : probe_catalog())
-    for (const Field& f : p.layout.fields) {
+    for (const Field& f : p.slot.fields) {
       if (!probe.empty() || f.kind == FieldKind::priv) continue;
       const std::string b = family_base(p.name, f);
       if (item == b || item == b + "_total") probe = p.name, field = f.name;
@@ -390,7 +390,7 @@ std::string labels_nothing_because(const Meta& m, const Interval& iv, const std:
     return fmt::format("{}not attached{}", who, pm.status.reason.empty() ? "" : ": " + one_line(pm.status.reason));
   if (std::string why = blind_reason(m, pi); !why.empty()) return fmt::format("{}blind: {}", who, one_line(why));
   if (!iv.present(pi)) return fmt::format("{}has no data", who);
-  if (!pm.layout.find(field)) return fmt::format("{} has no {} in this run", probe, field);
+  if (!pm.slot.find(field)) return fmt::format("{} has no {} in this run", probe, field);
   if (!counter_observed(pm.name, pm.status.proxy, field))
     return fmt::format("{} runs as a proxy ({}), which does not see {}", probe, to_string(pm.status.backend), field);
   return "not exported in this run";

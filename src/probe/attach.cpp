@@ -417,7 +417,7 @@ bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
     words.clear();
     return false;
   }
-  copy_slots(slots, ncpus_, probe_modules()[i]->spec().layout, words);
+  copy_slots(slots, ncpus_, probe_modules()[i]->spec().slot, words);
   return true;
 }
 

@@ -29,7 +29,7 @@ const char* to_string(FieldKind k) {
   return "counter";
 }
 
-const Field* SlotLayout::find(std::string_view name) const {
+const Field* SlotFields::find(std::string_view name) const {
   for (auto& f : fields)
     if (f.name == name) return &f;
   return nullptr;

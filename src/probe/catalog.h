@@ -1,5 +1,5 @@
 // The probe table: for each probe, what it targets, how it may attach (candidate
-// symbols, inline hosts, tracepoint programs, proxy), and the layout of its per-CPU
+// symbols, inline hosts, tracepoint programs, proxy), and the fields of its per-CPU
 // slot (include/schedhot/abi.h) as named fields. Each entry is a probe module's spec
 // (src/probe/module.h, src/probe/modules/*.cpp); everything that needs to know "what
 // probes exist" reads this table or the modules.
@@ -37,8 +37,9 @@ struct Field {
   std::string doc;
 };
 
-/// Layout of one probe's per-CPU slot.
-struct SlotLayout {
+/// The fields of one probe's per-CPU BPF slot (bpf/*.bpf.c's struct sh_*_slot): its size
+/// in 8-byte words and each counter, array and histogram by word offset.
+struct SlotFields {
   uint32_t slot_words = 0;  ///< sizeof(slot) / 8, a multiple of SH_SLOT_ALIGN / 8
   std::vector<Field> fields;
   const Field* find(std::string_view name) const;
@@ -76,7 +77,7 @@ enum class ColumnKind {
 /// top's table), as data: the view resolves field once per interval and evaluates it.
 struct TableColumn {
   std::string header;  ///< table header, "nohz_exit/s"; also the JSON key of rate columns
-  std::string field;   ///< counter field (rate) or histogram field (p99) of the probe's layout
+  std::string field;   ///< counter field (rate) or histogram field (p99) of the probe's slot
   ColumnKind kind = ColumnKind::rate;
   std::string key;     ///< JSON key when it is not header ("cpupri_set_p99_ns"), else ""
 };
@@ -124,7 +125,7 @@ struct ProbeSpec {
   bool timed = false;                      ///< has exit programs (fexit/kretprobe)
   std::vector<TpProgram> tp_programs;      ///< ProbeKind::tracepoint
   std::optional<ProxySpec> proxy;
-  SlotLayout layout;
+  SlotFields slot;                         ///< the per-CPU BPF slot's fields
   std::string primary;                     ///< counter the rate is computed from
   std::vector<std::string> secondary;      ///< other counters shown with rates
   std::string hist;                        ///< histogram field name, "" if none

@@ -1,6 +1,6 @@
 // A probe module: everything schedhot knows about one probe, in one place next to its
 // bpf/*.bpf.c (src/probe/modules/<family>.cpp): its ProbeSpec (targets, candidates, proxy,
-// slot layout), its typed program handles in the skeleton, what it configures before the
+// slot fields), its typed program handles in the skeleton, what it configures before the
 // BPF object loads (.rodata), what it checks before trying and notes after attaching, the
 // labels of its counter arrays, why it can be blind, its per-CPU table columns
 // (ProbeSpec::columns) and its own report section. The catalog (catalog.h) is the list

@@ -46,7 +46,7 @@ void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng) {
     }
 }
 
-void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& L, std::vector<uint64_t>& words) {
+void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, std::vector<uint64_t>& words) {
   const size_t n = size_t(ncpus) * L.slot_words;
   words.resize(n);
   std::memcpy(words.data(), slots, n * sizeof(uint64_t));

@@ -74,9 +74,9 @@ class ExactSource {
   virtual ExactBatch take(uint64_t upto_ns) = 0;
 };
 
-/// Copies one probe's slot array (ncpus * layout.slot_words u64 words, CPU-major, as the
+/// Copies one probe's slot array (ncpus * slot.slot_words u64 words, CPU-major, as the
 /// BPF array map holds it) into words, resized to fit, with the private words zeroed:
 /// what ProbeSet::read does with a mapped map (and the user-space benchmark with a fake).
-void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotLayout& layout, std::vector<uint64_t>& words);
+void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, std::vector<uint64_t>& words);
 
 }  // namespace schedhot

@@ -34,7 +34,7 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
   for (size_t i = 0; i < cat.size(); ++i) {
     ProbeMeta pm;
     pm.name = cat[i].name;
-    pm.layout = cat[i].layout;
+    pm.slot = cat[i].slot;
     if (i < statuses.size()) pm.status = statuses[i];
     pm.labels = probe_modules()[i]->meta_labels();
     m.probes.push_back(std::move(pm));
@@ -47,7 +47,7 @@ Sample make_sample(const Meta& meta) {
   s.probes.resize(meta.probes.size());
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     s.probes[i].present = meta.probes[i].status.attached;
-    if (s.probes[i].present) s.probes[i].words.assign(size_t(meta.ncpus) * meta.probes[i].layout.slot_words, 0);
+    if (s.probes[i].present) s.probes[i].words.assign(size_t(meta.ncpus) * meta.probes[i].slot.slot_words, 0);
   }
   return s;
 }
@@ -62,7 +62,7 @@ void reshape_sample(const Meta& meta, Sample& s) {
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     ProbeSample& p = s.probes[i];
     p.present = meta.probes[i].status.attached;
-    const size_t n = p.present ? size_t(meta.ncpus) * meta.probes[i].layout.slot_words : 0;
+    const size_t n = p.present ? size_t(meta.ncpus) * meta.probes[i].slot.slot_words : 0;
     if (p.words.size() != n) p.words.assign(n, 0);
   }
 }
@@ -81,9 +81,9 @@ void to_json(nlohmann::json& j, const Meta& m) {
   nlohmann::json probes = nlohmann::json::array();
   for (auto& p : m.probes) {
     nlohmann::json fields = nlohmann::json::array();
-    for (auto& f : p.layout.fields)
+    for (auto& f : p.slot.fields)
       fields.push_back({{"name", f.name}, {"offset", f.offset}, {"nwords", f.nwords}, {"kind", to_string(f.kind)}, {"doc", f.doc}});
-    probes.push_back({{"name", p.name}, {"slot_words", p.layout.slot_words}, {"fields", fields},
+    probes.push_back({{"name", p.name}, {"slot_words", p.slot.slot_words}, {"fields", fields},
                       {"status", p.status}, {"labels", p.labels}});
   }
   j = {{"tool_version", m.tool_version},
@@ -134,9 +134,9 @@ void from_json(const nlohmann::json& j, Meta& m) {
       if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
       for (const ProbeMeta& q : m.probes)
         if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
-      p.layout.slot_words = pj.at("slot_words").get<uint32_t>();
-      if (p.layout.slot_words == 0 || p.layout.slot_words > 65536)
-        throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.layout.slot_words));
+      p.slot.slot_words = pj.at("slot_words").get<uint32_t>();
+      if (p.slot.slot_words == 0 || p.slot.slot_words > 65536)
+        throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.slot.slot_words));
       for (auto& fj : pj.at("fields")) {
         Field f;
         f.name = fj.at("name").get<std::string>();
@@ -144,11 +144,11 @@ void from_json(const nlohmann::json& j, Meta& m) {
         f.nwords = fj.at("nwords").get<uint32_t>();
         f.kind = kind_from_string(fj.at("kind").get<std::string>());
         f.doc = fj.value("doc", "");
-        if (uint64_t(f.offset) + f.nwords > p.layout.slot_words)
+        if (uint64_t(f.offset) + f.nwords > p.slot.slot_words)
           throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
         if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
           throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
-        p.layout.fields.push_back(std::move(f));
+        p.slot.fields.push_back(std::move(f));
       }
       p.status = pj.at("status").get<ProbeStatus>();
       if (pj.contains("labels")) p.labels = pj["labels"].get<std::vector<std::string>>();

@@ -18,7 +18,7 @@
 
 namespace schedhot {
 
-/// One probe's slots at one instant: ncpus * layout.slot_words u64 words, CPU-major.
+/// One probe's slots at one instant: ncpus * slot.slot_words u64 words, CPU-major.
 /// Private words are zero. present is false for a probe that is not attached.
 struct ProbeSample {
   bool present = false;
@@ -44,10 +44,10 @@ struct Sample {
   std::optional<GapBatch> gaps;
 };
 
-/// What a probe was in the recording (or live run): its layout and attach status.
+/// What a probe was in the recording (or live run): its slot fields and attach status.
 struct ProbeMeta {
   std::string name;
-  SlotLayout layout;
+  SlotFields slot;  ///< its per-CPU BPF slot's fields
   ProbeStatus status;
   std::vector<std::string> labels;  ///< names of counter_array elements where meaningful (bcast sites)
 };

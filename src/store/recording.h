@@ -16,7 +16,7 @@
 //
 //   Frame types
 //     1 META    JSON (schema in README "Recording format"): host, topology, probes with
-//               status and slot layout, interval, start times. First frame.
+//               status and slot fields, interval, start times. First frame.
 //     2 SAMPLE  binary, zstd-compressed when that is smaller:
 //                 u32 seq, u64 mono_ns, u64 wall_ns, u16 probe entries, then per entry
 //                 u16 probe index, varint changed CPUs, then per CPU: varint CPU gap,

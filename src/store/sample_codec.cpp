@@ -15,7 +15,7 @@ namespace schedhot {
 
 uint64_t state_words(const Meta& m) {
   uint64_t w = 0;
-  for (auto& p : m.probes) w += p.layout.slot_words;
+  for (auto& p : m.probes) w += p.slot.slot_words;
   return w * m.ncpus;
 }
 
@@ -39,7 +39,7 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
   for (size_t i = 0; i < s.probes.size() && i < meta.probes.size(); ++i) {
     const ProbeSample& cur = s.probes[i];
     if (!cur.present) continue;
-    const uint32_t sw = meta.probes[i].layout.slot_words;
+    const uint32_t sw = meta.probes[i].slot.slot_words;
     if (cur.words.size() != size_t(meta.ncpus) * sw)
       throw std::runtime_error(fmt::format("sample for {} has {} words, expected {}", meta.probes[i].name,
                                            cur.words.size(), size_t(meta.ncpus) * sw));
@@ -113,7 +113,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       return false;
     }
     listed[pi] = true;
-    const uint32_t sw = meta.probes[pi].layout.slot_words;
+    const uint32_t sw = meta.probes[pi].slot.slot_words;
     const size_t need = size_t(meta.ncpus) * sw;
     ProbeSample& ps = state.probes[pi];
     if (keyframe || !ps.present || ps.words.size() != need) ps.words.assign(need, 0);

@@ -432,7 +432,7 @@ std::vector<Line> TuiApp::body(int width, int height) {
       if (hist_probe_ < 0) return {Line().add("no probe has a histogram", Role::dim)};
       const ProbeMeta& pm = m.probes[size_t(hist_probe_)];
       const ProbeSpec* spec = find_probe(pm.name);
-      const Field* f = spec ? pm.layout.find(spec->hist) : nullptr;
+      const Field* f = spec ? pm.slot.find(spec->hist) : nullptr;
       std::vector<Line> out = {
           Line().add(fmt::format("Histogram of {}", pm.name), Role::title).add("  h/H or left/right: other probes", Role::dim)};
       std::string title = fmt::format("{} {} over {}", pm.name, f ? f->doc : "", over);

@@ -67,13 +67,13 @@ std::pair<int, double> run_child(const std::vector<std::string>& args) {
 /// d to probe p's field (element idx) on cpu; nothing when the layout lacks the field.
 void bump(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t d, uint32_t idx = 0) {
   if (p < 0 || s.probes[size_t(p)].words.empty()) return;  // unavailable in the fixture's Meta
-  const Field* f = m.probes[size_t(p)].layout.find(field);
+  const Field* f = m.probes[size_t(p)].slot.find(field);
   if (!f || idx >= f->nwords) return;
-  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].layout.slot_words + f->offset + idx] += d;
+  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx] += d;
 }
 
 void values(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t v, uint64_t n) {
-  if (p < 0 || s.probes[size_t(p)].words.empty() || !m.probes[size_t(p)].layout.find(field) || n == 0) return;
+  if (p < 0 || s.probes[size_t(p)].words.empty() || !m.probes[size_t(p)].slot.find(field) || n == 0) return;
   fx::add_values(m, s, p, cpu, field, v, n);
 }
 

@@ -63,7 +63,7 @@ class FakeSlots : public SlotReader {
     for (size_t i = 0; i < s.probes.size() && i < maps_.probes.size(); ++i) {
       s.probes[i].present = maps_.probes[i].present;
       if (s.probes[i].present)
-        copy_slots(maps_.probes[i].words.data(), meta_.ncpus, meta_.probes[i].layout, s.probes[i].words);
+        copy_slots(maps_.probes[i].words.data(), meta_.ncpus, meta_.probes[i].slot, s.probes[i].words);
       else
         s.probes[i].words.clear();
     }

@@ -51,8 +51,8 @@ Meta meta_for(int ncpus, int packages, const std::string& release) {
 
 void set(const Meta& m, Sample& s, const char* probe, int cpu, const char* field, uint64_t v, uint32_t idx = 0) {
   const int p = m.probe_index(probe);
-  const Field* f = m.probes[size_t(p)].layout.find(field);
-  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].layout.slot_words + f->offset + idx] = v;
+  const Field* f = m.probes[size_t(p)].slot.find(field);
+  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx] = v;
 }
 
 void print(const char* title, const CoherenceSummary& s, const XferCost& cost) {
@@ -70,7 +70,7 @@ void print(const char* title, const CoherenceSummary& s, const XferCost& cost) {
 // The word of counter `field` (element idx) in probe's slot: what an --exact record names.
 ExactRecord rec(const Meta& m, uint64_t ts, int cpu, const char* probe, const char* field, uint32_t idx = 0) {
   const int p = m.probe_index(probe);
-  const Field* f = m.probes[size_t(p)].layout.find(field);
+  const Field* f = m.probes[size_t(p)].slot.find(field);
   return {ts, uint32_t(cpu), uint16_t(p), uint16_t(f->offset + idx)};
 }
 

@@ -134,7 +134,7 @@ int make(const std::string& dir, const Spec& sp) {
         for (uint32_t c = 0; c < sp.ncpus; ++c) {  // an offline CPU counts nothing
           if (std::find(s.online.begin(), s.online.end(), int(c)) != s.online.end()) continue;
           for (size_t p = 0; p < m.probes.size(); ++p) {
-            const size_t sw = m.probes[p].layout.slot_words;
+            const size_t sw = m.probes[p].slot.slot_words;
             if (s.probes[p].present)
               std::copy_n(before.probes[p].words.begin() + long(c * sw), sw, s.probes[p].words.begin() + long(c * sw));
           }

@@ -455,7 +455,7 @@ TEST(Modules, EveryProbeDeclaresItsTableColumnsOverItsOwnFields) {
     const ProbeSpec& s = m->spec();
     EXPECT_FALSE(s.columns.empty()) << s.name;
     for (const TableColumn& c : s.columns) {
-      const Field* f = s.layout.find(c.field);
+      const Field* f = s.slot.find(c.field);
       ASSERT_NE(f, nullptr) << s.name << " " << c.header;
       if (c.kind == ColumnKind::p99)
         EXPECT_EQ(f->kind, FieldKind::hist) << s.name << " " << c.header;

@@ -43,7 +43,7 @@ Meta exact_meta(uint32_t ncpus = 4) {
 
 uint16_t word_of(const Meta& m, const char* probe, const char* field, uint32_t idx = 0) {
   const int p = m.probe_index(probe);
-  return static_cast<uint16_t>(m.probes[size_t(p)].layout.find(field)->offset + idx);
+  return static_cast<uint16_t>(m.probes[size_t(p)].slot.find(field)->offset + idx);
 }
 
 /// line_accesses() of one interval in which cpu counted `counts` (field, element, delta) of

@@ -71,7 +71,7 @@ TEST(Interval, ResolvedFieldsGiveTheSameFigures) {
   Interval iv(m, a, b);
   const FieldRef calls = field_ref(m, p, "calls"), lat = field_ref(m, p, "lat");
   ASSERT_TRUE(calls);
-  EXPECT_EQ(calls.field, m.probes[p].layout.find("calls"));
+  EXPECT_EQ(calls.field, m.probes[p].slot.find("calls"));
   EXPECT_EQ(iv.count(calls), 40u);
   EXPECT_EQ(iv.count(calls, 1), 40u);
   EXPECT_EQ(iv.count(calls, 0), 0u);
@@ -107,13 +107,13 @@ TEST(Interval, WordDeltasEqualCountsOnRandomSamples) {
     for (int p = 0; p < static_cast<int>(m.probes.size()); ++p) {
       ASSERT_TRUE(iv.present(p));
       std::vector<uint32_t> words;
-      for (const Field& f : m.probes[size_t(p)].layout.fields)
+      for (const Field& f : m.probes[size_t(p)].slot.fields)
         if (f.kind == FieldKind::counter || f.kind == FieldKind::counter_array)
           for (uint32_t w = f.offset; w < f.offset + f.nwords; ++w) words.push_back(w);
-      std::vector<uint64_t> d(m.probes[size_t(p)].layout.slot_words, 7);
+      std::vector<uint64_t> d(m.probes[size_t(p)].slot.slot_words, 7);
       for (int cpu = 0; cpu < static_cast<int>(m.ncpus); ++cpu) {
         iv.word_deltas(p, cpu, words, d.data());
-        for (const Field& f : m.probes[size_t(p)].layout.fields) {
+        for (const Field& f : m.probes[size_t(p)].slot.fields) {
           if (f.kind != FieldKind::counter && f.kind != FieldKind::counter_array) continue;
           const FieldRef ref{p, &f};
           for (uint32_t e = 0; e < f.nwords; ++e)
@@ -131,9 +131,9 @@ TEST(Interval, WordDeltasEqualCountsOnRandomSamples) {
 TEST(Interval, HistogramSumsSkipOnlyCpusThatAddedNothing) {
   Meta m = synthetic_meta(64);
   const int p = m.probe_index("cpupri_set");
-  const Field* f = m.probes[size_t(p)].layout.find("lat");
+  const Field* f = m.probes[size_t(p)].slot.find("lat");
   ASSERT_NE(f, nullptr);
-  const uint32_t sw = m.probes[size_t(p)].layout.slot_words;
+  const uint32_t sw = m.probes[size_t(p)].slot.slot_words;
   std::mt19937_64 rng(7);
   for (int round = 0; round < 10; ++round) {
     Sample a = make_sample(m), b = make_sample(m);

@@ -200,7 +200,7 @@ TEST(Metrics, ArrayElementsAreNamedAsReportNamesThem) {
   const int ik = m.probe_index("ilb_kick"), cs = m.probe_index("cpupri_set");
   k.st.last.probes[ik].words[word(m, ik, 0, "flags", 3)] = 5;   // BALANCE|STATS
   k.st.last.probes[ik].words[word(m, ik, 1, "flags", 0)] = 2;   // none
-  const Field* tr = m.probes[cs].layout.find("trans");
+  const Field* tr = m.probes[cs].slot.find("trans");
   ASSERT_NE(tr, nullptr);
   k.st.last.probes[cs].words[word(m, cs, 0, "trans", 1)] = 9;
   const std::string t = render_metrics(k.st, MetricsOptions{});
@@ -395,7 +395,7 @@ TEST(Metrics, CpupriVectorArraysExportTheKernelsVectorsOnly) {
   EXPECT_EQ(elements(t, "schedhot_cpupri_set_vec_set_total").size(), 102u);
   // Other arrays keep every element.
   const int ik = k.st.meta.probe_index("ilb_kick");
-  const Field* fl = k.st.meta.probes[size_t(ik)].layout.find("flags");
+  const Field* fl = k.st.meta.probes[size_t(ik)].slot.find("flags");
   ASSERT_NE(fl, nullptr);
   EXPECT_EQ(array_elements(k.st.meta, k.st.meta.probes[size_t(ik)], *fl), fl->nwords);
   // --per-cpu: the same elements on each CPU.

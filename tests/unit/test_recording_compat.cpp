@@ -88,9 +88,9 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
     for (auto& c : e["checks"]) {
       int p = m.probe_index(c["probe"].get<std::string>());
       ASSERT_GE(p, 0);
-      const Field* fld = m.probes[p].layout.find(c["field"].get<std::string>());
+      const Field* fld = m.probes[p].slot.find(c["field"].get<std::string>());
       ASSERT_NE(fld, nullptr);
-      size_t w = size_t(c["cpu"].get<uint32_t>()) * m.probes[p].layout.slot_words + fld->offset + c["idx"].get<uint32_t>();
+      size_t w = size_t(c["cpu"].get<uint32_t>()) * m.probes[p].slot.slot_words + fld->offset + c["idx"].get<uint32_t>();
       EXPECT_EQ(got.at(c["sample"].get<uint32_t>()).probes[p].words.at(w), c["value"].get<uint64_t>()) << c.dump();
     }
     // 1.2 on: the online CPUs of some samples (CPU hotplug in v1.2-hotplug).

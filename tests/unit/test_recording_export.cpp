@@ -846,7 +846,7 @@ TEST(RecordingExport, NoExactFiguresWithoutExactFrames) {
 TEST(RecordingExport, ExactFiguresOfKnownRecords) {
   TwoWriters k;
   const int cs = k.m.probe_index("cpupri_set");
-  const uint32_t calls = k.m.probes[size_t(cs)].layout.find("calls")->offset;
+  const uint32_t calls = k.m.probes[size_t(cs)].slot.find("calls")->offset;
   auto batch = [&](uint64_t end_ns) {
     ExactBatch b;
     for (uint32_t r = 0; r < 10; ++r)

@@ -106,7 +106,7 @@ inline std::vector<Sample> make_hotplug_samples(const Meta& m, int n, int cpu, i
       for (uint32_t c = 0; c < m.ncpus; ++c) {
         if (std::binary_search(s.online.begin(), s.online.end(), int(c))) continue;
         for (size_t p = 0; p < m.probes.size(); ++p) {
-          const size_t sw = m.probes[p].layout.slot_words;
+          const size_t sw = m.probes[p].slot.slot_words;
           if (s.probes[p].present)
             std::copy_n(before.probes[p].words.begin() + long(c * sw), sw, s.probes[p].words.begin() + long(c * sw));
         }

@@ -309,7 +309,7 @@ TEST(LiveSource, PollNeverWaitsAndReturnsOnlyWhatIsDue) {
 TEST(CopySlots, CopiesEveryWordButThePrivateOnes) {
   const ProbeSpec* spec = find_probe("nohz_exit");
   ASSERT_NE(spec, nullptr);
-  const SlotLayout& L = spec->layout;
+  const SlotFields& L = spec->slot;
   const uint32_t ncpus = 3;
   std::vector<uint64_t> map(size_t(ncpus) * L.slot_words);
   for (size_t i = 0; i < map.size(); ++i) map[i] = i + 1;

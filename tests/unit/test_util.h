@@ -34,8 +34,8 @@ inline Meta synthetic_meta(uint32_t ncpus, std::vector<std::string> unavailable 
 
 /// Word index of field f (element idx) of cpu in a probe's sample.
 inline size_t word(const Meta& m, int probe, int cpu, const char* field, uint32_t idx = 0) {
-  const Field* f = m.probes[probe].layout.find(field);
-  return size_t(cpu) * m.probes[probe].layout.slot_words + f->offset + idx;
+  const Field* f = m.probes[probe].slot.find(field);
+  return size_t(cpu) * m.probes[probe].slot.slot_words + f->offset + idx;
 }
 
 /// Adds one histogram value v to (probe, field, cpu) in s.
@@ -58,7 +58,7 @@ inline void advance(const Meta& m, Sample& s, std::mt19937_64& rng, double busy_
     if (!s.probes[p].present) continue;
     for (uint32_t c = 0; c < m.ncpus; ++c) {
       if (u(rng) > busy_fraction) continue;
-      for (auto& f : m.probes[p].layout.fields) {
+      for (auto& f : m.probes[p].slot.fields) {
         if (f.kind == FieldKind::counter) s.probes[p].words[word(m, int(p), int(c), f.name.c_str())] += rng() % 1000;
         if (f.kind == FieldKind::counter_array)
           s.probes[p].words[word(m, int(p), int(c), f.name.c_str(), uint32_t(rng() % f.nwords))] += rng() % 100;

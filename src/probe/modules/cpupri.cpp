@@ -30,16 +30,16 @@ class CpupriSet : public ProbeModule {
                         "lower bound: a change undone before the next context switch is missed; no duration; "
                         "measured -1.4 to -6.1 % (6.12 QEMU guest, mixed load, tests/vm)",
                         {"noop", "nested", "orphan_exits", "lat"}};
-    p.layout.slot_words = sizeof(sh_cpupri_set_slot) / W;
-    func_fields(p.layout.fields, SH_WORDS(sh_cpupri_set_slot, f));
-    p.layout.fields.push_back(counter("noop", SH_WORDS(sh_cpupri_set_slot, noop), "calls with new == old"));
-    p.layout.fields.push_back(array("trans", SH_WORDS(sh_cpupri_set_slot, trans), SH_CP_NCLASS * SH_CP_NCLASS,
+    p.slot.slot_words = sizeof(sh_cpupri_set_slot) / W;
+    func_fields(p.slot.fields, SH_WORDS(sh_cpupri_set_slot, f));
+    p.slot.fields.push_back(counter("noop", SH_WORDS(sh_cpupri_set_slot, noop), "calls with new == old"));
+    p.slot.fields.push_back(array("trans", SH_WORDS(sh_cpupri_set_slot, trans), SH_CP_NCLASS * SH_CP_NCLASS,
                                     "transitions [old class*4 + new class], classes INVALID NORMAL RT HIGHER"));
-    p.layout.fields.push_back(array("vec_set", SH_WORDS(sh_cpupri_set_slot, vec_set), SH_CPUPRI_VECS,
+    p.slot.fields.push_back(array("vec_set", SH_WORDS(sh_cpupri_set_slot, vec_set), SH_CPUPRI_VECS,
                                     "cpumask_set_cpu on pri_to_cpu[i]"));
-    p.layout.fields.push_back(array("vec_clear", SH_WORDS(sh_cpupri_set_slot, vec_clear), SH_CPUPRI_VECS,
+    p.slot.fields.push_back(array("vec_clear", SH_WORDS(sh_cpupri_set_slot, vec_clear), SH_CPUPRI_VECS,
                                     "cpumask_clear_cpu on pri_to_cpu[i]"));
-    p.layout.fields.push_back(priv(SH_WORDS(sh_cpupri_set_slot, last_pri), 1));
+    p.slot.fields.push_back(priv(SH_WORDS(sh_cpupri_set_slot, last_pri), 1));
     p.primary = "calls";
     p.fleet = FleetShow::rate_p99;
     p.secondary = {"noop"};
@@ -108,9 +108,9 @@ class CpupriFind : public ProbeModule {
     p.what = "calls (cpupri_find tail-calls cpupri_find_fitness), duration, calls that found CPUs";
     p.symbols = {"cpupri_find_fitness", "cpupri_find"};
     p.timed = true;
-    p.layout.slot_words = sizeof(sh_cpupri_find_slot) / W;
-    func_fields(p.layout.fields, SH_WORDS(sh_cpupri_find_slot, f));
-    p.layout.fields.push_back(counter("found", SH_WORDS(sh_cpupri_find_slot, found), "calls returning 1"));
+    p.slot.slot_words = sizeof(sh_cpupri_find_slot) / W;
+    func_fields(p.slot.fields, SH_WORDS(sh_cpupri_find_slot, f));
+    p.slot.fields.push_back(counter("found", SH_WORDS(sh_cpupri_find_slot, found), "calls returning 1"));
     p.primary = "calls";
     p.secondary = {"found"};
     p.hist = "lat";

@@ -1,4 +1,4 @@
-// Helpers for the modules' slot layouts: named fields at word offsets of the abi.h structs.
+// Helpers for the modules' slot fields: named fields at word offsets of the abi.h structs.
 #pragma once
 #include <cstddef>
 #include <cstdint>

@@ -20,8 +20,8 @@ class Idle : public ProbeModule {
     p.what = "idle entries and exits, entries by idle state, idle residency";
     p.kind = ProbeKind::tracepoint;
     p.tp_programs = {{"cpu_idle", false}};
-    p.layout.slot_words = sizeof(sh_idle_slot) / W;
-    p.layout.fields = {counter("entries", SH_WORDS(sh_idle_slot, entries), "idle entries"),
+    p.slot.slot_words = sizeof(sh_idle_slot) / W;
+    p.slot.fields = {counter("entries", SH_WORDS(sh_idle_slot, entries), "idle entries"),
                        counter("exits", SH_WORDS(sh_idle_slot, exits), "idle exits"),
                        array("by_state", SH_WORDS(sh_idle_slot, by_state), SH_IDLE_STATES,
                              "entries by idle state index (7 = 7 and deeper)"),

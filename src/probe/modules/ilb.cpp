@@ -28,8 +28,8 @@ class IlbKick : public ProbeModule {
     p.what = "ILB kicks queued by this CPU (by kick flags) and received by it as the ILB target";
     p.kind = ProbeKind::tracepoint;
     p.tp_programs = {{"csd_queue_cpu", true, "6.5"}, {"csd_function_entry", true, "6.5"}};
-    p.layout.slot_words = sizeof(sh_ilb_slot) / W;
-    p.layout.fields = {counter("sent", SH_WORDS(sh_ilb_slot, sent), "kicks queued by this CPU"),
+    p.slot.slot_words = sizeof(sh_ilb_slot) / W;
+    p.slot.fields = {counter("sent", SH_WORDS(sh_ilb_slot, sent), "kicks queued by this CPU"),
                        counter("received", SH_WORDS(sh_ilb_slot, received), "kicks run on this CPU"),
                        counter("sent_self", SH_WORDS(sh_ilb_slot, sent_self), "kicks this CPU sent to itself"),
                        array("flags", SH_WORDS(sh_ilb_slot, flags), SH_ILB_FLAGS,

@@ -26,9 +26,9 @@ class NohzExit : public ProbeModule {
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
                         "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)",
                         {"nested", "orphan_exits", "lat"}};
-    p.layout.slot_words = sizeof(sh_nohz_exit_slot) / W;
-    func_fields(p.layout.fields, SH_WORDS(sh_nohz_exit_slot, f));
-    p.layout.fields.push_back(counter("worked", SH_WORDS(sh_nohz_exit_slot, worked),
+    p.slot.slot_words = sizeof(sh_nohz_exit_slot) / W;
+    func_fields(p.slot.fields, SH_WORDS(sh_nohz_exit_slot, f));
+    p.slot.fields.push_back(counter("worked", SH_WORDS(sh_nohz_exit_slot, worked),
                                       "calls with rq->nohz_tick_stopped set: wrote the nohz cacheline"));
     p.primary = "calls";
     p.fleet = FleetShow::rate_p99;
@@ -71,8 +71,8 @@ class NohzEnter : public ProbeModule {
                         "1:1 with calls except the function's early returns (inactive, isolated or "
                         "null-domain CPUs), which the proxy still counts; measured 0.0 % (6.12 QEMU "
                         "guest, mixed load, tests/vm)"};
-    p.layout.slot_words = sizeof(sh_nohz_enter_slot) / W;
-    p.layout.fields = {counter("calls", SH_WORDS(sh_nohz_enter_slot, calls), "function entries"),
+    p.slot.slot_words = sizeof(sh_nohz_enter_slot) / W;
+    p.slot.fields = {counter("calls", SH_WORDS(sh_nohz_enter_slot, calls), "function entries"),
                        counter("first", SH_WORDS(sh_nohz_enter_slot, first),
                                "calls with rq->nohz_tick_stopped clear: set the mask bit")};
     p.primary = "calls";
@@ -108,9 +108,9 @@ class NohzKick : public ProbeModule {
     p.symbols = {"nohz_balancer_kick"};
     p.inline_hosts = {"sched_balance_trigger", "trigger_load_balance"};
     p.timed = true;
-    p.layout.slot_words = sizeof(sh_nohz_kick_slot) / W;
-    func_fields(p.layout.fields, SH_WORDS(sh_nohz_kick_slot, f));
-    p.layout.fields.push_back(counter("idle_ticks", SH_WORDS(sh_nohz_kick_slot, idle_ticks),
+    p.slot.slot_words = sizeof(sh_nohz_kick_slot) / W;
+    func_fields(p.slot.fields, SH_WORDS(sh_nohz_kick_slot, f));
+    p.slot.fields.push_back(counter("idle_ticks", SH_WORDS(sh_nohz_kick_slot, idle_ticks),
                                       "calls with rq->idle_balance set (return at once)"));
     p.primary = "calls";
     p.fleet = FleetShow::rate_p99;

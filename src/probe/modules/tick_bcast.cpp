@@ -38,8 +38,8 @@ class BcastLock : public ProbeModule {
     p.what = "calls of each function that takes tick_broadcast_lock (an upper bound on acquisitions)";
     p.kind = ProbeKind::sites;
     p.symbols.assign(kBcastSites.begin(), kBcastSites.end());
-    p.layout.slot_words = sizeof(sh_bcast_lock_slot) / W;
-    p.layout.fields = {array("calls", SH_WORDS(sh_bcast_lock_slot, calls), SH_BCAST_SITES,
+    p.slot.slot_words = sizeof(sh_bcast_lock_slot) / W;
+    p.slot.fields = {array("calls", SH_WORDS(sh_bcast_lock_slot, calls), SH_BCAST_SITES,
                              "calls per lock-taking function, in kBcastSites order")};
     p.primary = "calls";
     p.columns = {{"bcast_lock/s", "calls"}};
@@ -120,8 +120,8 @@ class BcastWait : public ProbeModule {
     p.what = "contentions on tick_broadcast_lock and the wait time";
     p.kind = ProbeKind::tracepoint;
     p.tp_programs = {{"contention_begin", false, "5.19"}, {"contention_end", false, "5.19"}};
-    p.layout.slot_words = sizeof(sh_bcast_wait_slot) / W;
-    p.layout.fields = {counter("contentions", SH_WORDS(sh_bcast_wait_slot, contentions), "contention_begin on the lock"),
+    p.slot.slot_words = sizeof(sh_bcast_wait_slot) / W;
+    p.slot.fields = {counter("contentions", SH_WORDS(sh_bcast_wait_slot, contentions), "contention_begin on the lock"),
                        counter("ends", SH_WORDS(sh_bcast_wait_slot, ends), "contention_end on the lock (timed)"),
                        counter("all_locks", SH_WORDS(sh_bcast_wait_slot, all_locks), "contention_begin on any lock"),
                        counter("learn_sent", SH_WORDS(sh_bcast_wait_slot, learn_sent), "stacks sent to learn the address"),
