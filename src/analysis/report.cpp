@@ -186,17 +186,25 @@ nlohmann::json per_cpu_json(const Interval& iv, int p, const ProbeSpec& spec, co
   return per_cpu;
 }
 
+/// The report's host facts that ReportSummary carries.
+ReportSummary::Host host_brief(const Meta& meta) {
+  const HostInfo& h = meta.host;
+  return {h.hostname, h.kernel_release, h.hypervisor ? h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor : "",
+          h.online.size(), meta.ncpus};
+}
+
 /// The report's "host": the recording's HostInfo and possible CPUs.
 nlohmann::json host_json(const Meta& meta) {
   const HostInfo& h = meta.host;
-  return {{"hostname", h.hostname},
-          {"kernel_release", h.kernel_release},
+  const ReportSummary::Host b = host_brief(meta);
+  return {{"hostname", b.hostname},
+          {"kernel_release", b.kernel_release},
           {"online", format_cpulist(h.online)},
-          {"online_count", h.online.size()},
-          {"possible_cpus", meta.ncpus},
+          {"online_count", b.online_count},
+          {"possible_cpus", b.possible_cpus},
           {"cacheline_bytes", h.cacheline_bytes},
           {"arat", h.arat},
-          {"hypervisor", h.hypervisor ? h.hypervisor_vendor.empty() ? "yes" : h.hypervisor_vendor : ""},
+          {"hypervisor", b.hypervisor},
           {"spinlock", to_string(h.spinlock)},
           {"cpuidle_driver", h.cpuidle_driver},
           {"broadcast_device", h.broadcast_device}};
@@ -279,27 +287,49 @@ std::vector<double> ReportBuilder::cpu_seconds(const Meta& meta, const Interval&
   return secs;
 }
 
+ReportBuilder::ProbeBrief ReportBuilder::probe_brief(const Meta& meta, const Interval& iv, int p, bool have) const {
+  const ProbeMeta& pm = meta.probes[size_t(p)];
+  const ProbeStatus& st = pm.status;
+  const ProbeSpec* spec = find_probe(pm.name);
+  ProbeBrief out;
+  ReportSummary::Probe& b = out.brief;
+  b.name = pm.name;
+  b.attached = st.attached;
+  b.backend = st.attached ? st.backend_label() : "";
+  b.reason = st.reason;
+  if (st.attached) b.blind = blind_reason(meta, p);
+  b.proxy = st.proxy;
+  b.primary = spec ? spec->primary : "";
+  // A layout without the primary field (a crafted or foreign file) has nothing to show.
+  out.figures = have && st.attached && iv.present(p) && spec && b.blind.empty() && pm.slot.find(spec->primary);
+  if (!out.figures) return out;
+  if (counter_observed(pm.name, st.proxy, spec->primary)) b.rate_per_s = iv.rate(p, spec->primary);  // counters_json's
+  if (!spec->hist.empty())
+    if (HistSummary h = iv.hist(p, spec->hist); h.count) b.latency = h;
+  return out;
+}
+
 nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, int p, bool have,
                                          const std::vector<int>& cpus, const std::vector<double>& secs) const {
   const ProbeMeta& pm = meta.probes[size_t(p)];
   const ProbeStatus& st = pm.status;
   const ProbeSpec* spec = find_probe(pm.name);
+  const ProbeBrief pb = probe_brief(meta, iv, p, have);
+  const ReportSummary::Probe& b = pb.brief;
   nlohmann::json j;
-  j["name"] = pm.name;
+  j["name"] = b.name;
   j["target"] = st.target;
-  j["status"] = st.attached ? "attached" : "unavailable";
-  j["backend"] = st.attached ? st.backend_label() : "";
+  j["status"] = b.attached ? "attached" : "unavailable";
+  j["backend"] = b.backend;
   j["symbol"] = st.symbol;
   j["via"] = st.via;
-  j["proxy"] = st.proxy;
+  j["proxy"] = b.proxy;
   j["proxy_error"] = st.proxy_error;
-  j["reason"] = st.reason;
+  j["reason"] = b.reason;
   j["notes"] = st.notes;
-  const bool present = have && st.attached && iv.present(p);
-  if (std::string why = blind_reason(meta, p); st.attached && !why.empty()) j["blind"] = why;
-  j["primary"] = spec ? spec->primary : "";
-  // A layout without the primary field (a crafted or foreign file) has nothing to show.
-  if (!present || !spec || j.contains("blind") || !pm.slot.find(spec->primary)) {
+  if (!b.blind.empty()) j["blind"] = b.blind;
+  j["primary"] = b.primary;
+  if (!pb.figures) {
     j["counters"] = nullptr;
     j["latency_ns"] = nullptr;
     j["per_cpu"] = nullptr;
@@ -311,7 +341,7 @@ nlohmann::json ReportBuilder::probe_json(const Meta& meta, const Interval& iv, i
   for (auto& f : pm.slot.fields)
     if (f.kind == FieldKind::counter_array) arrays[f.name] = array_json(iv, p, pm, f);
   j["arrays"] = arrays;
-  j["latency_ns"] = spec->hist.empty() ? nlohmann::json(nullptr) : hist_json(iv.hist(p, spec->hist));
+  j["latency_ns"] = b.latency ? hist_json(*b.latency) : nlohmann::json(nullptr);
   if (const ProbeModule* mod = find_module(pm.name)) mod->add_report_section(IntervalTotals(iv, p), j);
   j["per_cpu"] = per_cpu_json(iv, p, *spec, cpus, secs);
   return j;
@@ -401,6 +431,22 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost, 3, exact_->any() ? exact_.get() : nullptr) : nlohmann::json(nullptr);
   add_cpu_table(meta, iv, have, cpus, coh, secs, r);
   return r;
+}
+
+std::optional<ReportSummary> ReportBuilder::summary(const Meta& meta) const {
+  const Sample* first = ic_.first();
+  const Sample* last = ic_.last();
+  if (!first || !last || ic_.samples() < 2) return std::nullopt;
+  const Interval iv(meta, *first, *last);
+  ReportSummary s;
+  s.host = host_brief(meta);
+  s.window = {ic_.samples(), iv.seconds(), format_utc_time(first->wall_ns)};  // window_json's
+  for (size_t pi = 0; pi < meta.probes.size(); ++pi)
+    s.probes.push_back(probe_brief(meta, iv, static_cast<int>(pi), /*have=*/true).brief);
+  s.fixes = recording_fixes(meta);  // cachelines_json's "fixes"
+  for (const LineSummary& l : coh_->summary().lines)  // cachelines_json's "lines"
+    s.lines.push_back({l.name, l.traffic.total(), stall_ns_per_s(l.traffic, opts_.xfer_cost)});
+  return s;
 }
 
 SourceInfo recording_source_info(const RecordingReader& r, const std::string& file) {

@@ -13,9 +13,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "model/histogram.h"
 #include "model/interval.h"
 #include "model/interval_cursor.h"
 #include "model/lines.h"
+#include "probe/layout.h"  // FixesPresent
 #include "sample/sample.h"
 #include "sys/units.h"  // format_utc_time(), for the views that show times
 
@@ -45,6 +47,49 @@ struct SourceInfo {
   std::optional<std::string> damage;  ///< "at byte N: reason"
 };
 
+/// The report in brief, from the builder's own figures rather than its JSON document:
+/// what `report --fleet` ranks a host by (analysis/fleet.h). Each field holds the value
+/// of the report document's field named beside it (build() and summary() compute both
+/// through the same code), typed.
+struct ReportSummary {
+  struct Host {
+    std::string hostname;        ///< host.hostname
+    std::string kernel_release;  ///< host.kernel_release
+    std::string hypervisor;      ///< host.hypervisor: the vendor's signature, "yes" without one, "" on bare metal
+    size_t online_count = 0;     ///< host.online_count: the CPUs online when recording began
+    uint32_t possible_cpus = 0;  ///< host.possible_cpus
+  };
+  struct Window {
+    uint64_t samples = 0;  ///< window.samples
+    double seconds = 0;    ///< window.seconds
+    std::string start;     ///< window.start (UTC)
+  };
+  struct Probe {
+    std::string name;      ///< name
+    bool attached = false; ///< status == "attached"
+    std::string backend;   ///< backend ("" when unavailable)
+    std::string reason;    ///< reason (why it is unavailable)
+    std::string blind;     ///< blind: why an attached probe measures nothing; "" when it measures
+    bool proxy = false;    ///< proxy
+    std::string primary;   ///< primary: its primary counter ("" when unknown to this build)
+    /// counters[primary].rate_per_s; nullopt where the report has none (no figures, or a
+    /// proxy that cannot see the counter).
+    std::optional<double> rate_per_s;
+    /// latency_ns; nullopt where the report's is null (no histogram, no figures, no event).
+    std::optional<HistSummary> latency;
+  };
+  struct Line {
+    std::string name;           ///< cachelines.lines[].name
+    double xfers_per_s = 0;     ///< cachelines.lines[].xfers_per_s
+    double stall_ns_per_s = 0;  ///< cachelines.lines[].stall_ns_per_s
+  };
+  Host host;
+  Window window;
+  std::vector<Probe> probes;  ///< probes, in the META's order
+  FixesPresent fixes;         ///< cachelines.fixes
+  std::vector<Line> lines;    ///< cachelines.lines, in the report's order
+};
+
 /// Consumes samples one by one (only the window's first sample and the latest one are
 /// kept, so memory does not grow with the recording's length).
 class ReportBuilder {
@@ -70,6 +115,10 @@ class ReportBuilder {
   double seen_span_s() const { return ic_.seen_t(); }
   /// The report document. meta may differ from the constructor's by status changes.
   nlohmann::json build(const Meta& meta, const SourceInfo& src) const;
+  /// The same report in brief (ReportSummary), without building the document (no per-CPU
+  /// table, no JSON); nullopt with fewer than two samples in the window (the document's
+  /// "error": no figures).
+  std::optional<ReportSummary> summary(const Meta& meta) const;
 
  private:
   // The steps of build():
@@ -80,6 +129,13 @@ class ReportBuilder {
   /// that counted something in the window (online between two samples), so the rows add up
   /// to the totals. have: the window has an interval.
   std::vector<int> row_cpus(const Meta& meta, const Interval& iv, bool have) const;
+  /// Probe p in brief (its ReportSummary::Probe) and whether the report shows its figures
+  /// (counters, latency, per-CPU): what probe_json and summary() both say of it.
+  struct ProbeBrief {
+    ReportSummary::Probe brief;
+    bool figures = false;
+  };
+  ProbeBrief probe_brief(const Meta& meta, const Interval& iv, int p, bool have) const;
   /// Probe p's object in "probes": status, counters, arrays, latency, its module's
   /// section and per-CPU figures (null figures when unavailable, blind or without data).
   nlohmann::json probe_json(const Meta& meta, const Interval& iv, int p, bool have, const std::vector<int>& cpus,
