@@ -221,11 +221,6 @@ std::vector<Entry> discover(const std::string& dir) {
 }
 
 
-double num(const nlohmann::json& j, const char* k, double dflt = 0) {
-  auto it = j.find(k);
-  return it != j.end() && it->is_number() ? it->get<double>() : dflt;
-}
-
 /// A fleet-wide histogram of one probe: the hosts' window buckets summed.
 struct Merged {
   std::vector<uint64_t> buckets;
@@ -240,58 +235,58 @@ struct Merged {
   }
 };
 
-/// One host's row from its report document r (analysis/report.h) and its state.
-nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req) {
+/// One host's row from its report in brief (ReportBuilder::summary(), analysis/report.h):
+/// the report's own figures, typed, not its document re-read by key.
+nlohmann::json row_from_report(const ReportSummary& r, const FleetRequest& req) {
   nlohmann::json row;
-  const auto& host = r["host"];
-  row["hostname"] = host["hostname"];
-  row["kernel_release"] = host["kernel_release"];
-  row["kernel_series"] = kernel_series(host["kernel_release"].get<std::string>());
-  row["cpus_online"] = host["online_count"];
-  row["possible_cpus"] = host["possible_cpus"];
-  row["virtualization"] = hypervisor_name(host["hypervisor"].get<std::string>());
-  row["samples"] = r["window"]["samples"];
-  row["seconds"] = r["window"]["seconds"];
-  row["start"] = r["window"]["start"];
-  const auto& fixes = r["cachelines"]["fixes"];
+  const ReportSummary::Host& host = r.host;
+  row["hostname"] = host.hostname;
+  row["kernel_release"] = host.kernel_release;
+  row["kernel_series"] = kernel_series(host.kernel_release);
+  row["cpus_online"] = host.online_count;
+  row["possible_cpus"] = host.possible_cpus;
+  row["virtualization"] = hypervisor_name(host.hypervisor);
+  row["samples"] = r.window.samples;
+  row["seconds"] = r.window.seconds;
+  row["start"] = r.window.start;
   row["fixes"] = nlohmann::json::object();
-  for (const Fix& f : fix_kinds()) row["fixes"][f.key] = fixes[f.key];
+  for (const Fix& f : fix_kinds()) {
+    const std::optional<bool> present = r.fixes.present(f.key);  // nullopt: unknown (or not in this recording's list)
+    row["fixes"][f.key] = present ? nlohmann::json(*present) : nlohmann::json(nullptr);
+  }
   nlohmann::json flags = nlohmann::json::array();
   nlohmann::json probes = nlohmann::json::object();
+  std::map<std::string, const ReportSummary::Probe*> by_name;  // as probes: the last of a name
   std::optional<double> wait_ns_per_s;  // null unless the wait probe measured (blind/unavailable: not 0)
   const ProbeSpec* waiter = wait_probe();
-  const double seconds = num(r["window"], "seconds");
-  for (auto& p : r["probes"]) {
-    const std::string name = p["name"];
+  const double seconds = r.window.seconds;
+  for (const ReportSummary::Probe& p : r.probes) {
+    const std::string& name = p.name;
     nlohmann::json o;
-    const bool attached = p["status"] == "attached";
-    const std::string blind = p.contains("blind") && p["blind"].is_string() ? p["blind"].get<std::string>() : "";
-    o["status"] = !attached ? "unavailable" : !blind.empty() ? "blind" : p["proxy"].get<bool>() ? "proxy" : "measured";
-    o["backend"] = p["backend"];
-    o["reason"] = !attached ? p["reason"] : !blind.empty() ? nlohmann::json(blind) : nlohmann::json("");
-    const auto& cs = p["counters"];
-    const std::string prim = p["primary"];
-    o["rate_per_s"] = cs.is_object() && cs.contains(prim) && cs[prim].is_object() ? cs[prim]["rate_per_s"] : nlohmann::json(nullptr);
-    const auto& lat = p["latency_ns"];
-    const bool has_lat = lat.is_object() && num(lat, "count") > 0;
-    o["p99_ns"] = has_lat ? lat["p99"] : nlohmann::json(nullptr);
-    if (!attached) flags.push_back(fmt::format("probe unavailable: {}: {}", name, p["reason"].get<std::string>()));
+    const bool attached = p.attached;
+    const std::string& blind = p.blind;
+    o["status"] = !attached ? "unavailable" : !blind.empty() ? "blind" : p.proxy ? "proxy" : "measured";
+    o["backend"] = p.backend;
+    o["reason"] = !attached ? p.reason : blind;
+    o["rate_per_s"] = p.rate_per_s ? nlohmann::json(*p.rate_per_s) : nlohmann::json(nullptr);
+    const bool has_lat = p.latency && p.latency->count > 0;
+    o["p99_ns"] = has_lat ? nlohmann::json(p.latency->p99) : nlohmann::json(nullptr);
+    if (!attached) flags.push_back(fmt::format("probe unavailable: {}: {}", name, p.reason));
     else if (!blind.empty()) flags.push_back(fmt::format("blind: {}: {}", name, blind));
     if (waiter && name == waiter->name && attached && blind.empty() && has_lat && seconds > 0) {
-      wait_ns_per_s = num(lat, "mean") * num(lat, "count") / seconds;
-      const double rate = o["rate_per_s"].is_number() ? o["rate_per_s"].get<double>() : 0;
-      flags.push_back(fmt::format("{} contended: {} {}/s, wait p99 {}", waiter->wait_lock, format_rate(rate),
-                                  waiter->primary, format_ns(num(lat, "p99"))));
+      wait_ns_per_s = p.latency->mean_ns * static_cast<double>(p.latency->count) / seconds;
+      flags.push_back(fmt::format("{} contended: {} {}/s, wait p99 {}", waiter->wait_lock,
+                                  format_rate(p.rate_per_s.value_or(0)), waiter->primary, format_ns(p.latency->p99)));
     }
     probes[name] = o;
+    by_name[name] = &p;
   }
   auto fix_flag = [&](const std::string& fix, const std::string& field, const std::string& probe) {
-    const auto& f = fixes[fix];
-    const auto& pr = probes.contains(probe) ? probes[probe] : nlohmann::json();
-    if (f.is_boolean() && !f.get<bool>() && pr.is_object() && pr["p99_ns"].is_number() &&
-        pr["p99_ns"].get<double>() > req.p99_flag_ns)
-      flags.push_back(fmt::format("{} present and {} p99 {} > {}", field, probe, format_ns(pr["p99_ns"].get<double>()),
-                                  format_ns(req.p99_flag_ns)));
+    const auto pr = by_name.find(probe);
+    if (pr == by_name.end() || !pr->second->latency || !pr->second->latency->count) return;
+    const double p99 = pr->second->latency->p99;
+    if (r.fixes.present(fix) == false && p99 > req.p99_flag_ns)
+      flags.push_back(fmt::format("{} present and {} p99 {} > {}", field, probe, format_ns(p99), format_ns(req.p99_flag_ns)));
   };
   // A fix absent while its probe's p99 is high; the hot objects from last to first (fleet's
   // flags have always named cpupri's before nohz's).
@@ -301,17 +296,17 @@ nlohmann::json row_from_report(const nlohmann::json& r, const FleetRequest& req)
     if (o["status"] == "proxy") flags.push_back(fmt::format("proxy: {} (its figures are not the function's)", name));
   double stall = 0, xfers = 0;
   nlohmann::json lines = nlohmann::json::array();
-  for (auto& l : r["cachelines"]["lines"]) {
-    stall += num(l, "stall_ns_per_s");
-    xfers += num(l, "xfers_per_s");
-    lines.push_back({{"name", l["name"]}, {"xfers_per_s", l["xfers_per_s"]}, {"stall_ns_per_s", l["stall_ns_per_s"]}});
+  for (const ReportSummary::Line& l : r.lines) {
+    stall += l.stall_ns_per_s;
+    xfers += l.xfers_per_s;
+    lines.push_back({{"name", l.name}, {"xfers_per_s", l.xfers_per_s}, {"stall_ns_per_s", l.stall_ns_per_s}});
   }
   row["probes"] = probes;
   row["lines"] = lines;
   row["xfers_per_s"] = xfers;
   row["stall_ns_per_s"] = stall;
   row[wait_key()] = wait_ns_per_s ? nlohmann::json(*wait_ns_per_s) : nlohmann::json(nullptr);
-  const double cpus = std::max(1.0, num(host, "online_count", num(host, "possible_cpus", 1)));
+  const double cpus = std::max(1.0, static_cast<double>(host.online_count));
   row["severity"] = (stall + wait_ns_per_s.value_or(0)) / cpus / 1000.0;
   if (!wait_ns_per_s && waiter)
     row["severity_note"] = fmt::format("without {} wait ({} not measured)", waiter->wait_lock, waiter->name);
@@ -428,8 +423,7 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
     return failed(fmt::format("{} sample{}, need two for an interval{}", nsamples, nsamples == 1 ? "" : "s",
                               dmg.empty() ? "" : "; " + dmg));
   const SourceInfo info = recording_source_info(*rd, e.recording);
-  nlohmann::json r = b.build(rd->meta(), info);
-  nlohmann::json fig = row_from_report(r, req);
+  nlohmann::json fig = row_from_report(*b.summary(rd->meta()), req);  // two samples or more: a summary
   for (auto& [k, v] : fig.items()) row[k] = v;
   row["samples"] = nsamples;
   row["model"] = req.every_interval ? nlohmann::json("every interval")
