@@ -1,8 +1,11 @@
 // JSON text that never throws on bad bytes, and JSON read from a file with its depth bounded.
 #pragma once
+#include <cctype>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 #include <nlohmann/json.hpp>
 
@@ -85,6 +88,133 @@ inline void scrub_controls(nlohmann::json& j, int depth = 0) {
     }
     j = std::move(o);
   }
+}
+
+/// JSON read from a file (a recording's META or NOTE, state.json) whose shape is not what
+/// its reader wants, in plain words and one line: "PATH: PROBLEM" ("host.hostname: expected
+/// a string, found a number"), "missing PATH" for a key that is not there, or PROBLEM alone
+/// when no path is known. PATH names keys and indices from the document's root as far as
+/// the reader knew them ("probes[1].fields[0].kind"). Never nlohmann's "[json.exception...]"
+/// text, never the document's bytes.
+class JsonShapeError : public std::runtime_error {
+ public:
+  JsonShapeError(std::string path, std::string problem, bool missing = false)
+      : std::runtime_error(text(path, problem, missing)), path_(std::move(path)), problem_(std::move(problem)),
+        missing_(missing) {}
+  const std::string& path() const { return path_; }
+  const std::string& problem() const { return problem_; }
+  bool missing() const { return missing_; }
+  /// The same error read inside `outer` (a key or "key[i]"): its path prefixed.
+  JsonShapeError within(std::string_view outer) const {
+    std::string p(outer);
+    if (!path_.empty()) p += (path_[0] == '[' || p.empty() ? "" : ".") + path_;
+    return JsonShapeError(p, problem_, missing_);
+  }
+
+ private:
+  static std::string text(const std::string& path, const std::string& problem, bool missing) {
+    if (missing) return "missing " + (path.empty() ? std::string("a key") : path);
+    return path.empty() ? problem : path + ": " + problem;
+  }
+  std::string path_, problem_;
+  bool missing_;
+};
+
+namespace json_words {
+/// nlohmann's type name with its article: "a string", "an object", "null".
+inline std::string a(std::string_view type) {
+  if (type == "null") return "null";
+  if (type == "object" || type == "array") return "an " + std::string(type);
+  if (type == "string" || type == "number" || type == "boolean" || type == "binary") return "a " + std::string(type);
+  return "something else";
+}
+/// The text after `lead` up to `stop` in m, "" when m does not hold lead.
+inline std::string after(const std::string& m, std::string_view lead, std::string_view stop = "") {
+  const size_t i = m.find(lead);
+  if (i == std::string::npos) return "";
+  const size_t b = i + lead.size();
+  const size_t e = stop.empty() ? m.size() : m.find(stop, b);
+  return m.substr(b, e == std::string::npos ? std::string::npos : e - b);
+}
+/// A key our code asked for, as nlohmann quotes it: kept when it is a plain identifier.
+inline bool plain_key(const std::string& k) {
+  if (k.empty() || k.size() > 64) return false;
+  for (char c : k)
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  return true;
+}
+}  // namespace json_words
+
+/// nlohmann's exception e as a JsonShapeError at path (what was being read, "" when not
+/// known): type errors as "expected a string, found a number" (an object wanted for
+/// at(), value() and [] on anything else), a key at() did not find as "missing PATH.KEY",
+/// a syntax error as "not JSON (a syntax error at byte N)" (nlohmann's text quotes the bytes
+/// it read: not echoed), anything else as nlohmann's sentence without its
+/// "[json.exception.*]" prefix.
+inline JsonShapeError json_shape_error(const nlohmann::json::exception& e, const std::string& path = "") {
+  using namespace json_words;
+  const std::string m = e.what();
+  const std::string tail = after(m, "] ").empty() ? m : after(m, "] ");
+  if (const auto* pe = dynamic_cast<const nlohmann::json::parse_error*>(&e))
+    return JsonShapeError(path, "not JSON (a syntax error at byte " + std::to_string(pe->byte) + ")");
+  if (dynamic_cast<const nlohmann::json::type_error*>(&e)) {
+    if (e.id == 302) {  // "type must be string, but is number"
+      const std::string want = after(tail, "type must be ", ","), got = after(tail, "but is ");
+      return JsonShapeError(path, "expected " + a(want) + ", found " + a(got));
+    }
+    if (e.id == 304 || e.id == 305 || e.id == 306) {  // at(), operator[], value() on a non-object
+      const size_t w = tail.rfind(" with ");
+      return JsonShapeError(path, "expected an object, found " + a(w == std::string::npos ? "" : tail.substr(w + 6)));
+    }
+  }
+  if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) && e.id == 403) {  // "key 'hist' not found"
+    const std::string k = after(tail, "key '", "'");
+    if (plain_key(k)) return JsonShapeError(path.empty() ? k : path + "." + k, "", true);
+    return JsonShapeError(path, "", true);
+  }
+  return JsonShapeError(path, tail);
+}
+
+/// f() (reading JSON) with `where` (a key, "key[i]", or a dotted path) named in what it
+/// throws: nlohmann's exceptions become a JsonShapeError at where (json_shape_error), and a
+/// JsonShapeError from a read nested inside gets where prefixed to its path.
+template <class F>
+decltype(auto) json_reading(std::string_view where, F&& f) {
+  try {
+    return std::forward<F>(f)();
+  } catch (const JsonShapeError& e) {
+    throw e.within(where);
+  } catch (const nlohmann::json::exception& e) {
+    throw json_shape_error(e, std::string(where));
+  }
+}
+
+/// j[key] read as T, the key named on error; dflt when j has no such key (nlohmann's
+/// value()). j not an object: a JsonShapeError at "" (the caller's json_reading names j).
+template <class T>
+T json_value(const nlohmann::json& j, const char* key, const T& dflt) {
+  if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
+  return json_reading(key, [&] { return j.value(key, dflt); });
+}
+inline std::string json_value(const nlohmann::json& j, const char* key, const char* dflt) {
+  return json_value<std::string>(j, key, std::string(dflt));
+}
+
+/// j[key] read as T, the key named on error ("missing KEY" when absent).
+template <class T>
+T json_at(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
+  if (!j.contains(key)) throw JsonShapeError(key, "", true);
+  return json_reading(key, [&] { return j.at(key).get<T>(); });
+}
+
+/// j[key] when it is an array (the key named otherwise: missing, or "expected an array").
+inline const nlohmann::json& json_array(const nlohmann::json& j, const char* key) {
+  if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
+  if (!j.contains(key)) throw JsonShapeError(key, "", true);
+  const nlohmann::json& v = j.at(key);
+  if (!v.is_array()) throw JsonShapeError(key, "expected an array, found " + json_words::a(v.type_name()));
+  return v;
 }
 
 /// Parses JSON read from a file (a recording's META and NOTE frames), every string
