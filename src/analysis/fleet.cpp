@@ -96,7 +96,7 @@ nlohmann::json read_state(const fs::path& p) {
   } catch (const nlohmann::json::parse_error& x) {  // its what() quotes the bytes it read: not echoed
     throw std::runtime_error(fmt::format("not JSON (a syntax error at byte {})", x.byte));
   } catch (const nlohmann::json::exception& x) {
-    throw std::runtime_error(fmt::format("not JSON ({})", x.what()));
+    throw std::runtime_error(fmt::format("not JSON ({})", json_shape_error(x).what()));
   } catch (const JsonTooDeep&) {
     throw std::runtime_error("nested too deeply");
   }

@@ -10,6 +10,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sys/json_text.h"
+
 namespace schedhot {
 
 namespace {
@@ -198,8 +200,8 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
       l.learned = std::move(a);
     }
     out = std::move(l);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(fmt::format("coherence layout: {}", e.what()));
+  } catch (const nlohmann::json::exception& e) {  // in words, not nlohmann's "[json.exception...]" text
+    throw std::runtime_error(fmt::format("coherence layout: {}", json_shape_error(e).what()));
   }
 }
 

@@ -1,6 +1,7 @@
 #include "sample/sample.h"
 
 #include "probe/module.h"
+#include "sys/json_text.h"
 #include "sys/units.h"
 
 #include <cmath>
@@ -105,58 +106,73 @@ void to_json(nlohmann::json& j, const Meta& m) {
 }
 
 void from_json(const nlohmann::json& j, Meta& m) {
+  // Every key is read through sys/json_text.h's json_value / json_at / json_reading, so a
+  // wrong one is said by its path ("probes[0].fields[1].offset: expected a number, found a
+  // string"), never as nlohmann's "[json.exception...]" text.
   try {
-    m.tool_version = j.value("tool_version", "");
-    m.command = j.value("command", "");
-    m.host = j.at("host").get<HostInfo>();
-    m.ncpus = j.at("ncpus").get<uint32_t>();
+    if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
+    m.tool_version = json_value(j, "tool_version", "");
+    m.command = json_value(j, "command", "");
+    m.host = json_at<HostInfo>(j, "host");
+    m.ncpus = json_at<uint32_t>(j, "ncpus");
     if (m.ncpus == 0 || m.ncpus > 65536) throw std::runtime_error(fmt::format("CPU count {} out of range", m.ncpus));
     if (!valid_line_bytes(m.host.cacheline_bytes))
       throw std::runtime_error(fmt::format("cacheline size {} B is not a power of two in 16..4096", m.host.cacheline_bytes));
     for (int c : m.host.online)
       if (c < 0 || static_cast<uint32_t>(c) >= m.ncpus)
         throw std::runtime_error(fmt::format("online CPU {} of a recording of {} CPUs", c, m.ncpus));
-    m.start_wall_ns = j.value("start_wall_ns", uint64_t{0});
-    m.start_mono_ns = j.value("start_mono_ns", uint64_t{0});
-    m.interval_ns = j.value("interval_ns", uint64_t{0});  // 0: not known (hand-made metadata)
+    m.start_wall_ns = json_value(j, "start_wall_ns", uint64_t{0});
+    m.start_mono_ns = json_value(j, "start_mono_ns", uint64_t{0});
+    m.interval_ns = json_value(j, "interval_ns", uint64_t{0});  // 0: not known (hand-made metadata)
     if (m.interval_ns > kMaxIntervalNs)
       throw std::runtime_error(fmt::format("sample interval {} ns out of range (at most 24 h)", m.interval_ns));
-    const auto& h = j.at("hist");
-    m.hist_sub_bits = h.at("sub_bits").get<uint32_t>();
-    m.hist_max_msb = h.at("max_msb").get<uint32_t>();
+    const auto h = json_at<nlohmann::json>(j, "hist");
+    json_reading("hist", [&] {
+      m.hist_sub_bits = json_at<uint32_t>(h, "sub_bits");
+      m.hist_max_msb = json_at<uint32_t>(h, "max_msb");
+    });
     if (m.hist_sub_bits != SH_HIST_SUB_BITS || m.hist_max_msb != SH_HIST_MAX_MSB)
       throw std::runtime_error(fmt::format("histogram geometry {}/{} is not this build's {}/{}", m.hist_sub_bits,
                                            m.hist_max_msb, SH_HIST_SUB_BITS, SH_HIST_MAX_MSB));
     m.probes.clear();
-    for (auto& pj : j.at("probes")) {
+    const nlohmann::json& probes = json_array(j, "probes");
+    for (size_t pi = 0; pi < probes.size(); ++pi) {
+      const nlohmann::json& pj = probes[pi];
       ProbeMeta p;
-      p.name = pj.at("name").get<std::string>();
-      if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
-      for (const ProbeMeta& q : m.probes)
-        if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
-      p.slot.slot_words = pj.at("slot_words").get<uint32_t>();
-      if (p.slot.slot_words == 0 || p.slot.slot_words > 65536)
-        throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.slot.slot_words));
-      for (auto& fj : pj.at("fields")) {
-        Field f;
-        f.name = fj.at("name").get<std::string>();
-        f.offset = fj.at("offset").get<uint32_t>();
-        f.nwords = fj.at("nwords").get<uint32_t>();
-        f.kind = kind_from_string(fj.at("kind").get<std::string>());
-        f.doc = fj.value("doc", "");
-        if (uint64_t(f.offset) + f.nwords > p.slot.slot_words)
-          throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
-        if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
-          throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
-        p.slot.fields.push_back(std::move(f));
-      }
-      p.status = pj.at("status").get<ProbeStatus>();
-      if (pj.contains("labels")) p.labels = pj["labels"].get<std::vector<std::string>>();
+      json_reading(fmt::format("probes[{}]", pi), [&] {
+        p.name = json_at<std::string>(pj, "name");
+        if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
+        for (const ProbeMeta& q : m.probes)
+          if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
+        p.slot.slot_words = json_at<uint32_t>(pj, "slot_words");
+        if (p.slot.slot_words == 0 || p.slot.slot_words > 65536)
+          throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.slot.slot_words));
+        const nlohmann::json& fields = json_array(pj, "fields");
+        for (size_t fi = 0; fi < fields.size(); ++fi) {
+          const nlohmann::json& fj = fields[fi];
+          Field f;
+          json_reading(fmt::format("fields[{}]", fi), [&] {
+            f.name = json_at<std::string>(fj, "name");
+            f.offset = json_at<uint32_t>(fj, "offset");
+            f.nwords = json_at<uint32_t>(fj, "nwords");
+            f.kind = kind_from_string(json_at<std::string>(fj, "kind"));
+            f.doc = json_value(fj, "doc", "");
+          });
+          if (uint64_t(f.offset) + f.nwords > p.slot.slot_words)
+            throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
+          if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
+            throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
+          p.slot.fields.push_back(std::move(f));
+        }
+        p.status = json_at<ProbeStatus>(pj, "status");
+        if (pj.contains("labels")) p.labels = json_at<std::vector<std::string>>(pj, "labels");
+      });
       m.probes.push_back(std::move(p));
     }
     if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
     m.layout.reset();
-    if (auto it = j.find("layout"); it != j.end() && !it->is_null()) m.layout = it->get<CoherenceLayout>();
+    if (auto it = j.find("layout"); it != j.end() && !it->is_null())
+      m.layout = json_reading("layout", [&] { return it->get<CoherenceLayout>(); });
     m.gap_lines.clear();
     if (auto it = j.find("gap_lines"); it != j.end() && !it->is_null()) {
       if (!it->is_array() || it->size() > Meta::kMaxGapLines)
@@ -177,8 +193,8 @@ void from_json(const nlohmann::json& j, Meta& m) {
         throw std::runtime_error("gap_samples_per_s is not a whole number from 0 to 1000000000");
       m.gap_samples_per_s = static_cast<uint32_t>(it->get<int64_t>());
     }
-  } catch (const nlohmann::json::exception& e) {
-    throw std::runtime_error(e.what());  // the reader says "bad metadata" (reader.cpp try_open)
+  } catch (const nlohmann::json::exception& e) {  // one not read through json_reading: in words all the same
+    throw json_shape_error(e);  // the reader says "bad metadata" (reader.cpp try_open)
   }
 }
 

@@ -126,6 +126,8 @@ bool RecordingReader::try_open(std::string& why) {
     meta_ = parse_file_json(f.payload).get<Meta>();
   } catch (const JsonTooDeep& e) {
     throw std::runtime_error(fmt::format("{}: not readable metadata: {}", path, e.what()));
+  } catch (const nlohmann::json::exception& e) {  // the syntax error: said by byte, the file's bytes not quoted
+    throw std::runtime_error(fmt::format("{}: bad metadata: {}", path, json_shape_error(e).what()));
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("{}: bad metadata: {}", path, e.what()));
   }
@@ -368,8 +370,11 @@ void RecordingReader::set_state_online() {
 
 bool RecordingReader::parse_note(const std::string& payload, ProbeStatus& out, std::string& why) {
   try {
-    out = parse_file_json(payload).at("status").get<ProbeStatus>();
+    out = json_at<ProbeStatus>(parse_file_json(payload), "status");  // a wrong key said by its path
     return true;
+  } catch (const nlohmann::json::exception& e) {  // the syntax error: said by byte, the frame's bytes not quoted
+    why = fmt::format("bad note frame: {}", json_shape_error(e).what());
+    return false;
   } catch (const std::exception& e) {
     why = fmt::format("bad note frame: {}", e.what());
     return false;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "sys/cpulist.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -275,26 +276,30 @@ void to_json(nlohmann::json& j, const HostInfo& h) {
 }
 
 void from_json(const nlohmann::json& j, HostInfo& h) {
-  h.hostname = j.value("hostname", "");
-  h.kernel_release = j.value("kernel_release", "");
-  h.kernel_version = j.value("kernel_version", "");
-  h.machine = j.value("machine", "");
-  h.possible_cpus = j.value("possible_cpus", 0);
-  h.online = parse_cpulist(j.value("online", ""));
-  h.cacheline_bytes = j.value("cacheline_bytes", 64);
+  // Each key named when it is not what it should be (json_value, sys/json_text.h).
+  h.hostname = json_value(j, "hostname", "");
+  h.kernel_release = json_value(j, "kernel_release", "");
+  h.kernel_version = json_value(j, "kernel_version", "");
+  h.machine = json_value(j, "machine", "");
+  h.possible_cpus = json_value(j, "possible_cpus", 0);
+  h.online = parse_cpulist(json_value(j, "online", ""));
+  h.cacheline_bytes = json_value(j, "cacheline_bytes", 64);
   h.topology.clear();
   if (j.contains("topology") && j["topology"].is_array())
-    for (auto& t : j["topology"])
-      h.topology.push_back({t.value("cpu", -1), t.value("package", -1), t.value("die", -1),
-                            t.value("core", -1), t.value("llc", -1), t.value("node", -1)});
-  h.arat = j.value("arat", false);
-  h.hypervisor = j.value("hypervisor", false);
-  h.hypervisor_vendor = j.value("hypervisor_vendor", "");
-  h.spinlock = spinlock_mode_from_string(j.value("spinlock", "native"));
-  h.cpuidle_driver = j.value("cpuidle_driver", "");
-  h.broadcast_device = j.value("broadcast_device", "");
-  h.broadcast_mask = j.value("broadcast_mask", "");
-  h.broadcast_oneshot_mask = j.value("broadcast_oneshot_mask", "");
+    for (size_t i = 0; i < j["topology"].size(); ++i)
+      json_reading("topology[" + std::to_string(i) + "]", [&] {
+        const nlohmann::json& t = j["topology"][i];
+        h.topology.push_back({json_value(t, "cpu", -1), json_value(t, "package", -1), json_value(t, "die", -1),
+                              json_value(t, "core", -1), json_value(t, "llc", -1), json_value(t, "node", -1)});
+      });
+  h.arat = json_value(j, "arat", false);
+  h.hypervisor = json_value(j, "hypervisor", false);
+  h.hypervisor_vendor = json_value(j, "hypervisor_vendor", "");
+  h.spinlock = spinlock_mode_from_string(json_value(j, "spinlock", "native"));
+  h.cpuidle_driver = json_value(j, "cpuidle_driver", "");
+  h.broadcast_device = json_value(j, "broadcast_device", "");
+  h.broadcast_mask = json_value(j, "broadcast_mask", "");
+  h.broadcast_oneshot_mask = json_value(j, "broadcast_oneshot_mask", "");
 }
 
 const char* topo_level_name(TopoLevel l) {

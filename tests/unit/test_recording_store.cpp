@@ -1120,8 +1120,92 @@ TEST(RecordingHostile, BadMetadataIsSaidOnce) {
     FAIL() << "opened";
   } catch (const std::runtime_error& e) {
     const std::string w = e.what();
-    EXPECT_EQ(w, (dir / "b.shot") + ": bad metadata: [json.exception.out_of_range.403] key 'hist' not found");
+    EXPECT_EQ(w, (dir / "b.shot") + ": bad metadata: missing hist");
   }
+}
+
+// A META key of the wrong type, or missing, was said in nlohmann's words:
+// "bad metadata: [json.exception.type_error.302] type must be string, but is number",
+// naming neither the key nor what it should be. Now: the key's path, what was expected,
+// what was found; one line; no "[json.exception"; a syntax error by byte, the bytes unquoted.
+TEST(RecordingHostile, BadMetadataNamesTheKeyInPlainWords) {
+  TempDir dir("meta_words");
+  Meta m = synthetic_meta(2);
+  write_recording(dir / "a.shot", m, 1, false);
+  const std::string head = slurp(dir / "a.shot").substr(0, kFileHeaderBytes);
+  const auto said = [&](const std::string& payload) {
+    const std::string path = dir / "b.shot";
+    spit(path, head + make_frame(FrameType::meta, 0, 0, payload));
+    try {
+      RecordingReader::open(path);
+      return std::string("opened");
+    } catch (const std::runtime_error& e) {
+      const std::string w = e.what();
+      EXPECT_EQ(w.find("[json.exception"), std::string::npos) << w;
+      EXPECT_EQ(w.find('\n'), std::string::npos) << w;
+      EXPECT_EQ(w.rfind(path + ": ", 0), 0u) << w;
+      return w.substr(path.size() + 2);
+    }
+  };
+  const nlohmann::json good = m;
+  ASSERT_GE(good["probes"].size(), 1u);
+  ASSERT_GE(good["probes"][0]["fields"].size(), 2u);
+  const auto with = [&](const nlohmann::json::json_pointer& at, const nlohmann::json& v) {
+    nlohmann::json j = good;
+    j[at] = v;
+    return said(j.dump());
+  };
+  const auto without = [&](const nlohmann::json::json_pointer& parent, const std::string& key) {
+    nlohmann::json j = good;
+    j[parent].erase(key);
+    return said(j.dump());
+  };
+  using P = nlohmann::json::json_pointer;
+  EXPECT_EQ(with(P("/host/hostname"), 5), "bad metadata: host.hostname: expected a string, found a number");
+  EXPECT_EQ(with(P("/host/arat"), "yes"), "bad metadata: host.arat: expected a boolean, found a string");
+  EXPECT_EQ(with(P("/host/topology"), nlohmann::json::array({{{"cpu", 0}}, {{"cpu", "one"}}})),
+            "bad metadata: host.topology[1].cpu: expected a number, found a string");
+  EXPECT_EQ(with(P("/host"), "h"), "bad metadata: host: expected an object, found a string");
+  EXPECT_EQ(with(P("/tool_version"), nullptr), "bad metadata: tool_version: expected a string, found null");
+  EXPECT_EQ(with(P("/ncpus"), "2"), "bad metadata: ncpus: expected a number, found a string");
+  EXPECT_EQ(with(P("/interval_ns"), nlohmann::json::array()), "bad metadata: interval_ns: expected a number, found an array");
+  EXPECT_EQ(without(P("/hist"), "sub_bits"), "bad metadata: missing hist.sub_bits");
+  EXPECT_EQ(without(P(""), "ncpus"), "bad metadata: missing ncpus");
+  EXPECT_EQ(with(P("/probes"), 3), "bad metadata: probes: expected an array, found a number");
+  EXPECT_EQ(with(P("/probes/0"), true), "bad metadata: probes[0]: expected an object, found a boolean");
+  EXPECT_EQ(without(P("/probes/0"), "slot_words"), "bad metadata: missing probes[0].slot_words");
+  EXPECT_EQ(with(P("/probes/0/fields"), nlohmann::json::object()),
+            "bad metadata: probes[0].fields: expected an array, found an object");
+  EXPECT_EQ(with(P("/probes/0/fields/1/kind"), 7), "bad metadata: probes[0].fields[1].kind: expected a string, found a number");
+  EXPECT_EQ(with(P("/probes/0/fields/1/offset"), "8"),
+            "bad metadata: probes[0].fields[1].offset: expected a number, found a string");
+  EXPECT_EQ(without(P("/probes/0/fields/1"), "name"), "bad metadata: missing probes[0].fields[1].name");
+  EXPECT_EQ(with(P("/probes/0/status/attached"), "yes"),
+            "bad metadata: probes[0].status: expected a boolean, found a string");
+  EXPECT_EQ(with(P("/probes/0/labels"), nlohmann::json::array({1})),
+            "bad metadata: probes[0].labels: expected a string, found a number");
+  EXPECT_EQ(with(P("/layout"), nlohmann::json{{"line_bytes", 64}}), "bad metadata: coherence layout: missing nohz");
+  EXPECT_EQ(said("[1, 2]"), "bad metadata: expected an object, found an array");
+  // Not JSON: said by byte; the file's bytes (an escape sequence here) never quoted.
+  EXPECT_EQ(said("{\"host\": \x1b[31mred"), "bad metadata: not JSON (a syntax error at byte 10)");
+}
+
+// The same for a NOTE frame whose status is of the wrong shape: damage said in words.
+TEST(RecordingHostile, BadNoteIsSaidInPlainWords) {
+  Meta m = synthetic_meta(2);
+  TempDir dir("note_words");
+  const std::string good = dir / "good.shot", bad = dir / "bad.shot";
+  write_recording(good, m, 10, true);
+  const auto reason = [&](const std::string& payload) {
+    spit(bad, with_frame_before_sample(good, 5, make_frame(FrameType::note, 0, 0, payload)));
+    auto r = RecordingReader::open(bad);
+    read_all(*r);
+    return r->damage() ? r->damage()->reason : std::string("no damage");
+  };
+  EXPECT_EQ(reason(R"({"status": {"attached": 3}})"), "bad note frame: status: expected a boolean, found a number");
+  EXPECT_EQ(reason(R"({"probe": "x"})"), "bad note frame: missing status");
+  EXPECT_EQ(reason(R"({"status": [1]})"), "bad note frame: status: expected an object, found an array");
+  EXPECT_EQ(reason("{\"status\": \x1b]0;pwned\x07"), "bad note frame: not JSON (a syntax error at byte 12)");
 }
 
 // A sample earlier than the one before it made `info` print a span of 18446744068 s (an
