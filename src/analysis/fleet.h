@@ -1,8 +1,9 @@
 // `schedhot report --fleet DIR`: one row per host of a fleet run (schedhot-fleet's
 // DIR/<host>/recording.shot and DIR/<host>/state.json, or loose DIR/*.shot files), ranked
 // by a severity score, grouped by kernel and hardware, with fleet-wide percentiles merged
-// exactly from the hosts' histograms. Each host's figures are its `schedhot report`
-// document (analysis/report.h), so a host's row says what `report` says of its file.
+// exactly from the hosts' histograms. Each host's figures are its `schedhot report` in
+// brief (ReportSummary, analysis/report.h: the report's own figures, typed, computed by the
+// same code as its document), so a host's row says what `report` says of its file.
 //
 // Severity (README "report --fleet"): the modeled coherence stall of the hot lines (the
 // coherence model's stall_ns_per_s summed over lines, model/lines.h) plus the time CPUs
