@@ -1,5 +1,6 @@
 // The schemas of the documents analysis/ builds: each document's "schema" member, the key
-// output/format.h picks its renderers by. Documented in the README per document.
+// output/format.h picks its renderers by. Documented in the README per document. (A document
+// built by a command of its own file, src/command/<name>.cpp, keeps its schema there.)
 #pragma once
 
 namespace schedhot {

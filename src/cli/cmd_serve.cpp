@@ -9,12 +9,29 @@
 #include <fmt/format.h>
 
 #include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/registry.h"
+#include "output/metrics.h"
 #include "serve/run.h"
 #include "serve/textfile.h"
 
 namespace schedhot::cli {
 
 namespace {
+
+/// `schedhot serve`: metrics for Prometheus over HTTP and/or a textfile.
+struct ServeCmd {
+  CommonProbeOptions common;
+  std::string listen = "127.0.0.1:9870";  ///< ADDRESS:PORT, [IPv6]:PORT or :PORT ("" = no HTTP)
+  std::string interval = "1";
+  std::string textfile;                    ///< --textfile DIR ("" = none)
+  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (output/metrics.h)
+  int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
+  int timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
+  std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
+  bool quiet = false;
+  std::string command_line;
+};
 
 #ifndef SCHEDHOT_NO_HTTP
 /// --web-config FILE read, checked and its certificates loaded (else one line, exit 2), and
@@ -39,8 +56,6 @@ int read_web_config(const ServeCmd& o, WebConfig& web) {
 
 /// --max-connections and --timeout-ms: the largest values taken.
 constexpr int kMaxConnections = 65536, kMaxTimeoutMs = 600000;
-
-}  // namespace
 
 int run_serve(const ServeCmd& o) {
   uint64_t iv = 0;
@@ -84,5 +99,55 @@ int run_serve(const ServeCmd& o) {
   req.say = err;
   return serve(req);  // LiveError: main prints it
 }
+
+CommandCall define(CLI::App& c) {
+  auto o = std::make_shared<ServeCmd>();
+  ServeCmd& srv = *o;
+  auto per_cpu = std::make_shared<std::string>();
+  add_probe_options(&c, srv.common);
+  c.add_option("--listen", srv.listen, "ADDRESS:PORT to listen on: 127.0.0.1:9870 (default), [::1]:9870, localhost:9870 (127.0.0.1), :9870 (every address); '' = no HTTP");
+  c.add_option("-i,--interval", srv.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
+  c.add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename; removed when serve stops)")
+      ->type_name("DIR");
+  CLI::Option* srv_per_cpu =
+      c.add_flag("--per-cpu{all}", *per_cpu,
+                 "a cpu label on every per-probe series (hundreds a CPU: serve prints the count), or with =LIST only on "
+                 "these probes' and metric families' (e.g. --per-cpu=idle,schedhot_cpupri_set_calls_total)")
+          ->check(CLI::Validator(
+              [](std::string& s) -> std::string {
+                try {
+                  schedhot::parse_per_cpu(s);
+                } catch (const std::invalid_argument& e) {
+                  const std::string w = e.what();  // CLI11 names the option itself
+                  return w.rfind("--per-cpu: ", 0) == 0 ? w.substr(11) : w;
+                }
+                return "";
+              },
+              "all|LIST"));
+  c.add_option("--max-connections", srv.max_connections, "open connections at most (default 2048); past all but a reserve (1/8, at most 256), or past a quarter from one client address, the oldest still sending its request head is cut");
+  c.add_option("--timeout-ms", srv.timeout_ms, "ms a connection has to send its request head, and without a byte either way after (default 2000)");
+  c.add_option("--web-config", srv.web_config,
+               "Prometheus's web config YAML, as exporters' --web.config.file: tls_server_config (HTTPS on --listen, "
+               "client certificates), basic_auth_users (bcrypt), http_server_config.headers")
+      ->type_name("FILE")
+      ->check(kNotEmpty);
+  c.add_flag("-q,--quiet", srv.quiet, "no progress messages");
+  return [o, per_cpu, srv_per_cpu](const CommandLine& cl) {
+    o->command_line = cl.text();
+    if (srv_per_cpu->count() > 0) {
+      try {
+        o->per_cpu = parse_per_cpu(per_cpu_spec(std::vector<std::string>(cl.argv + 1, cl.argv + cl.argc), *per_cpu));
+      } catch (const std::invalid_argument& e) {
+        return usage_error(e.what());  // "--per-cpu=": CLI11 gave it the flag's default
+      }
+    }
+    return run_serve(*o);
+  };
+}
+
+const RegisterCommand serve_cmd{{"serve", "live metrics for Prometheus: GET /metrics (OpenMetrics or 0.0.4 text), or --textfile",
+                                 30, define}};
+
+}  // namespace
 
 }  // namespace schedhot::cli

@@ -1,5 +1,8 @@
 #include "command/command.h"
 
+#include <stdexcept>
+#include <string>
+
 #include "analysis/report.h"
 
 namespace schedhot {
@@ -21,6 +24,23 @@ CommandOutput document_output(const std::function<nlohmann::json()>& build,
   }
   res.out = render(d);
   return res;
+}
+
+namespace {
+
+std::vector<DocumentCommand>& document_commands() {
+  static std::vector<DocumentCommand> r;  // built on first use: the registrations run before main()
+  return r;
+}
+
+}  // namespace
+
+RegisterDocumentCommand::RegisterDocumentCommand(const DocumentCommand& c) { document_commands().push_back(c); }
+
+const DocumentCommand& document_command(std::string_view name) {
+  for (const DocumentCommand& c : document_commands())
+    if (name == c.name) return c;
+  throw std::logic_error("no document command '" + std::string(name) + "' is linked");
 }
 
 }  // namespace schedhot

@@ -1,5 +1,6 @@
 // The man page and the shell completions, written from the same CLI11 definitions that
-// --help prints (src/cli/main.cpp builds them and calls docgen()), so they cannot drift from it.
+// --help prints (src/cli/main.cpp builds them from the registered commands and calls docgen()),
+// so they cannot drift from it.
 #pragma once
 
 namespace CLI {

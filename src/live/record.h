@@ -10,7 +10,7 @@
 
 namespace schedhot {
 
-/// A record run, its options parsed (src/cli/main.cpp).
+/// A record run, its options parsed (src/cli/cmd_record.cpp).
 struct RecordRequest {
   LiveProbeOptions probes;
   uint64_t duration_ns = 0;      ///< 0: until stopped

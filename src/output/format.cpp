@@ -1,5 +1,6 @@
 #include "output/format.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -17,10 +18,10 @@ namespace {
 
 std::string json_document(const nlohmann::json& d) { return json_text(d, 2) + "\n"; }
 
-}  // namespace
-
-const std::vector<OutputFormat>& output_formats() {
-  static const std::vector<OutputFormat> formats = {
+/// The registry: the formats of analysis/schema.h's documents, then json; RegisterOutputFormat
+/// adds to it (first use builds it, so registrations from other files' static objects are safe).
+std::vector<OutputFormat>& registry() {
+  static std::vector<OutputFormat> formats = {
       {"text", schema::report, "text", render_report_text},
       {"text", schema::info, "text", render_info_text},
       {"text", schema::probes, "text", render_probes_text},
@@ -32,6 +33,15 @@ const std::vector<OutputFormat>& output_formats() {
       {"json", nullptr, "JSON", json_document},
   };
   return formats;
+}
+
+}  // namespace
+
+const std::vector<OutputFormat>& output_formats() { return registry(); }
+
+RegisterOutputFormat::RegisterOutputFormat(const OutputFormat& f) {
+  std::vector<OutputFormat>& r = registry();
+  r.insert(f.schema ? std::find_if(r.begin(), r.end(), [](const OutputFormat& g) { return !g.schema; }) : r.end(), f);
 }
 
 namespace {

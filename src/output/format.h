@@ -3,8 +3,9 @@
 // ("schedhot.report/1"); a format renders every document (json) or one kind's (its text,
 // fleet's csv, diff's markdown and patch). The commands' --format choices, their --help,
 // the man page and the completions are read from this table, so a new format is its
-// renderer and one line in output/format.cpp. (export's interval stream has its own sinks:
-// output/export.h.)
+// renderer and one line in output/format.cpp, or, for a document of its own (a command's in
+// src/command/<name>.cpp), a RegisterOutputFormat next to its renderer. (export's interval
+// stream has its own sinks: output/export.h.)
 #pragma once
 #include <string>
 #include <string_view>
@@ -27,9 +28,18 @@ struct OutputFormat {
   std::string (*render)(const nlohmann::json& doc);
 };
 
-/// The registry, in the order --help lists the formats: each kind's own first, then the
-/// generic ones.
+/// The registry, in the order --help lists the formats: each kind's own first (the table in
+/// output/format.cpp, then the ones registered), then the generic ones.
 const std::vector<OutputFormat>& output_formats();
+
+/// Adds f to the registry at static initialisation: a namespace-scope object next to f's
+/// renderer, so a new document's formats need no line in output/format.cpp (its schema
+/// may be a constant of its own file rather than of analysis/schema.h). A kind's format goes
+/// before the generic ones (json), a generic one last. The file must be linked whole: a
+/// command's src/command/<name>.cpp is (CMakeLists.txt's schedhot_command).
+struct RegisterOutputFormat {
+  explicit RegisterOutputFormat(const OutputFormat& f);
+};
 
 /// The format names a document of `schema` can be printed in, in registry order
 /// ("text" first for every kind that has one).

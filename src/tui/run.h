@@ -1,6 +1,6 @@
 // top's and replay's runs: open the feed (a LiveSession, or a recording, followed while it
 // is written), check the CPU filter against it, run the UI (tui/live_feed.h run_ui()) until
-// q, the end or a stop, and say what ended it. cli/cmd_tui.cpp parses the options.
+// q, the end or a stop, and say what ended it. cli/cmd_top.cpp and cli/cmd_replay.cpp parse the options.
 #pragma once
 #include <atomic>
 #include <cstdint>

@@ -8,6 +8,7 @@
 #include "command/export.h"
 #include "analysis/info.h"
 #include "output/info_text.h"
+#include "command/command.h"
 #include "command/report.h"
 #include "output/report_text.h"
 #include "output/format.h"
@@ -264,4 +265,37 @@ TEST(OutputFormats, EachDocumentKindHasItsFormatsAndJson) {
   } catch (const std::invalid_argument& e) {
     EXPECT_STREQ(e.what(), "--format 'csv': one of text, json");
   }
+}
+
+// A document of its own file's: its format and its command registered from there
+// (RegisterOutputFormat, RegisterDocumentCommand), as a src/command/<name>.cpp does.
+namespace {
+
+constexpr const char* kTestSchema = "schedhot.test-registered/1";
+const RegisterOutputFormat test_text{{"text", kTestSchema, "text", [](const nlohmann::json& d) {
+                                        return "n=" + std::to_string(d["n"].get<int>()) + "\n";
+                                      }}};
+const RegisterOutputFormat test_tsv{{"tsv", kTestSchema, "tab-separated", [](const nlohmann::json&) {
+                                       return std::string("n\n");
+                                     }}};
+const RegisterDocumentCommand test_command{{"test-registered", kTestSchema, [](const DocumentRequest& req) {
+                                              CommandOutput res;
+                                              res.out = render_document({{"schema", kTestSchema}, {"n", 3}}, req.format);
+                                              return res;
+                                            }}};
+
+}  // namespace
+
+TEST(OutputFormats, ARegisteredKindsFormatsComeBeforeJson) {
+  EXPECT_EQ(format_names(kTestSchema), (std::vector<std::string>{"text", "tsv", "json"}));
+  EXPECT_EQ(format_choices_text(kTestSchema), "text (default), tsv or json");
+  EXPECT_EQ(format_names(schema::report), (std::vector<std::string>{"text", "json"}));  // others unchanged
+  EXPECT_EQ(output_formats().back().name, std::string("json"));
+  const DocumentCommand& c = document_command("test-registered");
+  EXPECT_STREQ(c.schema, kTestSchema);
+  DocumentRequest req;
+  EXPECT_EQ(c.run(req).out, "n=3\n");
+  req.format = "json";
+  EXPECT_EQ(c.run(req).out, json_text(nlohmann::json{{"schema", kTestSchema}, {"n", 3}}, 2) + "\n");
+  EXPECT_THROW((void)document_command("no-such-command"), std::logic_error);
 }

@@ -1,0 +1,68 @@
+// `schedhot export`: the options checked, then command/export.h's export_command().
+#include <iostream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/options.h"
+#include "cli/registry.h"
+#include "command/export.h"
+#include "sys/cpulist.h"
+
+namespace schedhot::cli {
+
+namespace {
+
+/// `schedhot export FILE --format csv|json|perfetto [-o OUT] [--from T --to T] [--cpus LIST]`.
+struct ExportCmd {
+  std::string file;
+  std::string format = "csv";
+  std::string output = "-";   ///< "-" = stdout
+  std::string from, to;       ///< window, time since the recording's first sample
+  std::string cpus;           ///< CPU list ("0-3,8"), "" = the recording's online CPUs
+  bool force = false;         ///< replace an existing regular file
+};
+
+int run_export(const ExportCmd& o) {
+  if (o.file.empty()) {
+    return usage_error("export needs a recording FILE");
+  }
+  if (o.output.empty()) {
+    return usage_error("-o: an empty path (- is stdout)");
+  }
+  ExportRequest req;
+  try {
+    req.opts.format = parse_export_format(o.format);
+    if (!o.cpus.empty()) req.cpus = parse_cpulist(o.cpus);
+  } catch (const std::exception& e) {
+    return usage_error(e.what());
+  }
+  if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
+  req.opts.stop = &g_stop;
+  req.file = o.file;
+  req.output = o.output;
+  req.force = o.force;
+  req.from = o.from;
+  req.to = o.to;
+  return print_output(export_command(req, std::cout));
+}
+
+CommandCall define(CLI::App& c) {
+  auto o = std::make_shared<ExportCmd>();
+  ExportCmd& exp = *o;
+  c.add_option("file", exp.file, "recording file");
+  c.add_option("--format", exp.format, "csv (default), json (schema schedhot.export/1) or perfetto")
+      ->check(CLI::IsMember({"csv", "json", "perfetto"}));
+  c.add_option("-o,--output", exp.output, "output file (default - for stdout); a device or FIFO is written in place");
+  c.add_flag("-f,--force", exp.force, "replace FILE if it exists");
+  c.add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
+  c.add_option("--to", exp.to, "window end, time since the recording's start");
+  c.add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
+  return [o](const CommandLine&) { return run_export(*o); };
+}
+
+const RegisterCommand export_cmd{
+    {"export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace", 60, define}};
+
+}  // namespace
+
+}  // namespace schedhot::cli
