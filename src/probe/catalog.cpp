@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <stdexcept>
 
 #include <bpf/libbpf.h>
+#include <fmt/format.h>
 
 #include "probe/module.h"
 
@@ -37,11 +39,39 @@ const Field* SlotFields::find(std::string_view name) const {
 
 // ---- the module registry ----------------------------------------------------------
 
+namespace {
+
+struct Registration {
+  int order;
+  ProbeModuleFactory factory;
+};
+
+/// The registrations made so far (static initialization of src/probe/modules/*.cpp).
+std::vector<Registration>& registrations() {
+  static std::vector<Registration> r;
+  return r;
+}
+
+}  // namespace
+
+ProbeModuleRegistrar::ProbeModuleRegistrar(int order, ProbeModuleFactory factory) {
+  registrations().push_back({order, factory});
+}
+
 const std::vector<const ProbeModule*>& probe_modules() {
   static const std::vector<const ProbeModule*> m = [] {
-    std::vector<const ProbeModule*> v(SH_NPROBES, nullptr);
-    for (auto family : {nohz_modules, ilb_modules, cpupri_modules, tick_bcast_modules, idle_modules})
-      for (const ProbeModule* mod : family()) v.at(mod->spec().id) = mod;
+    std::vector<Registration> r = registrations();
+    std::sort(r.begin(), r.end(), [](const Registration& a, const Registration& b) { return a.order < b.order; });
+    if (r.size() != SH_NPROBES)
+      throw std::logic_error(fmt::format("{} probe modules registered, SH_NPROBES is {} (src/probe/module.h: SCHEDHOT_PROBE_MODULE)", r.size(), int(SH_NPROBES)));
+    std::vector<const ProbeModule*> v;
+    for (size_t i = 0; i < r.size(); ++i) {
+      const ProbeModule& mod = r[i].factory();
+      if (r[i].order != int(i) || int(mod.spec().id) != r[i].order)
+        throw std::logic_error(fmt::format("probe module {} registered at {} (spec id {}), expected at {}",
+                                           mod.spec().name, r[i].order, int(mod.spec().id), i));
+      v.push_back(&mod);
+    }
     return v;
   }();
   return m;

@@ -6,8 +6,11 @@
 // (ProbeSpec::columns) and its own report section. The catalog (catalog.h) is the list
 // of modules; code outside a module asks the module rather than testing a probe's name.
 //
-// Adding a probe: its struct in include/schedhot/abi.h, its programs in bpf/*.bpf.c, and a
-// module (a ProbeModule subclass listed by its family's *_modules() function, below).
+// Adding a probe family: its slot struct (and sh_probe_id) in include/schedhot/abi.h, its
+// programs in bpf/<family>.bpf.c and its module(s) in src/probe/modules/<family>.cpp, each
+// registered there with SCHEDHOT_PROBE_MODULE(Class, SH_P_...) (below). Nothing else: CMake
+// finds both files by glob, and probe_modules() orders the registered modules by the
+// sh_probe_id each was registered with.
 #pragma once
 #include <memory>
 #include <optional>
@@ -112,16 +115,34 @@ class ProbeModule {
   ProbeSpec spec_;
 };
 
-/// Every module, indexed by sh_probe_id.
+/// Every registered module, indexed by sh_probe_id: sorted by the order each was registered
+/// with (SCHEDHOT_PROBE_MODULE), never by link order. Built on the first call, after static
+/// initialization; throws std::logic_error when the registrations are not exactly
+/// 0..SH_NPROBES-1 or a module's spec().id differs from its order.
 const std::vector<const ProbeModule*>& probe_modules();
 /// A module by probe name, or nullptr.
 const ProbeModule* find_module(std::string_view name);
 
-// The families (src/probe/modules/*.cpp), each in sh_probe_id order.
-std::vector<const ProbeModule*> nohz_modules();        ///< nohz_exit, nohz_enter, nohz_kick
-std::vector<const ProbeModule*> ilb_modules();         ///< ilb_kick
-std::vector<const ProbeModule*> cpupri_modules();      ///< cpupri_set, cpupri_find
-std::vector<const ProbeModule*> tick_bcast_modules();  ///< bcast_lock, bcast_wait
-std::vector<const ProbeModule*> idle_modules();        ///< idle
+/// Returns a module's one instance (a function-local static: built on first use).
+using ProbeModuleFactory = const ProbeModule& (*)();
+
+/// Registers a module during static initialization (SCHEDHOT_PROBE_MODULE defines one per
+/// module). order is the module's sh_probe_id: its index in probe_modules(). Only the factory
+/// is kept; the module is built when probe_modules() is first called.
+struct ProbeModuleRegistrar {
+  ProbeModuleRegistrar(int order, ProbeModuleFactory factory);
+};
 
 }  // namespace schedhot
+
+/// Registers ProbeModule subclass Class (default-constructible) at index order (its
+/// sh_probe_id, SH_P_...) of probe_modules(). Use it once per module at namespace scope of its
+/// src/probe/modules/<family>.cpp, after the class. The module objects are linked whole into
+/// every program (CMake's schedhot_probe_modules OBJECT library), so none is dropped.
+#define SCHEDHOT_PROBE_MODULE(Class, order)                                          \
+  static const ::schedhot::ProbeModuleRegistrar schedhot_probe_module_##Class {     \
+    (order), []() -> const ::schedhot::ProbeModule& {                                \
+      static const Class instance;                                                   \
+      return instance;                                                               \
+    }                                                                                \
+  }

@@ -481,3 +481,13 @@ TEST(Modules, LabelsAndBlindReasonComeFromTheModule) {
   EXPECT_EQ(find_module("idle")->blind_reason(HostInfo{}, st), "");
   for (size_t i = 0; i < probe_modules().size(); ++i) EXPECT_EQ(probe_modules()[i]->spec().id, int(i));
 }
+
+// The modules register themselves (SCHEDHOT_PROBE_MODULE); the catalog's order is their
+// sh_probe_id, whatever the link order: the order of probes, recordings' META and goldens.
+TEST(Modules, RegisteredInProbeIdOrder) {
+  ASSERT_EQ(probe_modules().size(), static_cast<size_t>(SH_NPROBES));
+  const std::vector<std::string> first = {"nohz_exit",  "nohz_enter", "nohz_kick",  "ilb_kick", "cpupri_set",
+                                          "cpupri_find", "bcast_lock", "bcast_wait", "idle"};
+  for (size_t i = 0; i < first.size(); ++i) EXPECT_EQ(probe_modules().at(i)->spec().name, first[i]) << i;
+  for (size_t i = 0; i < probe_catalog().size(); ++i) EXPECT_EQ(probe_catalog()[i].name, probe_modules()[i]->spec().name);
+}

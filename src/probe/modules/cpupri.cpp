@@ -132,12 +132,9 @@ class CpupriFind : public ProbeModule {
 
 };
 
-}  // namespace
+SCHEDHOT_PROBE_MODULE(CpupriSet, SH_P_CPUPRI_SET);
+SCHEDHOT_PROBE_MODULE(CpupriFind, SH_P_CPUPRI_FIND);
 
-std::vector<const ProbeModule*> cpupri_modules() {
-  static const CpupriSet set_;
-  static const CpupriFind find_;
-  return {&set_, &find_};
-}
+}  // namespace
 
 }  // namespace schedhot

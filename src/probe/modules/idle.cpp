@@ -42,11 +42,8 @@ class Idle : public ProbeModule {
 
 };
 
-}  // namespace
+SCHEDHOT_PROBE_MODULE(Idle, SH_P_IDLE);
 
-std::vector<const ProbeModule*> idle_modules() {
-  static const Idle idle_;
-  return {&idle_};
-}
+}  // namespace
 
 }  // namespace schedhot

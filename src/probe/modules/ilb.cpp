@@ -95,11 +95,8 @@ class IlbKick : public ProbeModule {
 
 };
 
-}  // namespace
+SCHEDHOT_PROBE_MODULE(IlbKick, SH_P_ILB_KICK);
 
-std::vector<const ProbeModule*> ilb_modules() {
-  static const IlbKick kick_;
-  return {&kick_};
-}
+}  // namespace
 
 }  // namespace schedhot

@@ -137,13 +137,10 @@ class NohzKick : public ProbeModule {
 
 };
 
-}  // namespace
+SCHEDHOT_PROBE_MODULE(NohzExit, SH_P_NOHZ_EXIT);
+SCHEDHOT_PROBE_MODULE(NohzEnter, SH_P_NOHZ_ENTER);
+SCHEDHOT_PROBE_MODULE(NohzKick, SH_P_NOHZ_KICK);
 
-std::vector<const ProbeModule*> nohz_modules() {
-  static const NohzExit exit_;
-  static const NohzEnter enter_;
-  static const NohzKick kick_;
-  return {&exit_, &enter_, &kick_};
-}
+}  // namespace
 
 }  // namespace schedhot

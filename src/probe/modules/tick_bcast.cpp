@@ -182,12 +182,9 @@ class BcastWait : public ProbeModule {
 
 };
 
-}  // namespace
+SCHEDHOT_PROBE_MODULE(BcastLock, SH_P_BCAST_LOCK);
+SCHEDHOT_PROBE_MODULE(BcastWait, SH_P_BCAST_WAIT);
 
-std::vector<const ProbeModule*> tick_bcast_modules() {
-  static const BcastLock lock_;
-  static const BcastWait wait_;
-  return {&lock_, &wait_};
-}
+}  // namespace
 
 }  // namespace schedhot
