@@ -69,7 +69,7 @@ EOF
 cd "$stage"
 start=$(date +%s)
 echo "build-deb: dpkg-buildpackage in $stage (minutes on a small machine; output in $out/build.log)"
-DEB_BUILD_OPTIONS="parallel=$(nproc) ${DEB_BUILD_OPTIONS:-}" \
+DEB_BUILD_OPTIONS="parallel=${JOBS:-$(nproc)} ${DEB_BUILD_OPTIONS:-}" \
   dpkg-buildpackage -b -us -uc -nc > "$out/build.log" 2>&1 || {
   tail -n 40 "$out/build.log" >&2
   echo "build-deb: dpkg-buildpackage failed (whole log: $out/build.log)" >&2
