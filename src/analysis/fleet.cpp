@@ -122,17 +122,27 @@ bool has_ascii_control(const std::string& s) {
   return std::any_of(s.begin(), s.end(), [](char c) { return static_cast<unsigned char>(c) < 0x20 || c == 0x7f; });
 }
 
+/// v as epoch seconds when it is a number of seconds a wall clock can show (0 to year
+/// 2262, what format_utc_time's ns fit), else null: a crafted state.json's -5 or 1e300 is
+/// an unknown time, not an invented date.
+nlohmann::json epoch_seconds(const nlohmann::json& v) {
+  if (!v.is_number()) return nullptr;
+  const double s = v.get<double>();
+  return std::isfinite(s) && s >= 0 && s < 9.2e9 ? v : nlohmann::json(nullptr);
+}
+
 /// When a recording of this entry's host was made (epoch seconds), from state.json: the record
-/// step's start_at, else the check step's start_wall_ns; null when neither says.
+/// step's start_at, else the check step's start_wall_ns; null when neither says (or says a
+/// time no clock shows: epoch_seconds).
 nlohmann::json recorded_at(const nlohmann::json& state) {
   if (!state.is_object() || !state.contains("steps") || !state["steps"].is_object()) return nullptr;
   const auto& st = state["steps"];
   if (st.contains("record") && st["record"].is_object() && st["record"].contains("start_at") &&
       st["record"]["start_at"].is_number())
-    return st["record"]["start_at"];
+    return epoch_seconds(st["record"]["start_at"]);
   if (st.contains("check") && st["check"].is_object() && st["check"].contains("start_wall_ns") &&
       st["check"]["start_wall_ns"].is_number())
-    return st["check"]["start_wall_ns"].get<double>() / 1e9;
+    return epoch_seconds(st["check"]["start_wall_ns"].get<double>() / 1e9);
   return nullptr;
 }
 
@@ -153,7 +163,7 @@ std::vector<Entry> discover(const std::string& dir) {
         this_run.emplace();
         for (auto& h : fj["hosts"])
           if (h.is_string()) this_run->insert(h.get<std::string>());
-        if (fj.contains("run_at") && fj["run_at"].is_number())
+        if (fj.contains("run_at") && epoch_seconds(fj["run_at"]).is_number())
           run_at = " of " + format_utc_time(static_cast<uint64_t>(fj["run_at"].get<double>() * 1e9));
       }
     } catch (const std::exception&) {

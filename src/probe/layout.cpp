@@ -160,32 +160,36 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
     if (!valid_line_bytes(l.line_bytes))
       throw std::runtime_error(fmt::format("coherence layout: line_bytes {} is not a power of two", l.line_bytes));
     l.btf_source = j.value("btf_source", "");
-    for (const HotObject* o : hot_objects()) o->from_json(j.at(std::string(o->name())), l);
+    for (const HotObject* o : hot_objects()) {
+      const std::string name(o->name());
+      if (!j.contains(name)) throw JsonShapeError(name, "", true);
+      json_reading(name, [&] { o->from_json(j.at(name), l); });  // a wrong key said by its path
+    }
     l.notes = j.value("notes", std::vector<std::string>{});
     if (j.contains("learned") && !j.at("learned").is_null()) {
       const auto& aj = j.at("learned");
       if (!aj.is_object()) throw std::runtime_error("coherence layout: learned is not an object");
       LearnedAddresses a;
       a.source = aj.value("source", "");
-      a.rd = aj.at("rd").get<uint64_t>();
+      a.rd = json_reading("learned", [&] { return json_at<uint64_t>(aj, "rd"); });
       const auto& cj = aj.at("cpus");
       if (!cj.is_array() || cj.size() > 65536) throw std::runtime_error("coherence layout: learned.cpus malformed");
       for (auto& c : cj) {
-        const int64_t cpu = c.get<int64_t>();
+        const int64_t cpu = json_reading("learned.cpus", [&] { return json_get<int64_t>(c); });
         if (cpu < 0 || cpu >= 65536 || (!a.cpus.empty() && cpu <= a.cpus.back()))
           throw std::runtime_error("coherence layout: learned.cpus not ascending CPU ids in 0..65535");
         a.cpus.push_back(int(cpu));
       }
       a.other_domains = int(checked(aj, "other_domains", "learned", 0, 65536));
-      a.cpu_to_pri = aj.at("cpu_to_pri").get<uint64_t>();
+      a.cpu_to_pri = json_reading("learned", [&] { return json_at<uint64_t>(aj, "cpu_to_pri"); });
       a.cpu_to_pri_bytes = checked(aj, "cpu_to_pri_bytes", "learned", 0, 4 * 65536);
       a.mask_bytes = checked(aj, "mask_bytes", "learned", 0, 65536 / 8);
       const auto& mj = aj.at("masks");
       if (!mj.is_array()) throw std::runtime_error("coherence layout: learned.masks is not an array");
       if (!mj.empty() && (!l.cpupri || !l.cpupri->mask_is_pointer || mj.size() != size_t(l.cpupri->nr_prios)))
         throw std::runtime_error("coherence layout: learned.masks without OFFSTACK pri_to_cpu[] masks of that count");
-      for (auto& m : mj) a.masks.push_back(m.get<uint64_t>());
-      a.nohz_idle_mask = aj.value("nohz_idle_mask", uint64_t(0));  // 1.3 recordings since 2026-12-04
+      for (auto& m : mj) a.masks.push_back(json_reading("learned.masks", [&] { return json_get<uint64_t>(m); }));
+      a.nohz_idle_mask = json_reading("learned", [&] { return json_value(aj, "nohz_idle_mask", uint64_t(0)); });  // 1.3 recordings since 2026-12-04
       if (a.nohz_idle_mask && (!l.nohz || !l.nohz->mask_is_pointer || a.mask_bytes == 0))
         throw std::runtime_error("coherence layout: learned.nohz_idle_mask without an OFFSTACK nohz.idle_cpus_mask of known size");
       if (!l.cpupri && (a.rd || a.cpu_to_pri)) throw std::runtime_error("coherence layout: learned addresses without a cpupri layout");
@@ -202,6 +206,8 @@ void from_json(const nlohmann::json& j, CoherenceLayout& out) {
     out = std::move(l);
   } catch (const nlohmann::json::exception& e) {  // in words, not nlohmann's "[json.exception...]" text
     throw std::runtime_error(fmt::format("coherence layout: {}", json_shape_error(e).what()));
+  } catch (const JsonShapeError& e) {  // a key read through json_reading: its path from the layout's root
+    throw std::runtime_error(fmt::format("coherence layout: {}", e.what()));
   }
 }
 

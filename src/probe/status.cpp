@@ -9,6 +9,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "sys/json_text.h"
+
 namespace schedhot {
 
 std::string errno_name(int err) {
@@ -115,28 +117,37 @@ void to_json(nlohmann::json& j, const ProbeStatus& s) {
 }
 
 void from_json(const nlohmann::json& j, ProbeStatus& s) {
-  s.probe = j.value("probe", "");
-  s.target = j.value("target", "");
-  s.attached = j.value("attached", false);
-  s.backend = backend_from_string(j.value("backend", "none"));
-  s.symbol = j.value("symbol", "");
-  s.via = j.value("via", "");
-  s.proxy = j.value("proxy", false);
-  s.proxy_label = j.value("proxy_label", "");
-  s.proxy_error = j.value("proxy_error", "");
-  s.reason = j.value("reason", "");
+  // Every key through sys/json_text.h's json_value, named with its place on error
+  // ("tried[1].backend: expected a string, found a number").
+  s.probe = json_value(j, "probe", "");
+  s.target = json_value(j, "target", "");
+  s.attached = json_value(j, "attached", false);
+  s.backend = backend_from_string(json_value(j, "backend", "none"));
+  s.symbol = json_value(j, "symbol", "");
+  s.via = json_value(j, "via", "");
+  s.proxy = json_value(j, "proxy", false);
+  s.proxy_label = json_value(j, "proxy_label", "");
+  s.proxy_error = json_value(j, "proxy_error", "");
+  s.reason = json_value(j, "reason", "");
+  // each element of array key, by index, in f (the element's place named on error)
+  auto each = [&j](const char* key, auto&& f) {
+    if (!j.contains(key)) return;
+    const nlohmann::json& v = json_array(j, key);
+    for (size_t i = 0; i < v.size(); ++i) json_reading(fmt::format("{}[{}]", key, i), [&] { f(v[i]); });
+  };
   s.tried.clear();
-  if (j.contains("tried"))
-    for (auto& t : j["tried"])
-      s.tried.push_back({backend_from_string(t.value("backend", "none")), t.value("symbol", ""), t.value("error", "")});
+  each("tried", [&](const nlohmann::json& t) {
+    s.tried.push_back({backend_from_string(json_value(t, "backend", "none")), json_value(t, "symbol", ""),
+                       json_value(t, "error", "")});
+  });
   s.sites.clear();
-  if (j.contains("sites"))
-    for (auto& t : j["sites"])
-      s.sites.push_back({t.value("site", ""), t.value("symbol", ""), backend_from_string(t.value("backend", "none")),
-                         t.value("attached", false), t.value("error", "")});
+  each("sites", [&](const nlohmann::json& t) {
+    s.sites.push_back({json_value(t, "site", ""), json_value(t, "symbol", ""),
+                       backend_from_string(json_value(t, "backend", "none")), json_value(t, "attached", false),
+                       json_value(t, "error", "")});
+  });
   s.notes.clear();
-  if (j.contains("notes"))
-    for (auto& n : j["notes"]) s.notes.push_back(n.get<std::string>());
+  each("notes", [&](const nlohmann::json& n) { s.notes.push_back(json_get<std::string>(n)); });
   auto hex = [](const std::string& x) -> uint64_t {
     try {
       return x.empty() ? 0 : std::stoull(x, nullptr, 16);
@@ -145,19 +156,19 @@ void from_json(const nlohmann::json& j, ProbeStatus& s) {
     }
   };
   s.copies.clear();
-  if (j.contains("copies") && j["copies"].is_array())
-    for (auto& c : j["copies"])
-      s.copies.push_back({c.value("symbol", ""), hex(c.value("address", "")), backend_from_string(c.value("backend", "none")),
-                          c.value("attached", false), c.value("error", "")});
+  each("copies", [&](const nlohmann::json& c) {
+    s.copies.push_back({json_value(c, "symbol", ""), hex(json_value(c, "address", "")),
+                        backend_from_string(json_value(c, "backend", "none")), json_value(c, "attached", false),
+                        json_value(c, "error", "")});
+  });
   s.ambiguous.clear();
-  if (j.contains("ambiguous") && j["ambiguous"].is_array())
-    for (auto& a : j["ambiguous"]) {
-      AmbiguousSymbol x{a.value("name", ""), {}, a.value("table", "")};
-      if (a.contains("addresses") && a["addresses"].is_array())
-        for (auto& v : a["addresses"])
-          if (v.is_string()) x.addrs.push_back(hex(v.get<std::string>()));
-      s.ambiguous.push_back(std::move(x));
-    }
+  each("ambiguous", [&](const nlohmann::json& a) {
+    AmbiguousSymbol x{json_value(a, "name", ""), {}, json_value(a, "table", "")};
+    if (a.contains("addresses") && a["addresses"].is_array())
+      for (auto& v : a["addresses"])
+        if (v.is_string()) x.addrs.push_back(hex(v.get<std::string>()));
+    s.ambiguous.push_back(std::move(x));
+  });
 }
 
 void summarize_copies(ProbeStatus& st, const std::vector<CopyStatus>& copies, const std::string& what,

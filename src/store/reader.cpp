@@ -119,6 +119,9 @@ bool RecordingReader::try_open(std::string& why) {
   }
   if (st != ReadStatus::ok) throw std::runtime_error(fmt::format("{}: no readable metadata frame ({})", path, why));
   if (f.type != FrameType::meta) throw std::runtime_error(fmt::format("{}: first frame is not metadata", path));
+  if (f.payload.size() > kMaxJsonFramePayload)
+    throw std::runtime_error(fmt::format("{}: bad metadata: {} bytes, more than the {} bytes a META may hold", path,
+                                         f.payload.size(), kMaxJsonFramePayload));
   ++frames_;
   data_start_ = hb + f.bytes;
   pos_ = data_start_;
@@ -368,9 +371,24 @@ void RecordingReader::set_state_online() {
     if (on[c]) state_.online.push_back(static_cast<int>(c));
 }
 
-bool RecordingReader::parse_note(const std::string& payload, ProbeStatus& out, std::string& why) {
+bool RecordingReader::parse_note(const std::string& payload, ProbeStatus& out, std::string& why) const {
+  if (payload.size() > kMaxJsonFramePayload) {
+    why = fmt::format("bad note frame: {} bytes, more than the {} bytes a NOTE may hold", payload.size(), kMaxJsonFramePayload);
+    return false;
+  }
   try {
-    out = json_at<ProbeStatus>(parse_file_json(payload), "status");  // a wrong key said by its path
+    const nlohmann::json j = parse_file_json(payload);
+    out = json_at<ProbeStatus>(j, "status");  // a wrong key said by its path
+    // The writer names the probe twice (write_status); a frame whose two names disagree,
+    // or whose probe the META does not list, is not one schedhot wrote.
+    if (j.contains("probe") && !(j["probe"].is_string() && j["probe"].get<std::string>() == out.probe)) {
+      why = "bad note frame: probe is not its status's probe";
+      return false;
+    }
+    if (meta_.probe_index(out.probe) < 0) {
+      why = "bad note frame: a probe the metadata does not list";
+      return false;
+    }
     return true;
   } catch (const nlohmann::json::exception& e) {  // the syntax error: said by byte, the frame's bytes not quoted
     why = fmt::format("bad note frame: {}", json_shape_error(e).what());

@@ -103,6 +103,9 @@ inline constexpr uint16_t kFormatMajor = 1;
 inline constexpr uint16_t kFormatMinor = 4;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
+/// The reader's limit for a META or NOTE frame (JSON), bytes: an 8192-CPU host's META is
+/// under 2 MiB; a crafted 240 MB one took 5.3 GB to parse.
+inline constexpr uint32_t kMaxJsonFramePayload = 16u << 20;
 inline constexpr uint32_t kFileHeaderBytes = 32;
 inline constexpr uint32_t kFrameHeaderBytes = 24;
 inline constexpr uint32_t kEndPayloadBytes = 32;                               ///< 1.1 END payload
@@ -400,8 +403,9 @@ class RecordingReader : public SampleSource {
   /// damage (then damage_ is set).
   bool read_next_frame(Frame& f);
   /// A NOTE frame's payload as a status; false with why ("bad note frame: ...") when it is
-  /// not one (bad JSON, nested too deep, wrong shape).
-  static bool parse_note(const std::string& payload, ProbeStatus& out, std::string& why);
+  /// not one (bad JSON, nested too deep, wrong shape, over kMaxJsonFramePayload, its two probe
+  /// names disagreeing, a probe the META does not list).
+  bool parse_note(const std::string& payload, ProbeStatus& out, std::string& why) const;
   /// Applies a sample payload to state_ (in place; have_state_ false until it succeeds) and
   /// sets its online set (sample_codec.h decode_sample).
   bool decode_sample(const std::string& payload, bool keyframe, std::string& why);

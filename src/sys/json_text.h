@@ -2,9 +2,11 @@
 #pragma once
 #include <cctype>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -167,6 +169,8 @@ inline JsonShapeError json_shape_error(const nlohmann::json::exception& e, const
       return JsonShapeError(path, "expected an object, found " + a(w == std::string::npos ? "" : tail.substr(w + 6)));
     }
   }
+  if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) && e.id == 406)  // "number overflow parsing '1e999'"
+    return JsonShapeError(path, "a number too large for a double");
   if (dynamic_cast<const nlohmann::json::out_of_range*>(&e) && e.id == 403) {  // "key 'hist' not found"
     const std::string k = after(tail, "key '", "'");
     if (plain_key(k)) return JsonShapeError(path.empty() ? k : path + "." + k, "", true);
@@ -189,12 +193,37 @@ decltype(auto) json_reading(std::string_view where, F&& f) {
   }
 }
 
-/// j[key] read as T, the key named on error; dflt when j has no such key (nlohmann's
-/// value()). j not an object: a JsonShapeError at "" (the caller's json_reading names j).
+/// v as T; an integral T only from a whole number T can hold ("expected a whole number
+/// from 0 to 4294967295, found -1"), never wrapped, truncated or rounded as nlohmann's get
+/// would (4294967300 as 4, 4.9 as 4); a bool T only from a boolean.
+template <class T>
+T json_get(const nlohmann::json& v) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    using L = std::numeric_limits<T>;
+    const auto range = [] {
+      return "expected a whole number from " + std::to_string(L::min()) + " to " + std::to_string(L::max());
+    };
+    if (v.is_number_unsigned()) {
+      if (v.get<uint64_t>() > static_cast<uint64_t>(L::max())) throw JsonShapeError("", range() + ", found " + v.dump());
+    } else if (v.is_number_integer()) {
+      const int64_t x = v.get<int64_t>();
+      if (x < static_cast<int64_t>(L::min()) || (x > 0 && static_cast<uint64_t>(x) > static_cast<uint64_t>(L::max())))
+        throw JsonShapeError("", range() + ", found " + v.dump());
+    } else if (v.is_number()) {
+      throw JsonShapeError("", range() + ", found " + v.dump());  // 4.9, 1e+300: not whole
+    }
+  }
+  return v.get<T>();
+}
+
+/// j[key] read as T (json_get), the key named on error; dflt when j has no such key
+/// (nlohmann's value()). j not an object: a JsonShapeError at "" (the caller's json_reading
+/// names j).
 template <class T>
 T json_value(const nlohmann::json& j, const char* key, const T& dflt) {
   if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
-  return json_reading(key, [&] { return j.value(key, dflt); });
+  if (!j.contains(key)) return dflt;
+  return json_reading(key, [&] { return json_get<T>(j.at(key)); });
 }
 inline std::string json_value(const nlohmann::json& j, const char* key, const char* dflt) {
   return json_value<std::string>(j, key, std::string(dflt));
@@ -205,7 +234,7 @@ template <class T>
 T json_at(const nlohmann::json& j, const char* key) {
   if (!j.is_object()) throw JsonShapeError("", "expected an object, found " + json_words::a(j.type_name()));
   if (!j.contains(key)) throw JsonShapeError(key, "", true);
-  return json_reading(key, [&] { return j.at(key).get<T>(); });
+  return json_reading(key, [&] { return json_get<T>(j.at(key)); });
 }
 
 /// j[key] when it is an array (the key named otherwise: missing, or "expected an array").

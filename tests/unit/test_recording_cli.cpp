@@ -1235,6 +1235,21 @@ TEST(RecordingCli, FleetReportListsEarlierRunsHostsAsStaleAndRefusesControlChara
   EXPECT_EQ(by["old1"]["recorded_at"], 1764650000);
   EXPECT_NE(by["old1"]["why"].get<std::string>().find("recorded 2025-12-02"), std::string::npos) << by["old1"]["why"];
   EXPECT_TRUE(by["old2"]["recorded_at"].is_null());
+  // A time no clock shows (a crafted state.json, fleet.json) is unknown, not an invented date.
+  for (const char* t : {"-5", "-1e300", "1e300"}) {
+    std::ofstream(dir / "old1" / "state.json", std::ios::trunc)
+        << R"({"schema":"schedhot.fleet-host/1","host":"old1","failure":null,"steps":{"record":{"ok":true,"start_at":)"
+        << t << "}}}";
+    CliRun o = run_cli(fmt::format("report --fleet {} --json", dir.string()));
+    ASSERT_EQ(o.status, 0) << o.err;
+    for (auto& h : nlohmann::json::parse(o.out)["hosts"])
+      if (h["host"] == "old1") {
+        EXPECT_TRUE(h["recorded_at"].is_null()) << t << ": " << h.dump();
+        EXPECT_NE(h["why"].get<std::string>().find("at an unknown time"), std::string::npos) << t << ": " << h.dump();
+      }
+  }
+  std::ofstream(dir / "old1" / "state.json", std::ios::trunc)
+      << R"({"schema":"schedhot.fleet-host/1","host":"old1","failure":null,"steps":{"record":{"ok":true,"start_at":1764650000}}})";
   ASSERT_TRUE(by.count(odd)) << "the exact name in JSON";
   EXPECT_EQ(by[odd]["status"], "failed");
   EXPECT_NE(by[odd]["why"].get<std::string>().find("control character"), std::string::npos) << by[odd].dump();

@@ -1181,7 +1181,23 @@ TEST(RecordingHostile, BadMetadataNamesTheKeyInPlainWords) {
             "bad metadata: probes[0].fields[1].offset: expected a number, found a string");
   EXPECT_EQ(without(P("/probes/0/fields/1"), "name"), "bad metadata: missing probes[0].fields[1].name");
   EXPECT_EQ(with(P("/probes/0/status/attached"), "yes"),
-            "bad metadata: probes[0].status: expected a boolean, found a string");
+            "bad metadata: probes[0].status.attached: expected a boolean, found a string");
+  EXPECT_EQ(with(P("/probes/0/status/tried"), nlohmann::json::array({{{"backend", 5}}})),
+            "bad metadata: probes[0].status.tried[0].backend: expected a string, found a number");
+  // Numbers are taken only whole and in range: never wrapped (4294967300 as 4), truncated
+  // (4.9 as 4) or read as 2^64 - 1 (-1).
+  EXPECT_EQ(with(P("/ncpus"), 4294967300ull),
+            "bad metadata: ncpus: expected a whole number from 0 to 4294967295, found 4294967300");
+  EXPECT_EQ(with(P("/ncpus"), 4.9), "bad metadata: ncpus: expected a whole number from 0 to 4294967295, found 4.9");
+  EXPECT_EQ(with(P("/interval_ns"), -1),
+            "bad metadata: interval_ns: expected a whole number from 0 to 18446744073709551615, found -1");
+  EXPECT_EQ(with(P("/probes/0/fields/1/offset"), 4294967296ull),
+            "bad metadata: probes[0].fields[1].offset: expected a whole number from 0 to 4294967295, found 4294967296");
+  // nlohmann's "number overflow parsing '1e999'" quotes the bytes: said in words.
+  EXPECT_EQ(said(R"({"ncpus": 1e999})"), "bad metadata: a number too large for a double");
+  // A META far past any real one (an 8192-CPU host's is under 2 MiB) is not parsed.
+  EXPECT_EQ(said(std::string(17u << 20, ' ')),
+            "bad metadata: 17825792 bytes, more than the 16777216 bytes a META may hold");
   EXPECT_EQ(with(P("/probes/0/labels"), nlohmann::json::array({1})),
             "bad metadata: probes[0].labels: expected a string, found a number");
   EXPECT_EQ(with(P("/layout"), nlohmann::json{{"line_bytes", 64}}), "bad metadata: coherence layout: missing nohz");
@@ -1202,7 +1218,14 @@ TEST(RecordingHostile, BadNoteIsSaidInPlainWords) {
     read_all(*r);
     return r->damage() ? r->damage()->reason : std::string("no damage");
   };
-  EXPECT_EQ(reason(R"({"status": {"attached": 3}})"), "bad note frame: status: expected a boolean, found a number");
+  EXPECT_EQ(reason(R"({"status": {"attached": 3}})"), "bad note frame: status.attached: expected a boolean, found a number");
+  const std::string p0 = m.probes[0].name;
+  EXPECT_EQ(reason(R"({"status": {"probe": "nosuch"}})"), "bad note frame: a probe the metadata does not list");
+  EXPECT_EQ(reason(R"({"probe": 5, "status": {"probe": ")" + p0 + R"("}})"),
+            "bad note frame: probe is not its status's probe");
+  EXPECT_EQ(reason(R"({"probe": "other", "status": {"probe": ")" + p0 + R"("}})"),
+            "bad note frame: probe is not its status's probe");
+  EXPECT_EQ(reason(R"({"probe": ")" + p0 + R"(", "status": {"probe": ")" + p0 + R"("}})"), "no damage");
   EXPECT_EQ(reason(R"({"probe": "x"})"), "bad note frame: missing status");
   EXPECT_EQ(reason(R"({"status": [1]})"), "bad note frame: status: expected an object, found an array");
   EXPECT_EQ(reason("{\"status\": \x1b]0;pwned\x07"), "bad note frame: not JSON (a syntax error at byte 12)");

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "probe/layout.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -172,19 +173,19 @@ class TickBroadcastLock : public HotObject {
 
   void from_json(const nlohmann::json& bj, CoherenceLayout& l) const override {
     auto& b = l.bcast_lock;
-    if (!bj.at("address").is_null()) b.address = bj.at("address").get<uint64_t>();
-    b.reason = bj.value("reason", "");
-    b.source = bj.value("source", "");
+    if (!json_at<nlohmann::json>(bj, "address").is_null()) b.address = json_at<uint64_t>(bj, "address");
+    b.reason = json_value(bj, "reason", "");
+    b.source = json_value(bj, "source", "");
     b.lock_bytes = checked(bj, "lock_bytes", "tick_broadcast_lock", 0, 4096);
-    if (!bj.at("aligned").is_null()) b.aligned = bj.at("aligned").get<bool>();
-    if (!bj.at("own_line").is_null()) b.own_line = bj.at("own_line").get<bool>();
+    if (!json_at<nlohmann::json>(bj, "aligned").is_null()) b.aligned = json_at<bool>(bj, "aligned");
+    if (!json_at<nlohmann::json>(bj, "own_line").is_null()) b.own_line = json_at<bool>(bj, "own_line");
     const auto& nb = bj.at("neighbours");
     if (!nb.is_array() || nb.size() > 4096) throw std::runtime_error("coherence layout: tick_broadcast_lock.neighbours malformed");
     for (auto& s : nb) {
       Symbol sym;
-      sym.name = s.at("name").get<std::string>();
-      sym.addr = s.at("addr").get<uint64_t>();
-      const std::string t = s.value("type", "?");
+      sym.name = json_at<std::string>(s, "name");
+      sym.addr = json_at<uint64_t>(s, "addr");
+      const std::string t = json_value(s, "type", "?");
       sym.type = t.size() == 1 ? t[0] : '?';
       if (b.address && (sym.addr / uint64_t(l.line_bytes) != *b.address / uint64_t(l.line_bytes)))
         throw std::runtime_error(fmt::format("coherence layout: neighbour {} is not in tick_broadcast_lock's line", sym.name));
