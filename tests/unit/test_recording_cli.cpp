@@ -1580,3 +1580,37 @@ TEST(RecordingCli, EveryDocumentCommandTakesTheRegistrysFormats) {
   expect_one_line_error(run_cli("report --csv " + f), 2, "--csv is for --fleet");
   expect_one_line_error(run_cli("report --format csv " + f), 2, "--format csv is for --fleet");
 }
+
+// --docgen prints its template, so it runs only under the build (SCHEDHOT_DOCGEN=1, which
+// sudo's env_reset drops) and reads only a regular file, not through a symlink, that is
+// world-readable or the real non-root user's: never /etc/shadow for a sudoers grant.
+TEST(RecordingCli, DocgenRunsOnlyForTheBuildAndReadsNoPrivateFile) {
+  namespace fs = std::filesystem;
+  const std::string tmpl = kData + "/../../packaging/man/schedhot.1.in";
+  unsetenv("SCHEDHOT_DOCGEN");
+  expect_one_line_error(run_cli("--docgen man '" + tmpl + "'"), 2, "SCHEDHOT_DOCGEN=1");
+  expect_one_line_error(run_cli("--docgen bash"), 2, "SCHEDHOT_DOCGEN=1");
+  setenv("SCHEDHOT_DOCGEN", "1", 1);
+  CliRun r = run_cli("--docgen man '" + tmpl + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(".TH SCHEDHOT 1"), std::string::npos) << r.out.substr(0, 300);
+  const TempDir tmp("docgen");
+  const fs::path dir = tmp.path, priv = dir / "private", link = dir / "link", fifo = dir / "fifo";
+  std::ofstream(priv) << "secret\n";
+  fs::permissions(priv, fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_symlink(fs::absolute(tmpl), link);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const fs::path& p : {link, fifo, dir / "none", dir}) {
+    r = run_cli("--docgen man '" + p.string() + "'");
+    expect_one_line_error(r, 1, "is not a world-readable");
+    EXPECT_EQ(r.out, "") << p;
+  }
+  r = run_cli("--docgen man '" + priv.string() + "'");
+  if (getuid() == 0) {  // root's own file that is not world-readable: /etc/shadow's case
+    expect_one_line_error(r, 1, "is not a world-readable");
+    EXPECT_EQ(r.out.find("secret"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.status, 0) << r.err;  // the real user's own file
+  }
+  unsetenv("SCHEDHOT_DOCGEN");
+}
