@@ -356,6 +356,18 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
   expect_one_line_error(run_cli("record --bogus"), 2, "--bogus");
   expect_one_line_error(run_cli("report --top -1 " + f), 2, "--top: must be a whole number from 0 to 1000000, not '-1'");
   expect_one_line_error(run_cli("report -d 5 " + f), 2, "-d/-i apply to --live only");
+  // The live-only probe options are refused with a FILE as -d/-i are (they were ignored).
+  for (const char* opt : {"--backend kprobe", "--probes idle", "--system-map /x", "--btf /x", "-v", "--gap-state",
+                          "--no-gap-state", "--gap-samples 10"}) {
+    const std::string name = std::string(opt).substr(0, std::string(opt).find(' '));
+    expect_one_line_error(run_cli(fmt::format("report {} {}", opt, f)), 2,
+                          (name == "-v" ? "--verbose" : name) + " needs --live");
+  }
+  // --help-all is not an option: said like any other before the command.
+  expect_one_line_error(run_cli("--help-all"), 2, "'--help-all' before the command: options follow it");
+  // a value past int is the range check's refusal, not CLI11's "Could not convert"
+  expect_one_line_error(run_cli("serve --timeout-ms 99999999999"), 2, "--timeout-ms 99999999999: give 1..600000 (ms)");
+  expect_one_line_error(run_cli("serve --max-connections 99999999999"), 2, "--max-connections 99999999999: give 1..65536");
   expect_one_line_error(run_cli("record -d 0.001 -i 0.5 -o x.shot"), 2, "-d 0.001 is shorter than one interval (-i 0.5)");
   // Only a written 0 means "until stopped" (record); one that rounds to 0 ns is just short.
   expect_one_line_error(run_cli("record -d 1e-10 -o x.shot"), 2, "-d 1e-10 is shorter than one interval (-i 1)");
@@ -789,7 +801,9 @@ TEST(RecordingCli, SampleTimeGoingBackwardsIsDamageInEveryView) {
 TEST(RecordingCli, MessagesSayWhatIsWrong) {
   // `--cpus 0,,1` said "a range needs a CPU on each side of '-'".
   expect_one_line_error(run_cli("export " + kData + "/v1.1-basic.shot --cpus 0,,1"), 2,
-                        "bad CPU list '0,,1': an empty item between two commas");
+                        "--cpus: bad CPU list '0,,1': an empty item between two commas");
+  expect_one_line_error(run_cli("export " + kData + "/v1.1-basic.shot --cpus 0-70000"), 2,
+                        "--cpus: bad CPU list '0-70000': CPU 70000 is not a CPU number");
   // A META missing a key said "bad metadata: bad metadata: [json...]".
   TempDir dir("cli_meta");
   Meta m = synthetic_meta(2);
