@@ -32,9 +32,13 @@ int run_export(const ExportCmd& o) {
   ExportRequest req;
   try {
     req.opts.format = parse_export_format(o.format);
-    if (!o.cpus.empty()) req.cpus = parse_cpulist(o.cpus);
   } catch (const std::exception& e) {
     return usage_error(e.what());
+  }
+  try {
+    if (!o.cpus.empty()) req.cpus = parse_cpulist(o.cpus);
+  } catch (const std::exception& e) {
+    return usage_error(std::string("--cpus: ") + e.what());  // as top's and replay's
   }
   if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
   req.opts.stop = &g_stop;

@@ -37,6 +37,7 @@ struct ReportCmd {
   unsigned spans = 4;          ///< --spans (with --fleet)
   std::string p99_flag = "10us";  ///< --p99-flag (with --fleet)
   bool top_given = false, sort_given = false, p99_flag_given = false, jobs_given = false, spans_given = false;
+  std::string probe_option_given;  ///< the first of --backend, --probes... given ("" none): for --live only
 };
 
 /// The request report's options give (window, per-CPU table, --xfer-cost, format); 0, or
@@ -145,6 +146,9 @@ int run_report(const ReportCmd& o) {
   if (o.duration_given || o.interval_given) {
     return usage_error("report FILE: -d/-i apply to --live only (a recording has its own; --from/--to pick a window)");
   }
+  if (!o.probe_option_given.empty()) {  // a recording has its probes: silently ignored before
+    return usage_error(fmt::format("{} needs --live (a recording has its own probes)", o.probe_option_given));
+  }
   ReportRequest req;
   if (int rc = report_request(o, req)) return rc;
   return print_output(report_file_command(req));
@@ -178,7 +182,7 @@ CommandCall define(CLI::App& c) {
   auto* rep_p99 = c.add_option("--p99-flag", rep.p99_flag, "with --fleet: flag a fix absent with its probe's p99 above this (default 10us)")
       ->check(kNotEmpty);
   c.add_option("--xfer-cost", rep.xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
-  return [=](const CommandLine&) {
+  return [=, app = &c](const CommandLine&) {
     o->duration_given = rep_d->count() > 0;
     o->interval_given = rep_i->count() > 0;
     o->top_given = rep_top->count() > 0;
@@ -186,6 +190,10 @@ CommandCall define(CLI::App& c) {
     o->p99_flag_given = rep_p99->count() > 0;
     o->jobs_given = rep_jobs->count() > 0;
     o->spans_given = rep_spans->count() > 0;
+    o->probe_option_given.clear();
+    for (const char* name : {"--backend", "--probes", "--system-map", "--btf", "--verbose", "--gap-state", "--no-gap-state",
+                             "--gap-samples"})
+      if (o->probe_option_given.empty() && app->count(name) > 0) o->probe_option_given = name;
     return run_report(*o);
   };
 }

@@ -26,8 +26,8 @@ struct ServeCmd {
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
   PerCpu per_cpu;                          ///< --per-cpu[=LIST] (output/metrics.h)
-  int max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
-  int timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
+  long long max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
+  long long timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
   bool quiet = false;
   std::string command_line;
@@ -54,7 +54,8 @@ int read_web_config(const ServeCmd& o, WebConfig& web) {
 
 #endif
 
-/// --max-connections and --timeout-ms: the largest values taken.
+/// --max-connections and --timeout-ms: the largest values taken (read as long long, so a
+/// value past int is this range check's refusal, not CLI11's "Could not convert").
 constexpr int kMaxConnections = 65536, kMaxTimeoutMs = 600000;
 
 int run_serve(const ServeCmd& o) {
@@ -85,8 +86,8 @@ int run_serve(const ServeCmd& o) {
     if (std::string why = parse_listen(o.listen, req.listen); !why.empty()) return usage_error(why);
   if (int st = read_web_config(o, req.web)) return st;
   req.listen_text = o.listen;
-  req.max_connections = o.max_connections;
-  req.timeout_ms = o.timeout_ms;
+  req.max_connections = static_cast<int>(o.max_connections);
+  req.timeout_ms = static_cast<int>(o.timeout_ms);
 #endif
   req.live.probes = o.common;
   req.live.interval_ns = iv;

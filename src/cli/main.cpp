@@ -65,7 +65,7 @@ int main(int argc, char** argv) {
       err(fmt::format("unknown command '{}' (one of: {}; see schedhot --help)", first, names));
       return 2;
     }
-    if (first[0] == '-' && first != "-h" && first != "--help" && first != "--help-all" && first != "--version") {
+    if (first[0] == '-' && first != "-h" && first != "--help" && first != "--version") {
       err(fmt::format("'{}' before the command: options follow it (schedhot COMMAND [OPTIONS]; commands: {})", first,
                       names));
       return 2;

@@ -4,7 +4,10 @@
 #include <cctype>
 #include <cstdlib>
 #include <ctime>
+#include <ext/stdio_filebuf.h>
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -218,18 +221,25 @@ void replace_all(std::string& s, const std::string& from, const std::string& to)
 }
 
 int man_page(const CLI::App& app, const std::string& tmpl_path) {
+  // The template is printed, so --docgen must not become a way to read a file the caller
+  // could not (schedhot granted through sudoers, or setuid): the last path component is not
+  // followed if a symlink (O_NOFOLLOW), the file is regular (O_NONBLOCK: a FIFO never
+  // blocks the open) and of at most 1 MiB, and it is world-readable or owned by the real
+  // user when that user is not root. The checks are on the open descriptor (no race).
+  const int fd = ::open(tmpl_path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
   struct stat st {};
-  if (::stat(tmpl_path.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || st.st_size > (1 << 20)) {
-    say(fmt::format("--docgen man: the template '{}' is not a regular file of at most 1 MiB", tmpl_path));
+  const bool ok = fd >= 0 && ::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size <= (1 << 20) &&
+                  ((st.st_mode & S_IROTH) || (st.st_uid == ::getuid() && ::getuid() != 0));
+  if (!ok) {
+    if (fd >= 0) ::close(fd);
+    say(fmt::format("--docgen man: the template '{}' is not a world-readable (or the real user's) regular file of "
+                    "at most 1 MiB",
+                    tmpl_path));
     return 1;
   }
-  std::ifstream in(tmpl_path);
-  if (!in) {
-    say(fmt::format("--docgen man: cannot read the template '{}'", tmpl_path));
-    return 1;
-  }
+  __gnu_cxx::stdio_filebuf<char> buf(fd, std::ios::in);  // closes fd
   std::stringstream ss;
-  ss << in.rdbuf();
+  ss << &buf;
   std::string t = ss.str();
   replace_all(t, "@VERSION@", SCHEDHOT_VERSION);
   replace_all(t, "@DATE@", man_date());
@@ -444,6 +454,13 @@ int docgen_to_stdout(const CLI::App& app, int argc, char** args) {
 }  // namespace
 
 int docgen(const CLI::App& app, int argc, char** args) {
+  // Only under the build, which sets SCHEDHOT_DOCGEN=1 (CMakeLists.txt): sudo's default
+  // env_reset drops it, so schedhot granted through sudoers never prints a template.
+  const char* gate = std::getenv("SCHEDHOT_DOCGEN");
+  if (!gate || std::string(gate) != "1") {
+    say("--docgen is for the build (it sets SCHEDHOT_DOCGEN=1)");
+    return 2;
+  }
   // A write error (a full disk under a build, a closed stdout) is one line and exit 1, so a
   // build never ships a cut page: fmt::print throws it, fflush reports what was buffered.
   try {

@@ -1,5 +1,7 @@
 #include "output/diff_text.h"
 
+#include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <string_view>
 
@@ -67,6 +69,33 @@ std::string verdict_text(const nlohmann::json& p) {
   return v == "significant" && !figs.empty() ? fmt::format("{} ({})", v, fmt::join(figs, ", ")) : v;
 }
 
+/// A recording's text (host name, kernel release, probe, line and reason) as Markdown that
+/// renders as itself: \\ | [ ] backtick * _ backslash-escaped, < and > as &lt; &gt;, so a
+/// crafted name neither breaks the table nor carries HTML, links or emphasis. A `_` between
+/// two ASCII letters or digits cannot open or close emphasis and stays ("cpupri_set").
+std::string md_escape(const std::string& s) {
+  auto word = [&](size_t k) { return k < s.size() && std::isalnum(static_cast<unsigned char>(s[k])); };
+  std::string out;
+  out.reserve(s.size());
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char c = s[i];
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '_' && i > 0 && word(i - 1) && word(i + 1)) out += c;
+    else if (std::string_view("\\|[]`*_").find(c) != std::string_view::npos) (out += '\\') += c;
+    else out += c;
+  }
+  return out;
+}
+/// s in a code span whose fence is longer than any run of backticks in s (CommonMark), at
+/// least two: "`` we`ird.shot ``".
+std::string md_code(const std::string& s) {
+  size_t run = 0, longest = 0;
+  for (char c : s) longest = std::max(longest, run = c == '`' ? run + 1 : 0);
+  const std::string fence(std::max<size_t>(2, longest + 1), '`');
+  return fence + " " + s + " " + fence;
+}
+
 }  // namespace
 
 std::string render_diff_text(const nlohmann::json& d) {
@@ -127,27 +156,30 @@ std::string render_diff_text(const nlohmann::json& d) {
 }
 
 std::string render_diff_markdown(const nlohmann::json& d) {
-  // a name with a backtick stays inside a double-backtick code span
-  std::string out = fmt::format("**A**: `` {} ``{}{}  \n**B**: `` {} ``{}{}\n\n", scrub_controls(d["a"]["file"].get<std::string>()),
-                                d["a"]["window"].is_null() ? "" : " " + scrub_controls(d["a"]["window"].get<std::string>()),
-                                damage_text(d["a"]), scrub_controls(d["b"]["file"].get<std::string>()),
-                                d["b"]["window"].is_null() ? "" : " " + scrub_controls(d["b"]["window"].get<std::string>()),
-                                damage_text(d["b"]));
-  for (auto& h : d["host_differences"]) out += "- :warning: " + h.get<std::string>() + "\n";
+  // a name with a backtick stays inside a code span; every other text from a recording (or
+  // the command line) is escaped
+  auto side = [&](const char* k) {
+    const auto& j = d[k];
+    return fmt::format("{}{}{}", md_code(scrub_controls(j["file"].get<std::string>())),
+                       j["window"].is_null() ? "" : " " + md_escape(scrub_controls(j["window"].get<std::string>())),
+                       md_escape(damage_text(j)));
+  };
+  std::string out = fmt::format("**A**: {}  \n**B**: {}\n\n", side("a"), side("b"));
+  for (auto& h : d["host_differences"]) out += "- :warning: " + md_escape(h.get<std::string>()) + "\n";
   if (!d["host_differences"].empty()) out += "\n";
   out += "| probe | side | calls | rate/s | p10 (us) | p50 (us) | p90 (us) | p98 (us) | p99 (us) | max (us) | verdict |\n";
   out += "|---|---|--:|--:|--:|--:|--:|--:|--:|--:|---|\n";
   for (auto& p : d["probes"]) {
     if (p["verdict"] == "not compared") {
-      out += fmt::format("| {} | | | | | | | | | | not compared ({}) |\n", p["probe"].get<std::string>(),
-                         p["reason"].get<std::string>());
+      out += fmt::format("| {} | | | | | | | | | | not compared ({}) |\n", md_escape(p["probe"].get<std::string>()),
+                         md_escape(p["reason"].get<std::string>()));
       continue;
     }
     const auto& lat = p["latency_ns"];
     auto pct = [&](const char* k, const char* s) { return lat.is_null() ? std::string("-") : ns_text(lat[k], s); };
     for (const char* s : {"a", "b"})
       out += fmt::format("| {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | |\n",
-                         s[0] == 'a' ? p["probe"].get<std::string>() : "", s[0] == 'a' ? "A" : "B",
+                         s[0] == 'a' ? md_escape(p["probe"].get<std::string>()) : "", s[0] == 'a' ? "A" : "B",
                          p["calls"].is_null() ? "-" : fmt::format("{:.0f}", p["calls"][s].get<double>()),
                          p["rate"].is_null() ? "-" : per_s(p["rate"][s].get<double>()), pct("p10", s),
                          pct("p50", s), pct("p90", s), pct("p98", s), pct("p99", s), pct("max", s));
@@ -163,7 +195,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
   if (!d["lines"].empty()) {
     out += "\n| line | A xfers/s | B xfers/s | B/A |\n|---|--:|--:|--:|\n";
     for (auto& l : d["lines"])
-      out += fmt::format("| {} | {} | {} | {} |\n", l["name"].get<std::string>(), per_s(l["a"].get<double>()),
+      out += fmt::format("| {} | {} | {} | {} |\n", md_escape(l["name"].get<std::string>()), per_s(l["a"].get<double>()),
                          per_s(l["b"].get<double>()), ratio_text(l));
   }
   out += fmt::format("\nBold: significant ({:.0f} % bootstrap interval over intervals excludes 1, change above the "

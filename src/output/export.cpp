@@ -25,6 +25,7 @@
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/cpulist.h"
+#include "sys/csv_text.h"
 #include "sys/json_text.h"
 #include "sys/output_file.h"
 #include "analysis/cachelines.h"
@@ -217,13 +218,6 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
   }
 }
 
-std::string csv_field(const std::string& s) {
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string q = "\"";
-  for (char c : s) q += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return q + "\"";
-}
-
 std::string json_str(const std::string& s) { return json_text(nlohmann::json(s)); }
 
 void append_value(fmt::memory_buffer& b, const ExportMetric& m, double v) {
@@ -265,11 +259,11 @@ class CsvSink : public Sink {
     exact_ = exact;
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "time_s,cpu");
-    for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_field(m.name));
-    for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("xfers_per_s:" + l.name));
+    for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell(m.name));
+    for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("xfers_per_s:" + l.name));
     if (exact_) {
-      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("exact_xfers_per_s:" + l.name));
-      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_field("gap_xfers_per_s:" + l.name));
+      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("exact_xfers_per_s:" + l.name));
+      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("gap_xfers_per_s:" + l.name));
     }
     b.push_back('\n');
     flush(b);

@@ -9,6 +9,7 @@
 #include "analysis/fleet.h"
 #include "probe/catalog.h"
 #include "probe/layout.h"
+#include "sys/csv_text.h"
 #include "sys/json_text.h"
 #include "sys/units.h"
 
@@ -39,16 +40,6 @@ std::string table_cell(const std::string& raw, size_t width) {
     }
   }
   return s.size() > width ? s.substr(0, width - 3) + "..." : s;
-}
-
-std::string csv_cell(const std::string& raw) {
-  std::string s = scrub_controls(raw);  // a host directory's name may hold escapes
-  // A spreadsheet runs a cell that starts with = + - @ as a formula: quote it as text.
-  if (!s.empty() && (s[0] == '=' || s[0] == '+' || s[0] == '-' || s[0] == '@')) s.insert(0, "'");
-  if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
-  std::string o = "\"";
-  for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);
-  return o + "\"";
 }
 
 std::string csv_num(const nlohmann::json& v) {

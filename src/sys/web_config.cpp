@@ -48,6 +48,10 @@ void each_key(const YAML::Node& map, const std::string& path, std::initializer_l
     for (const char* k : known) ok = ok || name == k;
     if (!ok) {
       std::vector<std::string> ks(known.begin(), known.end());
+      // A top-level key is not quoted: a file that is no web config (--web-config /etc/shadow)
+      // keeps its content out of the message; below a known key the file is one, and the
+      // unknown key is named (a typo: tls_server_config.min_verison).
+      if (path.empty()) fail(kv.first, "the file", fmt::format("a key that is not one of: {}", join(ks, ", ")));
       fail(kv.first, full, fmt::format("unknown key (known here: {})", join(ks, ", ")));
     }
     if (!seen.insert(name).second) fail(kv.first, full, "given twice");
@@ -245,7 +249,9 @@ WebConfig parse_web_config(const std::string& text, const std::string& dir) {
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
-    throw std::invalid_argument(fmt::format("line {}: not YAML: {}", e.mark.line + 1, e.msg));
+    // yaml-cpp's message without what it quotes of the file ("unknown escape character: q")
+    throw std::invalid_argument(fmt::format("line {} column {}: not YAML: {}", e.mark.line + 1, e.mark.column + 1,
+                                            e.msg.substr(0, e.msg.find(": "))));
   }
   WebConfig c;
   each_key(root, "", {"tls_server_config", "http_server_config", "basic_auth_users"},

@@ -283,3 +283,40 @@ TEST(Diff, WindowsOfOneFileAndHostWarningsAndUnreadableFile) {
   ASSERT_EQ(o.errors.size(), 1u);
   EXPECT_NE(o.errors[0].find("/nonexistent.shot"), std::string::npos) << o.errors[0];
 }
+
+// Text from a recording (host name, kernel release, probe names) is escaped in the Markdown
+// table: a crafted name neither breaks the table nor carries HTML, links or emphasis; the
+// commit-message layout is plain text, its controls scrubbed when the META was read.
+TEST(Diff, MarkdownEscapesTheRecordingsText) {
+  Meta m = synthetic_meta(4);
+  m.probes[m.probe_index("nohz_kick")].name = "p|<b>*q*</b>\x1b[31m";
+  Meta mb = m;
+  mb.host.hostname = "h|x</td><script>alert(1)</script>";
+  mb.host.kernel_release = "6.1 | ** [x](javascript:alert(1)) _e_ `c` \\";
+  DiffRequest req;
+  std::string format = "markdown";
+  req.a.file = write_rec("diff_md_a.shot", m, 6);
+  req.b.file = write_rec("diff_md_b.shot", mb, 7);
+  CommandOutput o = diff_command(req, format);
+  ASSERT_LE(o.status, 3) << (o.errors.empty() ? o.out : o.errors[0]);
+  EXPECT_NE(o.out.find("h\\|x&lt;/td&gt;&lt;script&gt;alert(1)&lt;/script&gt; (B)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("6.1 \\| \\*\\* \\[x\\](javascript:alert(1)) \\_e\\_ \\`c\\` \\\\ (B)"), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("| p\\|&lt;b&gt;\\*q\\*&lt;/b&gt;?\\[31m | A |"), std::string::npos) << o.out;
+  for (const char* raw : {"<", ">", "[x]", "[x](", "*q*", "h|x", " ** "})
+    EXPECT_EQ(o.out.find(raw), std::string::npos) << raw << "\n" << o.out;
+  EXPECT_NE(o.out.find("| cpupri_set | A |"), std::string::npos) << "a name between letters keeps its _: " << o.out;
+  // every table row has its 11 cells: no '|' from a name splits one
+  std::istringstream in(o.out);
+  for (std::string l; std::getline(in, l);)
+    if (l.rfind("| ", 0) == 0 && l.find("xfers") == std::string::npos && l.find("| line") == std::string::npos) {
+      size_t bars = 0;
+      for (size_t i = 0; i < l.size(); ++i) bars += l[i] == '|' && (i == 0 || l[i - 1] != '\\');
+      if (l.find("p10 (us)") != std::string::npos || l.find(" A |") != std::string::npos || l.find("B/A") != std::string::npos ||
+          l.find("not compared") != std::string::npos)
+        EXPECT_EQ(bars, 12u) << l;
+    }
+  format = "patch";
+  o = diff_command(req, format);
+  EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
+  EXPECT_NE(o.out.find("h|x</td><script>alert(1)</script>"), std::string::npos) << "plain text, not Markdown: " << o.out;
+}

@@ -356,6 +356,18 @@ TEST(RecordingCli, HostileInputsAndBrokenOutputsAreOneLine) {
   expect_one_line_error(run_cli("record --bogus"), 2, "--bogus");
   expect_one_line_error(run_cli("report --top -1 " + f), 2, "--top: must be a whole number from 0 to 1000000, not '-1'");
   expect_one_line_error(run_cli("report -d 5 " + f), 2, "-d/-i apply to --live only");
+  // The live-only probe options are refused with a FILE as -d/-i are (they were ignored).
+  for (const char* opt : {"--backend kprobe", "--probes idle", "--system-map /x", "--btf /x", "-v", "--gap-state",
+                          "--no-gap-state", "--gap-samples 10"}) {
+    const std::string name = std::string(opt).substr(0, std::string(opt).find(' '));
+    expect_one_line_error(run_cli(fmt::format("report {} {}", opt, f)), 2,
+                          (name == "-v" ? "--verbose" : name) + " needs --live");
+  }
+  // --help-all is not an option: said like any other before the command.
+  expect_one_line_error(run_cli("--help-all"), 2, "'--help-all' before the command: options follow it");
+  // a value past int is the range check's refusal, not CLI11's "Could not convert"
+  expect_one_line_error(run_cli("serve --timeout-ms 99999999999"), 2, "--timeout-ms 99999999999: give 1..600000 (ms)");
+  expect_one_line_error(run_cli("serve --max-connections 99999999999"), 2, "--max-connections 99999999999: give 1..65536");
   expect_one_line_error(run_cli("record -d 0.001 -i 0.5 -o x.shot"), 2, "-d 0.001 is shorter than one interval (-i 0.5)");
   // Only a written 0 means "until stopped" (record); one that rounds to 0 ns is just short.
   expect_one_line_error(run_cli("record -d 1e-10 -o x.shot"), 2, "-d 1e-10 is shorter than one interval (-i 1)");
@@ -789,7 +801,9 @@ TEST(RecordingCli, SampleTimeGoingBackwardsIsDamageInEveryView) {
 TEST(RecordingCli, MessagesSayWhatIsWrong) {
   // `--cpus 0,,1` said "a range needs a CPU on each side of '-'".
   expect_one_line_error(run_cli("export " + kData + "/v1.1-basic.shot --cpus 0,,1"), 2,
-                        "bad CPU list '0,,1': an empty item between two commas");
+                        "--cpus: bad CPU list '0,,1': an empty item between two commas");
+  expect_one_line_error(run_cli("export " + kData + "/v1.1-basic.shot --cpus 0-70000"), 2,
+                        "--cpus: bad CPU list '0-70000': CPU 70000 is not a CPU number");
   // A META missing a key said "bad metadata: bad metadata: [json...]".
   TempDir dir("cli_meta");
   Meta m = synthetic_meta(2);
@@ -1594,4 +1608,38 @@ TEST(RecordingCli, EveryDocumentCommandTakesTheRegistrysFormats) {
   expect_one_line_error(run_cli("diff --format csv " + f + " " + f), 2, "--format");
   expect_one_line_error(run_cli("report --csv " + f), 2, "--csv is for --fleet");
   expect_one_line_error(run_cli("report --format csv " + f), 2, "--format csv is for --fleet");
+}
+
+// --docgen prints its template, so it runs only under the build (SCHEDHOT_DOCGEN=1, which
+// sudo's env_reset drops) and reads only a regular file, not through a symlink, that is
+// world-readable or the real non-root user's: never /etc/shadow for a sudoers grant.
+TEST(RecordingCli, DocgenRunsOnlyForTheBuildAndReadsNoPrivateFile) {
+  namespace fs = std::filesystem;
+  const std::string tmpl = kData + "/../../packaging/man/schedhot.1.in";
+  unsetenv("SCHEDHOT_DOCGEN");
+  expect_one_line_error(run_cli("--docgen man '" + tmpl + "'"), 2, "SCHEDHOT_DOCGEN=1");
+  expect_one_line_error(run_cli("--docgen bash"), 2, "SCHEDHOT_DOCGEN=1");
+  setenv("SCHEDHOT_DOCGEN", "1", 1);
+  CliRun r = run_cli("--docgen man '" + tmpl + "'");
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find(".TH SCHEDHOT 1"), std::string::npos) << r.out.substr(0, 300);
+  const TempDir tmp("docgen");
+  const fs::path dir = tmp.path, priv = dir / "private", link = dir / "link", fifo = dir / "fifo";
+  std::ofstream(priv) << "secret\n";
+  fs::permissions(priv, fs::perms::owner_read | fs::perms::owner_write);
+  fs::create_symlink(fs::absolute(tmpl), link);
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0644), 0);
+  for (const fs::path& p : {link, fifo, dir / "none", dir}) {
+    r = run_cli("--docgen man '" + p.string() + "'");
+    expect_one_line_error(r, 1, "is not a world-readable");
+    EXPECT_EQ(r.out, "") << p;
+  }
+  r = run_cli("--docgen man '" + priv.string() + "'");
+  if (getuid() == 0) {  // root's own file that is not world-readable: /etc/shadow's case
+    expect_one_line_error(r, 1, "is not a world-readable");
+    EXPECT_EQ(r.out.find("secret"), std::string::npos) << r.out;
+  } else {
+    EXPECT_EQ(r.status, 0) << r.err;  // the real user's own file
+  }
+  unsetenv("SCHEDHOT_DOCGEN");
 }

@@ -893,3 +893,21 @@ TEST(RecordingExport, ExactFiguresOfKnownRecords) {
   EXPECT_EQ(rows[1 + 1 * 4 + 1][size_t(col)], "5.000") << "interval 2, CPU 1: all 5 (CPU 2 owned it)";
   EXPECT_EQ(rows[1 + 1 * 4 + 0][size_t(col)], "0.000") << "CPU 0: none";
 }
+
+// A probe name from the META that a spreadsheet would run as a formula (= + - @) lands in
+// the header as text: prefixed with ' (the fleet CSV's rule, one helper for both).
+TEST(RecordingExport, CsvHeaderCellsFromTheRecordingAreNeverFormulas) {
+  for (const char* evil : {"=HYPERLINK(\"http://x\")", "+1", "-1", "@SUM(A1)"}) {
+    Known k;
+    k.m.probes[k.m.probe_index("cpupri_set")].name = evil;
+    TempDir dir("csv_formula");
+    const std::string text = run_export(k.write(dir / "k.shot"), ExportOptions{});
+    const std::string head = text.substr(0, text.find('\n'));
+    const std::string quoted = std::string(evil).find('"') == std::string::npos
+                                   ? "'" + std::string(evil) + ".calls_per_s"
+                                   : "\"'=HYPERLINK(\"\"http://x\"\").calls_per_s\"";
+    EXPECT_NE(head.find("," + quoted + ","), std::string::npos) << head;
+    const auto rows = parse_csv(head);
+    for (auto& cell : rows[0]) EXPECT_EQ(std::string("=+-@").find(cell.empty() ? 'x' : cell[0]), std::string::npos) << cell;
+  }
+}

@@ -161,7 +161,7 @@ TEST(WebConfig, DefaultsAndPlainHttp) {
 
 TEST(WebConfig, RefusalsNameLineAndKey) {
   const std::pair<std::string, std::string> cases[] = {
-      {"foo: 1\n", "line 1: foo: unknown key (known here: tls_server_config, http_server_config, basic_auth_users)"},
+      {"foo: 1\n", "line 1: the file: a key that is not one of: tls_server_config, http_server_config, basic_auth_users"},
       {"tls_server_config:\n  cert_file: a\n  keyfile: b\n", "line 3: tls_server_config.keyfile: unknown key"},
       {"tls_server_config:\n  cert_file: a\n", "tls_server_config.key_file: missing"},
       {"tls_server_config: {key_file: b}\n", "tls_server_config.cert_file: missing"},
@@ -211,6 +211,25 @@ TEST(WebConfig, RefusalsNameLineAndKey) {
   }
 }
 
+// A file that is no web config (serve --web-config /etc/shadow) is refused by line, never
+// quoting its content: not its top-level keys, not what yaml-cpp quotes of a bad escape.
+TEST(WebConfig, RefusalsOfAFileThatIsNoWebConfigQuoteNothingOfIt) {
+  const std::pair<std::string, std::string> cases[] = {
+      {"root:$6$secret:19000:0:99999:7:::\ndaemon:*:19000:0:99999:7:::\n",
+       "line 1: the file: a key that is not one of: tls_server_config, http_server_config, basic_auth_users"},
+      {"password: secret\n", "line 1: the file: a key that is not one of: "},
+      {"x: 1\nkey: \"\\qsecret\"\n", "line 2 column 9: not YAML: unknown escape character"},
+      {"{secret: [1, 2\n", "line 2 column 1: not YAML: end of sequence flow not found"},
+      {"- secret\n", "line 1: the file: must be a map of keys"},
+  };
+  for (const auto& [yaml, want] : cases) {
+    const std::string got = refusal(yaml);
+    EXPECT_EQ(got.find("secret"), std::string::npos) << got;
+    EXPECT_EQ(got.find("root"), std::string::npos) << got;
+    EXPECT_NE(got.find(want), std::string::npos) << "yaml: " << yaml << "\ngot: " << got << "\nwant: " << want;
+  }
+}
+
 TEST(WebConfig, LoadChecksTheFilesItNames) {
   TempDir d("web_config_load");
   Pki server, other;
@@ -239,7 +258,7 @@ TEST(WebConfig, LoadChecksTheFilesItNames) {
                     "RequireAndVerifyClientCert, client_ca_file: server.key}\n")
                 .find("tls_server_config.client_ca_file " + d / "server.key" + ": no PEM certificate"),
             std::string::npos);
-  EXPECT_EQ(refused("foo: 1\n").rfind(d / "web.yml" + ": line 1: foo: unknown key", 0), 0u);
+  EXPECT_EQ(refused("foo: 1\n").rfind(d / "web.yml" + ": line 1: the file: a key that is not one of: ", 0), 0u);
   try {
     load_web_config(d / "absent.yml");
     ADD_FAILURE() << "absent file accepted";
