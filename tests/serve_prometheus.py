@@ -140,8 +140,13 @@ try:
             slope = float(vals[0][1]) == 0 and d > 0
             cmp_rate = d / span if slope else r
             what = f"slope {cmp_rate:.2f}/s (rate() {r:.2f}/s stops at zero)" if slope else f"rate() {r:.2f}/s"
-            check(lo is not None and lo <= d <= hi and lo / span - 1e-9 <= cmp_rate <= hi / span + 1e-9,
-                  f"{metric}: Prometheus +{d:g} in [{lo}, {hi}], {what} in [{(lo or 0) / span:.2f}, {(hi or 0) / span:.2f}]; "
+            # rate() is d x (the sampled interval extrapolated, at most to the range's edges) /
+            # the sampled interval / the range: at most d over this series' own sampled
+            # interval, which is shorter than span when its first scrape came later.
+            mspan = float(vals[-1][0]) - float(vals[0][0])
+            top = (hi or 0) / (mspan if slope is False and mspan > 0 else span)
+            check(lo is not None and lo <= d <= hi and lo / span - 1e-9 <= cmp_rate <= top + 1e-9,
+                  f"{metric}: Prometheus +{d:g} in [{lo}, {hi}], {what} in [{(lo or 0) / span:.2f}, {top:.2f}]; "
                   f"report {v['rate_per_s']:.2f}/s over the window")
             compared += 1
         lat = p.get("latency_ns")
