@@ -129,11 +129,9 @@ void from_json(const nlohmann::json& j, ProbeStatus& s) {
   s.proxy_label = json_value(j, "proxy_label", "");
   s.proxy_error = json_value(j, "proxy_error", "");
   s.reason = json_value(j, "reason", "");
-  // each element of array key, by index, in f (the element's place named on error)
+  // each element of an optional array key (sys/json_text.h json_each)
   auto each = [&j](const char* key, auto&& f) {
-    if (!j.contains(key)) return;
-    const nlohmann::json& v = json_array(j, key);
-    for (size_t i = 0; i < v.size(); ++i) json_reading(fmt::format("{}[{}]", key, i), [&] { f(v[i]); });
+    if (j.contains(key)) json_each(j, key, f);
   };
   s.tried.clear();
   each("tried", [&](const nlohmann::json& t) {

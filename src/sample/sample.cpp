@@ -135,40 +135,32 @@ void from_json(const nlohmann::json& j, Meta& m) {
       throw std::runtime_error(fmt::format("histogram geometry {}/{} is not this build's {}/{}", m.hist_sub_bits,
                                            m.hist_max_msb, SH_HIST_SUB_BITS, SH_HIST_MAX_MSB));
     m.probes.clear();
-    const nlohmann::json& probes = json_array(j, "probes");
-    for (size_t pi = 0; pi < probes.size(); ++pi) {
-      const nlohmann::json& pj = probes[pi];
+    json_each(j, "probes", [&](const nlohmann::json& pj) {
       ProbeMeta p;
-      json_reading(fmt::format("probes[{}]", pi), [&] {
-        p.name = json_at<std::string>(pj, "name");
-        if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
-        for (const ProbeMeta& q : m.probes)
-          if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
-        p.slot.slot_words = json_at<uint32_t>(pj, "slot_words");
-        if (p.slot.slot_words == 0 || p.slot.slot_words > 65536)
-          throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.slot.slot_words));
-        const nlohmann::json& fields = json_array(pj, "fields");
-        for (size_t fi = 0; fi < fields.size(); ++fi) {
-          const nlohmann::json& fj = fields[fi];
-          Field f;
-          json_reading(fmt::format("fields[{}]", fi), [&] {
-            f.name = json_at<std::string>(fj, "name");
-            f.offset = json_at<uint32_t>(fj, "offset");
-            f.nwords = json_at<uint32_t>(fj, "nwords");
-            f.kind = kind_from_string(json_at<std::string>(fj, "kind"));
-            f.doc = json_value(fj, "doc", "");
-          });
-          if (uint64_t(f.offset) + f.nwords > p.slot.slot_words)
-            throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
-          if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
-            throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
-          p.slot.fields.push_back(std::move(f));
-        }
-        p.status = json_at<ProbeStatus>(pj, "status");
-        if (pj.contains("labels")) p.labels = json_at<std::vector<std::string>>(pj, "labels");
+      p.name = json_at<std::string>(pj, "name");
+      if (m.probes.size() >= 1024) throw std::runtime_error("too many probes");
+      for (const ProbeMeta& q : m.probes)
+        if (q.name == p.name) throw std::runtime_error(fmt::format("probe {} is listed twice", p.name));
+      p.slot.slot_words = json_at<uint32_t>(pj, "slot_words");
+      if (p.slot.slot_words == 0 || p.slot.slot_words > 65536)
+        throw std::runtime_error(fmt::format("probe {}: slot size {} words out of range", p.name, p.slot.slot_words));
+      json_each(pj, "fields", [&](const nlohmann::json& fj) {
+        Field f;
+        f.name = json_at<std::string>(fj, "name");
+        f.offset = json_at<uint32_t>(fj, "offset");
+        f.nwords = json_at<uint32_t>(fj, "nwords");
+        f.kind = kind_from_string(json_at<std::string>(fj, "kind"));
+        f.doc = json_value(fj, "doc", "");
+        if (uint64_t(f.offset) + f.nwords > p.slot.slot_words)
+          throw std::runtime_error(fmt::format("probe {}: field {} outside its slot", p.name, f.name));
+        if (f.kind == FieldKind::hist && f.nwords != 2 + SH_HIST_BUCKETS)
+          throw std::runtime_error(fmt::format("probe {}: histogram {} has {} words", p.name, f.name, f.nwords));
+        p.slot.fields.push_back(std::move(f));
       });
+      p.status = json_at<ProbeStatus>(pj, "status");
+      if (pj.contains("labels")) p.labels = json_at<std::vector<std::string>>(pj, "labels");
       m.probes.push_back(std::move(p));
-    }
+    });
     if (m.probes.size() > 1024) throw std::runtime_error("too many probes");
     m.layout.reset();
     if (auto it = j.find("layout"); it != j.end() && !it->is_null())

@@ -246,6 +246,15 @@ inline const nlohmann::json& json_array(const nlohmann::json& j, const char* key
   return v;
 }
 
+/// f(element) for each element of the array j[key], the element's place ("key[i]") named in
+/// what a read inside throws (json_reading); a missing key or a non-array as json_array says.
+template <class F>
+void json_each(const nlohmann::json& j, const char* key, F&& f) {
+  const nlohmann::json& v = json_array(j, key);
+  for (size_t i = 0; i < v.size(); ++i)
+    json_reading(std::string(key) + "[" + std::to_string(i) + "]", [&] { f(v[i]); });
+}
+
 /// Parses JSON read from a file (a recording's META and NOTE frames), every string
 /// scrubbed (scrub_controls). Throws JsonTooDeep when arrays and objects nest more than
 /// kMaxJsonDepth levels (found while parsing, through nlohmann's parser callback, before
