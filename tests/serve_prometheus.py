@@ -9,11 +9,13 @@ Then Prometheus against `schedhot report` over the same window: a `schedhot reco
 started beside serve counts the same kernel events in its own maps. For a window of W s of
 scrapes (first scrape t1, last t2), every counter's increase in Prometheus must lie between
 report's totals over an inner and an outer window, and Prometheus's rate() between the
-rates those give: a scraped value is serve's latest sample, taken up to DELTA before the
-scrape (or newer than the scrape's stamp by the scrape's duration, which Prometheus stores as
-scrape_duration_seconds), and report's window snaps to record's samples, so the windows may differ by that
-much at each edge. The band's width, what the recording counted in those edges, is the
-tolerance, measured rather than guessed. Likewise histogram_quantile(0.99) over the
+rates those give: a scraped value is serve's latest sample, whose wall time the same scrape
+carries (schedhot_last_sample_timestamp_seconds), so the counts Prometheus saw are those
+between two known sample times a and b; report over [a + i/5, b - i/5] takes record's
+samples inside them (report's edges reach a tenth of an interval i beyond: the inner count,
+at most Prometheus's) and over [a - 2i, b + 2i] takes in a record sample
+beyond each edge (the outer count, at least it). The band's width, what the recording
+counted in those edges, is the tolerance, measured rather than guessed. Likewise histogram_quantile(0.99) over the
 window must fall in the same power-of-two bucket as report's p99 (Prometheus knows only
 the 2^k ns bounds and interpolates linearly inside one; report's own error is
 percentile_error), and the histogram's count increase within the band.
@@ -27,7 +29,6 @@ exe = sys.argv[1]
 sport, pport = 19881, 19882
 W = 12            # s of scrapes compared
 INTERVAL = 0.25   # serve's and record's sample interval, s
-DELTA = 2 * INTERVAL  # how old a scraped value can be: one interval, one more for a late sample
 td = tempfile.mkdtemp()
 rec_path = os.path.join(td, "rec.shot")
 t = Checks()
@@ -108,16 +109,29 @@ try:
     scrapes = query(f"schedhot_samples_total[{W}s]", time=T)[0]["values"]
     t1, t2 = scrapes[0][0], scrapes[-1][0]
     span = t2 - t1
-    # A scrape is stamped when it starts and served when schedhot answers, up to the scrape's
-    # duration later: the first scraped value can be a sample taken after t1 by that much.
-    dur = query(f'max_over_time(scrape_duration_seconds{{job="schedhot"}}[{W}s])', time=T)
-    late = float(dur[0]["value"][1]) if dur else INTERVAL
-    nominal, nw = report(t1 - start, t2 - start)
-    inner, _ = report(t1 + late - start, t2 - DELTA - start)              # inside every window the scrapes can stand for
-    outer, _ = report(t1 - DELTA - INTERVAL - start, t2 + 2 * INTERVAL - start)  # around it (report snaps inward)
+    # The wall time of the sample each scrape showed, by scrape stamp: a scraped counter
+    # holds the events up to that instant.
+    stamped = query(f"schedhot_last_sample_timestamp_seconds[{W}s]", time=T)
+    sample_at = {ts: float(v) for ts, v in (stamped[0]["values"] if stamped else [])}
+    check(bool(sample_at) and all(t - 5 <= a <= t + 1 for t, a in sample_at.items()),
+          f"every scrape carries its sample's wall time, before the scrape: "
+          f"{[round(a - t, 3) for t, a in sample_at.items()]} s from the scrape")
+    bands = {}
+
+    def band(vals):
+        """(inner, outer) reports around the samples a series' first and last scrapes showed."""
+        a, b = sample_at.get(vals[0][0]), sample_at.get(vals[-1][0])
+        if a is None or b is None:
+            return {}, {}
+        if (a, b) not in bands:
+            # report's edges take in samples up to a tenth of an interval beyond them.
+            bands[(a, b)] = (report(a + INTERVAL / 5 - start, b - INTERVAL / 5 - start)[0],  # record's samples inside
+                             report(a - 2 * INTERVAL - start, b + 2 * INTERVAL - start)[0])  # a record sample beyond each edge
+        return bands[(a, b)]
+
+    nominal, nw = report(sample_at.get(t1, t1) - start, sample_at.get(t2, t2) - start)
     print(f"window: {len(scrapes)} scrapes over {span:.2f} s; report's: {nw.get('samples')} samples over "
-          f"{nw.get('seconds', 0):.2f} s, starting {nw.get('start_wall_ns', 0) / 1e9 - t1:+.3f} s from the first scrape; "
-          f"longest scrape {late * 1e3:.1f} ms")
+          f"{nw.get('seconds', 0):.2f} s, starting {nw.get('start_wall_ns', 0) / 1e9 - t1:+.3f} s from the first scrape")
     compared = 0
     for name, p in nominal.items():
         if p.get("status") != "attached":
@@ -133,6 +147,7 @@ try:
                 continue
             vals = raw[0]["values"]
             d = float(vals[-1][1]) - float(vals[0][1])
+            inner, outer = band(vals)
             lo, hi = window_count(inner, name, c), window_count(outer, name, c)
             r = float(rate[0]["value"][1])
             # rate() extrapolates to the range's edges, which keeps the slope unless the
@@ -155,6 +170,7 @@ try:
             continue
         raw = query(f"{hist}_count[{W}s]", time=T)[0]["values"]
         d = float(raw[-1][1]) - float(raw[0][1])
+        inner, outer = band(raw)
         lo, hi = window_count(inner, name, None), window_count(outer, name, None)
         check(lo <= d <= hi, f"{hist}_count: Prometheus +{d:g} in [{lo}, {hi}]")
         q = query(f"histogram_quantile(0.99, sum by (le) (rate({hist}_bucket[{W}s])))", time=T)

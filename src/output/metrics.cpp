@@ -352,6 +352,11 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   out.sample("schedhot_lost_samples_total", "", fmt::format("{}", st.lost_samples));
   out.family("schedhot_samples", "counter", "samples the sampler took");
   out.sample("schedhot_samples_total", "", fmt::format("{}", st.samples));
+  // The instant the values above were read: a scrape shows the latest sample, up to one
+  // interval (more when the sampler stalled) older than the scrape.
+  out.family("schedhot_last_sample_timestamp_seconds", "gauge",
+             "wall-clock time (CLOCK_REALTIME, s since the epoch) of the sample this scrape shows: the counters are as of then");
+  out.sample("schedhot_last_sample_timestamp_seconds", "", fmt::format("{}.{:06}", st.last.wall_ns / 1000000000, st.last.wall_ns % 1000000000 / 1000));
   out.family("schedhot_bpf_stats_enabled", "gauge", "1 when kernel.bpf_stats_enabled is on (then schedhot_bpf_run_seconds_total exists)");
   out.sample("schedhot_bpf_stats_enabled", "", st.bpf_run_ns ? "1" : "0");
   if (st.bpf_run_ns) {

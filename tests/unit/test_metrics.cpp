@@ -40,6 +40,7 @@ struct Known {
     st.last.probes[id].words[word(m, id, 0, "exits")] = 50;
     st.last.probes[id].words[word(m, id, 2, "exits")] = 7;
     for (uint64_t v : {70, 100, 1000, 1000000}) add_hist(m, st.last, id, 2, "lat", v);
+    st.last.wall_ns = 1796539515197123456ull;
     st.samples = 12;
     st.lost_samples = 1;
     st.lines = {{"nohz", "nohz \"line\" 0", 251.5}};
@@ -69,6 +70,7 @@ TEST(Metrics, CountersAreTotalsSinceAttach) {
   EXPECT_TRUE(has_line(t, "# TYPE schedhot_cpupri_set_calls_total counter")) << t;
   EXPECT_EQ(value(t, "schedhot_samples_total"), 12);
   EXPECT_EQ(value(t, "schedhot_lost_samples_total"), 1);
+  EXPECT_TRUE(has_line(t, "schedhot_last_sample_timestamp_seconds 1796539515.197123")) << "the sample's wall time, in us";
   EXPECT_EQ(value(t, "schedhot_bpf_stats_enabled"), 0);
   EXPECT_TRUE(std::isnan(value(t, "schedhot_bpf_run_seconds_total"))) << "absent when bpf_stats is off";
   EXPECT_EQ(t.find("# EOF"), std::string::npos) << "0.0.4 text has no EOF marker";
