@@ -233,7 +233,74 @@ struct sh_gap_route {
 struct sh_timing {
 	__u64 depth;
 	__u64 ts[SH_MAX_DEPTH];
+	__u64 detail[SH_MAX_DEPTH];  /* --catch: the entry's sh_catch_rec.detail */
 };
+
+/*
+ * Tail capture (issue 31, --catch). A rule per timed probe (user space writes
+ * sh_catch_rules[probe], every CPU only reads it): an event whose duration is
+ * at least threshold_ns is "caught" - a struct sh_catch_rec with its kernel
+ * stack sent through the per-CPU perf buffers of sh_catch_events - unless this
+ * CPU already sent per_sec of them in the current second (a rate drop) or the
+ * buffer is full (a full drop). threshold_ns is a histogram bucket's lower
+ * bound (user space rounds the asked threshold), so over any window
+ *   caught + rate_drops + full_drops == the histogram's count in buckets
+ *                                       >= sh_hist_index(threshold_ns)
+ * exactly (tests/bpf). The counts are in the probe's slot (struct sh_catch),
+ * so they are sampled, recorded and exported like its other counters.
+ * With the .rodata sh_catch_armed 0 (no --catch) the verifier drops it all.
+ */
+#define SH_CATCH_FRAMES 24      /* kernel stack frames kept per caught event */
+struct sh_catch_rule {
+	__u64 threshold_ns;     /* 0: no rule for this probe */
+	__u32 per_sec;          /* caught events per CPU per second, at most; 0: no limit */
+	__u32 pad;
+};
+struct sh_catch {
+	__u64 caught;           /* events at or over the threshold sent */
+	__u64 rate_drops;       /* not sent: over the rule's per_sec on this CPU */
+	__u64 full_drops;       /* not sent: the perf buffer refused (full) */
+	__u64 win_ns;           /* private: start of this CPU's current rate second */
+	__u64 win_sent;         /* private: events sent in it */
+};
+/* sh_catch_rec.flags */
+#define SH_CATCH_F_IRQ       1   /* irq/softirq/nmi accounting was on: the *_ns are measured */
+#define SH_CATCH_F_IRQ_MORE  2   /* more interrupts in the window than the ring kept: the
+				  * *_ns are lower bounds */
+#define SH_CATCH_F_DETAIL    4   /* detail holds the probe's own value (below) */
+/* sh_catch_rec.detail by probe: cpupri_set: (old + 1) << 16 | (new + 1), converted
+ * priorities (0: invalid); idle: the idle state index; others: 0 (no flag). */
+struct sh_catch_rec {
+	__u64 ts;               /* CLOCK_MONOTONIC ns at the event's end */
+	__u64 dur_ns;           /* the duration the histogram counted */
+	__u64 detail;
+	__u64 irq_ns;           /* hard-IRQ time on this CPU inside [ts - dur_ns, ts] */
+	__u64 softirq_ns;       /* softirq time (with the hard IRQs inside it) */
+	__u64 nmi_ns;           /* NMI time */
+	__u32 cpu;
+	__u32 pid;              /* the task's thread id (kernel pid) */
+	__u32 tgid;
+	__u16 probe;            /* enum sh_probe_id */
+	__u16 flags;            /* SH_CATCH_F_* */
+	__s32 stack_bytes;      /* bpf_get_stack()'s result: bytes of stack[], or < 0 (error) */
+	__u32 pad;
+	char comm[16];
+	__u64 stack[SH_CATCH_FRAMES];
+};
+/* The interrupt windows of one CPU (irq/softirq/nmi tracepoints, attached only
+ * with a rule armed): a ring of the last SH_IRQ_RING finished ones and the
+ * start of the open one of each kind. Written only by its CPU. */
+#define SH_IRQ_RING 16
+enum sh_irq_kind { SH_IRQ_HARD = 0, SH_IRQ_SOFT = 1, SH_IRQ_NMI = 2, SH_IRQ_KINDS = 3 };
+struct sh_irq_span {
+	__u64 start, end;
+	__u64 kind;
+};
+struct sh_irq_ring {
+	__u64 head;                         /* spans written (the next goes at head % SH_IRQ_RING) */
+	__u64 open[SH_IRQ_KINDS];           /* start of the open span of each kind, 0: none */
+	struct sh_irq_span span[SH_IRQ_RING];
+} __attribute__((aligned(SH_SLOT_ALIGN)));
 
 /* A traced function on one CPU: counts and its duration histogram. */
 struct sh_func {
@@ -243,6 +310,7 @@ struct sh_func {
 	__u64 orphan_exits;  /* exits seen without an entry (attach raced a call) */
 	struct sh_timing t;  /* private */
 	struct sh_hist lat;  /* entry-to-exit time, ns */
+	struct sh_catch c;   /* --catch counts */
 };
 
 /* nohz_balance_exit_idle(struct rq *rq) on one CPU. */
@@ -321,6 +389,7 @@ struct sh_bcast_wait_slot {
 	__u64 learn_sent;    /* stacks sent to user space to learn the lock's address */
 	__u64 ts;            /* private: contention_begin time of the waiter on this CPU */
 	struct sh_hist lat;  /* wait time begin -> end, ns */
+	struct sh_catch c;   /* --catch counts */
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 
 /* power:cpu_idle on one CPU. */
@@ -331,6 +400,8 @@ struct sh_idle_slot {
 	__u64 by_state[SH_IDLE_STATES];  /* entries by idle state index (7 = 7 and up) */
 	__u64 ts;            /* private: time of the last entry */
 	struct sh_hist lat;  /* idle residency entry -> exit, ns */
+	struct sh_catch c;   /* --catch counts */
+	__u64 state;         /* private: the idle state of the last entry */
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 
 /* Record sent through the perf buffer while learning tick_broadcast_lock's

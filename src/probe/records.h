@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "probe/catalog.h"
@@ -47,6 +48,60 @@ struct GapBatch {
   std::vector<GapCounts> counts;
   uint64_t full = 0;     ///< line accesses no CPU table had room for, summed over CPUs
   bool operator==(const GapBatch&) const = default;
+};
+
+/// One frame of a caught event's kernel stack, symbolized when it was recorded (kallsyms
+/// of the traced host): function and offset into it, never the address (a recording must
+/// not carry the host's KASLR base). sym "" : no symbol covered the address.
+struct StackFrame {
+  std::string sym;
+  uint64_t off = 0;
+  bool operator==(const StackFrame&) const = default;
+};
+
+/// One caught tail event (--catch; include/schedhot/abi.h struct sh_catch_rec): probe
+/// `probe` on `cpu` took dur_ns >= its rule's threshold, ending at CLOCK_MONOTONIC ts_ns.
+struct CaughtEvent {
+  uint64_t ts_ns = 0;       ///< end of the event (exit), CLOCK_MONOTONIC ns
+  uint64_t dur_ns = 0;      ///< what the probe's histogram counted, ns
+  uint32_t cpu = 0;
+  uint16_t probe = 0;       ///< enum sh_probe_id
+  uint16_t flags = 0;       ///< abi.h SH_CATCH_F_*
+  uint32_t pid = 0;         ///< thread id of the task it ran in
+  uint32_t tgid = 0;        ///< its process
+  std::string comm;         ///< the task's comm (at most 15 bytes)
+  uint64_t detail = 0;      ///< the probe's own detail (abi.h sh_catch_rec.detail), with SH_CATCH_F_DETAIL
+  uint64_t irq_ns = 0;      ///< hard-IRQ time on cpu inside [ts_ns - dur_ns, ts_ns] (SH_CATCH_F_IRQ)
+  uint64_t softirq_ns = 0;  ///< softirq time there (including hard IRQs inside a softirq)
+  uint64_t nmi_ns = 0;      ///< NMI time there
+  uint32_t stack = 0;       ///< index + 1 into CatchBatch::stacks; 0: no stack
+  bool operator==(const CaughtEvent&) const = default;
+};
+
+/// The caught events of one sample interval in time order, the unique kernel stacks they
+/// name (innermost frame first), and the records the perf buffers lost (the probes' slots
+/// count every drop per probe as well: sh_catch.full_drops).
+struct CatchBatch {
+  std::vector<std::vector<StackFrame>> stacks;
+  std::vector<CaughtEvent> events;
+  uint64_t lost = 0;
+  bool operator==(const CatchBatch&) const = default;
+};
+
+/// A --catch rule as armed (META catch_rules): events of probe `probe` whose duration is at
+/// least threshold_ns, the lower bound of histogram bucket sh_hist_index(threshold_ns)
+/// (the asked threshold rounded down to it, so the histogram counts exactly the events the
+/// rule sees), at most per_sec per CPU per second. A percentile rule (`>p99`) re-arms
+/// threshold_ns each interval from the running histogram; its first threshold is the
+/// histogram's top.
+struct CatchRule {
+  std::string text;            ///< as given: "cpupri_set>20us"
+  std::string probe;
+  uint64_t asked_ns = 0;       ///< the threshold asked for (0 for a percentile rule)
+  double percentile = 0;       ///< 0 < p < 100 for ">pNN", else 0
+  uint64_t threshold_ns = 0;   ///< armed: a bucket's lower bound
+  uint32_t per_sec = 0;        ///< per CPU; 0: no limit
+  bool operator==(const CatchRule&) const = default;
 };
 
 /// Sampled gap counts to estimates of every gap (abi.h "Sampling"): each bucket of g

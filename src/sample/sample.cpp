@@ -27,6 +27,23 @@ std::string blind_reason(const Meta& meta, int p) {
   return m ? m->blind_reason(meta.host, meta.probes[size_t(p)].status) : "";
 }
 
+const CatchRule* Meta::catch_rule(std::string_view name) const {
+  for (const CatchRule& r : catch_rules)
+    if (r.probe == name) return &r;
+  return nullptr;
+}
+
+bool catch_field(std::string_view name) {
+  return name == "caught" || name == "catch_rate_drops" || name == "catch_full_drops";
+}
+
+void apply_catch_rules(Meta& m, std::vector<CatchRule> rules) {
+  m.catch_rules = std::move(rules);
+  for (ProbeMeta& p : m.probes)
+    if (!m.catch_rule(p.name))
+      std::erase_if(p.slot.fields, [](const Field& f) { return catch_field(f.name); });
+}
+
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses) {
   Meta m;
   m.host = host;
@@ -59,6 +76,7 @@ void reshape_sample(const Meta& meta, Sample& s) {
   s.online.clear();
   s.exact.reset();
   s.gaps.reset();
+  s.caught.reset();
   s.probes.resize(meta.probes.size());
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     ProbeSample& p = s.probes[i];
@@ -102,6 +120,13 @@ void to_json(nlohmann::json& j, const Meta& m) {
     for (const Meta::GapLine& l : m.gap_lines) g.push_back({l.object, l.line});
     j["gap_lines"] = std::move(g);
     if (m.gap_samples_per_s) j["gap_samples_per_s"] = m.gap_samples_per_s;
+  }
+  if (!m.catch_rules.empty()) {
+    nlohmann::json r = nlohmann::json::array();
+    for (const CatchRule& c : m.catch_rules)
+      r.push_back({{"rule", c.text}, {"probe", c.probe}, {"asked_ns", c.asked_ns}, {"percentile", c.percentile},
+                   {"threshold_ns", c.threshold_ns}, {"per_sec", c.per_sec}});
+    j["catch_rules"] = std::move(r);
   }
 }
 
@@ -185,6 +210,23 @@ void from_json(const nlohmann::json& j, Meta& m) {
         throw std::runtime_error("gap_samples_per_s is not a whole number from 0 to 1000000000");
       m.gap_samples_per_s = static_cast<uint32_t>(it->get<int64_t>());
     }
+    m.catch_rules.clear();
+    if (j.contains("catch_rules"))
+      json_each(j, "catch_rules", [&](const nlohmann::json& rj) {
+        CatchRule r;
+        r.text = json_at<std::string>(rj, "rule");
+        r.probe = json_at<std::string>(rj, "probe");
+        r.asked_ns = json_at<uint64_t>(rj, "asked_ns");
+        r.percentile = json_at<double>(rj, "percentile");
+        r.threshold_ns = json_at<uint64_t>(rj, "threshold_ns");
+        r.per_sec = json_at<uint32_t>(rj, "per_sec");
+        if (m.probe_index(r.probe) < 0) throw std::runtime_error(fmt::format("catch rule {}: no probe {}", r.text, r.probe));
+        if (m.catch_rule(r.probe)) throw std::runtime_error(fmt::format("probe {} has two catch rules", r.probe));
+        if (!(r.percentile >= 0 && r.percentile < 100))
+          throw std::runtime_error(fmt::format("catch rule {}: percentile {} out of range", r.text, r.percentile));
+        if (m.catch_rules.size() >= m.probes.size()) throw std::runtime_error("more catch rules than probes");
+        m.catch_rules.push_back(std::move(r));
+      });
   } catch (const nlohmann::json::exception& e) {  // one not read through json_reading: in words all the same
     throw json_shape_error(e);  // the reader says "bad metadata" (reader.cpp try_open)
   }

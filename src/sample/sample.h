@@ -42,6 +42,9 @@ struct Sample {
   /// The probes' gap counts over (gaps->from_ns, mono_ns]; nullopt when the run kept no
   /// gap state (without --gap-state, a recording made before it existed) or for the baseline.
   std::optional<GapBatch> gaps;
+  /// --catch: the events caught in (previous sample's mono_ns, mono_ns]; nullopt when the
+  /// run armed no rule (or for the baseline).
+  std::optional<CatchBatch> caught;
 };
 
 /// What a probe was in the recording (or live run): its slot fields and attach status.
@@ -82,6 +85,12 @@ struct Meta {
   /// it, or every event noted): the counts are every gap.
   uint32_t gap_samples_per_s = 0;
   static constexpr size_t kMaxGapLines = 1u << 20;  ///< what a reader accepts
+  /// --catch rules as armed at the start (probe/records.h CatchRule), at most one per
+  /// probe; empty: none. A probe's slot fields name its catch counters (caught,
+  /// catch_rate_drops, catch_full_drops) only when it has a rule (apply_catch_rules).
+  std::vector<CatchRule> catch_rules;
+  /// The rule of probe `name`, or null.
+  const CatchRule* catch_rule(std::string_view name) const;
 
   /// Index of a probe by name in probes, or -1.
   int probe_index(std::string_view name) const;
@@ -95,6 +104,12 @@ std::string blind_reason(const Meta& meta, int p);
 
 /// Meta for this build's catalog with the given statuses (by catalog order).
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses);
+
+/// Sets m.catch_rules and drops the catch counters (catch_field()) from the slot fields of
+/// every probe without a rule: a run that armed none records what it always did.
+void apply_catch_rules(Meta& m, std::vector<CatchRule> rules);
+/// Whether a slot field is one of the --catch counters (abi.h struct sh_catch).
+bool catch_field(std::string_view name);
 
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);

@@ -326,5 +326,6 @@ TEST(CopySlots, CopiesEveryWordButThePrivateOnes) {
       EXPECT_EQ(words[i], is_priv ? 0 : map[i]) << "cpu " << c << " word " << w;
       priv += is_priv;
     }
-  EXPECT_EQ(priv, ncpus * (1 + SH_MAX_DEPTH));  // struct sh_timing: depth and ts[]
+  // struct sh_timing (depth, ts[], detail[]) and struct sh_catch's rate window (win_ns, win_sent)
+  EXPECT_EQ(priv, ncpus * (1 + 2 * SH_MAX_DEPTH + 2));
 }

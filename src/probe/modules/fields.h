@@ -23,6 +23,17 @@ inline Field hist(const char* name, uint32_t off, const char* doc) {
 }
 inline Field priv(uint32_t off, uint32_t n) { return {"_private", off, n, FieldKind::priv, "BPF-private state"}; }
 
+/// The --catch counts of an embedded struct sh_catch at word offset base (META keeps them
+/// only for a probe with a rule: sample.h apply_catch_rules).
+inline void catch_fields(std::vector<Field>& v, uint32_t base) {
+  v.push_back(counter("caught", base + SH_WORDS(sh_catch, caught), "events at or over the --catch rule's threshold, caught"));
+  v.push_back(counter("catch_rate_drops", base + SH_WORDS(sh_catch, rate_drops),
+                      "events at or over the threshold not caught: over the rule's rate on this CPU"));
+  v.push_back(counter("catch_full_drops", base + SH_WORDS(sh_catch, full_drops),
+                      "events at or over the threshold not caught: the perf buffer was full"));
+  v.push_back(priv(base + SH_WORDS(sh_catch, win_ns), 2));
+}
+
 /// The fields of an embedded struct sh_func at word offset base.
 inline void func_fields(std::vector<Field>& v, uint32_t base) {
   v.push_back(counter("calls", base + SH_WORDS(sh_func, calls), "function entries"));
@@ -31,6 +42,7 @@ inline void func_fields(std::vector<Field>& v, uint32_t base) {
   v.push_back(counter("orphan_exits", base + SH_WORDS(sh_func, orphan_exits), "exits without a seen entry"));
   v.push_back(priv(base + SH_WORDS(sh_func, t), sizeof(sh_timing) / W));
   v.push_back(hist("lat", base + SH_WORDS(sh_func, lat), "entry-to-exit time, ns"));
+  catch_fields(v, base + SH_WORDS(sh_func, c));
 }
 
 }  // namespace schedhot::fields

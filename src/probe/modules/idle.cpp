@@ -26,7 +26,9 @@ class Idle : public ProbeModule {
                        array("by_state", SH_WORDS(sh_idle_slot, by_state), SH_IDLE_STATES,
                              "entries by idle state index (7 = 7 and deeper)"),
                        priv(SH_WORDS(sh_idle_slot, ts), 1),
-                       hist("lat", SH_WORDS(sh_idle_slot, lat), "idle residency, ns")};
+                       hist("lat", SH_WORDS(sh_idle_slot, lat), "idle residency, ns"),
+                       priv(SH_WORDS(sh_idle_slot, state), 1)};
+    catch_fields(p.slot.fields, SH_WORDS(sh_idle_slot, c));
     p.primary = "exits";
     p.secondary = {"entries"};
     p.hist = "lat";

@@ -127,6 +127,7 @@ class BcastWait : public ProbeModule {
                        counter("learn_sent", SH_WORDS(sh_bcast_wait_slot, learn_sent), "stacks sent to learn the address"),
                        priv(SH_WORDS(sh_bcast_wait_slot, ts), 1),
                        hist("lat", SH_WORDS(sh_bcast_wait_slot, lat), "wait time contention_begin -> end, ns")};
+    catch_fields(p.slot.fields, SH_WORDS(sh_bcast_wait_slot, c));
     p.primary = "contentions";
     p.fleet = FleetShow::rate;  // its histogram is a wait: severity has it, not a p99 column
     p.wait_lock = "tick_broadcast_lock";
