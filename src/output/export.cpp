@@ -174,9 +174,7 @@ void compute_lines(const Interval& iv, CoherenceAccumulator& acc, const std::vec
 Cell line_cpu_xfers(const IntervalValues& v, size_t i, int cpu) {
   if (!v.line_measured[i]) return std::nullopt;
   if (v.line_index[i] < 0) return 0.0;
-  for (const CpuXfers& c : v.coh.lines[size_t(v.line_index[i])].traffic.cpus)
-    if (static_cast<int>(c.cpu) == cpu) return c.total();
-  return 0.0;
+  return cpu_total(v.coh.lines[size_t(v.line_index[i])].traffic, cpu);  // by binary search: a row per CPU
 }
 
 /// Transfers/s of line i of v over all CPUs (as line_cpu_xfers).
