@@ -31,8 +31,9 @@ class TailAccumulator {
  public:
   /// Durations kept per rule for the percentiles; beyond it they are a uniform reservoir.
   static constexpr size_t kMaxDurations = 1'000'000;
-  /// Distinct stacks (and tasks) counted per rule; events beyond go to "other".
-  static constexpr size_t kMaxKeys = 100'000;
+  /// Distinct stacks (and tasks) counted per rule; events of others go to other_stacks
+  /// (other_tasks). A stack's key is at most SH_CATCH_FRAMES frames: ~1 KB, ~10 MB at most.
+  static constexpr size_t kMaxKeys = 10'000;
 
   explicit TailAccumulator(const Meta& meta);
   /// The events of one interval inside the window.

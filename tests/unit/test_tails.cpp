@@ -275,6 +275,31 @@ TEST(Tails, WindowSkipsTheBatchBeforeIt) {
   EXPECT_EQ(t["histogram_above"].get<uint64_t>(), 5u);
   EXPECT_TRUE(t["accounted"].get<bool>());
   EXPECT_EQ(t["stacks"][0]["count"].get<uint64_t>(), 1u);
+  // To the second sample: the first interval only (the report reads on past --to).
+  ReportOptions o2;
+  o2.to_s = 1;
+  ReportBuilder rb2(c.m, o2);
+  for (const Sample& s : c.samples) rb2.add(s);
+  const nlohmann::json t2 = rb2.build(c.m, SourceInfo{})["tails"][0];
+  EXPECT_EQ(t2["events_received"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t2["caught"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t2["histogram_above"].get<uint64_t>(), 3u);
+  EXPECT_TRUE(t2["accounted"].get<bool>());
+  EXPECT_EQ(t2["duration_ns"]["max"].get<uint64_t>(), 100'000u);
+}
+
+TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
+  Case c = make_case();
+  c.m.catch_rules[0].percentile = 99;
+  c.m.catch_rules[0].asked_ns = 0;
+  c.m.catch_rules[0].text = "cpupri_set>p99";
+  const nlohmann::json r = report(c);
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
+  EXPECT_TRUE(t["histogram_above"].is_null());
+  EXPECT_TRUE(t["accounted"].is_null());
+  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed each interval from the running histogram; first at "),
+            std::string::npos);
 }
 
 TEST(Tails, NoRulesNoTails) {
