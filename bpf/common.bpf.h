@@ -56,6 +56,156 @@ static __always_inline void sh_hist_add(struct sh_hist *h, __u64 v)
 		h->max_ns = v;
 }
 
+/*
+ * --catch (abi.h "Tail capture"): .rodata sh_catch_armed 1 when a rule may be armed (0:
+ * the verifier drops sh_catch_note as dead code: no cost); sh_catch_irq 1 when the irq
+ * programs (bpf/catch.bpf.c) keep sh_irq_rings. The rules, the perf map and the rings
+ * are one map each, created by user space and shared by every object (weak, as
+ * sh_exact_events); the scratch record is each object's own.
+ */
+const volatile __u32 sh_catch_armed __weak = 0;
+const volatile __u32 sh_catch_irq __weak = 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sh_catch_rule);
+	__uint(max_entries, SH_NPROBES);
+} sh_catch_rules SEC(".maps") __weak;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
+	__uint(key_size, sizeof(__u32));
+	__uint(value_size, sizeof(__u32));
+} sh_catch_events SEC(".maps") __weak;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sh_irq_ring);
+	__uint(max_entries, 1);
+} sh_irq_rings SEC(".maps") __weak;
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sh_catch_rec);
+	__uint(max_entries, 1);
+} sh_catch_scratch SEC(".maps") __weak;
+
+#define SH_CATCH_DETAIL_SET (1ull << 63)  /* a detail word that holds one (sh_timing.detail) */
+
+/* Adds to r the hard-IRQ, softirq and NMI time of this CPU inside [start, end]: the
+ * finished spans of the ring (newest first; they end in order, so the walk stops at the
+ * first that ended before start) and the open ones. */
+static __always_inline void sh_irq_overlap(struct sh_catch_rec *r, __u64 start, __u64 end)
+{
+	__u32 z = 0, i;
+	struct sh_irq_ring *g = bpf_map_lookup_elem(&sh_irq_rings, &z);
+	__u64 head, hard = 0, soft = 0, nmi = 0, a;
+
+	if (!g)
+		return;
+	r->flags |= SH_CATCH_F_IRQ;
+	head = g->head;
+	for (i = 0; i < SH_IRQ_RING; i++) {
+		struct sh_irq_span *sp;
+		__u64 b, k;
+
+		if (i >= head)
+			break;
+		sp = &g->span[SH_BOUND(head - 1 - i, SH_IRQ_RING)];
+		a = sp->start;
+		b = sp->end;
+		k = sp->kind;
+		if (b <= start)
+			break;
+		if (i == SH_IRQ_RING - 1)
+			r->flags |= SH_CATCH_F_IRQ_MORE;  /* older spans may overlap too */
+		if (a < start)
+			a = start;
+		if (b > end)
+			b = end;
+		if (b <= a)
+			continue;
+		if (k == SH_IRQ_HARD)
+			hard += b - a;
+		else if (k == SH_IRQ_SOFT)
+			soft += b - a;
+		else
+			nmi += b - a;
+	}
+	/* interrupts still open that began inside the event (one open since before it is
+	 * the context the event runs in, not an interruption) */
+	a = g->open[SH_IRQ_HARD];
+	if (a > start && a < end)
+		hard += end - a;
+	a = g->open[SH_IRQ_SOFT];
+	if (a > start && a < end)
+		soft += end - a;
+	a = g->open[SH_IRQ_NMI];
+	if (a > start && a < end)
+		nmi += end - a;
+	r->irq_ns = hard;
+	r->softirq_ns = soft;
+	r->nmi_ns = nmi;
+}
+
+/* An event of probe `probe` timed on this CPU from start to now (ns), counted in the
+ * probe's histogram: caught (a record with its stack to sh_catch_events), or counted as
+ * a rate or full drop in c, when its rule's threshold is at most its duration. detail:
+ * the probe's own value with SH_CATCH_DETAIL_SET, or 0. ctx: the program's context. */
+static __always_inline void sh_catch_note(void *ctx, __u32 probe, struct sh_catch *c, __u64 start, __u64 now,
+					  __u64 detail)
+{
+	struct sh_catch_rule *rule;
+	struct sh_catch_rec *r;
+	__u64 th, per_sec, tgid;
+	__u32 z = 0;
+
+	if (!sh_catch_armed)
+		return;
+	rule = bpf_map_lookup_elem(&sh_catch_rules, &probe);
+	if (!rule)
+		return;
+	th = rule->threshold_ns;
+	if (!th || now - start < th)
+		return;
+	per_sec = rule->per_sec;
+	if (per_sec) {
+		if (now - c->win_ns >= 1000000000ull) {
+			c->win_ns = now;
+			c->win_sent = 0;
+		}
+		if (c->win_sent >= per_sec) {
+			SH_INC(&c->rate_drops);
+			return;
+		}
+	}
+	r = bpf_map_lookup_elem(&sh_catch_scratch, &z);
+	if (!r) {
+		SH_INC(&c->full_drops);
+		return;
+	}
+	r->ts = now;
+	r->dur_ns = now - start;
+	r->detail = detail & ~SH_CATCH_DETAIL_SET;
+	r->flags = (detail & SH_CATCH_DETAIL_SET) ? SH_CATCH_F_DETAIL : 0;
+	r->irq_ns = r->softirq_ns = r->nmi_ns = 0;
+	if (sh_catch_irq)
+		sh_irq_overlap(r, start, now);
+	r->cpu = bpf_get_smp_processor_id();
+	tgid = bpf_get_current_pid_tgid();
+	r->pid = (__u32)tgid;
+	r->tgid = (__u32)(tgid >> 32);
+	r->probe = (__u16)probe;
+	r->pad = 0;
+	bpf_get_current_comm(r->comm, sizeof(r->comm));
+	r->stack_bytes = bpf_get_stack(ctx, r->stack, sizeof(r->stack), 0);
+	if (bpf_perf_event_output(ctx, &sh_catch_events, BPF_F_CURRENT_CPU, r, sizeof(*r))) {
+		SH_INC(&c->full_drops);
+		return;
+	}
+	c->win_sent += 1;
+	SH_INC(&c->caught);
+}
+
 /* Function entry at time now (ns). Interrupts nest calls at most two or three
  * deep on one CPU; a full stack means exits were lost (a kretprobe out of
  * instances, an entry seen before the exit program attached), so it is reset
@@ -70,11 +220,23 @@ static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
 		d = 0;
 	}
 	f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)] = now;
+	if (sh_catch_armed)
+		f->t.detail[SH_BOUND(d, SH_MAX_DEPTH)] = 0;
 	f->t.depth = d + 1;
 }
 
-/* Function exit at time now (ns): times the innermost open entry. */
-static __always_inline void sh_func_exit(struct sh_func *f, __u64 now)
+/* --catch: the detail (abi.h sh_catch_rec.detail) of the innermost open entry. */
+static __always_inline void sh_func_detail(struct sh_func *f, __u64 detail)
+{
+	__u64 d = f->t.depth;
+
+	if (sh_catch_armed && d > 0 && d <= SH_MAX_DEPTH)
+		f->t.detail[SH_BOUND(d - 1, SH_MAX_DEPTH)] = detail | SH_CATCH_DETAIL_SET;
+}
+
+/* Function exit at time now (ns): times the innermost open entry (and hands it to
+ * --catch: probe is its enum sh_probe_id, ctx the program's context). */
+static __always_inline void sh_func_exit(void *ctx, __u32 probe, struct sh_func *f, __u64 now)
 {
 	__u64 d = f->t.depth;
 
@@ -86,8 +248,10 @@ static __always_inline void sh_func_exit(struct sh_func *f, __u64 now)
 	f->t.depth = d;
 	if (d < SH_MAX_DEPTH) {
 		__u64 start = f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)];
-		if (now >= start)
+		if (now >= start) {
 			sh_hist_add(&f->lat, now - start);
+			sh_catch_note(ctx, probe, &f->c, start, now, f->t.detail[SH_BOUND(d, SH_MAX_DEPTH)]);
+		}
 	}
 }
 

@@ -82,10 +82,12 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 	if (!now && sh_exact)
 		now = bpf_ktime_get_ns();  /* a proxy: one clock read for its --exact records (the
 					    * gap state reads it only for the events it samples) */
-	if (timed)
+	if (timed) {
 		sh_func_enter(&s->f, now);
-	else
+		sh_func_detail(&s->f, ((__u64)(__u16)(old + 1) << 16) | (__u16)(new + 1));
+	} else {
 		SH_INC(&s->f.calls);
+	}
 	if (old == new) {
 		SH_INC(&s->noop);
 		/* one record per call: noop when new == old, calls otherwise (abi.h) */
@@ -101,12 +103,12 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_clear) + (__u16)old, now);
 }
 
-static __always_inline void cpupri_set_exit(__u64 now)
+static __always_inline void cpupri_set_exit(void *ctx, __u64 now)
 {
 	struct sh_cpupri_set_slot *s = SH_THIS_SLOT(cpupri_set_slots);
 
 	if (s)
-		sh_func_exit(&s->f, now);
+		sh_func_exit(ctx, SH_P_CPUPRI_SET, &s->f, now);
 }
 
 /* cp->cpu_to_pri[cpu]: stable here, the caller holds rq->lock. */
@@ -138,7 +140,7 @@ int BPF_PROG(cpupri_set__fentry, struct cpupri *cp, int cpu, int newpri)
 SEC("fexit")
 int BPF_PROG(cpupri_set__fexit)
 {
-	cpupri_set_exit(bpf_ktime_get_ns());
+	cpupri_set_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -152,7 +154,7 @@ int BPF_KPROBE(cpupri_set__kprobe, struct cpupri *cp, int cpu, int newpri)
 SEC("kretprobe")
 int BPF_KRETPROBE(cpupri_set__kretprobe)
 {
-	cpupri_set_exit(bpf_ktime_get_ns());
+	cpupri_set_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -197,13 +199,13 @@ static __always_inline void cpupri_find_entry(void *ctx, __u64 now)
 	sh_access(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls), now);
 }
 
-static __always_inline void cpupri_find_exit(__u64 now, __u64 ret)
+static __always_inline void cpupri_find_exit(void *ctx, __u64 now, __u64 ret)
 {
 	struct sh_cpupri_find_slot *s = SH_THIS_SLOT(cpupri_find_slots);
 
 	if (!s)
 		return;
-	sh_func_exit(&s->f, now);
+	sh_func_exit(ctx, SH_P_CPUPRI_FIND, &s->f, now);
 	if (ret)
 		SH_INC(&s->found);
 }
@@ -223,7 +225,7 @@ int BPF_PROG(cpupri_find__fexit)
 	__u64 ret = 0;
 
 	bpf_get_func_ret(ctx, &ret);
-	cpupri_find_exit(bpf_ktime_get_ns(), (int)ret != 0);
+	cpupri_find_exit(ctx, bpf_ktime_get_ns(), (int)ret != 0);
 	return 0;
 }
 
@@ -237,7 +239,7 @@ int BPF_KPROBE(cpupri_find__kprobe)
 SEC("kretprobe")
 int BPF_KRETPROBE(cpupri_find__kretprobe, int ret)
 {
-	cpupri_find_exit(bpf_ktime_get_ns(), ret != 0);
+	cpupri_find_exit(ctx, bpf_ktime_get_ns(), ret != 0);
 	return 0;
 }
 
@@ -253,7 +255,7 @@ int test_cpupri_set(__u64 *ctx)
 	if (ctx[0] == 0)
 		cpupri_set_core(ctx, ctx[1], (int)ctx[2], sh_convert_prio((int)ctx[3], nr), nr, true);
 	else
-		cpupri_set_exit(ctx[1]);
+		cpupri_set_exit(ctx, ctx[1]);
 	return 0;
 }
 
@@ -264,6 +266,6 @@ int test_cpupri_find(__u64 *ctx)
 	if (ctx[0] == 0)
 		cpupri_find_entry(ctx, ctx[1]);
 	else
-		cpupri_find_exit(ctx[1], ctx[2]);
+		cpupri_find_exit(ctx, ctx[1], ctx[2]);
 	return 0;
 }

@@ -14,7 +14,7 @@ SH_SLOT_MAP(idle_slots, struct sh_idle_slot);
 
 #define PWR_EVENT_EXIT 0xffffffffu
 
-static __always_inline void idle_event(__u32 state, __u64 now)
+static __always_inline void idle_event(void *ctx, __u32 state, __u64 now)
 {
 	struct sh_idle_slot *s = SH_THIS_SLOT(idle_slots);
 
@@ -24,18 +24,22 @@ static __always_inline void idle_event(__u32 state, __u64 now)
 		SH_INC(&s->entries);
 		SH_INC(&s->by_state[SH_BOUND(state < SH_IDLE_STATES ? state : SH_IDLE_STATES - 1, SH_IDLE_STATES)]);
 		s->ts = now;
+		if (sh_catch_armed)
+			s->state = state;
 		return;
 	}
 	SH_INC(&s->exits);
-	if (s->ts && now >= s->ts)
+	if (s->ts && now >= s->ts) {
 		sh_hist_add(&s->lat, now - s->ts);
+		sh_catch_note(ctx, SH_P_IDLE, &s->c, s->ts, now, s->state | SH_CATCH_DETAIL_SET);
+	}
 	s->ts = 0;
 }
 
 SEC("tp_btf/cpu_idle")
 int BPF_PROG(idle__tp_cpu_idle, unsigned int state, unsigned int cpu_id)
 {
-	idle_event(state, bpf_ktime_get_ns());
+	idle_event(ctx, state, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -43,6 +47,6 @@ int BPF_PROG(idle__tp_cpu_idle, unsigned int state, unsigned int cpu_id)
 SEC("raw_tp")
 int test_idle(__u64 *ctx)
 {
-	idle_event((__u32)ctx[0], ctx[1]);
+	idle_event(ctx, (__u32)ctx[0], ctx[1]);
 	return 0;
 }

@@ -40,12 +40,12 @@ static __always_inline void nohz_exit_enter(void *ctx, __u64 now, __u64 tick_sto
 	}
 }
 
-static __always_inline void nohz_exit_exit(__u64 now)
+static __always_inline void nohz_exit_exit(void *ctx, __u64 now)
 {
 	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
 
 	if (s)
-		sh_func_exit(&s->f, now);
+		sh_func_exit(ctx, SH_P_NOHZ_EXIT, &s->f, now);
 }
 
 SEC("fentry")
@@ -58,7 +58,7 @@ int BPF_PROG(nohz_exit__fentry, struct rq *rq)
 SEC("fexit")
 int BPF_PROG(nohz_exit__fexit, struct rq *rq)
 {
-	nohz_exit_exit(bpf_ktime_get_ns());
+	nohz_exit_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -72,7 +72,7 @@ int BPF_KPROBE(nohz_exit__kprobe, struct rq *rq)
 SEC("kretprobe")
 int BPF_KRETPROBE(nohz_exit__kretprobe)
 {
-	nohz_exit_exit(bpf_ktime_get_ns());
+	nohz_exit_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -171,12 +171,12 @@ static __always_inline void nohz_kick_enter(void *ctx, __u64 now, __u64 idle_bal
 						    : SH_WORD(struct sh_nohz_kick_slot, f.calls), now);
 }
 
-static __always_inline void nohz_kick_exit(__u64 now)
+static __always_inline void nohz_kick_exit(void *ctx, __u64 now)
 {
 	struct sh_nohz_kick_slot *s = SH_THIS_SLOT(nohz_kick_slots);
 
 	if (s)
-		sh_func_exit(&s->f, now);
+		sh_func_exit(ctx, SH_P_NOHZ_KICK, &s->f, now);
 }
 
 SEC("fentry")
@@ -189,7 +189,7 @@ int BPF_PROG(nohz_kick__fentry, struct rq *rq)
 SEC("fexit")
 int BPF_PROG(nohz_kick__fexit, struct rq *rq)
 {
-	nohz_kick_exit(bpf_ktime_get_ns());
+	nohz_kick_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -203,7 +203,7 @@ int BPF_KPROBE(nohz_kick__kprobe, struct rq *rq)
 SEC("kretprobe")
 int BPF_KRETPROBE(nohz_kick__kretprobe)
 {
-	nohz_kick_exit(bpf_ktime_get_ns());
+	nohz_kick_exit(ctx, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -272,7 +272,7 @@ int test_nohz_exit(__u64 *ctx)
 	else if (ctx[0] == 2)
 		nohz_exit_enter(ctx, ctx[1], ctx[2], false);
 	else
-		nohz_exit_exit(ctx[1]);
+		nohz_exit_exit(ctx, ctx[1]);
 	return 0;
 }
 
@@ -291,7 +291,7 @@ int test_nohz_kick(__u64 *ctx)
 	if (ctx[0] == 0)
 		nohz_kick_enter(ctx, ctx[1], ctx[2]);
 	else
-		nohz_kick_exit(ctx[1]);
+		nohz_kick_exit(ctx, ctx[1]);
 	return 0;
 }
 

@@ -75,7 +75,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 	return s;
 }
 
-static __always_inline void bcast_end_core(__u64 lock, __u64 now)
+static __always_inline void bcast_end_core(void *ctx, __u64 lock, __u64 now)
 {
 	struct sh_bcast_wait_slot *s;
 	__u64 want = sh_bcast_lock_addr;
@@ -88,6 +88,7 @@ static __always_inline void bcast_end_core(__u64 lock, __u64 now)
 	if (now >= s->ts) {
 		sh_hist_add(&s->lat, now - s->ts);
 		SH_INC(&s->ends);
+		sh_catch_note(ctx, SH_P_BCAST_WAIT, &s->c, s->ts, now, 0);
 	}
 	s->ts = 0;
 }
@@ -115,7 +116,7 @@ int BPF_PROG(bcast_wait__tp_begin, void *lock, unsigned int flags)
 SEC("tp_btf/contention_end")
 int BPF_PROG(bcast_wait__tp_end, void *lock, int ret)
 {
-	bcast_end_core((__u64)lock, bpf_ktime_get_ns());
+	bcast_end_core(ctx, (__u64)lock, bpf_ktime_get_ns());
 	return 0;
 }
 
@@ -136,6 +137,6 @@ int test_bcast_wait(__u64 *ctx)
 	if (ctx[0] == 0)
 		bcast_begin_core(ctx, ctx[1], ctx[2]);
 	else
-		bcast_end_core(ctx[1], ctx[2]);
+		bcast_end_core(ctx, ctx[1], ctx[2]);
 	return 0;
 }

@@ -117,6 +117,9 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
   // Only in recordings that have them (documents of recordings without stay as they were).
   if (st.exact_frames)
     in["exact"] = {{"frames", st.exact_frames}, {"records", st.exact_records}, {"lost", st.exact_lost}};
+  if (st.caught_frames || !m.catch_rules.empty())
+    in["caught"] = {{"rules", m.catch_rules.size()}, {"frames", st.caught_frames}, {"events", st.caught_events},
+                    {"lost", st.caught_lost}};
   if (st.gap_frames || !m.gap_lines.empty()) {
     in["gap_state"] = {{"lines", m.gap_lines.size()}, {"frames", st.gap_frames}, {"entries", st.gap_entries}};
     if (m.gap_samples_per_s) in["gap_state"]["samples_per_s"] = m.gap_samples_per_s;  // sampled (abi.h "Sampling")

@@ -59,6 +59,7 @@ CommandCall define(CLI::App& c) {
   auto o = std::make_shared<RecordCmd>();
   RecordCmd& rec = *o;
   add_probe_options(&c, rec.common);
+  add_catch_options(&c, rec.common);
   c.add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s); 0 = until stopped");
   c.add_option("-i,--interval", rec.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
   // FILE arguments are checked by the commands, not marked required: CLI11 reports a

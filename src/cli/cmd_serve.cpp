@@ -106,6 +106,7 @@ CommandCall define(CLI::App& c) {
   ServeCmd& srv = *o;
   auto per_cpu = std::make_shared<std::string>();
   add_probe_options(&c, srv.common);
+  add_catch_options(&c, srv.common);
   c.add_option("--listen", srv.listen, "ADDRESS:PORT to listen on: 127.0.0.1:9870 (default), [::1]:9870, localhost:9870 (127.0.0.1), :9870 (every address); '' = no HTTP");
   c.add_option("-i,--interval", srv.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
   c.add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename; removed when serve stops)")

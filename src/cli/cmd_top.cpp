@@ -82,6 +82,7 @@ CommandCall define(CLI::App& c) {
   auto o = std::make_shared<TopCmd>();
   TopCmd& top = *o;
   add_probe_options(&c, top.common);
+  add_catch_options(&c, top.common);
   c.add_option("-i,--interval", top.interval, "sample interval, e.g. 1, 250ms (default 1 s; +/- change it)");
   auto* top_n = c.add_option("-n,--iterations", top.iterations,
                              "plain mode: print this many tables (1 or more), then exit (default: until stopped)");

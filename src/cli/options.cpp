@@ -42,6 +42,18 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
 const CLI::Validator kNotEmpty([](std::string& s) -> std::string { return s.empty() ? "must not be empty" : ""; }, "",
                                "not empty");
 
+void add_catch_options(CLI::App* c, CommonProbeOptions& o) {
+  CLI::Option* rules = c->add_option("--catch", o.catch_rules,
+                                     "catch tail events with their stacks, tasks and interrupt time: PROBE>DURATION or "
+                                     "PROBE>pNN, comma-separated (cpupri_set>20us,idle>p99)")
+                           ->check(kNotEmpty);
+  c->add_option("--catch-rate", o.catch_per_sec, "caught events per CPU per second per rule, at most (default 100; "
+                                                  "the others are counted as dropped)")
+      ->check(CLI::Range(1, 1'000'000))
+      ->needs(rules);
+}
+
+
 void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost) {
   c->add_option("--sort", sort, "initial sort column: a probe or column name, or cpu (default idle)");
   c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");

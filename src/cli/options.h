@@ -20,6 +20,9 @@ extern const CLI::Validator kCount;
 /// --gap-samples (refused with --no-gap-state) into o: the live commands' probe options.
 void add_probe_options(CLI::App* c, CommonProbeOptions& o);
 
+/// --catch RULES and --catch-rate N into o (record, top, serve): tail capture.
+void add_catch_options(CLI::App* c, CommonProbeOptions& o);
+
 /// top's and replay's initial sort column and CPU filter, and the stall cost of the l view.
 void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost);
 

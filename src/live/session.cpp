@@ -6,6 +6,7 @@
 
 #include "model/lines.h"
 #include "probe/catalog.h"
+#include "probe/catch_rules.h"
 #include "probe/learn_addr.h"
 #include "probe/resolve.h"
 #include "sample/probe_reader.h"
@@ -42,6 +43,7 @@ AttachOptions attach_options(const LiveProbeOptions& o) {
   ao.gaps = o.gap_state;
   ao.gap_samples_per_s = o.gap_samples;
   ao.verbose = o.verbose;
+  ao.catch_armed = !o.catch_rules.empty();
   if (!o.probes.empty() && ao.only.empty())
     throw LiveError(2, fmt::format("--probes '{}' names no probe (leave it out for all)", o.probes));
   if (ao.only == std::vector<std::string>{"all"}) ao.only.clear();  // a unit's default (/etc/default/schedhot)
@@ -59,6 +61,12 @@ AttachOptions attach_options(const LiveProbeOptions& o) {
 std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::function<void(const std::string&)>& warn) {
   if (std::string m = missing_privileges(); !m.empty()) throw LiveError(1, m);
   const AttachOptions ao = attach_options(o);
+  std::vector<CatchRule> rules;
+  if (!o.catch_rules.empty()) try {
+      rules = parse_catch_rules(o.catch_rules, o.catch_per_sec);
+    } catch (const std::invalid_argument& e) {
+      throw LiveError(2, e.what());
+    }
   if (std::string w = raise_memlock(); !w.empty() && o.verbose && warn) warn(w);
   auto a = std::make_unique<Attached>();
   try {
@@ -74,6 +82,11 @@ std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::fu
   } catch (const std::exception& e) {
     throw LiveError(1, e.what());
   }
+  // A rule that cannot catch here is refused, not left to count nothing.
+  for (const CatchRule& r : rules)
+    if (std::string why = catch_unusable(r, a->probes->statuses()[size_t(find_probe(r.probe)->id)]); !why.empty())
+      throw LiveError(1, why);
+  a->catch_rules = std::move(rules);
   return a;
 }
 
@@ -87,6 +100,11 @@ Meta live_meta(const Attached& a, uint64_t interval_ns, const std::string& comma
     m.gap_lines = r.lines;
     m.gap_samples_per_s = a.probes->gap_samples_per_s();
   }
+  // --catch: a fixed threshold armed now; a percentile one once the probe has counted
+  // (LiveSession::took re-arms it each interval).
+  for (const CatchRule& r : a.catch_rules)
+    a.probes->set_catch_rule(uint32_t(find_probe(r.probe)->id), r.threshold_ns, r.per_sec);
+  apply_catch_rules(m, a.catch_rules);
   return m;
 }
 
@@ -100,6 +118,7 @@ LiveSession::LiveSession(LiveOptions o) : a_(attach_probes(o.probes, o.warn)) {
   src_ = std::make_unique<LiveSource>(*reader_, live_meta(*a_, o.interval_ns, o.command_line), o.interval_ns,
                                       o.duration_ns, o.stop);
   o.recording.exact = a_->probes->exact();
+  o.recording.caught = a_->probes->caught();
   rec_ = std::make_unique<RecordingDriver>(*src_, std::move(o.recording));
   if (o.run_stats) {
     stats_ = std::make_unique<BpfRunStats>();
@@ -149,7 +168,27 @@ bool LiveSession::run_stats_on() const { return stats_ && stats_->on(); }
 
 std::string LiveSession::run_stats_error() const { return stats_ ? stats_->error() : "not asked"; }
 
+void LiveSession::rearm_percentile_rules(const Sample& s) {
+  for (const CatchRule& r : a_->catch_rules) {
+    if (r.percentile <= 0) continue;
+    const int p = meta().probe_index(r.probe);
+    if (p < 0 || !s.probes[size_t(p)].present) continue;
+    const ProbeMeta& pm = meta().probes[size_t(p)];
+    const Field* h = pm.slot.find(find_probe(r.probe)->hist);
+    if (!h) continue;
+    std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);  // the running histogram, summed over CPUs
+    const std::vector<uint64_t>& w = s.probes[size_t(p)].words;
+    for (size_t c = 0; c < meta().ncpus; ++c) {
+      const size_t at = c * pm.slot.slot_words + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
+      if (at + SH_HIST_BUCKETS > w.size()) break;
+      for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += w[at + i];
+    }
+    a_->probes->set_catch_rule(uint32_t(find_probe(r.probe)->id), percentile_threshold(b, r.percentile), r.per_sec);
+  }
+}
+
 void LiveSession::took(const Sample& s) {
+  rearm_percentile_rules(s);
   if (run_stats_on()) run_totals_ = BpfRunStats::read(fds_);
   if (have_last_) lost_ += missed_samples(s.mono_ns - last_mono_ns_, gap_interval_);
   have_last_ = true;

@@ -59,6 +59,8 @@ struct LiveProbeOptions {
   bool exact = false;            ///< --exact (record): every modeled access also sent as a record (AttachOptions::exact)
   bool gap_state = true;         ///< the per-CPU gap state (AttachOptions::gaps); --no-gap-state: off
   uint32_t gap_samples = kGapSamplesPerS;  ///< --gap-samples: AttachOptions::gap_samples_per_s
+  std::string catch_rules;       ///< --catch RULES (probe/catch_rules.h); "" none
+  uint32_t catch_per_sec = 100;  ///< --catch-rate: caught events per CPU per second, per rule (kCatchPerSec)
 };
 
 /// Kernel facts, host facts and the attached probes of one run.
@@ -66,6 +68,7 @@ struct Attached {
   KernelFacts facts;
   HostInfo host;
   std::unique_ptr<ProbeSet> probes;
+  std::vector<CatchRule> catch_rules;  ///< --catch, as parsed (armed by live_meta)
 };
 
 /// Checks privileges, parses the probe selection, reads the kernel's and the host's facts,
@@ -158,6 +161,9 @@ class LiveSession : public SampleSource {
  private:
   /// Accounts for a sample returned: the samples missed before it, the run time after it.
   void took(const Sample& s);
+  /// --catch's percentile rules re-armed from s's running histograms (probe/catch_rules.h
+  /// percentile_threshold).
+  void rearm_percentile_rules(const Sample& s);
 
   std::unique_ptr<Attached> a_;
   std::unique_ptr<ProbeSetReader> reader_;

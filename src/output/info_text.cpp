@@ -98,6 +98,10 @@ std::string render_info_text(const nlohmann::json& j) {
     add("exact", fmt::format("{} --exact records in {} frames, {} lost (the exact figures are lower bounds when any are)",
                              in["exact"]["records"].get<uint64_t>(), in["exact"]["frames"].get<uint64_t>(),
                              in["exact"]["lost"].get<uint64_t>()));
+  if (in.contains("caught"))
+    add("caught", fmt::format("{} --catch events in {} frames ({} rule{}), {} lost", in["caught"]["events"].get<uint64_t>(),
+                              in["caught"]["frames"].get<uint64_t>(), in["caught"]["rules"].get<size_t>(),
+                              in["caught"]["rules"].get<size_t>() == 1 ? "" : "s", in["caught"]["lost"].get<uint64_t>()));
   if (in.contains("gap_state"))
     add("gap state", fmt::format("{} lines; counts in {} frames, {} (CPU, line) entries{}",
                                  in["gap_state"]["lines"].get<size_t>(), in["gap_state"]["frames"].get<uint64_t>(),

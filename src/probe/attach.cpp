@@ -78,7 +78,18 @@ struct Loaded {
 class LibbpfLoader : public BpfLoader {
  public:
   /// exact: every object records --exact records into one perf map, created here.
-  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps) : facts_(facts), ncpus_(ncpus) {
+  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps, bool catch_armed)
+      : facts_(facts), ncpus_(ncpus) {
+    if (catch_armed) {
+      catch_rules_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_catch_rules", sizeof(uint32_t), sizeof(sh_catch_rule),
+                                       SH_NPROBES, nullptr);
+      catch_events_fd_ = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sh_catch_events", sizeof(uint32_t),
+                                        sizeof(uint32_t), ncpus, nullptr);
+      irq_rings_fd_ = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sh_irq_rings", sizeof(uint32_t), sizeof(sh_irq_ring),
+                                     1, nullptr);
+      if (catch_rules_fd_ < 0 || catch_events_fd_ < 0 || irq_rings_fd_ < 0)
+        throw std::runtime_error(fmt::format("--catch: cannot create its maps: {}", strerror(errno)));
+    }
     if (gaps) {
       LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
       gap_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_gap_slots", sizeof(uint32_t), sizeof(sh_gap_slot), ncpus, &mo);
@@ -104,6 +115,57 @@ class LibbpfLoader : public BpfLoader {
     if (fails_fd_ >= 0) close(fails_fd_);
     if (gap_fd_ >= 0) close(gap_fd_);
     if (routes_fd_ >= 0) close(routes_fd_);
+    for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_})
+      if (fd >= 0) close(fd);
+  }
+  /// --catch's shared maps (bpf/common.bpf.h), -1 without --catch.
+  int catch_rules_fd() const { return catch_rules_fd_; }
+  int catch_events_fd() const { return catch_events_fd_; }
+
+  /// --catch's interrupt accounting (bpf/catch.bpf.c): its programs in an object of their
+  /// own, attached; the NMI one only where its tracepoint exists. "" when the hard-IRQ and
+  /// softirq programs are attached (then every probe's object loaded after this gets
+  /// sh_catch_irq = 1), else why not.
+  std::string load_irq_accounting(LoadHandle& handle) {
+    std::string log;
+    g_log = &log;
+    auto o = std::make_unique<Loaded>();
+    LIBBPF_OPTS(bpf_object_open_opts, open_opts,
+                .btf_custom_path = facts_.btf_path.empty() ? nullptr : facts_.btf_path.c_str());
+    o->skel.reset(schedhot_bpf__open_opts(&open_opts));
+    g_log = nullptr;
+    if (!o->skel) return fmt::format("cannot open the BPF object: {}", strerror(errno));
+    schedhot_bpf* s = o->skel.get();
+    struct bpf_program* prog;
+    bpf_object__for_each_program(prog, s->obj) bpf_program__set_autoload(prog, false);
+    for (const ProbeModule* m : probe_modules()) {
+      m->configure(s, facts_);
+      m->size_maps(s, false, ncpus_);
+    }
+    if (int e = share_catch_maps(s)) return fmt::format("cannot share the interrupt rings: {}", errno_name(-e));
+    struct bpf_program* hard[] = {s->progs.catch__irq_entry, s->progs.catch__irq_exit, s->progs.catch__softirq_entry,
+                                  s->progs.catch__softirq_exit};
+    for (auto* p : hard) bpf_program__set_autoload(p, true);
+    bpf_program__set_autoload(s->progs.catch__nmi, true);
+    g_log = &log;
+    int e = schedhot_bpf__load(s);
+    if (e) {  // perhaps only the NMI program (a kernel without nmi:nmi_handler): again without it
+      o->skel.reset();
+      g_log = nullptr;
+      return fmt::format("its programs did not load: {}", errno_name(-e));
+    }
+    g_log = nullptr;
+    for (auto* p : hard) {
+      struct bpf_link* l = bpf_program__attach(p);
+      if (!l) return fmt::format("{} did not attach: {}", bpf_program__name(p), errno_name(errno));
+      o->links.push_back(l);
+    }
+    if (struct bpf_link* l = bpf_program__attach(s->progs.catch__nmi)) o->links.push_back(l);
+    irq_ok_ = true;
+    handle = static_cast<LoadHandle>(objs_.size());
+    objs_.push_back(std::move(o));
+    modules_.push_back(nullptr);
+    return "";
   }
   /// The shared gap state maps (bpf/common.bpf.h sh_gap_slots, sh_gap_routes), -1 without.
   int gap_fd() const { return gap_fd_; }
@@ -185,6 +247,9 @@ class LibbpfLoader : public BpfLoader {
       if (!e) e = bpf_map__reuse_fd(s->maps.sh_exact_fails, fails_fd_);
       if (e) return fail(r, -e, fmt::format("--exact: cannot share the perf event maps: {}", errno_name(-e)));
     }
+    if (catch_rules_fd_ >= 0) {
+      if (int e = share_catch_maps(s)) return fail(r, -e, fmt::format("--catch: cannot share its maps: {}", errno_name(-e)));
+    }
     if (gap_fd_ >= 0) {
       s->rodata->sh_gaps = 1;
       int e = bpf_map__reuse_fd(s->maps.sh_gap_slots, gap_fd_);
@@ -257,6 +322,17 @@ class LibbpfLoader : public BpfLoader {
     return true;
   }
 
+  /// Arms --catch in s (sh_catch_armed, sh_catch_irq when the interrupt programs are on)
+  /// and points its maps at the shared ones; 0 or -errno.
+  int share_catch_maps(schedhot_bpf* s) {
+    s->rodata->sh_catch_armed = 1;
+    s->rodata->sh_catch_irq = irq_ok_ ? 1 : 0;
+    int e = bpf_map__reuse_fd(s->maps.sh_catch_rules, catch_rules_fd_);
+    if (!e) e = bpf_map__reuse_fd(s->maps.sh_catch_events, catch_events_fd_);
+    if (!e) e = bpf_map__reuse_fd(s->maps.sh_irq_rings, irq_rings_fd_);
+    return e;
+  }
+
   static bool fail(LoadResult& r, int err, std::string error) {
     r.err = err;
     r.error = std::move(error);
@@ -268,6 +344,8 @@ class LibbpfLoader : public BpfLoader {
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
   int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1;
+  int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1;
+  bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
 };
 
 }  // namespace
@@ -278,7 +356,12 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   int n = libbpf_num_possible_cpus();
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
-  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps);
+  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps, opts.catch_armed);
+  if (opts.catch_armed) {
+    catch_irq_reason_ = loader->load_irq_accounting(catch_irq_handle_);  // first: the probes' objects then read the rings
+    catch_rules_fd_ = loader->catch_rules_fd();
+  }
+  const int catch_events_fd = loader->catch_events_fd();
   const int exact_fd = loader->exact_fd(), fails_fd = loader->fails_fd();
   gap_routes_fd_ = loader->routes_fd();
   if (loader->gap_fd() >= 0) {
@@ -296,6 +379,17 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   probes_ = attach_all(facts, host, opts, *loader_);
   for (auto& p : probes_) status_.push_back(p.status);
   if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_, 0, fails_fd);
+  if (catch_events_fd >= 0)
+    catch_ = std::make_unique<CatchReader>(catch_events_fd, ncpus_, facts.kallsyms.empty() ? nullptr : &facts.kallsyms);
+}
+
+void ProbeSet::set_catch_rule(uint32_t probe, uint64_t threshold_ns, uint32_t per_sec) {
+  if (catch_rules_fd_ < 0) throw std::runtime_error("no --catch: no rule map");
+  sh_catch_rule r{};
+  r.threshold_ns = threshold_ns;
+  r.per_sec = per_sec;
+  if (bpf_map_update_elem(catch_rules_fd_, &probe, &r, BPF_ANY) != 0)
+    throw std::runtime_error(fmt::format("--catch: cannot write the rule of probe {}: {}", probe, strerror(errno)));
 }
 
 ProbeSet::~ProbeSet() { detach(); }
@@ -391,6 +485,9 @@ std::optional<GapBatch> ProbeSet::take_gaps(uint64_t mono_ns) {
 
 void ProbeSet::detach() {
   exact_.reset();
+  catch_.reset();
+  if (catch_irq_handle_ != kNoLoad) loader_->release(catch_irq_handle_);
+  catch_irq_handle_ = kNoLoad;
   if (gap_slots_) munmap(gap_slots_, gap_bytes_);
   gap_slots_ = nullptr;
   for (auto& p : probes_) {

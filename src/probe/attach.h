@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "probe/attacher.h"
+#include "probe/catch_reader.h"
 #include "probe/kernel_facts.h"
 #include "probe/loader.h"
 #include "probe/status.h"
@@ -49,6 +50,17 @@ class ProbeSet {
   /// poll(); nullptr without --exact.
   ExactSource* exact() const { return exact_.get(); }
 
+  /// --catch (AttachOptions::catch_armed): the reader of the caught events; nullptr
+  /// without. Its stacks are symbolized with the KernelFacts' kallsyms.
+  CatchSource* caught() const { return catch_.get(); }
+  /// Arms (threshold_ns > 0) or disarms (0) probe `probe`'s rule (abi.h sh_catch_rule):
+  /// every CPU sees it at its next event. threshold_ns should be a histogram bucket's lower
+  /// bound (sh_hist_lower). Throws std::runtime_error without --catch or when the map
+  /// refuses the update.
+  void set_catch_rule(uint32_t probe, uint64_t threshold_ns, uint32_t per_sec);
+  /// Why the interrupt accounting of caught events is off ("" when on; only with --catch).
+  const std::string& catch_irq_reason() const { return catch_irq_reason_; }
+
   /// The gap state (AttachOptions::gaps) is kept: its maps exist and are mapped.
   bool gaps() const { return gap_slots_ != nullptr; }
   /// The gap state's sampling target, samples per second per CPU (0: every event).
@@ -69,6 +81,10 @@ class ProbeSet {
 
  private:
   std::unique_ptr<ExactSource> exact_;
+  std::unique_ptr<CatchSource> catch_;
+  int catch_rules_fd_ = -1;
+  std::string catch_irq_reason_;
+  LoadHandle catch_irq_handle_ = kNoLoad;  ///< the interrupt programs' object
   sh_gap_slot* gap_slots_ = nullptr;         ///< ncpus slots, mapped (user space writes only `period`)
   size_t gap_bytes_ = 0;
   int gap_routes_fd_ = -1;

@@ -43,6 +43,10 @@ struct AttachOptions {
   /// The gap state's sampling target, gap samples per second per CPU (abi.h "Sampling",
   /// gap_period()); 0: every event (the exact gaps, at full cost).
   uint32_t gap_samples_per_s = kGapSamplesPerS;
+  /// --catch: every object gets sh_catch_armed = 1 and shares the rule map, the caught
+  /// events' perf map and the interrupt rings (bpf/catch.bpf.c's programs attached, when
+  /// they load: sh_catch_irq = 1); ProbeSet::set_catch_rule arms a probe's rule.
+  bool catch_armed = false;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):

@@ -90,8 +90,8 @@ struct CatchBatch {
 
 /// A --catch rule as armed (META catch_rules): events of probe `probe` whose duration is at
 /// least threshold_ns, the lower bound of histogram bucket sh_hist_index(threshold_ns)
-/// (the asked threshold rounded down to it, so the histogram counts exactly the events the
-/// rule sees), at most per_sec per CPU per second. A percentile rule (`>p99`) re-arms
+/// (the asked threshold rounded up to one, so the histogram counts exactly the events the
+/// rule sees from that bucket on), at most per_sec per CPU per second. A percentile rule (`>p99`) re-arms
 /// threshold_ns each interval from the running histogram; its first threshold is the
 /// histogram's top.
 struct CatchRule {

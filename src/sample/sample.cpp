@@ -39,9 +39,14 @@ bool catch_field(std::string_view name) {
 
 void apply_catch_rules(Meta& m, std::vector<CatchRule> rules) {
   m.catch_rules = std::move(rules);
-  for (ProbeMeta& p : m.probes)
-    if (!m.catch_rule(p.name))
+  for (ProbeMeta& p : m.probes) {
+    if (!m.catch_rule(p.name)) {
       std::erase_if(p.slot.fields, [](const Field& f) { return catch_field(f.name); });
+    } else if (const ProbeSpec* spec = find_probe(p.name)) {
+      for (const Field& f : spec->slot.fields)  // back from the catalog, where make_meta dropped them
+        if (catch_field(f.name) && !p.slot.find(f.name)) p.slot.fields.push_back(f);
+    }
+  }
 }
 
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses) {
@@ -57,6 +62,7 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
     pm.labels = probe_modules()[i]->meta_labels();
     m.probes.push_back(std::move(pm));
   }
+  apply_catch_rules(m, {});  // no rule: the catch counters are not named
   return m;
 }
 

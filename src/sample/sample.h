@@ -102,11 +102,13 @@ struct Meta {
 /// locks'). Report, export and the TUI show such a probe's numbers as not measured.
 std::string blind_reason(const Meta& meta, int p);
 
-/// Meta for this build's catalog with the given statuses (by catalog order).
+/// Meta for this build's catalog with the given statuses (by catalog order), no catch
+/// rule (apply_catch_rules adds them).
 Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStatus>& statuses);
 
-/// Sets m.catch_rules and drops the catch counters (catch_field()) from the slot fields of
-/// every probe without a rule: a run that armed none records what it always did.
+/// Sets m.catch_rules: the catch counters (catch_field()) are named in the slot fields of
+/// the probes with a rule (as the catalog has them) and of no other (make_meta names
+/// none): a run that armed none records what it always did.
 void apply_catch_rules(Meta& m, std::vector<CatchRule> rules);
 /// Whether a slot field is one of the --catch counters (abi.h struct sh_catch).
 bool catch_field(std::string_view name);

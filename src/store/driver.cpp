@@ -20,6 +20,11 @@ bool RecordingDriver::record(Sample& s) {
     if (exact_started_) s.exact = std::move(b);
     exact_started_ = true;
   }
+  if (target_.caught) {
+    CatchBatch b = target_.caught->take(s.mono_ns);
+    if (caught_started_) s.caught = std::move(b);
+    caught_started_ = true;
+  }
   const std::vector<int> changed = src_.take_status_changes();
   changed_.insert(changed_.end(), changed.begin(), changed.end());
   if (!recording() || closed_) return true;
@@ -31,6 +36,10 @@ bool RecordingDriver::record(Sample& s) {
       for (int i : changed) w_->write_status(src_.meta().probes[size_t(i)].status);
     }
     w_->write_sample(s);
+    if (s.caught) {
+      caught_events_ += s.caught->events.size();
+      caught_lost_ += s.caught->lost;
+    }
     if (s.exact) {
       exact_records_ += s.exact->records.size();
       exact_lost_ = s.exact->lost > UINT64_MAX - exact_lost_ ? UINT64_MAX : exact_lost_ + s.exact->lost;
@@ -82,11 +91,14 @@ namespace schedhot {
 
 std::string RecordingDriver::summary() const {
   const unsigned r = rotations();
-  return fmt::format("wrote {} samples, {} bytes to {}{}{}", samples(), bytes(), path(),
+  return fmt::format("wrote {} samples, {} bytes to {}{}{}{}", samples(), bytes(), path(),
                      r ? fmt::format(" ({} rotation{})", r, r == 1 ? "" : "s") : "",
                      target_.exact ? fmt::format("; --exact: {} records, {} lost{}", exact_records_, exact_lost_,
                                                  exact_lost_ ? " (the exact figures are lower bounds)" : "")
-                                   : "");
+                                   : "",
+                     target_.caught ? fmt::format("; --catch: {} events caught{}", caught_events_,
+                                                  caught_lost_ ? fmt::format(", {} lost (buffer full)", caught_lost_) : "")
+                                    : "");
 }
 
 }  // namespace schedhot

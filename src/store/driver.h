@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "probe/records.h"
+#include "probe/catch_reader.h"
 #include "sample/sampler.h"
 #include "store/rotate.h"
 
@@ -25,6 +26,9 @@ struct RecordingTarget {
   /// (Sample::exact, also in the sample handed back) and the file an EXACT frame; the
   /// records before the first sample are dropped. nullptr: none. Must outlive the driver.
   ExactSource* exact = nullptr;
+  /// --catch: each sample (but the first) gets the events caught in its interval from
+  /// here (Sample::caught) and the file a CATCH frame. nullptr: none. Must outlive the driver.
+  CatchSource* caught = nullptr;
 };
 
 /// Reads a LiveCursor and records every sample it returns. The file is created at the
@@ -81,6 +85,8 @@ class RecordingDriver {
   uint64_t exact_records_ = 0, exact_lost_ = 0;  ///< in the samples written
   bool closed_ = false;
   bool exact_started_ = false;
+  bool caught_started_ = false;
+  uint64_t caught_events_ = 0, caught_lost_ = 0;  ///< in the samples written
 };
 
 }  // namespace schedhot

@@ -228,6 +228,8 @@ bool RecordingReader::seek_sample(size_t i) {
   have_online_ = false;
   pending_exact_.reset();
   pending_gaps_.reset();
+  pending_caught_.reset();
+  after_seek_ = true;  // the sample it lands on gets no CATCH frame
   returned_ns_.reset();  // the sample before the one a seek returns was not returned
   if (minor_ >= 2) {
     // A 1.2 keyframe's online set is the ONLINE frame right before it (fixed size).

@@ -1,6 +1,6 @@
 // The recording reader: opening a file (header, META), reading and checking frames one
 // after another (following a file still being written), and decoding them into samples,
-// status notes, online sets, --exact records and gap counts (next(), skip()). The trailer
+// status notes, online sets, --exact records, gap counts and caught events (next(), skip()). The trailer
 // and seeks are in index.cpp, the payload codecs in sample_codec.cpp.
 #include "store/recording.h"
 
@@ -354,6 +354,22 @@ bool RecordingReader::decode_gaps(const Frame& f, std::string& why) {
   return true;
 }
 
+bool RecordingReader::decode_caught(const Frame& f, std::string& why) {
+  if (!first_for_its_sample(pending_caught_.has_value(), pending_caught_ns_, f.mono_ns, "catch", why)) return false;
+  std::string raw;
+  if (!unpack_frame(f, "catch", raw, why)) return false;
+  CatchBatch b;
+  if (!schedhot::decode_caught(raw, have_state_ ? state_.mono_ns : 0, f.mono_ns, meta_.ncpus, meta_.probes.size(), b,
+                               why))
+    return false;
+  ++stats_.caught_frames;
+  stats_.caught_events += b.events.size();
+  stats_.caught_lost = b.lost > UINT64_MAX - stats_.caught_lost ? UINT64_MAX : stats_.caught_lost + b.lost;
+  pending_caught_ = std::move(b);
+  pending_caught_ns_ = f.mono_ns;
+  return true;
+}
+
 void RecordingReader::set_state_online() {
   if (have_online_) {
     state_.online = online_;
@@ -444,6 +460,12 @@ bool RecordingReader::next_state(bool returned) {
         if (pending_gaps_ && pending_gaps_ns_ == state_.mono_ns && returned_ns_ && pending_gaps_->from_ns == *returned_ns_)
           state_.gaps = std::move(pending_gaps_);
         pending_gaps_.reset();
+        // The caught events of its interval, but not for the first sample a seek hands out.
+        state_.caught.reset();
+        if (pending_caught_ && pending_caught_ns_ == state_.mono_ns && returned && !after_seek_)
+          state_.caught = std::move(pending_caught_);
+        pending_caught_.reset();
+        if (returned) after_seek_ = false;
         if (returned)
           returned_ns_ = state_.mono_ns;
         else
@@ -484,15 +506,19 @@ bool RecordingReader::next_state(bool returned) {
         break;
       }
       case FrameType::exact:
-      case FrameType::gaps: {
-        // 1.3 EXACT, 1.4 GAPS: unknown to a file of an earlier minor (skipped as such).
-        const bool exact = f.type == FrameType::exact;
-        if (minor_ < (exact ? 3 : 4)) {
+      case FrameType::gaps:
+      case FrameType::caught: {
+        // 1.3 EXACT, 1.4 GAPS, 1.5 CATCH: unknown to a file of an earlier minor (skipped as such).
+        const int since_minor = f.type == FrameType::exact ? 3 : f.type == FrameType::gaps ? 4 : 5;
+        if (minor_ < since_minor) {
           ++stats_.unknown_frames;
           break;
         }
         std::string why;
-        if (!(exact ? decode_exact(f, why) : decode_gaps(f, why))) {
+        const bool ok = f.type == FrameType::exact  ? decode_exact(f, why)
+                        : f.type == FrameType::gaps ? decode_gaps(f, why)
+                                                    : decode_caught(f, why);
+        if (!ok) {
           set_damage(f.at, why);
           return false;
         }

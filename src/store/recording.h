@@ -73,14 +73,41 @@
 //               agree and from_ns is the mono_ns of the sample it returned just before:
 //               the first sample read after a seek, and the first of a file, have none
 //               (their interval started at a sample the caller was not given).
+//     9 CATCH   (1.5) --catch events of the next SAMPLE frame's interval (probe/records.h
+//               CatchBatch: every event at least its rule's threshold long, with its kernel
+//               stack), written right before it, after its GAPS frame and before its ONLINE
+//               frame (so a seek's ONLINE look-back is unchanged); its mono_ns is that
+//               sample's; zstd when that is smaller (flag 1). All varints:
+//                 lost (records the perf buffers lost in the interval),
+//                 n symbols, then per symbol: length (<= kMaxCatchSymbolBytes), its bytes
+//                   (printable ASCII; "" = no symbol covered the address),
+//                 n stacks, then per stack: frames (<= SH_CATCH_FRAMES, innermost first), then
+//                   per frame: symbol (an index into this frame's symbol table), offset into it,
+//                 n events, in time order, then per event: ts gap (ns after the previous
+//                   event; the first: after the previous sample's mono_ns, or absolute when
+//                   there is none), dur ns, CPU (< META ncpus), probe (< META's probe count),
+//                   flags (SH_CATCH_F_*, <= 0xffff), pid, tgid (<= 2^32-1), comm length
+//                   (<= kMaxCatchCommBytes) and its bytes (printable ASCII), detail, irq ns,
+//                   softirq ns, nmi ns, stack (index + 1 into the stacks; 0: none).
+//               Every event's time is in (previous sample's mono_ns, this frame's mono_ns].
+//               A reader refuses a frame whose decoded batch would take more than
+//               kMaxCatchDecodedBytes (a few bytes naming a long symbol can stand for a
+//               stack frame).
+//               Symbols are text (kallsyms names resolved when recorded), never addresses:
+//               a recording does not carry the traced host's KASLR base.
+//               A reader gives a SAMPLE the CATCH frame just before it when their mono_ns
+//               agree; the first sample read after a seek has none (as EXACT: its interval
+//               started at a sample the caller was not given).
 //   Unknown frame types (of later minor versions) are skipped by readers: a 1.2 reader
 //   reads a 1.3 file as if it had no EXACT frames, a 1.3 reader a 1.4 file as if it had
-//   no GAPS frames (RecordingReader::next_state's default).
+//   no GAPS frames, a 1.4 reader a 1.5 file as if it had no CATCH frames
+//   (RecordingReader::next_state's default).
 //
 // Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
 // the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run), 1.3
-// (EXACT frames: --exact), 1.4 (GAPS frames: the probes' gap state, META gap_lines). A
-// reader reads every minor of its major and refuses a newer major.
+// (EXACT frames: --exact), 1.4 (GAPS frames: the probes' gap state, META gap_lines), 1.5
+// (CATCH frames: --catch, META catch_rules). A reader reads every minor of its major and
+// refuses a newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
 // why, and keeps everything before it.
@@ -100,7 +127,7 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 4;
+inline constexpr uint16_t kFormatMinor = 5;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
 /// The reader's limit for a META or NOTE frame (JSON), bytes: an 8192-CPU host's META is
@@ -123,8 +150,19 @@ inline constexpr uint32_t kMaxCpus = 8192;
 /// twice), so a frame of an 8192-CPU machine holds at most 8192 x 16 entries (about 92 MB
 /// decoded) whatever its payload claims.
 inline constexpr uint32_t kMaxGapEntriesPerCpu = SH_GAP_LINES;
+/// Longest stack frame symbol in a CATCH frame, bytes: the kernel's KSYM_NAME_LEN (512
+/// since 6.1, for Rust symbols) less its NUL.
+inline constexpr uint32_t kMaxCatchSymbolBytes = 512;
+/// Longest comm of a caught event, bytes: TASK_COMM_LEN less its NUL.
+inline constexpr uint32_t kMaxCatchCommBytes = 15;
+/// Most memory one decoded CATCH frame may take, bytes (its events, stacks with their
+/// frames' symbol text, symbol table): a genuine frame of 100k events and 10k distinct
+/// 24-frame stacks takes about 25 MiB; a small crafted one naming a 512-byte symbol from
+/// millions of frames would take gigabytes.
+inline constexpr uint64_t kMaxCatchDecodedBytes = 256ull << 20;
 
-enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7, gaps = 8 };
+enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7, gaps = 8,
+                                caught = 9 };
 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
@@ -195,7 +233,9 @@ class RecordingWriter {
   /// s.exact is set (1.3; its records with the times they have) and its GAPS frame when
   /// s.gaps is set (1.4; as given: a batch that breaks the frame's rules, out of order,
   /// naming a CPU or line META does not have, from_ns after s.mono_ns, throws
-  /// std::runtime_error before anything is written). Returns false, writing nothing,
+  /// std::runtime_error before anything is written), and its CATCH frame when s.caught is
+  /// set (1.5; likewise: an event out of time order or outside (previous sample, s.mono_ns],
+  /// a CPU or probe META does not have, a bad stack index, symbol or comm throws). Returns false, writing nothing,
   /// when the frame would take the closed file past WriterOptions::max_bytes. Throws
   /// std::runtime_error on a write error (disk full...): the partial frame is cut off
   /// again where possible, the file is closed without END, and every frame before it
@@ -286,6 +326,9 @@ struct ReadStats {
   uint64_t exact_lost = 0;     ///< lost records they report
   uint64_t gap_frames = 0;     ///< 1.4 GAPS frames
   uint64_t gap_entries = 0;    ///< (CPU, line) entries in them
+  uint64_t caught_frames = 0;  ///< 1.5 CATCH frames
+  uint64_t caught_events = 0;  ///< events in them
+  uint64_t caught_lost = 0;    ///< lost records they report
   uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
   uint64_t first_mono_ns = 0;  ///< first sample read
   uint64_t last_mono_ns = 0;   ///< last sample read
@@ -365,8 +408,8 @@ class RecordingReader : public SampleSource {
   size_t sample_count();
   /// Makes the next next() return sample number i (0-based): decodes forward from the
   /// keyframe at or before it (found in the index when present). false when i is out of
-  /// range or a frame on the way is damaged. That sample comes without gaps (its interval
-  /// starts at a sample next() did not return).
+  /// range or a frame on the way is damaged. That sample comes without gaps and without
+  /// caught events (its interval starts at a sample next() did not return).
   bool seek_sample(size_t i);
   bool seek_index(size_t i) override { return seek_sample(i); }
   /// Makes the next next() return the first sample with mono_ns >= t. false if none.
@@ -415,7 +458,9 @@ class RecordingReader : public SampleSource {
   bool decode_exact(const Frame& f, std::string& why);
   /// A GAPS frame (raw or zstd) into pending_gaps_; false (with why) when malformed.
   bool decode_gaps(const Frame& f, std::string& why);
-  /// An EXACT or GAPS frame's payload, decompressed (what: "exact", "gaps" for why), with
+  /// A CATCH frame (raw or zstd) into pending_caught_; false (with why) when malformed.
+  bool decode_caught(const Frame& f, std::string& why);
+  /// An EXACT, GAPS or CATCH frame's payload, decompressed (what: "exact", "gaps", "catch" for why), with
   /// the decompression ratio bounded (a bomb is refused).
   static bool unpack_frame(const Frame& f, const char* what, std::string& raw, std::string& why);
   /// state_.online from online_ when known, else META host.online plus nonzero_cpu_.
@@ -453,6 +498,9 @@ class RecordingReader : public SampleSource {
   uint64_t pending_exact_ns_ = 0;            ///< its mono_ns
   std::optional<GapBatch> pending_gaps_;     ///< the last GAPS frame, for the next sample
   uint64_t pending_gaps_ns_ = 0;             ///< its mono_ns
+  std::optional<CatchBatch> pending_caught_;  ///< the last CATCH frame, for the next sample
+  uint64_t pending_caught_ns_ = 0;             ///< its mono_ns
+  bool after_seek_ = false;  ///< no sample returned since the last seek (its first gets no CATCH frame)
   std::optional<uint64_t> returned_ns_;      ///< mono_ns of the last sample next()/skip() returned
   std::vector<char> nonzero_cpu_;    ///< per CPU: a slot word of state_ is non-zero
   std::optional<Damage> damage_;

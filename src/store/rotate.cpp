@@ -158,12 +158,14 @@ void RotatingWriter::write_sample(const Sample& s) {
     // so the interval up to s is in this file.
     const Sample* first = have_last_ ? &last_ : &s;
     open_new(first->wall_ns, first->mono_ns);
-    // Without its gap counts: their interval ended the closed file (and no reader gives
-    // them to a file's first sample, which has nothing before it).
+    // Without its gap counts and caught events: their interval ended the closed file (and
+    // no reader gives gap counts to a file's first sample, which has nothing before it);
+    // every caught event is in exactly one file.
     std::optional<Sample> bare;
-    if (first->gaps) {
+    if (first->gaps || first->caught) {
       bare = *first;
       bare->gaps.reset();
+      bare->caught.reset();
       first = &*bare;
     }
     if (!w_->write_sample(*first))

@@ -1,10 +1,12 @@
-// The payload codecs of SAMPLE, EXACT, GAPS and ONLINE frames (sample_codec.h): each
+// The payload codecs of SAMPLE, EXACT, GAPS, CATCH and ONLINE frames (sample_codec.h): each
 // frame type's encoder, then its decoder.
 #include "store/sample_codec.h"
 
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
+#include <string_view>
+#include <unordered_map>
 #include <utility>
 
 #include <fmt/format.h>
@@ -349,6 +351,257 @@ bool decode_gaps(const std::string& raw, uint64_t mono_ns, const Meta& meta, Gap
   }
   if (!c.ok || c.left()) {
     why = "bad gaps frame: truncated or trailing bytes";
+    return false;
+  }
+  out = std::move(b);
+  return true;
+}
+
+// ---- CATCH ------------------------------------------------------------------------
+
+namespace {
+bool printable_ascii(std::string_view s) {
+  return std::all_of(s.begin(), s.end(), [](char ch) { return ch >= 0x20 && ch <= 0x7e; });
+}
+}  // namespace
+
+bool valid_catch_comm(const std::string& s) { return s.size() <= kMaxCatchCommBytes && printable_ascii(s); }
+bool valid_catch_symbol(const std::string& s) { return s.size() <= kMaxCatchSymbolBytes && printable_ascii(s); }
+
+std::string encode_caught(const CatchBatch& batch, uint64_t since_ns) {
+  // The symbol table: each unique symbol once, in order of first use.
+  std::vector<const std::string*> syms;
+  std::unordered_map<std::string_view, uint64_t> sym_index;
+  for (size_t k = 0; k < batch.stacks.size(); ++k) {
+    const auto& st = batch.stacks[k];
+    if (st.size() > SH_CATCH_FRAMES)
+      throw std::runtime_error(fmt::format("caught stack {} has {} frames, more than {}", k, st.size(), SH_CATCH_FRAMES));
+    for (const StackFrame& f : st) {
+      if (!valid_catch_symbol(f.sym))
+        throw std::runtime_error(fmt::format("caught stack {}: a symbol of {} bytes that is over {} or not printable",
+                                             k, f.sym.size(), kMaxCatchSymbolBytes));
+      if (sym_index.emplace(f.sym, syms.size()).second) syms.push_back(&f.sym);
+    }
+  }
+  std::string b;
+  put_varint(b, batch.lost);
+  put_varint(b, syms.size());
+  for (const std::string* sym : syms) {
+    put_varint(b, sym->size());
+    b += *sym;
+  }
+  put_varint(b, batch.stacks.size());
+  for (const auto& st : batch.stacks) {
+    put_varint(b, st.size());
+    for (const StackFrame& f : st) {
+      put_varint(b, sym_index.at(f.sym));
+      put_varint(b, f.off);
+    }
+  }
+  put_varint(b, batch.events.size());
+  uint64_t last = since_ns;
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    const CaughtEvent& e = batch.events[i];
+    if (i == 0 ? e.ts_ns <= since_ns : e.ts_ns < last)
+      throw std::runtime_error(fmt::format("caught event {} at {} ns is {} ({} ns)", i, e.ts_ns,
+                                           i == 0 ? "not after the previous sample" : "before the event before it", last));
+    if (e.stack > batch.stacks.size())
+      throw std::runtime_error(fmt::format("caught event {} names stack {} of {}", i, e.stack, batch.stacks.size()));
+    if (!valid_catch_comm(e.comm))
+      throw std::runtime_error(fmt::format("caught event {}: a comm of {} bytes that is over {} or not printable", i,
+                                           e.comm.size(), kMaxCatchCommBytes));
+    put_varint(b, e.ts_ns - last);
+    put_varint(b, e.dur_ns);
+    put_varint(b, e.cpu);
+    put_varint(b, e.probe);
+    put_varint(b, e.flags);
+    put_varint(b, e.pid);
+    put_varint(b, e.tgid);
+    put_varint(b, e.comm.size());
+    b += e.comm;
+    put_varint(b, e.detail);
+    put_varint(b, e.irq_ns);
+    put_varint(b, e.softirq_ns);
+    put_varint(b, e.nmi_ns);
+    put_varint(b, e.stack);
+    last = e.ts_ns;
+  }
+  return b;
+}
+
+namespace {
+/// A length-prefixed string of at most most bytes from c (false, with c.ok cleared when it
+/// runs past the end; too long: false with c.ok kept).
+template <typename S>
+bool get_text(ByteReader& c, uint64_t most, S& out) {
+  const uint64_t n = c.varint();
+  if (!c.ok) return false;
+  if (n > most) return false;
+  if (n > c.left()) {
+    c.ok = false;
+    return false;
+  }
+  out = S(reinterpret_cast<const char*>(c.p), size_t(n));
+  c.p += n;
+  return true;
+}
+}  // namespace
+
+bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, uint32_t ncpus, size_t nprobes,
+                   CatchBatch& out, std::string& why) {
+  static constexpr const char* kTrunc = "bad catch frame: truncated or trailing bytes";
+  ByteReader c(raw);
+  CatchBatch b;
+  b.lost = c.varint();
+  // symbols: each takes at least its length byte
+  const uint64_t nsyms = c.varint();
+  if (!c.ok) {
+    why = kTrunc;
+    return false;
+  }
+  if (nsyms > c.left()) {
+    why = fmt::format("bad catch frame: {} symbols, more than its payload holds", nsyms);
+    return false;
+  }
+  // What the decoded batch takes, counted as it is built: a frame of a few KiB naming one
+  // long symbol from millions of stack frames would otherwise decode to gigabytes.
+  uint64_t used = nsyms * sizeof(std::string_view);
+  auto over = [&](const char* what) {
+    why = fmt::format("bad catch frame: its {} decode to more than {} bytes", what, kMaxCatchDecodedBytes);
+    return false;
+  };
+  if (used > kMaxCatchDecodedBytes) return over("symbols");
+  std::vector<std::string_view> syms(static_cast<size_t>(nsyms));
+  for (uint64_t k = 0; k < nsyms; ++k) {
+    if (!get_text(c, kMaxCatchSymbolBytes, syms[k])) {
+      if (!c.ok) {
+        why = kTrunc;
+      } else {
+        why = fmt::format("bad catch frame: symbol {} is longer than {} bytes", k, kMaxCatchSymbolBytes);
+      }
+      return false;
+    }
+    if (!printable_ascii(syms[k])) {
+      why = fmt::format("bad catch frame: symbol {} is not printable", k);
+      return false;
+    }
+  }
+  // stacks: each takes at least its frame count byte, each frame two bytes
+  const uint64_t nstacks = c.varint();
+  if (!c.ok) {
+    why = kTrunc;
+    return false;
+  }
+  if (nstacks > c.left()) {
+    why = fmt::format("bad catch frame: {} stacks, more than its payload holds", nstacks);
+    return false;
+  }
+  used += nstacks * sizeof(std::vector<StackFrame>);
+  if (used > kMaxCatchDecodedBytes) return over("stacks");
+  b.stacks.resize(size_t(nstacks));
+  for (uint64_t k = 0; k < nstacks; ++k) {
+    const uint64_t nf = c.varint();
+    if (!c.ok) {
+      why = kTrunc;
+      return false;
+    }
+    if (nf > SH_CATCH_FRAMES) {
+      why = fmt::format("bad catch frame: stack {} has {} frames, more than {}", k, nf, SH_CATCH_FRAMES);
+      return false;
+    }
+    auto& st = b.stacks[size_t(k)];
+    st.reserve(size_t(nf));
+    for (uint64_t j = 0; j < nf; ++j) {
+      const uint64_t si = c.varint(), off = c.varint();
+      if (!c.ok) {
+        why = kTrunc;
+        return false;
+      }
+      if (si >= nsyms) {
+        why = fmt::format("bad catch frame: stack {} frame {} names symbol {} of {}", k, j, si, nsyms);
+        return false;
+      }
+      const std::string_view sym = syms[size_t(si)];
+      used += sizeof(StackFrame) + (sym.size() > 15 ? sym.size() + 1 : 0);
+      if (used > kMaxCatchDecodedBytes) return over("stacks");
+      st.push_back({std::string(sym), off});
+    }
+  }
+  // events: each takes at least 13 bytes (13 varints, an empty comm)
+  const uint64_t n = c.varint();
+  if (!c.ok) {
+    why = kTrunc;
+    return false;
+  }
+  if (n > c.left() / 13) {
+    why = fmt::format("bad catch frame: {} events, more than its payload holds", n);
+    return false;
+  }
+  used += n * sizeof(CaughtEvent);
+  if (used > kMaxCatchDecodedBytes) return over("events");
+  b.events.reserve(size_t(n));
+  uint64_t ts = since_ns;
+  for (uint64_t i = 0; i < n; ++i) {
+    CaughtEvent e;
+    const uint64_t gap = c.varint();
+    const uint64_t dur = c.varint(), cpu = c.varint(), probe = c.varint(), flags = c.varint(), pid = c.varint(),
+                   tgid = c.varint();
+    if (!c.ok) {
+      why = kTrunc;
+      return false;
+    }
+    if (!get_text(c, kMaxCatchCommBytes, e.comm)) {
+      why = c.ok ? fmt::format("bad catch frame: event {} has a comm longer than {} bytes", i, kMaxCatchCommBytes)
+                 : std::string(kTrunc);
+      return false;
+    }
+    e.detail = c.varint();
+    e.irq_ns = c.varint();
+    e.softirq_ns = c.varint();
+    e.nmi_ns = c.varint();
+    const uint64_t stack = c.varint();
+    if (!c.ok) {
+      why = kTrunc;
+      return false;
+    }
+    if (ts > mono_ns || gap > mono_ns - ts) {  // (ts + gap would be after mono_ns, or wrap)
+      why = fmt::format("bad catch frame: event {} after its sample's time {} ns", i, mono_ns);
+      return false;
+    }
+    ts += gap;
+    if (ts <= since_ns) {  // only the first can be: the gaps keep the rest in order
+      why = fmt::format("bad catch frame: event {} at {} ns, not after the previous sample's time", i, ts);
+      return false;
+    }
+    if (cpu >= ncpus || probe >= nprobes || probe > 0xffff) {
+      why = fmt::format("bad catch frame: event {} names CPU {} probe {} ({} CPUs, {} probes)", i, cpu, probe, ncpus,
+                        nprobes);
+      return false;
+    }
+    if (flags > 0xffff || pid > UINT32_MAX || tgid > UINT32_MAX) {
+      why = fmt::format("bad catch frame: event {} has flags {} pid {} tgid {}", i, flags, pid, tgid);
+      return false;
+    }
+    if (!valid_catch_comm(e.comm)) {
+      why = fmt::format("bad catch frame: event {} has a comm that is not printable", i);
+      return false;
+    }
+    if (stack > nstacks) {
+      why = fmt::format("bad catch frame: event {} names stack {} of {}", i, stack, nstacks);
+      return false;
+    }
+    e.ts_ns = ts;
+    e.dur_ns = dur;
+    e.cpu = static_cast<uint32_t>(cpu);
+    e.probe = static_cast<uint16_t>(probe);
+    e.flags = static_cast<uint16_t>(flags);
+    e.pid = static_cast<uint32_t>(pid);
+    e.tgid = static_cast<uint32_t>(tgid);
+    e.stack = static_cast<uint32_t>(stack);
+    b.events.push_back(std::move(e));
+  }
+  if (c.left()) {
+    why = kTrunc;
     return false;
   }
   out = std::move(b);

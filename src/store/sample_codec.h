@@ -1,6 +1,6 @@
 // The payload codecs of a recording's per-sample frames (layouts in recording.h): SAMPLE
-// (slot words as deltas), EXACT (--exact records), GAPS (gap counts) and ONLINE (the
-// online CPUs), each encoder next to its decoder. Decoders never trust a count or index
+// (slot words as deltas), EXACT (--exact records), GAPS (gap counts), CATCH (--catch
+// events with their stacks) and ONLINE (the online CPUs), each encoder next to its decoder. Decoders never trust a count or index
 // from the file: each is checked against the payload's size and META before use, and a
 // problem is a one-line `why` (the reader's damage reason). Internal to src/store.
 #pragma once
@@ -60,6 +60,32 @@ std::string encode_gaps(const Sample& s, const Meta& meta);
 /// Decodes a GAPS payload (uncompressed) of the frame at mono_ns for meta. false with why
 /// when it breaks the frame's rules (recording.h) or is truncated.
 bool decode_gaps(const std::string& raw, uint64_t mono_ns, const Meta& meta, GapBatch& out, std::string& why);
+
+// ---- CATCH (1.5) ------------------------------------------------------------------
+
+/// Whether s may be a caught event's comm: at most kMaxCatchCommBytes bytes of printable
+/// ASCII (0x20..0x7e).
+bool valid_catch_comm(const std::string& s);
+/// Whether s may be a stack frame's symbol: at most kMaxCatchSymbolBytes bytes of
+/// printable ASCII ("" included: no symbol covered the address).
+bool valid_catch_symbol(const std::string& s);
+
+/// The CATCH payload of batch (uncompressed), its event times as gaps after since_ns (the
+/// previous sample's mono_ns, 0 for none), the stacks' symbols in a table of the frame's
+/// unique strings. Throws std::runtime_error (one line, nothing encoded) when the batch
+/// breaks the frame's rules (recording.h) in a way it can tell: an event at or before
+/// since_ns or before the event before it, a stack index past the stacks, a stack of more
+/// than SH_CATCH_FRAMES frames, a symbol or comm that is too long or not printable. (The
+/// CPU, probe and "not after its sample" rules need META and the sample: the writer
+/// checks them.)
+std::string encode_caught(const CatchBatch& batch, uint64_t since_ns);
+
+/// Decodes a CATCH payload (uncompressed) of the frame at mono_ns whose times count from
+/// since_ns, for a recording of ncpus CPUs and nprobes probes. false with why (one line)
+/// when it breaks the frame's rules (recording.h) or is truncated; every count is bounded
+/// by the payload's size before anything is allocated.
+bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, uint32_t ncpus, size_t nprobes,
+                   CatchBatch& out, std::string& why);
 
 // ---- ONLINE (1.2) -----------------------------------------------------------------
 

@@ -262,6 +262,28 @@ bool RecordingWriter::write_sample(const Sample& s) {
     gaps = encode_gaps(s, meta_);
     compress_if_smaller(gaps, gaps_flags);
   }
+  // 1.5: the interval's caught events, as given (checked first, as GAPS: the reader refuses
+  // what breaks the frame's rules).
+  std::string caught;
+  uint8_t caught_flags = 0;
+  if (s.caught) {
+    const uint64_t since = have_prev_ ? prev_.mono_ns : 0;
+    for (size_t i = 0; i < s.caught->events.size(); ++i) {
+      const CaughtEvent& e = s.caught->events[i];
+      if (e.ts_ns > s.mono_ns || e.cpu >= meta_.ncpus || e.probe >= meta_.probes.size())
+        throw std::runtime_error(fmt::format("sample {}: caught event {} at {} ns on CPU {} probe {} is after the "
+                                             "sample's time {} ns or names a CPU or probe the metadata does not have "
+                                             "({} CPUs, {} probes)",
+                                             s.seq, i, e.ts_ns, e.cpu, e.probe, s.mono_ns, meta_.ncpus,
+                                             meta_.probes.size()));
+    }
+    try {
+      caught = encode_caught(*s.caught, since);
+    } catch (const std::runtime_error& e) {
+      throw std::runtime_error(fmt::format("sample {}: {}", s.seq, e.what()));
+    }
+    compress_if_smaller(caught, caught_flags);
+  }
   // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
   std::string online;
   if (s.online.empty()) {
@@ -270,11 +292,13 @@ bool RecordingWriter::write_sample(const Sample& s) {
     online = encode_online(s.online, meta_.ncpus);
   }
   if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()) +
-                (s.exact ? kFrameHeaderBytes + exact.size() : 0) + (s.gaps ? kFrameHeaderBytes + gaps.size() : 0),
+                (s.exact ? kFrameHeaderBytes + exact.size() : 0) + (s.gaps ? kFrameHeaderBytes + gaps.size() : 0) +
+                (s.caught ? kFrameHeaderBytes + caught.size() : 0),
             key))
     return false;
   if (s.exact) write_frame(FrameType::exact, exact_flags, s.mono_ns, exact);
   if (s.gaps) write_frame(FrameType::gaps, gaps_flags, s.mono_ns, gaps);
+  if (s.caught) write_frame(FrameType::caught, caught_flags, s.mono_ns, caught);
   if (!online.empty()) {
     write_frame(FrameType::online, 0, s.mono_ns, online);
     online_written_ = s.online;

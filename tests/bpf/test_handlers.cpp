@@ -22,6 +22,8 @@
 #include <map>
 
 #include "model/gaps.h"
+#include "probe/catch_reader.h"
+#include "probe/catch_rules.h"
 #include "model/lines.h"
 #include "sample/sample.h"
 #include "schedhot.skel.h"
@@ -58,6 +60,8 @@ class Handlers : public ::testing::Test {
     }
     skel_->rodata->sh_cpupri_nr_prios = 101;
     skel_->rodata->sh_gaps = gaps_ ? 1 : 0;
+    skel_->rodata->sh_catch_armed = catch_ ? 1 : 0;
+    skel_->rodata->sh_catch_irq = catch_ ? 1 : 0;
     int err = schedhot_bpf__load(skel_);
     ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
                       << "): these tests need root and BPF_PROG_TEST_RUN for raw_tp\n"
@@ -91,6 +95,7 @@ class Handlers : public ::testing::Test {
 
   int ncpus_ = 0;
   bool gaps_ = false;  ///< load with the gap state on (sh_gaps = 1)
+  bool catch_ = false; ///< load with --catch armed (sh_catch_armed, sh_catch_irq = 1)
   schedhot_bpf* skel_ = nullptr;
 };
 
@@ -347,6 +352,114 @@ TEST_F(Handlers, EachCpuWritesOnlyItsOwnSlot) {
   EXPECT_EQ(sizeof(sh_idle_slot) % SH_SLOT_ALIGN, 0u);
   EXPECT_EQ(bpf_map__value_size(skel_->maps.idle_slots) % SH_SLOT_ALIGN, 0u)
       << "every CPU's slot starts on its own 128-byte boundary";
+}
+
+/// The handlers with --catch armed (abi.h "Tail capture"): the rule map, the caught
+/// events' perf map read by CatchReader, the interrupt rings.
+class Catch : public Handlers {
+ protected:
+  Catch() { catch_ = true; }
+  void rule(uint32_t probe, uint64_t threshold_ns, uint32_t per_sec) {
+    sh_catch_rule r{};
+    r.threshold_ns = threshold_ns;
+    r.per_sec = per_sec;
+    ASSERT_EQ(bpf_map_update_elem(bpf_map__fd(skel_->maps.sh_catch_rules), &probe, &r, BPF_ANY), 0);
+  }
+  /// idle from `at` for d ns (state 3) on cpu.
+  void idle_for(uint64_t at, uint64_t d, int cpu = 0) {
+    run(skel_->progs.test_idle, {3, at}, cpu);
+    run(skel_->progs.test_idle, {0xffffffffull, at + d}, cpu);
+  }
+};
+
+// Over any run of events: caught + rate drops + full drops == the histogram's count from
+// the threshold's bucket on, and what the perf buffer delivers is what was caught, with
+// its duration, detail, task and a stack.
+TEST_F(Catch, CaughtPlusDroppedIsTheHistogramFromTheThresholdsBucket) {
+  using namespace schedhot;
+  const uint64_t th = round_threshold(10'000);  // 10 us, rounded up to a bucket's lower bound
+  ASSERT_GE(th, 10'000u);
+  ASSERT_EQ(sh_hist_lower(sh_hist_index(th)), th);
+  rule(SH_P_IDLE, th, 3);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  // 40 residencies from 1 us to 40 us in one second (3 caught at most), then 5 long ones a
+  // second later (a new rate window: 3 caught, 2 dropped).
+  uint64_t t = 1'000'000'000;
+  std::vector<uint64_t> over;
+  for (uint64_t k = 1; k <= 40; ++k, t += 100'000) {
+    idle_for(t, k * 1000);
+    if (k * 1000 >= th) over.push_back(k * 1000);
+  }
+  t += 1'000'000'000;
+  for (int k = 0; k < 5; ++k, t += 100'000) idle_for(t, 50'000), over.push_back(50'000);
+  auto s = slot<sh_idle_slot>(skel_->maps.idle_slots, 0);
+  uint64_t above = 0;
+  for (uint32_t i = sh_hist_index(th); i < SH_HIST_BUCKETS; ++i) above += s.lat.bucket[i];
+  EXPECT_EQ(above, over.size());
+  EXPECT_EQ(s.c.caught, 6u) << "3 per CPU per second";
+  EXPECT_EQ(s.c.caught + s.c.rate_drops + s.c.full_drops, above);
+  EXPECT_EQ(s.c.full_drops, 0u);
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 6u);
+  EXPECT_EQ(b.lost, 0u);
+  // The first three at or over the threshold, in time order, then three of the long ones.
+  for (size_t i = 0; i < 3; ++i) EXPECT_EQ(b.events[i].dur_ns, over[i]);
+  for (size_t i = 3; i < 6; ++i) EXPECT_EQ(b.events[i].dur_ns, 50'000u);
+  for (const CaughtEvent& e : b.events) {
+    EXPECT_EQ(e.probe, SH_P_IDLE);
+    EXPECT_EQ(e.cpu, 0u);
+    EXPECT_EQ(e.detail, 3u) << "idle's detail: the state entered";
+    EXPECT_TRUE(e.flags & SH_CATCH_F_DETAIL);
+    EXPECT_FALSE(e.comm.empty());  // the test run's task, or the one an IPI to CPU 0 interrupted
+    EXPECT_GT(e.stack, 0u) << "a kernel stack (bpf_prog_test_run's)";
+  }
+  EXPECT_GE(b.stacks.size(), 1u);
+}
+
+// A threshold of 0 disarms; a raised one takes effect at the next event.
+TEST_F(Catch, ARuleChangesLive) {
+  using namespace schedhot;
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  idle_for(1000, 5'000'000);  // no rule: nothing caught
+  rule(SH_P_IDLE, round_threshold(1'000'000), 0);
+  idle_for(10'000'000, 5'000'000);
+  rule(SH_P_IDLE, round_threshold(8'000'000), 0);
+  idle_for(20'000'000, 5'000'000);
+  rule(SH_P_IDLE, 0, 0);
+  idle_for(30'000'000, 50'000'000);
+  auto s = slot<sh_idle_slot>(skel_->maps.idle_slots, 0);
+  EXPECT_EQ(s.c.caught, 1u);
+  EXPECT_EQ(reader.take(UINT64_MAX).events.size(), 1u);
+}
+
+// The interrupt time inside a caught event: hard IRQs, softirqs (with the hard IRQ inside
+// them), NMIs; one open since before the event is its context, not an interruption.
+TEST_F(Catch, InterruptTimeInsideTheEvent) {
+  using namespace schedhot;
+  rule(SH_P_IDLE, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  auto* irq = skel_->progs.test_irq;
+  run(irq, {SH_IRQ_HARD, 0, 500, 0});     // before the event: not in it
+  run(irq, {SH_IRQ_HARD, 1, 700, 0});
+  run(skel_->progs.test_idle, {3, 1000});
+  run(irq, {SH_IRQ_HARD, 0, 1100, 0});    // 200 ns
+  run(irq, {SH_IRQ_HARD, 1, 1300, 0});
+  run(irq, {SH_IRQ_SOFT, 0, 2000, 0});    // 1000 ns, a hard IRQ of 100 ns inside
+  run(irq, {SH_IRQ_HARD, 0, 2400, 0});
+  run(irq, {SH_IRQ_HARD, 1, 2500, 0});
+  run(irq, {SH_IRQ_SOFT, 1, 3000, 0});
+  run(irq, {SH_IRQ_NMI, 0, 4000, 50});    // an NMI handler of 50 ns
+  run(irq, {SH_IRQ_HARD, 0, 9000, 0});    // still open at the event's end: 1000 ns
+  run(skel_->progs.test_idle, {0xffffffffull, 10'000});
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 1u);
+  const CaughtEvent& e = b.events[0];
+  EXPECT_TRUE(e.flags & SH_CATCH_F_IRQ);
+  EXPECT_FALSE(e.flags & SH_CATCH_F_IRQ_MORE);
+  EXPECT_EQ(e.irq_ns, 200u + 100u + 1000u);
+  EXPECT_EQ(e.softirq_ns, 1000u);
+  EXPECT_EQ(e.nmi_ns, 50u);
+  EXPECT_EQ(e.dur_ns, 9000u);
 }
 
 }  // namespace

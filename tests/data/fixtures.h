@@ -33,6 +33,24 @@ inline uint64_t hash_sample(uint64_t h, const Sample& s) {
   return h;
 }
 
+/// FNV-1a 64 of a sample's caught events (format 1.5 CATCH frames) on top of h: lost, then
+/// per event its fields, its comm's bytes and its stack's frames (symbol bytes, offset).
+inline uint64_t hash_caught(uint64_t h, const CatchBatch& b) {
+  h = fnv1a(h, b.lost);
+  for (const CaughtEvent& e : b.events) {
+    for (uint64_t v : {e.ts_ns, e.dur_ns, uint64_t(e.cpu), uint64_t(e.probe), uint64_t(e.flags), uint64_t(e.pid),
+                       uint64_t(e.tgid), e.detail, e.irq_ns, e.softirq_ns, e.nmi_ns, uint64_t(e.stack)})
+      h = fnv1a(h, v);
+    for (char ch : e.comm) h = fnv1a(h, uint8_t(ch));
+    if (e.stack && e.stack <= b.stacks.size())
+      for (const StackFrame& f : b.stacks[e.stack - 1]) {
+        for (char ch : f.sym) h = fnv1a(h, uint8_t(ch));
+        h = fnv1a(h, f.off);
+      }
+  }
+  return h;
+}
+
 /// One counter value to check: probe.field[idx] on cpu in sample number `sample`.
 struct ValueCheck {
   uint32_t sample;

@@ -10,6 +10,9 @@
 //                                   EXACT frame (--exact records: i % 5 records, 1 lost every 7th)
 //   v<major>.<minor>-gaps.shot      (1.4 on) 4 CPUs, 70 samples, 7 META gap_lines, each sample
 //                                   after the first but sample 20 with a GAPS frame (gap_counts())
+//   v<major>.<minor>-catch.shot     (1.5 on) 4 CPUs, 70 samples, a --catch rule on cpupri_set,
+//                                   each sample after the first but every 10th with a CATCH
+//                                   frame (caught_batch(): 2 stacks shared by 1..5 events)
 // each with a .expect.json of values computed from the samples as written. Existing files
 // are never replaced: fixtures of released versions stay as they were made.
 //
@@ -48,6 +51,7 @@ struct Spec {
   bool hotplug = false;  ///< CPU 3 online from sample 10, CPU 2 offline from sample 50
   bool exact = false;    ///< samples carry --exact records (1.3)
   bool gaps = false;     ///< samples carry gap counts (1.4)
+  bool caught = false;   ///< samples carry --catch events (1.5)
 };
 
 /// The online CPUs of sample i (1.2 on: every sample says).
@@ -77,6 +81,36 @@ std::optional<GapBatch> gap_counts(uint32_t ncpus, uint32_t i, uint64_t from_ns)
       if (i == 1 && c == 1) g.ra[0] = UINT32_MAX;
       b.counts.push_back(g);
     }
+  }
+  return b;
+}
+
+/// The caught events of sample i (> 0) of a catch fixture, over (since, mono]: 1 + i % 5
+/// events on CPUs k % ncpus, probe cpupri_set (4) or cpupri_find (5), sharing two stacks
+/// (the fifth event without one); every 7th sample lost i records; none every 10th sample.
+std::optional<CatchBatch> caught_batch(uint32_t ncpus, uint32_t i, uint64_t since, uint64_t mono) {
+  if (i == 0 || i % 10 == 0) return std::nullopt;
+  CatchBatch b;
+  b.lost = i % 7 == 0 ? i : 0;
+  b.stacks = {{{"cpupri_set", 0x4c}, {"enqueue_task_rt", 0x1a2}, {"ttwu_do_activate", 0x8e}, {"", 0}},
+              {{"cpupri_find_fitness", 0x33}, {"find_lowest_rq", 0x71}, {"push_rt_task.part.0", 0x5c}}};
+  const uint32_t n = 1 + i % 5;
+  for (uint32_t k = 0; k < n; ++k) {
+    CaughtEvent e;
+    e.ts_ns = since + (mono - since) * (k + 1) / (n + 1);
+    e.dur_ns = 20'000 + uint64_t(i) * 100 + k;
+    e.cpu = k % ncpus;
+    e.probe = uint16_t(k % 2 ? SH_P_CPUPRI_FIND : SH_P_CPUPRI_SET);
+    e.flags = uint16_t(k % 2 ? SH_CATCH_F_IRQ : SH_CATCH_F_IRQ | SH_CATCH_F_DETAIL);
+    e.pid = 1000 + k;
+    e.tgid = 1000;
+    e.comm = k % 3 ? "kworker/1:2" : "stress-ng-cpu";
+    e.detail = e.flags & SH_CATCH_F_DETAIL ? (uint64_t(2) << 16 | 5) : 0;
+    e.irq_ns = k * 1000;
+    e.softirq_ns = i % 3 ? 5000 : 0;
+    e.nmi_ns = 0;
+    e.stack = k == 4 ? 0 : 1 + k % 2;
+    b.events.push_back(e);
   }
   return b;
 }
@@ -117,6 +151,15 @@ int make(const std::string& dir, const Spec& sp) {
   if (sp.hotplug) m.host.online = online_at(sp, 0);  // META: the CPUs online at the start
   if (sp.gaps)
     for (int64_t l = 0; l < 7; ++l) m.gap_lines.push_back({l < 3 ? "nohz" : "root_domain.cpupri", l});
+  if (sp.caught) {
+    CatchRule r;
+    r.text = "cpupri_set>20us";
+    r.probe = "cpupri_set";
+    r.asked_ns = 20'000;
+    r.threshold_ns = 19'968;  // the lower bound of its histogram bucket
+    r.per_sec = 100;
+    apply_catch_rules(m, {r});
+  }
   std::mt19937_64 rng(11 + sp.ncpus);
   std::vector<Sample> written;
   {
@@ -150,6 +193,8 @@ int make(const std::string& dir, const Spec& sp) {
         s.exact.reset();
       }
       s.gaps = sp.gaps ? gap_counts(sp.ncpus, i, written.empty() ? 0 : written.back().mono_ns) : std::nullopt;
+      s.caught = sp.caught ? caught_batch(sp.ncpus, i, written.empty() ? 0 : written.back().mono_ns, s.mono_ns)
+                           : std::nullopt;
       w.write_sample(s);
       written.push_back(s);
       if (sp.note && i == 10) {
@@ -181,6 +226,7 @@ int make(const std::string& dir, const Spec& sp) {
       if (s.online != written[n].online) throw std::runtime_error(fmt::format("{}: sample {} online differs", shot, n));
       if (s.exact != written[n].exact) throw std::runtime_error(fmt::format("{}: sample {} exact records differ", shot, n));
       if (s.gaps != written[n].gaps) throw std::runtime_error(fmt::format("{}: sample {} gap counts differ", shot, n));
+      if (s.caught != written[n].caught) throw std::runtime_error(fmt::format("{}: sample {} caught events differ", shot, n));
       ++n;
     }
     if (n != kept || hr != h) throw std::runtime_error(fmt::format("{}: read back {} samples, hash differs", shot, n));
@@ -244,6 +290,21 @@ int make(const std::string& dir, const Spec& sp) {
     e["gap_full"] = full;
     e["gap_value_sum"] = sum;
   }
+  if (sp.caught) {
+    uint64_t frames = 0, events = 0, lost = 0, hc = kFnvBasis;
+    for (uint32_t i = 0; i < kept; ++i)
+      if (written[i].caught) {
+        ++frames;
+        events += written[i].caught->events.size();
+        lost += written[i].caught->lost;
+        hc = hash_caught(hc, *written[i].caught);
+      }
+    e["catch_rules"] = m.catch_rules.size();
+    e["caught_frames"] = frames;
+    e["caught_events"] = events;
+    e["caught_lost"] = lost;
+    e["caught_fnv1a"] = fmt::format("{:016x}", hc);
+  }
   std::ofstream(expect) << e.dump(2) << "\n";
   fmt::print("{}: {} samples, {} bytes\n", shot, kept, slurp(shot).size());
   return 0;
@@ -259,7 +320,8 @@ int main(int argc, char** argv) {
   const Spec specs[] = {{"basic", 4, 70, true, true, -1}, {"raw", 2, 5, false, false, -1},
                         {"unclosed", 4, 70, true, true, 8}, {"hotplug", 4, 70, true, false, -1, true},
                         {"exact", 4, 70, true, false, -1, false, true},
-                        {"gaps", 4, 70, true, false, -1, false, false, true}};
+                        {"gaps", 4, 70, true, false, -1, false, false, true},
+                        {"catch", 4, 70, true, false, -1, false, false, false, true}};
   try {
     for (const Spec& s : specs) make(argv[1], s);
   } catch (const std::exception& e) {

@@ -132,6 +132,25 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
     } else {
       for (auto& x : got) EXPECT_FALSE(x.gaps.has_value());
     }
+    // 1.5 on: --catch events (v1.5-catch); read from the start, every sample's CATCH frame.
+    if (e.contains("caught_events")) {
+      EXPECT_EQ(m.catch_rules.size(), e["catch_rules"].get<size_t>());
+      uint64_t frames = 0, events = 0, lost = 0, hc = fixtures::kFnvBasis;
+      for (auto& x : got)
+        if (x.caught) {
+          ++frames;
+          events += x.caught->events.size();
+          lost += x.caught->lost;
+          hc = fixtures::hash_caught(hc, *x.caught);
+        }
+      EXPECT_EQ(frames, e["caught_frames"].get<uint64_t>());
+      EXPECT_EQ(events, e["caught_events"].get<uint64_t>());
+      EXPECT_EQ(lost, e["caught_lost"].get<uint64_t>());
+      EXPECT_EQ(fmt::format("{:016x}", hc), e["caught_fnv1a"].get<std::string>());
+      EXPECT_FALSE(got.front().caught.has_value());
+    } else {
+      for (auto& x : got) EXPECT_FALSE(x.caught.has_value());
+    }
     EXPECT_EQ(r->saw_end(), e["complete"].get<bool>());
     if (e["damage_contains"].is_null()) {
       EXPECT_FALSE(r->damage().has_value()) << r->damage()->reason;

@@ -142,7 +142,7 @@ int pc_timed_exit(void *ctx)
 	PC_FILTER();
 	f = SH_THIS_SLOT(pc_timed_slots);
 	if (f)
-		sh_func_exit(f, bpf_ktime_get_ns());
+		sh_func_exit(ctx, SH_P_NOHZ_EXIT, f, bpf_ktime_get_ns());
 	return 1;
 }
 
@@ -166,7 +166,7 @@ SEC("raw_tp/sys_exit")
 int pc_cpupri_timed_exit(void *ctx)
 {
 	PC_FILTER();
-	cpupri_set_exit(bpf_ktime_get_ns());
+	cpupri_set_exit(ctx, bpf_ktime_get_ns());
 	return 1;
 }
 

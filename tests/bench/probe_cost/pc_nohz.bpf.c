@@ -35,7 +35,7 @@ SEC("raw_tp/sys_exit")
 int pc_nohz_exit_exit(void *ctx)
 {
 	PC_FILTER();
-	nohz_exit_exit(bpf_ktime_get_ns());
+	nohz_exit_exit(ctx, bpf_ktime_get_ns());
 	return 1;
 }
 

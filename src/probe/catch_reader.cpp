@@ -1,0 +1,121 @@
+#include "probe/catch_reader.h"
+
+#include <algorithm>
+#include <cstring>
+#include <unistd.h>
+
+#include "schedhot/abi.h"
+
+namespace schedhot {
+
+StackSymbolizer::StackSymbolizer(const SymbolTable* syms) : syms_(syms) {
+  if (const Symbol* e = syms_ ? syms_->find("_etext") : nullptr) text_end_ = e->addr;
+}
+
+std::vector<StackFrame> StackSymbolizer::frames(const std::vector<uint64_t>& ips) {
+  std::vector<StackFrame> out;
+  out.reserve(ips.size());
+  for (uint64_t ip : ips) {
+    auto it = cache_.find(ip);
+    if (it == cache_.end()) {
+      StackFrame f;
+      // Past the core kernel's text (a module, BPF code) no symbol of the table covers it:
+      // the nearest one below would name the wrong function.
+      const bool core = !text_end_ || ip < text_end_;
+      if (syms_ && !syms_->addresses_hidden() && core)
+        if (auto s = syms_->symbolize(ip); s && s->second < (1u << 20)) f = {s->first->name, s->second};
+      it = cache_.emplace(ip, std::move(f)).first;
+    }
+    out.push_back(it->second);
+  }
+  return out;
+}
+
+bool parse_catch_record(const void* data, uint32_t size, RawCaught& out) {
+  if (size < sizeof(sh_catch_rec)) return false;
+  sh_catch_rec r;
+  std::memcpy(&r, data, sizeof r);
+  CaughtEvent& e = out.ev;
+  e = CaughtEvent{};
+  e.ts_ns = r.ts;
+  e.dur_ns = r.dur_ns;
+  e.cpu = r.cpu;
+  e.probe = r.probe;
+  e.flags = r.flags;
+  e.pid = r.pid;
+  e.tgid = r.tgid;
+  e.comm.assign(r.comm, strnlen(r.comm, sizeof r.comm));
+  for (char& c : e.comm)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  e.detail = r.detail;
+  e.irq_ns = r.irq_ns;
+  e.softirq_ns = r.softirq_ns;
+  e.nmi_ns = r.nmi_ns;
+  out.ips.clear();
+  if (r.stack_bytes > 0) {
+    const size_t n = std::min<size_t>(size_t(r.stack_bytes) / sizeof(uint64_t), SH_CATCH_FRAMES);
+    out.ips.assign(r.stack, r.stack + n);
+  }
+  return true;
+}
+
+CatchBatch make_catch_batch(std::vector<RawCaught>& recs, StackSymbolizer& sym) {
+  std::stable_sort(recs.begin(), recs.end(), [](const RawCaught& a, const RawCaught& b) { return a.ev.ts_ns < b.ev.ts_ns; });
+  CatchBatch b;
+  std::map<std::vector<uint64_t>, uint32_t> seen;  // stack addresses -> index + 1
+  for (RawCaught& r : recs) {
+    if (!r.ips.empty()) {
+      auto [it, added] = seen.emplace(r.ips, uint32_t(b.stacks.size() + 1));
+      if (added) b.stacks.push_back(sym.frames(r.ips));
+      r.ev.stack = it->second;
+    }
+    b.events.push_back(std::move(r.ev));
+  }
+  recs.clear();
+  return b;
+}
+
+size_t CatchReader::default_pages(uint32_t ncpus) {
+  const size_t page = size_t(sysconf(_SC_PAGESIZE));
+  const size_t per_cpu = (size_t(16) << 20) / std::max<uint32_t>(ncpus, 1);
+  size_t pages = 1;
+  while (pages < 64 && pages * 2 * page <= per_cpu) pages *= 2;
+  return pages;
+}
+
+CatchReader::CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages)
+    : PerfDrain(map_fd, ncpus, pages ? pages : default_pages(ncpus), "--catch"), sym_(syms) {
+  start("schedhot-catch");
+}
+
+CatchReader::~CatchReader() { stop(); }
+
+void CatchReader::on_record(int, const void* data, uint32_t size) {
+  RawCaught r;
+  if (parse_catch_record(data, size, r)) pending_.push_back(std::move(r));
+}
+
+void CatchReader::on_lost(int, uint64_t cnt) { lost_ += cnt; }
+
+CatchBatch CatchReader::take(uint64_t upto_ns) {
+  std::vector<RawCaught> due;
+  uint64_t lost;
+  {
+    std::lock_guard lk(mu_);
+    consume();  // what the kernel has written by now belongs to this interval
+    auto keep = std::stable_partition(pending_.begin(), pending_.end(),
+                                      [&](const RawCaught& r) { return r.ev.ts_ns <= upto_ns; });
+    due.assign(std::make_move_iterator(pending_.begin()), std::make_move_iterator(keep));
+    pending_.erase(pending_.begin(), keep);
+    lost = lost_;
+    lost_ = 0;
+  }
+  for (RawCaught& r : due)
+    if (r.ev.ts_ns <= taken_upto_) r.ev.ts_ns = taken_upto_ + 1;  // late for its interval
+  taken_upto_ = upto_ns;
+  CatchBatch b = make_catch_batch(due, sym_);  // outside the lock: the thread goes on reading
+  b.lost = lost;
+  return b;
+}
+
+}  // namespace schedhot
