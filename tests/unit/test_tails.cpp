@@ -5,10 +5,16 @@
 
 #include <sstream>
 
+#include <filesystem>
+
 #include "analysis/report.h"
 #include "analysis/tails.h"
+#include "command/export.h"
+#include "command/report.h"
 #include "output/export.h"
 #include "output/report_text.h"
+#include "store/recording.h"
+#include "test_recording_util.h"
 #include "test_util.h"
 
 using namespace schedhot;
@@ -370,4 +376,71 @@ TEST(Folded, NoCaughtEventsWritesNothing) {
   EXPECT_EQ(res.intervals, 1u);
   EXPECT_EQ(out.str(), "");
   EXPECT_EQ(parse_export_format("folded"), ExportFormat::folded);
+}
+
+// End to end through a recording (CATCH frames): written by RecordingWriter with
+// Sample::caught set, read back by report and export.
+TEST(TailsRecording, ReportAndFoldedExportOfARecordingWithCatchFrames) {
+  const Case c = make_case();
+  TempDir dir("tails_e2e");
+  const std::string path = dir / "catch.shot";
+  write_samples(path, c.m, c.samples);
+  {
+    auto r = RecordingReader::open(path);
+    ASSERT_EQ(r->meta().catch_rules, c.m.catch_rules);
+    Sample s;
+    int with = 0;
+    while (r->next(s)) with += s.caught.has_value();
+    EXPECT_EQ(with, 2);
+  }
+  ReportRequest req;
+  req.file = path;
+  req.format = "json";
+  const CommandOutput rep = report_file_command(req);
+  ASSERT_EQ(rep.status, 0) << (rep.errors.empty() ? "" : rep.errors[0]);
+  const nlohmann::json j = nlohmann::json::parse(rep.out);
+  EXPECT_EQ(j["tails"], report(c)["tails"]) << "the same tails as from the samples in memory";
+  req.format = "text";
+  const CommandOutput text = report_file_command(req);
+  EXPECT_NE(text.out.find("5 caught, 3 dropped (rate), 0 (buffer); 8 = the histogram's count"), std::string::npos)
+      << text.out;
+  // export --format folded to a file, as the other formats: the same lines as in memory.
+  ExportRequest ex;
+  ex.file = path;
+  ex.output = dir / "tails.folded";
+  ex.opts.format = ExportFormat::folded;
+  std::ostringstream none;
+  const CommandOutput e = export_command(ex, none);
+  ASSERT_EQ(e.status, 0) << (e.errors.empty() ? "" : e.errors[0]);
+  EXPECT_EQ(none.str(), "");
+  EXPECT_EQ(slurp(dir / "tails.folded"),
+            "cpupri_find;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;[no stack] 1\n"
+            "cpupri_set;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;ttwu_do_activate;enqueue_task_rt;cpupri_set 3\n");
+  // A window of the second interval only.
+  ex.output = "-";
+  ex.opts.from_s = 1;
+  ex.from = "1";
+  std::ostringstream out;
+  ASSERT_EQ(export_command(ex, out).status, 0);
+  EXPECT_EQ(out.str(),
+            "cpupri_find;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;[no stack] 1\n"
+            "cpupri_set;ttwu_do_activate;enqueue_task_rt;cpupri_set 1\n");
+  // A recording without caught events: one line, status 1, no file.
+  const std::string plain = dir / "plain.shot";
+  Meta m = synthetic_meta(2);
+  Sample a = make_sample(m), b = make_sample(m);
+  b.mono_ns = 1'000'000'000;
+  write_samples(plain, m, {a, b});
+  ExportRequest ep;
+  ep.file = plain;
+  ep.output = dir / "none.folded";
+  ep.opts.format = ExportFormat::folded;
+  const CommandOutput en = export_command(ep, out);
+  EXPECT_EQ(en.status, 1);
+  ASSERT_EQ(en.errors.size(), 1u);
+  EXPECT_EQ(en.errors[0], "no caught events in this recording: record with --catch");
+  EXPECT_FALSE(std::filesystem::exists(dir / "none.folded"));
 }
