@@ -132,6 +132,9 @@ Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
   d.probes[p].words[word(c.m, p, 1, "caught")] = b.probes[p].words[word(c.m, p, 1, "caught")] + 2;
   d.probes[p].words[word(c.m, p, 2, "catch_rate_drops")] = rate_drops;
   for (uint64_t i = 0; i < rate_drops; ++i) add_hist(c.m, d, p, 2, "lat", 60'000);
+  // Each event ends inside its interval (a recording's CATCH frame checks it).
+  for (size_t k = 0; k < b1.events.size(); ++k) b1.events[k].ts_ns = a.mono_ns + 100'000'000 * (k + 1);
+  for (size_t k = 0; k < b2.events.size(); ++k) b2.events[k].ts_ns = b.mono_ns + 100'000'000 * (k + 1);
   b.caught = b1;
   d.caught = b2;
   c.samples = {a, b, d};
