@@ -15,7 +15,7 @@
 namespace schedhot {
 
 std::string frame_text(const StackFrame& f) {
-  return fmt::format("{}+0x{:x}", f.sym.empty() ? "[unknown]" : f.sym, f.off);
+  return f.sym.empty() ? std::string("[unknown]") : fmt::format("{}+0x{:x}", f.sym, f.off);
 }
 
 std::string caught_probe_name(uint16_t id) {

@@ -1,6 +1,7 @@
 #include "probe/catch_reader.h"
 
 #include <algorithm>
+#include <string_view>
 #include <cstring>
 #include <unistd.h>
 
@@ -59,6 +60,23 @@ bool parse_catch_record(const void* data, uint32_t size, RawCaught& out) {
   return true;
 }
 
+void trim_tracing_frames(std::vector<StackFrame>& frames) {
+  static constexpr std::string_view kMachinery[] = {
+      "bpf_",           "__bpf_",        "__traceiter_", "trace_call_bpf", "perf_trace_", "kprobe_",
+      "__kprobe_",      "kretprobe_",    "__kretprobe_", "rethook_",       "arch_rethook_", "fprobe_",
+      "__fprobe_",      "ftrace_",       "opt_pre_handler", "optimized_callback", "aggr_pre_handler",
+      "pre_handler_kretprobe", "trampoline_handler", "kprobe_ftrace_handler", "invoke_bpf_prog"};
+  size_t n = 0;
+  for (; n < frames.size(); ++n) {
+    const std::string& s = frames[n].sym;
+    const bool machinery = s.empty() || std::any_of(std::begin(kMachinery), std::end(kMachinery),
+                                                    [&](std::string_view p) { return s.rfind(p, 0) == 0; });
+    if (!machinery) break;
+  }
+  if (n == frames.size()) return;  // nothing but machinery (or no symbols at all): kept as it is
+  frames.erase(frames.begin(), frames.begin() + std::ptrdiff_t(n));
+}
+
 CatchBatch make_catch_batch(std::vector<RawCaught>& recs, StackSymbolizer& sym) {
   std::stable_sort(recs.begin(), recs.end(), [](const RawCaught& a, const RawCaught& b) { return a.ev.ts_ns < b.ev.ts_ns; });
   CatchBatch b;
@@ -66,7 +84,10 @@ CatchBatch make_catch_batch(std::vector<RawCaught>& recs, StackSymbolizer& sym) 
   for (RawCaught& r : recs) {
     if (!r.ips.empty()) {
       auto [it, added] = seen.emplace(r.ips, uint32_t(b.stacks.size() + 1));
-      if (added) b.stacks.push_back(sym.frames(r.ips));
+      if (added) {
+        b.stacks.push_back(sym.frames(r.ips));
+        trim_tracing_frames(b.stacks.back());
+      }
       r.ev.stack = it->second;
     }
     b.events.push_back(std::move(r.ev));

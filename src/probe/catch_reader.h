@@ -40,6 +40,12 @@ class StackSymbolizer {
   std::unordered_map<uint64_t, StackFrame> cache_;
 };
 
+/// Drops the innermost frames of a caught event's stack that are the tracing machinery, not
+/// the traced code: the BPF program itself (no symbol), bpf_trace_run*, __traceiter_*,
+/// __bpf_trace_*, the BPF trampoline, kprobe and kretprobe/rethook handlers and perf's
+/// tracepoint glue, up to the first other frame (perf and bpftrace show stacks so too).
+void trim_tracing_frames(std::vector<StackFrame>& frames);
+
 /// Turns raw records into a CatchBatch: events in time order, each stack once.
 /// recs: per CPU in arrival order (consumed); ips: each record's stack addresses.
 struct RawCaught {

@@ -133,3 +133,27 @@ TEST(CatchReader, BatchesKeepEachStackOnceInTimeOrder) {
 
 }  // namespace
 }  // namespace schedhot
+
+namespace schedhot {
+namespace {
+
+// The BPF program, bpf_trace_run2 and __traceiter_cpu_idle are how the event was seen, not
+// what ran: dropped, up to the first traced-code frame; unknown frames further out stay.
+TEST(CatchReader, TracingMachineryFramesAreTrimmedFromTheInside) {
+  std::vector<StackFrame> f = {{"", 0},          {"bpf_trace_run2", 0x103}, {"__traceiter_cpu_idle", 0x2a},
+                               {"default_idle_call", 0x82}, {"", 0},          {"do_idle", 0x214}};
+  trim_tracing_frames(f);
+  ASSERT_EQ(f.size(), 3u);
+  EXPECT_EQ(f[0].sym, "default_idle_call");
+  EXPECT_EQ(f[1].sym, "") << "an unknown frame of the traced code's callers stays";
+  std::vector<StackFrame> fexit = {{"", 0}, {"bpf_trampoline_6442", 0x5c}, {"enqueue_task_rt", 0x1f0}};
+  trim_tracing_frames(fexit);
+  ASSERT_EQ(fexit.size(), 1u);
+  EXPECT_EQ(fexit[0].sym, "enqueue_task_rt");
+  std::vector<StackFrame> only = {{"", 0}, {"", 0}};
+  trim_tracing_frames(only);
+  EXPECT_EQ(only.size(), 2u) << "nothing known: kept as it is";
+}
+
+}  // namespace
+}  // namespace schedhot

@@ -177,7 +177,7 @@ TEST(Tails, CountsAccountingDurationsStacksTasks) {
             nlohmann::json({"cpupri_set+0x10", "enqueue_task_rt+0x80", "ttwu_do_activate+0x40"}));
   EXPECT_DOUBLE_EQ(t["stacks"][0]["share"].get<double>(), 0.6);
   EXPECT_EQ(t["stacks"][1]["count"].get<uint64_t>(), 1u);
-  EXPECT_EQ(t["stacks"][1]["frames"][2], "[unknown]+0x5");
+  EXPECT_EQ(t["stacks"][1]["frames"][2], "[unknown]");
   EXPECT_EQ(t["stacks_unique"].get<uint64_t>(), 2u);
   EXPECT_EQ(t["no_stack"].get<uint64_t>(), 1u);
   ASSERT_EQ(t["tasks"].size(), 3u);
