@@ -54,7 +54,8 @@ int run_record(const RecordCmd& o) {
     r.flight_max = unsigned(o.flight_max);
   }
   if (!r.flight_ns && o.flight_max != 100) return usage_error("--flight-max needs --flight");
-  if (!covers_an_interval(r.duration_ns, r.interval_ns, o.duration, o.interval, true)) return 2;
+  const std::string dur_text = r.flight_ns && !o.duration_given ? "0" : o.duration;
+  if (!covers_an_interval(r.duration_ns, r.interval_ns, dur_text, o.interval, true)) return 2;
   if (o.output.empty()) {
     return usage_error("record needs -o FILE (or -o - for stdout)");
   }
