@@ -279,3 +279,29 @@ TEST(Flight, ASampleHoldsEveryProbesSlotWordsOfEveryCpu) {
                 per_cpu * 8);
   }
 }
+
+TEST(Flight, AStatusChangeWhileAFileIsWrittenIsANoteInItAndInTheNextFilesMeta) {
+  Meta m = flight_meta();
+  TempDir dir("flight_note");
+  auto v = flight_samples(m, 30, {mono(10.5), mono(20.5)});
+  FlightRecorder fr(dir.path, FlightRun().opts(2 * kS));
+  const int p = m.probe_index("bcast_wait");
+  for (auto& s : v) {
+    std::vector<int> changed;
+    if (s.mono_ns == mono(12)) {  // inside the first file, [8.5, 12.5]
+      m.probes[size_t(p)].status.notes.push_back("learned tick_broadcast_lock at 0xffffffff82a0b040");
+      changed.push_back(p);
+    }
+    fr.add(s, m, changed);
+  }
+  fr.close();
+  ASSERT_EQ(fr.files().size(), 2u);
+  auto a = RecordingReader::open(fr.files()[0]);
+  read_all(*a);
+  ASSERT_EQ(a->status_notes().size(), 1u);
+  EXPECT_EQ(a->status_notes()[0].notes.back(), "learned tick_broadcast_lock at 0xffffffff82a0b040");
+  auto b = RecordingReader::open(fr.files()[1]);
+  read_all(*b);
+  EXPECT_TRUE(b->status_notes().empty());
+  EXPECT_EQ(b->meta().probes[size_t(p)].status.notes.back(), "learned tick_broadcast_lock at 0xffffffff82a0b040");
+}
