@@ -23,6 +23,9 @@ struct RecordCmd {
   bool quiet = false;
   std::string max_size;    ///< --max-size: rotate when a file would grow past it ("" = no limit)
   int rotate = -1;         ///< --rotate N: closed files kept, FILE.1..FILE.N (-1 = not given)
+  std::string flight;      ///< --flight DURATION: -o is a DIR of [firing - D, firing + D] recordings ("" = off)
+  int flight_max = 100;    ///< --flight-max N
+  bool duration_given = false;
   std::string start_at;    ///< --start-at EPOCH|@ALIGN: the baseline sample's wall-clock instant ("" = at once)
   std::string command_line;
 };
@@ -36,7 +39,23 @@ int run_record(const RecordCmd& o) {
   } catch (const std::exception& e) {
     return usage_error(e.what());
   }
-  if (!covers_an_interval(r.duration_ns, r.interval_ns, o.duration, o.interval, true)) return 2;
+  if (!o.flight.empty()) {
+    try {
+      r.flight_ns = parse_duration_ns(o.flight, "--flight");
+    } catch (const std::exception& e) {
+      return usage_error(e.what());
+    }
+    if (!r.flight_ns) return usage_error("--flight needs a duration above 0, e.g. 30s");
+    if (o.common.catch_rules.empty()) return usage_error("--flight needs --catch RULES: the rules whose firings it keeps");
+    if (o.output.empty() || o.output == "-") return usage_error("--flight needs -o DIR, a directory (not stdout)");
+    if (!o.max_size.empty() || o.rotate >= 0) return usage_error("--flight writes its own files: no --max-size or --rotate");
+    if (o.force) return usage_error("--flight never replaces a file: no --force");
+    if (!o.duration_given) r.duration_ns = 0;  // a flight recorder runs until stopped
+    r.flight_max = unsigned(o.flight_max);
+  }
+  if (!r.flight_ns && o.flight_max != 100) return usage_error("--flight-max needs --flight");
+  const std::string dur_text = r.flight_ns && !o.duration_given ? "0" : o.duration;
+  if (!covers_an_interval(r.duration_ns, r.interval_ns, dur_text, o.interval, true)) return 2;
   if (o.output.empty()) {
     return usage_error("record needs -o FILE (or -o - for stdout)");
   }
@@ -60,7 +79,8 @@ CommandCall define(CLI::App& c) {
   RecordCmd& rec = *o;
   add_probe_options(&c, rec.common);
   add_catch_options(&c, rec.common);
-  c.add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s); 0 = until stopped");
+  CLI::Option* dur =
+      c.add_option("-d,--duration", rec.duration, "how long, e.g. 10, 2.5s, 5m (default 10 s; with --flight until stopped); 0 = until stopped");
   c.add_option("-i,--interval", rec.interval, "sample interval, e.g. 1, 250ms (default 1 s)");
   // FILE arguments are checked by the commands, not marked required: CLI11 reports a
   // missing required argument before an unknown flag, which hid the real mistake.
@@ -76,8 +96,15 @@ CommandCall define(CLI::App& c) {
   c.add_option("--max-size", rec.max_size, "rotate when FILE would grow past SIZE (e.g. 64M); needs --rotate");
   c.add_option("--rotate", rec.rotate, "closed files to keep as FILE.1 (newest) .. FILE.N; the oldest is dropped")
       ->check(kCount);
-  return [o](const CommandLine& cl) {
+  c.add_option("--flight", rec.flight,
+               "flight recorder: hold the last DURATION of samples and write DIR/<UTC time>-<probe>.shot covering "
+               "[firing - DURATION, firing + DURATION] each time a --catch rule fires; -o names the DIR");
+  c.add_option("--flight-max", rec.flight_max, "--flight: files in total, at most (default 100; then the run goes on "
+                                               "without writing)")
+      ->check(CLI::Range(1, 1'000'000));
+  return [o, dur](const CommandLine& cl) {
     o->command_line = cl.text();
+    o->duration_given = dur->count() > 0;
     return run_record(*o);
   };
 }

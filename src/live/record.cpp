@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "sample/sampler.h"
+#include "store/flight.h"
 #include "store/recording.h"
 #include "sys/console.h"
 #include "sys/units.h"
@@ -26,7 +27,64 @@ bool sleep_until_wall(uint64_t at_ns, const std::atomic<bool>* stop) {
   }
 }
 
+namespace {
+
+/// record --flight: the session's samples into a FlightRecorder.
+int record_flight(const RecordRequest& r) {
+  FlightOptions fo;
+  fo.window_ns = r.flight_ns;
+  fo.interval_ns = r.interval_ns;
+  fo.max_files = r.flight_max;
+  fo.writer.compress = r.compress;
+  if (!r.quiet) fo.say = say;
+  fo.error = say;
+  std::unique_ptr<FlightRecorder> fr;
+  try {  // DIR opened and checked before attaching
+    fr = std::make_unique<FlightRecorder>(r.output, fo);
+  } catch (const std::exception& e) {
+    say(e.what());
+    return 1;
+  }
+  LiveOptions lo;
+  lo.probes = r.probes;
+  lo.interval_ns = r.interval_ns;
+  lo.duration_ns = r.duration_ns;
+  lo.command_line = r.command_line;
+  lo.stop = r.stop;
+  lo.warn = say;
+  LiveSession sess(std::move(lo));  // not recorded by the session: the flight recorder writes
+  if (r.start_at_ns && !sleep_until_wall(r.start_at_ns, r.stop)) {
+    say("stopped before --start-at; nothing recorded");
+    return 130;
+  }
+  Sample s;
+  if (!sess.next(s)) {
+    say(sess.error().value_or("no sample"));
+    return 1;
+  }
+  fr->add(s, sess.meta(), sess.take_status_changes());
+  if (!r.quiet) {
+    const std::string d = format_ns(double(r.flight_ns));
+    say(fmt::format("flight recorder: {} of {} probes every {:.3f} s {}, holding the last {} ({} samples at most); "
+                    "a file of [firing - {}, firing + {}] in {} per --catch firing outside a file, at most {} files ({})",
+                    sess.attached_count(), sess.statuses().size(), r.interval_ns / 1e9,
+                    r.duration_ns ? fmt::format("for {:.1f} s", r.duration_ns / 1e9) : std::string("until stopped"), d,
+                    fr->held_cap(), d, d, r.output, r.flight_max,
+                    r.duration_ns ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
+    for (auto& p : sess.statuses())
+      if (!p.attached) say(fmt::format("  {} unavailable: {}", p.probe, p.reason));
+  }
+  while (sess.next(s)) fr->add(s, sess.meta(), sess.take_status_changes());
+  fr->close();  // the stop's final sample came from next(): the file in progress ends with it
+  sess.close(false);
+  if (!r.quiet) say(fr->summary() + (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
+  return fr->stats().failed ? 1 : 0;
+}
+
+}  // namespace
+
 int record(const RecordRequest& r) {
+  if (r.flight_ns) return record_flight(r);
   struct stat st {};
   if (r.output != "-" && !r.force && !r.rotate.max_bytes && stat(r.output.c_str(), &st) == 0) {
     say(fmt::format("{} exists; choose another name or pass --force", r.output));

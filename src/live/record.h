@@ -22,6 +22,8 @@ struct RecordRequest {
   bool compress = true;
   bool quiet = false;            ///< only errors on stderr
   RotateOptions rotate;          ///< max_bytes 0: one file
+  uint64_t flight_ns = 0;        ///< --flight D: output is a DIR of [firing - D, firing + D] files (store/flight.h); 0: off
+  unsigned flight_max = 100;     ///< --flight-max: files in total
   std::string command_line;      ///< META's
   const std::atomic<bool>* stop = nullptr;  ///< SIGINT/SIGTERM: a final sample, then the end
 };
@@ -32,6 +34,9 @@ struct RecordRequest {
 /// records to the end or the stop and says what was written. Returns the exit status: 0,
 /// 1 (a failed write, a file that exists: one line said), 130 stopped before --start-at.
 /// Throws LiveError (attach, no probe) and UsageError.
+/// With flight_ns: the flight recorder (store/flight.h) into the directory `output`,
+/// opened (and checked) before attaching; each file written said on stderr (unless quiet),
+/// and a summary at the end (firings, files, firings inside a file, skipped ones).
 int record(const RecordRequest& r);
 
 /// Sleeps until CLOCK_REALTIME reaches at_ns (ns since the epoch), in slices of at most

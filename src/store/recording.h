@@ -201,6 +201,10 @@ struct WriterOptions {
 class PreparedOutput {
  public:
   PreparedOutput(const std::string& path, bool overwrite);
+  /// A file the caller created itself (record --flight: openat(O_CREAT | O_EXCL |
+  /// O_NOFOLLOW) in a directory it holds open), fd owned from now on; made names it so a
+  /// writer that cannot write the header removes it again (OwnedFile::remove).
+  PreparedOutput(const std::string& path, int fd, OwnedFile made);
   ~PreparedOutput();
   PreparedOutput(const PreparedOutput&) = delete;
   PreparedOutput& operator=(const PreparedOutput&) = delete;

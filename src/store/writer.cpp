@@ -181,6 +181,9 @@ PreparedOutput::PreparedOutput(const std::string& path, bool overwrite) : path_(
   fd_ = open_output(path, overwrite, created_, replaces_);
 }
 
+PreparedOutput::PreparedOutput(const std::string& path, int fd, OwnedFile made)
+    : path_(path), fd_(fd), created_(std::move(made)) {}
+
 PreparedOutput::~PreparedOutput() {
   if (fd_ < 0) return;
   created_.remove();  // never taken: the file this made goes again, only while its name still holds it

@@ -418,6 +418,28 @@ TEST(RecordingCli, RecordChecksRotationOptionsBeforeAttaching) {
   expect_one_line_error(run_cli("record --max-size 1M --rotate -1" + o), 2, "--rotate");
 }
 
+TEST(RecordingCli, RecordFlightChecksItsOptionsBeforeAttaching) {
+  TempDir dir("cli_flightopt");
+  const std::string o = " -o " + dir / "fl";
+  const std::string c = " --catch 'idle>1ms'";
+  expect_one_line_error(run_cli("record --flight 30s" + o), 2, "--flight needs --catch RULES");
+  expect_one_line_error(run_cli("record --flight 30s" + c), 2, "--flight needs -o DIR, a directory (not stdout)");
+  expect_one_line_error(run_cli("record --flight 30s -o -" + c), 2, "--flight needs -o DIR, a directory (not stdout)");
+  expect_one_line_error(run_cli("record --flight 30s --max-size 1M --rotate 1" + c + o), 2,
+                        "--flight writes its own files: no --max-size or --rotate");
+  expect_one_line_error(run_cli("record --flight 30s --rotate 1" + c + o), 2, "no --max-size or --rotate");
+  expect_one_line_error(run_cli("record --flight 30s -f" + c + o), 2, "--flight never replaces a file: no --force");
+  expect_one_line_error(run_cli("record --flight 0" + c + o), 2, "--flight needs a duration above 0");
+  expect_one_line_error(run_cli("record --flight soon" + c + o), 2, "--flight");
+  expect_one_line_error(run_cli("record --flight-max 3" + c + o), 2, "--flight-max needs --flight");
+  expect_one_line_error(run_cli("record --flight 30s --flight-max 0" + c + o), 2, "--flight-max");
+  EXPECT_FALSE(std::filesystem::exists(dir / "fl")) << "nothing made on a usage error";
+  // the DIR is checked before attaching: a symlink is refused with exit 1
+  ASSERT_EQ(::symlink(dir.path.c_str(), (dir / "ln").c_str()), 0);
+  expect_one_line_error(run_cli("record --flight 30s" + c + " -o " + dir / "ln"), 1,
+                        "is a symlink: not followed (name the directory itself)");
+}
+
 TEST(RecordingCli, RecordStartAtWaitsForTheWallClockInstant) {
   expect_one_line_error(run_cli("record --start-at 1000 -d 1 -o x.shot"), 2, "--start-at 1000 is");
   expect_one_line_error(run_cli("record --start-at @0 -d 1 -o x.shot"), 2, "--start-at '@0'");
