@@ -31,6 +31,16 @@
 
 /* This CPU's slot of map, or NULL (cpu >= max_entries cannot happen when
  * max_entries = possible CPUs; the NULL check is for the verifier). */
+/* A per-CPU array of one value (each CPU its own copy): scratch space and per-CPU
+ * state no other CPU reads. */
+#define SH_PERCPU_ONE(name, value_type)                \
+	struct {                                       \
+		__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);\
+		__type(key, __u32);                    \
+		__type(value, value_type);             \
+		__uint(max_entries, 1);                \
+	} name SEC(".maps") __weak
+
 #define SH_THIS_SLOT(map) ({                           \
 	__u32 __cpu = bpf_get_smp_processor_id();      \
 	bpf_map_lookup_elem(&(map), &__cpu);           \
@@ -76,18 +86,8 @@ struct {
 	__uint(key_size, sizeof(__u32));
 	__uint(value_size, sizeof(__u32));
 } sh_catch_events SEC(".maps") __weak;
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct sh_irq_ring);
-	__uint(max_entries, 1);
-} sh_irq_rings SEC(".maps") __weak;
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, struct sh_catch_rec);
-	__uint(max_entries, 1);
-} sh_catch_scratch SEC(".maps") __weak;
+SH_PERCPU_ONE(sh_irq_rings, struct sh_irq_ring);
+SH_PERCPU_ONE(sh_catch_scratch, struct sh_catch_rec);
 
 #define SH_CATCH_DETAIL_SET (1ull << 63)  /* a detail word that holds one (sh_timing.detail) */
 
@@ -297,12 +297,7 @@ struct {
  * the ring counts as lost itself): no perf event on this CPU, as after the CPU went
  * offline and came back (the kernel does not re-add a CPU's event), or none opened for
  * it. A per-CPU array: each CPU adds to its own copy; user space adds them to the lost. */
-struct {
-	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
-	__type(key, __u32);
-	__type(value, __u64);
-	__uint(max_entries, 1);
-} sh_exact_fails SEC(".maps") __weak;
+SH_PERCPU_ONE(sh_exact_fails, __u64);
 
 /*
  * Gap state (abi.h struct sh_gap_slot): .rodata sh_gaps = 1 keeps it (the default; 0 and

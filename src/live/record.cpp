@@ -29,6 +29,18 @@ bool sleep_until_wall(uint64_t at_ns, const std::atomic<bool>* stop) {
 
 namespace {
 
+/// The live session's options of a record run (what is recorded, where: the caller's).
+LiveOptions session_options(const RecordRequest& r) {
+  LiveOptions lo;
+  lo.probes = r.probes;
+  lo.interval_ns = r.interval_ns;
+  lo.duration_ns = r.duration_ns;
+  lo.command_line = r.command_line;
+  lo.stop = r.stop;
+  lo.warn = say;
+  return lo;
+}
+
 /// record --flight: the session's samples into a FlightRecorder.
 int record_flight(const RecordRequest& r) {
   FlightOptions fo;
@@ -45,14 +57,7 @@ int record_flight(const RecordRequest& r) {
     say(e.what());
     return 1;
   }
-  LiveOptions lo;
-  lo.probes = r.probes;
-  lo.interval_ns = r.interval_ns;
-  lo.duration_ns = r.duration_ns;
-  lo.command_line = r.command_line;
-  lo.stop = r.stop;
-  lo.warn = say;
-  LiveSession sess(std::move(lo));  // not recorded by the session: the flight recorder writes
+  LiveSession sess(session_options(r));  // not recorded by the session: the flight recorder writes
   if (r.start_at_ns && !sleep_until_wall(r.start_at_ns, r.stop)) {
     say("stopped before --start-at; nothing recorded");
     return 130;
@@ -103,18 +108,12 @@ int record(const RecordRequest& r) {
       return 1;
     }
   }
-  LiveOptions lo;
-  lo.probes = r.probes;
-  lo.interval_ns = r.interval_ns;
-  lo.duration_ns = r.duration_ns;
-  lo.command_line = r.command_line;
+  LiveOptions lo = session_options(r);
   lo.recording.path = r.output;
   lo.recording.writer.compress = r.compress;
   lo.recording.writer.overwrite = r.force;
   lo.recording.writer.prepared = prepared.get();
   lo.recording.rotate = r.rotate;
-  lo.stop = r.stop;
-  lo.warn = say;
   LiveSession sess(std::move(lo));
   if (r.start_at_ns) {  // probes attached first: attaching takes no time of the window
     const uint64_t now = wall_now_ns();

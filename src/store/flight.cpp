@@ -21,17 +21,6 @@ namespace schedhot {
 
 namespace {
 
-bool trusted_uid(uid_t uid) {
-  if (uid == 0 || uid == ::geteuid() || uid == ::getuid()) return true;
-  if (::geteuid() == 0)
-    if (const char* su = std::getenv("SUDO_UID"); su && *su) {
-      char* end = nullptr;
-      const unsigned long v = std::strtoul(su, &end, 10);
-      if (end && *end == '\0' && v == uid) return true;
-    }
-  return false;
-}
-
 std::string probe_name(uint16_t id) {
   for (const ProbeSpec& p : probe_catalog())
     if (uint16_t(p.id) == id) return p.name;
@@ -65,7 +54,7 @@ int open_flight_dir(const std::string& dir) {
     why = strerror(errno);
   } else if (!S_ISDIR(st.st_mode)) {
     why = "not a directory (--flight writes files into DIR)";
-  } else if (!trusted_uid(st.st_uid)) {
+  } else if (!trusted_owner(st.st_uid)) {
     why = fmt::format("belongs to uid {}, another user, who could plant names in it: use a directory of your own", st.st_uid);
   } else if (st.st_mode & (S_IWGRP | S_IWOTH)) {
     why = fmt::format("is writable by {}: another user could plant names in it; chmod go-w it or use another directory",

@@ -142,8 +142,6 @@ std::string real_path(const std::string& path) {
   return out;
 }
 
-namespace {
-
 bool trusted_owner(uid_t uid) {
   if (uid == 0 || uid == ::geteuid() || uid == ::getuid()) return true;
   if (::geteuid() == 0)
@@ -154,6 +152,8 @@ bool trusted_owner(uid_t uid) {
     }
   return false;
 }
+
+namespace {
 
 bool others_write(const struct stat& st) { return (st.st_mode & (S_IWGRP | S_IWOTH)) != 0; }
 

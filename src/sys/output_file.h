@@ -91,4 +91,8 @@ int create_temp_beside(const std::string& dest, OwnedFile& tmp);
 /// user's file there could become a link at any moment). Returns "" or one line: why not.
 std::string unsafe_output_path(const std::string& path);
 
+/// Whether a file or directory owned by uid may be trusted by this process: root, this
+/// process's real or effective user, or (as root) the user sudo ran it for (SUDO_UID).
+bool trusted_owner(uid_t uid);
+
 }  // namespace schedhot
