@@ -27,6 +27,14 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
   * a hypervisor-bit guest (virt_spin_lock): bcast_wait is "blind", no numbers;
   * function_graph p50 of cpupri_set and nohz_balance_exit_idle within a factor of 10
     of schedhot's p50 (default backend);
+  * tail capture (issue 31): the default backend's recording also runs --catch with fixed
+    thresholds (CATCH_RULES: cpupri_set>150us,idle>300us, and bcast_wait>50us in the
+    no-ARAT no-hypervisor guests); per rule, from the host's `report --json`: caught +
+    rate drops + full drops == the histogram's count at or above the threshold, exactly;
+    something caught; every event received when no CATCH frame was lost; every stack frame
+    a text symbol of the guest's own kallsyms; cpupri_set's stacks name a known caller
+    (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
+    inside (interrupts off); idle periods with interrupt time inside (check_tails);
   * before/after on ${SCHEDHOT_VM_DIFF:-6.12} (plain boot; issue 12): the cpupri workload
     recorded alone (A) and with a competing SCHED_FIFO load on the same CPUs (B);
     `schedhot diff A B --json` on the host exits 3 with cpupri_set's and cpupri_find's
