@@ -44,7 +44,8 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
       ic_(meta, {SampleWindow{opts_.from_s, opts_.to_s, meta.interval_ns}, std::nullopt, PastWindow::read_on,
                  /*keep_first=*/true}),
       coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
-      exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)) {
+      exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)),
+      tails_(std::make_unique<TailAccumulator>(meta)) {
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
   known_.assign(meta.probes.size(), 0);
@@ -67,6 +68,7 @@ void ReportBuilder::account() {
     }
     coh_->add(iv);
     if (s.exact) exact_->add(iv.seconds(), *s.exact);
+    if (s.caught) tails_->add(*s.caught);
     // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
     // is rated over that part).
     const uint64_t dt = s.mono_ns - prev.mono_ns;
@@ -430,6 +432,8 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   const CoherenceSummary coh = coh_->summary();
   r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost, 3, exact_->any() ? exact_.get() : nullptr) : nlohmann::json(nullptr);
   add_cpu_table(meta, iv, have, cpus, coh, secs, r);
+  // --catch: one entry per rule (none in a run that armed no rule: the document is as before).
+  if (have && !meta.catch_rules.empty()) r["tails"] = tails_->json(meta, iv);
   return r;
 }
 

@@ -19,6 +19,7 @@
 #include "model/lines.h"
 #include "probe/layout.h"  // FixesPresent
 #include "sample/sample.h"
+#include "analysis/tails.h"
 #include "sys/units.h"  // format_utc_time(), for the views that show times
 
 namespace schedhot {
@@ -162,6 +163,7 @@ class ReportBuilder {
   std::vector<char> known_;        ///< per probe: known to this build (find_probe(), looked up once)
   std::unique_ptr<CoherenceAccumulator> coh_;  ///< the coherence model over the window's intervals
   std::unique_ptr<ExactAccumulator> exact_;    ///< --exact records over the window's intervals
+  std::unique_ptr<TailAccumulator> tails_;     ///< --catch events over the window's intervals
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
   /// Time each CPU was measured (Interval::online) in the window's intervals, ns: every
   /// CPU's all_online_ns_ (intervals with every CPU online, or a side that does not say)

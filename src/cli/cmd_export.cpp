@@ -12,7 +12,7 @@ namespace schedhot::cli {
 
 namespace {
 
-/// `schedhot export FILE --format csv|json|perfetto [-o OUT] [--from T --to T] [--cpus LIST]`.
+/// `schedhot export FILE --format csv|json|perfetto|folded [-o OUT] [--from T --to T] [--cpus LIST]`.
 struct ExportCmd {
   std::string file;
   std::string format = "csv";
@@ -54,8 +54,10 @@ CommandCall define(CLI::App& c) {
   auto o = std::make_shared<ExportCmd>();
   ExportCmd& exp = *o;
   c.add_option("file", exp.file, "recording file");
-  c.add_option("--format", exp.format, "csv (default), json (schema schedhot.export/1) or perfetto")
-      ->check(CLI::IsMember({"csv", "json", "perfetto"}));
+  c.add_option("--format", exp.format,
+               "csv (default), json (schema schedhot.export/1), perfetto, or folded (the --catch events' stacks, "
+               "one 'probe;outermost;...;innermost COUNT' line each: flamegraph.pl, inferno, speedscope)")
+      ->check(CLI::IsMember({"csv", "json", "perfetto", "folded"}));
   c.add_option("-o,--output", exp.output, "output file (default - for stdout); a device or FIFO is written in place");
   c.add_flag("-f,--force", exp.force, "replace FILE if it exists");
   c.add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
@@ -65,7 +67,7 @@ CommandCall define(CLI::App& c) {
 }
 
 const RegisterCommand export_cmd{
-    {"export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace", 60, define}};
+    {"export", "per-CPU rates and percentiles of every interval as CSV, JSON or a Perfetto trace; caught stacks folded", 60, define}};
 
 }  // namespace
 

@@ -56,6 +56,9 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     if (c >= static_cast<int>(r->meta().ncpus))
       return fail(2, fmt::format("--cpus: CPU {} is not in the recording ({} CPUs)", c, r->meta().ncpus));
   ExportOptions opts = req.opts;
+  const bool folded = opts.format == ExportFormat::folded;
+  const char* kNoCaught = "no caught events in this recording: record with --catch";
+  if (folded && r->meta().catch_rules.empty()) return fail(1, kNoCaught);
   // Time zero is the first sample; with --from, the cursor starts decoding at the window's
   // start with its slack (the index makes that a short seek): export_samples() applies the window.
   WindowedCursor cur(*r, r.get(), SampleWindow{opts.from_s, opts.to_s, r->meta().interval_ns}, WindowCheck::seek);
@@ -174,6 +177,13 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
                                done.samples == 1 ? "" : "s", req.from.empty() ? "" : " --from " + req.from,
                                req.to.empty() ? "" : " --to " + req.to,
                                r->damage() ? " (reading stopped: damaged " + damage_text(*r) + ")" : ""));
+  }
+  if (folded && done.caught == 0) {
+    if (via_tmp) tmp.remove();
+    return fail(1, req.from.empty() && req.to.empty() ? std::string(kNoCaught)
+                                                      : fmt::format("no caught events in the window{}{}",
+                                                                    req.from.empty() ? "" : " --from " + req.from,
+                                                                    req.to.empty() ? "" : " --to " + req.to));
   }
   if (via_tmp)
     if (const int e = tmp.replace(dest))  // the temporary file removed

@@ -17,6 +17,8 @@
 
 #include <fmt/format.h>
 
+#include "analysis/tails.h"
+
 #include "model/histogram.h"
 #include "model/interval.h"
 #include "model/interval_cursor.h"
@@ -36,7 +38,8 @@ ExportFormat parse_export_format(const std::string& s) {
   if (s == "csv") return ExportFormat::csv;
   if (s == "json") return ExportFormat::json;
   if (s == "perfetto") return ExportFormat::perfetto;
-  throw std::invalid_argument(fmt::format("--format '{}': use csv, json or perfetto", s));
+  if (s == "folded") return ExportFormat::folded;
+  throw std::invalid_argument(fmt::format("--format '{}': use csv, json, perfetto or folded", s));
 }
 
 std::vector<ExportMetric> export_metrics(const Meta& meta) {
@@ -174,9 +177,7 @@ void compute_lines(const Interval& iv, CoherenceAccumulator& acc, const std::vec
 Cell line_cpu_xfers(const IntervalValues& v, size_t i, int cpu) {
   if (!v.line_measured[i]) return std::nullopt;
   if (v.line_index[i] < 0) return 0.0;
-  for (const CpuXfers& c : v.coh.lines[size_t(v.line_index[i])].traffic.cpus)
-    if (static_cast<int>(c.cpu) == cpu) return c.total();
-  return 0.0;
+  return cpu_total(v.coh.lines[size_t(v.line_index[i])].traffic, cpu);  // by binary search: a row per CPU
 }
 
 /// Transfers/s of line i of v over all CPUs (as line_cpu_xfers).
@@ -513,15 +514,45 @@ std::unique_ptr<Sink> make_sink(ExportFormat f, const Meta& meta, const std::vec
   switch (f) {
     case ExportFormat::json: return std::make_unique<JsonSink>(meta, metrics, cpus, lines, out);
     case ExportFormat::perfetto: return std::make_unique<PerfettoSink>(meta, metrics, cpus, lines, out);
-    case ExportFormat::csv: break;
+    case ExportFormat::csv:
+    case ExportFormat::folded: break;
   }
   return std::make_unique<CsvSink>(meta, metrics, cpus, lines, out);
 }
 
 }  // namespace
 
+namespace {
+
+/// export --format folded: the window's caught events by (probe, stack), written at the end
+/// (nothing when there is none: the caller says so).
+ExportResult export_folded(SampleSource& src, std::ostream& out, const ExportOptions& o) {
+  const Meta& meta = src.meta();
+  ExportResult res;
+  FoldedStacks folded;
+  IntervalCursor ic(meta, {SampleWindow{o.from_s, o.to_s, meta.interval_ns}, o.t0_mono_ns});
+  while (ic.next(src, o.stop)) {
+    ++res.samples;
+    if (!ic.interval()) continue;
+    ++res.intervals;
+    if (ic.cur().caught) folded.add(*ic.cur().caught);
+  }
+  if (ic.stopped()) throw std::runtime_error("interrupted");
+  res.caught = folded.events();
+  if (res.caught) {
+    const std::string text = folded.text();
+    out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  }
+  out.flush();
+  if (!out) throw_write_failed();
+  return res;
+}
+
+}  // namespace
+
 ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOptions& o,
                             const std::function<SourceInfo()>& source) {
+  if (o.format == ExportFormat::folded) return export_folded(src, out, o);
   const Meta& meta = src.meta();
   const std::vector<ExportMetric> metrics = export_metrics(meta);
   std::vector<int> cpus;

@@ -30,8 +30,11 @@ namespace schedhot {
 
 class RecordingReader;
 
-enum class ExportFormat { csv, json, perfetto };
-/// "csv" | "json" | "perfetto". Throws std::invalid_argument with a one-line message.
+/// folded: the caught events (--catch) counted by probe and stack, one line per unique
+/// (probe, stack), "probe;outermost;...;innermost COUNT" (Brendan Gregg's stackcollapse
+/// format: flamegraph.pl, inferno, speedscope), analysis/tails.h FoldedStacks.
+enum class ExportFormat { csv, json, perfetto, folded };
+/// "csv" | "json" | "perfetto" | "folded". Throws std::invalid_argument with a one-line message.
 ExportFormat parse_export_format(const std::string& s);
 
 /// One exported number per CPU and interval.
@@ -74,6 +77,7 @@ struct ExportOptions {
 struct ExportResult {
   uint32_t samples = 0;      ///< samples inside the window
   uint64_t intervals = 0;    ///< intervals written (consecutive sample pairs with time between them)
+  uint64_t caught = 0;       ///< folded: caught events written (0: nothing was written)
 };
 
 /// Streams src's samples to out in opts.format. source() is called once at the end for

@@ -132,6 +132,111 @@ std::string cpu_table_text(const nlohmann::json& r) {
   return out;
 }
 
+/// "61 %": a share (0..1) as a whole percentage.
+std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
+
+/// One rule's block of the Tails section.
+std::string tail_text(const nlohmann::json& t) {
+  std::string out;
+  const std::string th = format_ns(t["threshold_ns"].get<double>());
+  const double pcent = t["percentile"].get<double>();
+  std::string head = pcent > 0 ? fmt::format("{} > p{:g} (re-armed each interval from the running histogram; first at {})",
+                                             t["probe"].get<std::string>(), pcent, th)
+                               : fmt::format("{} >= {} (asked {})", t["probe"].get<std::string>(), th,
+                                             format_ns(t["asked_ns"].get<double>()));
+  if (t["caught"].is_null()) {
+    out += head + ": not counted (probe absent in the window)\n";
+  } else {
+    const uint64_t caught = t["caught"].get<uint64_t>(), rate = t["rate_drops"].get<uint64_t>(),
+                   full = t["full_drops"].get<uint64_t>();
+    out += fmt::format("{}: {} caught, {} dropped (rate), {} (buffer)", head, caught, rate, full);
+    if (t["accounted"].is_null())
+      out += "; the histogram check needs a fixed threshold\n";
+    else if (t["accounted"].get<bool>())
+      out += fmt::format("; {} = the histogram's count at or above {}\n", caught + rate + full, th);
+    else
+      out += fmt::format("; {} != {}, the histogram's count at or above {}: the difference is not accounted for\n",
+                         caught + rate + full, t["histogram_above"].get<uint64_t>(), th);
+  }
+  const uint64_t got = t["events_received"].get<uint64_t>();
+  if (!t["caught"].is_null() && got != t["caught"].get<uint64_t>())
+    out += fmt::format("  {} received of the {} caught: the difference was lost between the perf buffer and schedhot "
+                       "(lost records in the window: {})\n",
+                       got, t["caught"].get<uint64_t>(), t["perf_lost"].get<uint64_t>());
+  if (got == 0) return out + "  no event received in the window\n";
+  const auto& d = t["duration_ns"];
+  out += fmt::format("  duration of the {} received: p50 {}, p99 {}, max {}{}\n", got, format_ns(d["p50"].get<double>()),
+                     format_ns(d["p99"].get<double>()), format_ns(d["max"].get<double>()),
+                     d["reservoir"].is_null() ? ""
+                                              : fmt::format(" (percentiles over a uniform sample of {})",
+                                                            d["reservoir"].get<uint64_t>()));
+  const auto& st = t["stacks"];
+  if (!st.empty()) {
+    const size_t n = std::min<size_t>(5, st.size());
+    out += fmt::format("  top stacks ({} of {}, outermost first):\n", n, t["stacks_unique"].get<uint64_t>());
+    for (size_t i = 0; i < n; ++i) {
+      const auto& fr = st[i]["frames"];
+      std::string folded;
+      for (auto it = fr.rbegin(); it != fr.rend(); ++it) folded += (folded.empty() ? "" : ";") + it->get<std::string>();
+      out += fmt::format("  {:>8} {}\n", st[i]["count"].get<uint64_t>(), scrub_controls(folded));
+    }
+  }
+  if (const uint64_t ns = t["no_stack"].get<uint64_t>()) out += fmt::format("  {} without a stack\n", ns);
+  const auto& tk = t["tasks"];
+  if (!tk.empty()) {
+    std::string items;
+    for (size_t i = 0; i < std::min<size_t>(5, tk.size()); ++i) {
+      const auto& x = tk[i];
+      const uint32_t pid = x["pid"].get<uint32_t>(), tgid = x["tgid"].get<uint32_t>();
+      items += fmt::format("{}{} ({}{}) {}", items.empty() ? "" : ", ", scrub_controls(x["comm"].get<std::string>()),
+                           pid == tgid ? fmt::format("pid {}", pid) : fmt::format("tid {}", pid),
+                           pid == tgid ? "" : fmt::format(" of {}", tgid), x["count"].get<uint64_t>());
+    }
+    out += "  top tasks: " + items + "\n";
+  }
+  const auto& in = t["interrupts"];
+  if (in.is_null()) {
+    out += "  interrupt time not measured\n";
+  } else {
+    const uint64_t n = in["events"].get<uint64_t>();
+    std::string parts;
+    const std::pair<const char*, const char*> kinds[3] = {{"softirq", "a softirq"}, {"irq", "a hard IRQ"}, {"nmi", "an NMI"}};
+    for (auto& [key, words] : kinds) {
+      const auto& k = in[key];
+      if (!k["events"].get<uint64_t>()) continue;
+      parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", pct(k["share"].get<double>()),
+                           words, pct(k["time_share_of_those"].get<double>()));
+    }
+    if (parts.empty())
+      out += fmt::format("  of {} caught, none had an interrupt inside: the time was the function's own (cache misses, "
+                         "coherence transfers, virtualization)\n",
+                         n);
+    else
+      out += fmt::format("  of {} caught, {}\n", n, parts);
+    if (const uint64_t more = in["events_lower_bound"].get<uint64_t>())
+      out += fmt::format("  {} had more interrupts inside than the ring kept: their times are lower bounds\n", more);
+  }
+  if (t.contains("detail")) {
+    std::vector<std::pair<std::string, uint64_t>> v;
+    for (auto& [k, x] : t["detail"].items()) v.emplace_back(k, x.get<uint64_t>());
+    std::stable_sort(v.begin(), v.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+    std::string items;
+    for (auto& [k, x] : v) items += fmt::format(" {}={}", k, x);
+    const std::string probe = t["probe"].get<std::string>();
+    out += fmt::format("  {}:{}\n", probe == "cpupri_set" ? "transitions" : probe == "idle" ? "by idle state" : "detail",
+                       items);
+  }
+  return out;
+}
+
+/// The Tails section (--catch): one block per rule; "" without rules.
+std::string tails_text(const nlohmann::json& r) {
+  if (!r.contains("tails") || r["tails"].empty()) return "";
+  std::string out = "\nTails (--catch: the events at or above each rule's threshold):\n";
+  for (const auto& t : r["tails"]) out += tail_text(t);
+  return out;
+}
+
 }  // namespace
 
 std::string render_report_text(const nlohmann::json& r) {
@@ -144,6 +249,7 @@ std::string render_report_text(const nlohmann::json& r) {
                      r["percentile_error"].get<double>() * 100);
   if (!details.empty()) out += "\nDetails:\n" + details;
   if (!notes.empty()) out += "\nNotes:\n" + notes;
+  out += tails_text(r);
 
   out += cpu_table_text(r);
   if (r.contains("cachelines")) out += cachelines_text(r["cachelines"]);

@@ -65,13 +65,17 @@
 #include "probe_cost.skel.h"
 #include "model/lines.h"
 #include "probe/attacher.h"
+#include "probe/catch_reader.h"
 #include "probe/exact_reader.h"
 #include "sample/sample.h"
 
 
 namespace {
 
-enum Obj { kPlain, kExactObj, kGapsObj };  ///< the object a variant runs from (sh_exact / sh_gaps = 1)
+/// The object a variant runs from: sh_exact / sh_gaps = 1, or --catch armed with a rule
+/// on pc_timed's probe id that never fires (a 1 s threshold) or fires at every event (1 ns,
+/// no rate limit: the stack walk, the interrupt rings and the perf output each time).
+enum Obj { kPlain, kExactObj, kGapsObj, kCatchIdleObj, kCatchFireObj };
 
 struct Variant {
   const char* name;
@@ -103,8 +107,11 @@ const std::vector<Variant> kVariants = {
     {"nohz_exit timed + gap state", {"pc_nohz_exit_enter", "pc_nohz_exit_exit"}, 2, kGapsObj},
     {"cpupri_set timed", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2},
     {"cpupri_set timed + gap state", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2, kGapsObj},
+    {"timed + --catch, not firing", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchIdleObj},
+    {"timed + --catch, every event", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchFireObj},
 };
 constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
+constexpr int kCatchIdle = 21, kCatchFire = 22;
 
 /// The gap state's pairs: the same handler from the plain object and from the sh_gaps = 1 one.
 struct GapPair {
@@ -210,11 +217,23 @@ probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32
   skel->rodata->sh_cpupri_nr_prios = 101;
   skel->rodata->sh_exact = obj == kExactObj ? 1 : 0;
   skel->rodata->sh_gaps = obj == kGapsObj ? 1 : 0;
+  skel->rodata->sh_catch_armed = obj == kCatchIdleObj || obj == kCatchFireObj ? 1 : 0;
+  skel->rodata->sh_catch_irq = obj == kCatchFireObj ? 1 : 0;
   if (int err = probe_cost_bpf__load(skel)) {
     fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",
                strerror(-err), g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0));
     probe_cost_bpf__destroy(skel);
     return nullptr;
+  }
+  if (obj == kCatchIdleObj || obj == kCatchFireObj) {
+    sh_catch_rule rule{};
+    rule.threshold_ns = obj == kCatchFireObj ? 1 : 1'000'000'000;
+    const __u32 key = SH_P_NOHZ_EXIT;  // pc_timed_exit's probe id
+    if (bpf_map_update_elem(bpf_map__fd(skel->maps.sh_catch_rules), &key, &rule, BPF_ANY) != 0) {
+      fmt::print(stderr, "schedhot: probe_cost: cannot set the catch rule: {}\n", strerror(errno));
+      probe_cost_bpf__destroy(skel);
+      return nullptr;
+    }
   }
   if (obj == kGapsObj)
     for (const auto& [key, r] : routes)
@@ -303,7 +322,9 @@ int main(int argc, char** argv) {
   probe_cost_bpf* skel = open_load(ncpus, kPlain, routes.routes);
   probe_cost_bpf* skelx = skel ? open_load(ncpus, kExactObj, routes.routes) : nullptr;
   probe_cost_bpf* skelg = skelx ? open_load(ncpus, kGapsObj, routes.routes) : nullptr;
-  if (!skel || !skelx || !skelg) return 1;
+  probe_cost_bpf* skelci = skelg ? open_load(ncpus, kCatchIdleObj, routes.routes) : nullptr;
+  probe_cost_bpf* skelcf = skelci ? open_load(ncpus, kCatchFireObj, routes.routes) : nullptr;
+  if (!skel || !skelx || !skelg || !skelci || !skelcf) return 1;
   {
     // The gap state's sampling period on every CPU, as ProbeSet::take_gaps sets it.
     const double ns_per_call = time_loop({0}, 200'000);
@@ -322,7 +343,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  probe_cost_bpf* const objs[] = {skel, skelx, skelg};
+  probe_cost_bpf* const objs[] = {skel, skelx, skelg, skelci, skelcf};
   // The reader of --exact records, as record runs it: its own thread reads the buffers, a
   // take() of all due every 50 ms (record's takes are one per sample).
   std::unique_ptr<schedhot::ExactReader> reader;
@@ -332,13 +353,31 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "schedhot: probe_cost: {}\n", e.what());
     return 1;
   }
-  // A jthread: any return below stops and joins it before the reader goes.
+  // The caught events of the firing variant, read as record reads them (symbolized).
+  std::unique_ptr<schedhot::CatchReader> catcher;
+  const std::optional<schedhot::SymbolTable> kallsyms = schedhot::SymbolTable::load("/proc/kallsyms", nullptr);
+  try {
+    catcher = std::make_unique<schedhot::CatchReader>(bpf_map__fd(skelcf->maps.sh_catch_events), uint32_t(ncpus),
+                                                      kallsyms ? &*kallsyms : nullptr);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "schedhot: probe_cost: {}\n", e.what());
+    return 1;
+  }
+  uint64_t caught_received = 0, caught_lost = 0;
+  auto take_caught = [&] {
+    const schedhot::CatchBatch b = catcher->take(UINT64_MAX);
+    caught_received += b.events.size();
+    caught_lost += b.lost;
+  };
+  // A jthread: any return below stops and joins it before the readers go.
   std::jthread drain([&](std::stop_token st) {
     while (!st.stop_requested()) {
       usleep(50000);
       (void)reader->take(UINT64_MAX);
+      take_caught();
     }
     (void)reader->take(UINT64_MAX);
+    take_caught();
   });
 
   std::vector<int> online;
@@ -504,6 +543,16 @@ int main(int argc, char** argv) {
   }
   fmt::print("--exact records: {} received, {} lost (perf buffers of {} pages per CPU, read by ExactReader's thread)\n",
              reader->received(), reader->lost_total(), reader->pages());
+  for (size_t m = 0; m < modes.size(); ++m) {
+    const double timed = stats(res[m][kTimed]).median;
+    fmt::print("{:>7}  --catch adds {:+.1f} ns to a timed probe armed and not firing (goal +5), {:+.1f} ns per caught "
+               "event (stack walk, interrupt rings, perf output)\n",
+               modes[m].name, stats(res[m][kCatchIdle]).median - timed, stats(res[m][kCatchFire]).median - timed);
+  }
+  fmt::print("--catch events: {} received, {} lost (perf buffers of {} pages per CPU, read and symbolized by "
+             "CatchReader's thread)\n", caught_received, caught_lost, catcher->pages());
+  probe_cost_bpf__destroy(skelcf);
+  probe_cost_bpf__destroy(skelci);
   if (stats_fd >= 0) close(stats_fd);
   probe_cost_bpf__destroy(skelg);
   probe_cost_bpf__destroy(skelx);

@@ -1,0 +1,264 @@
+#include "analysis/tails.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "model/histogram.h"
+#include "probe/catalog.h"
+#include "probe/layout.h"
+#include "probe/objects/cpupri.h"
+#include "schedhot/abi.h"
+
+namespace schedhot {
+
+std::string frame_text(const StackFrame& f) {
+  return fmt::format("{}+0x{:x}", f.sym.empty() ? "[unknown]" : f.sym, f.off);
+}
+
+std::string caught_probe_name(uint16_t id) {
+  const auto& cat = probe_catalog();
+  return id < cat.size() ? cat[id].name : fmt::format("probe{}", id);
+}
+
+namespace {
+
+/// cpupri_set's class of a converted priority, as bpf/cpupri.bpf.c sh_cpupri_class().
+const char* cpupri_class(int pri, int nr_prios) {
+  if (pri < 0) return "INVALID";
+  if (nr_prios == 101) return pri == 0 ? "NORMAL" : pri == 100 ? "HIGHER" : "RT";
+  return pri <= 1 ? "NORMAL" : "RT";
+}
+
+/// The name of a caught event's detail (SH_CATCH_F_DETAIL): "RT->NORMAL" for cpupri_set,
+/// "state 2" for idle, the number for any other probe.
+std::string detail_name(uint16_t probe, uint64_t detail, int nr_prios) {
+  if (probe == SH_P_CPUPRI_SET) {
+    const int oldp = static_cast<int>((detail >> 16) & 0xffff) - 1, newp = static_cast<int>(detail & 0xffff) - 1;
+    return fmt::format("{}->{}", cpupri_class(oldp, nr_prios), cpupri_class(newp, nr_prios));
+  }
+  if (probe == SH_P_IDLE) return fmt::format("state {}", detail);
+  return std::to_string(detail);
+}
+
+/// Nearest-rank percentile p of sorted values.
+uint64_t rank_percentile(const std::vector<uint64_t>& sorted, double p) {
+  if (sorted.empty()) return 0;
+  size_t k = static_cast<size_t>(std::ceil(p / 100.0 * static_cast<double>(sorted.size())));
+  k = std::clamp<size_t>(k, 1, sorted.size());
+  return sorted[k - 1];
+}
+
+double share(uint64_t part, uint64_t whole) { return whole ? static_cast<double>(part) / static_cast<double>(whole) : 0.0; }
+
+/// The entries of a count map, highest count first (then by key), at most top.
+template <class Map>
+std::vector<std::pair<std::string, uint64_t>> top_of(const Map& m, size_t top) {
+  std::vector<std::pair<std::string, uint64_t>> v(m.begin(), m.end());
+  const size_t n = std::min(top, v.size());
+  std::partial_sort(v.begin(), v.begin() + static_cast<long>(n), v.end(),
+                    [](const auto& a, const auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  v.resize(n);
+  return v;
+}
+
+/// Splits s at sep.
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (;;) {
+    const size_t e = s.find(sep, at);
+    out.push_back(s.substr(at, e == std::string::npos ? std::string::npos : e - at));
+    if (e == std::string::npos) return out;
+    at = e + 1;
+  }
+}
+
+}  // namespace
+
+TailAccumulator::TailAccumulator(const Meta& meta) {
+  rules_.resize(meta.catch_rules.size());
+  const auto& cat = probe_catalog();
+  rule_of_probe_.assign(cat.size(), -1);
+  for (size_t r = 0; r < meta.catch_rules.size(); ++r)
+    for (size_t id = 0; id < cat.size(); ++id)
+      if (cat[id].name == meta.catch_rules[r].probe && rule_of_probe_[id] < 0) rule_of_probe_[id] = static_cast<int>(r);
+  if (meta.layout && meta.layout->cpupri && meta.layout->cpupri->nr_prios) nr_prios_ = meta.layout->cpupri->nr_prios;
+}
+
+void TailAccumulator::add(const CatchBatch& b) {
+  ++batches_;
+  lost_ += b.lost;
+  // Each stack's key, made once per batch (stacks are unique within a batch only).
+  std::vector<std::string> keys(b.stacks.size());
+  std::vector<char> made(b.stacks.size(), 0);
+  for (const CaughtEvent& e : b.events) {
+    if (e.probe >= rule_of_probe_.size() || rule_of_probe_[e.probe] < 0) continue;
+    Rule& r = rules_[size_t(rule_of_probe_[e.probe])];
+    ++r.received;
+    r.max_ns = std::max(r.max_ns, e.dur_ns);
+    if (r.durs.size() < kMaxDurations) {
+      r.durs.push_back(e.dur_ns);
+    } else {  // Algorithm R: each of the received so far kept with probability kMaxDurations / received
+      rng_ ^= rng_ << 13;
+      rng_ ^= rng_ >> 7;
+      rng_ ^= rng_ << 17;
+      const uint64_t j = rng_ % r.received;
+      if (j < kMaxDurations) r.durs[j] = e.dur_ns;
+    }
+    if (e.stack == 0 || e.stack > b.stacks.size()) {
+      ++r.no_stack;
+    } else {
+      const size_t si = e.stack - 1;
+      if (!made[si]) {
+        for (const StackFrame& f : b.stacks[si]) keys[si] += (keys[si].empty() ? "" : "\n") + frame_text(f);
+        made[si] = 1;
+      }
+      if (auto it = r.stacks.find(keys[si]); it != r.stacks.end())
+        ++it->second;
+      else if (r.stacks.size() < kMaxKeys)
+        r.stacks.emplace(keys[si], 1);
+      else
+        ++r.other_stacks;
+    }
+    std::string task = e.comm;
+    task += '\0' + std::to_string(e.pid) + '\0' + std::to_string(e.tgid);
+    if (auto it = r.tasks.find(task); it != r.tasks.end())
+      ++it->second;
+    else if (r.tasks.size() < kMaxKeys)
+      r.tasks.emplace(std::move(task), 1);
+    else
+      ++r.other_tasks;
+    if (e.flags & SH_CATCH_F_IRQ) {
+      ++r.irq_events;
+      r.irq_dur_ns += e.dur_ns;
+      if (e.flags & SH_CATCH_F_IRQ_MORE) ++r.irq_more;
+      const uint64_t t[3] = {e.irq_ns, e.softirq_ns, e.nmi_ns};
+      for (int k = 0; k < 3; ++k)
+        if (t[k]) {
+          ++r.with[k];
+          r.ns[k] += t[k];
+          r.with_dur_ns[k] += e.dur_ns;
+        }
+    }
+    if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[detail_name(e.probe, e.detail, nr_prios_)];
+  }
+}
+
+nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top) const {
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t ri = 0; ri < meta.catch_rules.size() && ri < rules_.size(); ++ri) {
+    const CatchRule& cr = meta.catch_rules[ri];
+    const Rule& r = rules_[ri];
+    nlohmann::json t = {{"rule", cr.text},           {"probe", cr.probe},         {"asked_ns", cr.asked_ns},
+                        {"percentile", cr.percentile}, {"threshold_ns", cr.threshold_ns}, {"per_sec", cr.per_sec}};
+    // The slot counters over the window, and the histogram's count at and above the
+    // threshold's bucket: equal unless an event was lost without being counted.
+    const int p = meta.probe_index(cr.probe);
+    const ProbeSpec* spec = find_probe(cr.probe);
+    const bool counted = p >= 0 && iv.present(p) && meta.probes[size_t(p)].slot.find("caught");
+    if (counted) {
+      const uint64_t caught = iv.count(p, "caught"), rate = iv.count(p, "catch_rate_drops"),
+                     full = iv.count(p, "catch_full_drops");
+      t["caught"] = caught;
+      t["rate_drops"] = rate;
+      t["full_drops"] = full;
+      // A percentile rule moves its threshold each interval: no one bucket to compare with.
+      if (cr.percentile <= 0 && spec && !spec->hist.empty() && meta.probes[size_t(p)].slot.find(spec->hist)) {
+        const std::vector<uint64_t> b = iv.buckets(p, spec->hist);
+        uint64_t above = 0;
+        for (size_t i = sh_hist_index(cr.threshold_ns); i < b.size(); ++i) above += b[i];
+        t["histogram_above"] = above;
+        t["accounted"] = caught + rate + full == above;
+      } else {
+        t["histogram_above"] = nullptr;
+        t["accounted"] = nullptr;
+      }
+    } else {
+      for (const char* k : {"caught", "rate_drops", "full_drops", "histogram_above", "accounted"}) t[k] = nullptr;
+    }
+    t["events_received"] = r.received;
+    t["perf_lost"] = lost_;
+    if (r.received) {
+      std::vector<uint64_t> d = r.durs;
+      std::sort(d.begin(), d.end());
+      t["duration_ns"] = {{"count", r.received},
+                          {"p50", rank_percentile(d, 50)},
+                          {"p99", rank_percentile(d, 99)},
+                          {"max", r.max_ns},
+                          {"reservoir", r.received > d.size() ? nlohmann::json(d.size()) : nlohmann::json(nullptr)}};
+    } else {
+      t["duration_ns"] = nullptr;
+    }
+    nlohmann::json stacks = nlohmann::json::array();
+    for (const auto& [key, n] : top_of(r.stacks, top))
+      stacks.push_back({{"frames", split(key, '\n')}, {"count", n}, {"share", share(n, r.received)}});
+    t["stacks"] = stacks;
+    t["stacks_unique"] = r.stacks.size();
+    t["no_stack"] = r.no_stack;
+    t["other_stacks"] = r.other_stacks;
+    nlohmann::json tasks = nlohmann::json::array();
+    for (const auto& [key, n] : top_of(r.tasks, top)) {
+      const std::vector<std::string> f = split(key, '\0');
+      tasks.push_back({{"comm", f[0]},
+                       {"pid", std::stoul(f[1])},
+                       {"tgid", std::stoul(f[2])},
+                       {"count", n},
+                       {"share", share(n, r.received)}});
+    }
+    t["tasks"] = tasks;
+    t["tasks_unique"] = r.tasks.size();
+    if (r.irq_events) {
+      nlohmann::json in = {{"events", r.irq_events}, {"lower_bound", r.irq_more > 0}, {"events_lower_bound", r.irq_more}};
+      const char* names[3] = {"irq", "softirq", "nmi"};
+      for (int k = 0; k < 3; ++k)
+        in[names[k]] = {{"events", r.with[k]},
+                        {"share", share(r.with[k], r.irq_events)},
+                        {"ns", r.ns[k]},
+                        {"time_share", share(r.ns[k], r.irq_dur_ns)},
+                        {"time_share_of_those", share(r.ns[k], r.with_dur_ns[k])}};
+      t["interrupts"] = in;
+    } else {
+      t["interrupts"] = nullptr;
+    }
+    if (!r.detail.empty()) t["detail"] = r.detail;
+    out.push_back(std::move(t));
+  }
+  return out;
+}
+
+void FoldedStacks::add(const CatchBatch& b) {
+  std::vector<std::string> folded(b.stacks.size());
+  std::vector<char> made(b.stacks.size(), 0);
+  for (const CaughtEvent& e : b.events) {
+    std::string line = caught_probe_name(e.probe);
+    if (e.stack == 0 || e.stack > b.stacks.size()) {
+      line += ";[no stack]";
+    } else {
+      const size_t si = e.stack - 1;
+      if (!made[si]) {
+        const auto& fr = b.stacks[si];
+        for (auto it = fr.rbegin(); it != fr.rend(); ++it) {  // outermost first
+          std::string s = it->sym.empty() ? "[unknown]" : it->sym;
+          std::replace(s.begin(), s.end(), ';', ':');  // the format's separator
+          std::replace(s.begin(), s.end(), '\n', ' ');
+          folded[si] += ";" + s;
+        }
+        made[si] = 1;
+      }
+      line += folded[si];
+    }
+    ++lines_[line];
+    ++events_;
+  }
+}
+
+std::string FoldedStacks::text() const {
+  std::string out;
+  for (const auto& [line, n] : lines_) out += fmt::format("{} {}\n", line, n);
+  return out;
+}
+
+}  // namespace schedhot

@@ -1,0 +1,88 @@
+// The caught tail events (--catch, issue 31) of a window, summarized per rule for the
+// report's "tails" (README "Report JSON"): the rule's slot counters checked against its
+// histogram, and what the received events say (durations, stacks, tasks, interrupts, the
+// probe's own detail). Memory stays bounded over any window: stacks and tasks are
+// counted by content, durations kept in a reservoir of at most kMaxDurations.
+// Also the folded stacks of `export --format folded` (FoldedStacks).
+#pragma once
+#include <cstdint>
+#include <map>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "model/interval.h"
+#include "probe/records.h"
+#include "sample/sample.h"
+
+namespace schedhot {
+
+/// A stack frame as the report shows it: "sym+0xoff", "[unknown]+0xoff" without a symbol.
+std::string frame_text(const StackFrame& f);
+
+/// The name of probe id (enum sh_probe_id) in this build's catalog, "probe<id>" when unknown.
+std::string caught_probe_name(uint16_t id);
+
+/// Summarizes the caught events of a window's intervals, per rule of the Meta it was made
+/// with (events of a probe without a rule are not kept).
+class TailAccumulator {
+ public:
+  /// Durations kept per rule for the percentiles; beyond it they are a uniform reservoir.
+  static constexpr size_t kMaxDurations = 1'000'000;
+  /// Distinct stacks (and tasks) counted per rule; events of others go to other_stacks
+  /// (other_tasks). A stack's key is at most SH_CATCH_FRAMES frames: ~1 KB, ~10 MB at most.
+  static constexpr size_t kMaxKeys = 10'000;
+
+  explicit TailAccumulator(const Meta& meta);
+  /// The events of one interval inside the window.
+  void add(const CatchBatch& b);
+  /// Batches added (0: the window has no catch batches).
+  uint64_t batches() const { return batches_; }
+  /// The report's "tails" array over the window iv (its first to last sample): one entry
+  /// per rule of meta, in its order. top: stacks and tasks listed at most.
+  nlohmann::json json(const Meta& meta, const Interval& iv, size_t top = 10) const;
+
+ private:
+  struct Rule {
+    uint64_t received = 0;
+    std::vector<uint64_t> durs;  ///< all, or a reservoir once received > kMaxDurations
+    uint64_t max_ns = 0;
+    std::unordered_map<std::string, uint64_t> stacks;  ///< frames joined by '\n' (innermost first) -> events
+    uint64_t other_stacks = 0;   ///< events whose stack found no room in stacks
+    uint64_t no_stack = 0;       ///< events without a stack
+    std::map<std::string, uint64_t> tasks;  ///< "comm\0pid\0tgid" -> events
+    uint64_t other_tasks = 0;
+    // Interrupts, over the events with SH_CATCH_F_IRQ:
+    uint64_t irq_events = 0, irq_more = 0, irq_dur_ns = 0;
+    uint64_t with[3] = {0, 0, 0};         ///< events with hard IRQ / softirq / NMI time inside
+    uint64_t ns[3] = {0, 0, 0};           ///< that time, summed
+    uint64_t with_dur_ns[3] = {0, 0, 0};  ///< the durations of the events that had it
+    std::map<std::string, uint64_t> detail;  ///< SH_CATCH_F_DETAIL, named (RT->NORMAL, state 2)
+  };
+  std::vector<Rule> rules_;           ///< like Meta::catch_rules
+  std::vector<int> rule_of_probe_;    ///< by sh_probe_id: index into rules_, or -1
+  std::vector<std::string> rule_probe_;
+  uint64_t batches_ = 0;
+  uint64_t lost_ = 0;                 ///< CatchBatch::lost, summed (every probe's)
+  uint64_t rng_ = 0x9e3779b97f4a7c15ull;
+  int nr_prios_ = 101;  ///< cpupri's pri_to_cpu[] length (the META layout's; 101 since v5.11)
+};
+
+/// `export --format folded`: caught events counted by (probe, stack of function names),
+/// offsets dropped so equal functions merge.
+class FoldedStacks {
+ public:
+  void add(const CatchBatch& b);
+  uint64_t events() const { return events_; }
+  /// One line per unique (probe, stack), sorted: "probe;outermost;...;innermost COUNT\n"
+  /// (a frame without a symbol "[unknown]", an event without a stack "probe;[no stack]").
+  std::string text() const;
+
+ private:
+  std::map<std::string, uint64_t> lines_;
+  uint64_t events_ = 0;
+};
+
+}  // namespace schedhot

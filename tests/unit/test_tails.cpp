@@ -1,0 +1,449 @@
+// --catch's tails (issue 31) where they show: the report's "tails" (JSON and text) from
+// hand-made samples with catch rules, slot counters and CatchBatches, and
+// `export --format folded`.
+#include <gtest/gtest.h>
+
+#include <sstream>
+
+#include <filesystem>
+
+#include "analysis/report.h"
+#include "analysis/tails.h"
+#include "command/export.h"
+#include "command/report.h"
+#include "output/export.h"
+#include "output/report_text.h"
+#include "store/recording.h"
+#include "test_recording_util.h"
+#include "test_util.h"
+
+using namespace schedhot;
+using namespace schedhot::testing;
+
+namespace {
+
+/// Samples in memory, in order.
+class ListSource : public SampleSource {
+ public:
+  ListSource(const Meta& m, std::vector<Sample> v) : m_(m), v_(std::move(v)) {}
+  const Meta& meta() const override { return m_; }
+  bool next(Sample& out) override {
+    if (i_ >= v_.size()) return false;
+    out = v_[i_++];
+    return true;
+  }
+
+ private:
+  const Meta& m_;
+  std::vector<Sample> v_;
+  size_t i_ = 0;
+};
+
+CatchRule rule(const std::string& probe, uint64_t asked_ns) {
+  CatchRule r;
+  r.probe = probe;
+  r.text = probe + ">" + std::to_string(asked_ns / 1000) + "us";
+  r.asked_ns = asked_ns;
+  r.threshold_ns = sh_hist_lower(sh_hist_index(asked_ns));
+  r.per_sec = 100;
+  return r;
+}
+
+std::vector<StackFrame> stack(std::initializer_list<std::pair<const char*, uint64_t>> frames) {
+  std::vector<StackFrame> v;
+  for (auto& [s, o] : frames) v.push_back({s, o});
+  return v;
+}
+
+CaughtEvent ev(uint16_t probe, uint64_t dur, uint32_t stack_ix, const char* comm, uint32_t pid, uint32_t tgid) {
+  CaughtEvent e;
+  e.probe = probe;
+  e.dur_ns = dur;
+  e.stack = stack_ix;
+  e.comm = comm;
+  e.pid = pid;
+  e.tgid = tgid;
+  return e;
+}
+
+const auto kA = stack({{"cpupri_set", 0x10}, {"enqueue_task_rt", 0x80}, {"ttwu_do_activate", 0x40}});
+const auto kB = stack({{"cpupri_set", 0x10}, {"dequeue_rt_stack", 0x33}, {"", 0x5}});
+
+/// A window of three samples 1 s apart: cpupri_set with a rule at 20 us; its slot counters
+/// and histogram on CPU 1 moved by what each interval's batch says, plus `extra` events in
+/// the histogram above the threshold that no counter saw (0: accounted).
+struct Case {
+  Meta m;
+  std::vector<Sample> samples;
+};
+
+Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
+  Case c;
+  c.m = synthetic_meta(4);
+  apply_catch_rules(c.m, {rule("cpupri_set", 20'000)});
+  const int p = c.m.probe_index("cpupri_set");
+  Sample a = make_sample(c.m);
+  a.mono_ns = 10'000'000'000;
+  a.wall_ns = 1'700'000'000'000'000'000;
+  // Baseline: something before the window that must not count.
+  a.probes[p].words[word(c.m, p, 1, "caught")] = 7;
+  add_hist(c.m, a, p, 1, "lat", 50'000);
+  Sample b = a, d = a;
+  b.mono_ns += 1'000'000'000;
+  b.wall_ns += 1'000'000'000;
+  d.mono_ns += 2'000'000'000;
+  d.wall_ns += 2'000'000'000;
+  // Interval 1: 3 events, stacks A, A, B; irq accounting on.
+  CatchBatch b1;
+  b1.stacks = {kA, kB};
+  CaughtEvent e1 = ev(SH_P_CPUPRI_SET, 30'000, 1, "rtapp", 100, 100);
+  e1.flags = SH_CATCH_F_IRQ | SH_CATCH_F_DETAIL;
+  e1.detail = (uint64_t(50 + 1) << 16) | (0 + 1);  // RT -> NORMAL
+  e1.softirq_ns = 6'000;
+  CaughtEvent e2 = ev(SH_P_CPUPRI_SET, 22'000, 1, "rtapp", 101, 100);
+  e2.flags = SH_CATCH_F_IRQ | SH_CATCH_F_DETAIL;
+  e2.detail = (uint64_t(0 + 1) << 16) | (50 + 1);  // NORMAL -> RT
+  CaughtEvent e3 = ev(SH_P_CPUPRI_SET, 100'000, 2, "kworker/1:0", 7, 7);
+  e3.flags = SH_CATCH_F_IRQ | SH_CATCH_F_IRQ_MORE | SH_CATCH_F_DETAIL;
+  e3.detail = (uint64_t(50 + 1) << 16) | (0 + 1);  // RT -> NORMAL
+  e3.irq_ns = 10'000;
+  e3.softirq_ns = 20'000;
+  b1.events = {e1, e2, e3};
+  // Interval 2: stack A again (index 2 in this batch: stacks are per batch) and one without a stack.
+  CatchBatch b2;
+  b2.stacks = {kB, kA};
+  CaughtEvent e4 = ev(SH_P_CPUPRI_SET, 40'000, 2, "rtapp", 100, 100);
+  e4.flags = SH_CATCH_F_IRQ;
+  CaughtEvent e5 = ev(SH_P_CPUPRI_SET, 25'000, 0, "rtapp", 100, 100);
+  e5.flags = SH_CATCH_F_IRQ;
+  CaughtEvent other = ev(SH_P_CPUPRI_FIND, 90'000, 1, "x", 1, 1);  // a probe without a rule
+  b2.events = {e4, e5, other};
+  b2.lost = 0;
+  for (const CaughtEvent& e : b1.events) add_hist(c.m, b, p, 1, "lat", e.dur_ns);
+  d.probes[p].words = b.probes[p].words;
+  for (const CaughtEvent& e : b2.events)
+    if (e.probe == SH_P_CPUPRI_SET) add_hist(c.m, d, p, 1, "lat", e.dur_ns);
+  // Below the threshold: in the histogram, not caught.
+  add_hist(c.m, d, p, 1, "lat", 5'000);
+  add_hist(c.m, d, p, 1, "lat", 19'000);
+  for (uint64_t i = 0; i < extra; ++i) add_hist(c.m, d, p, 1, "lat", 21'000);
+  // Counters: 5 caught, `rate_drops` dropped (each also in the histogram above).
+  b.probes[p].words[word(c.m, p, 1, "caught")] += 3;
+  d.probes[p].words[word(c.m, p, 1, "caught")] = b.probes[p].words[word(c.m, p, 1, "caught")] + 2;
+  d.probes[p].words[word(c.m, p, 2, "catch_rate_drops")] = rate_drops;
+  for (uint64_t i = 0; i < rate_drops; ++i) add_hist(c.m, d, p, 2, "lat", 60'000);
+  // Each event ends inside its interval (a recording's CATCH frame checks it).
+  for (size_t k = 0; k < b1.events.size(); ++k) b1.events[k].ts_ns = a.mono_ns + 100'000'000 * (k + 1);
+  for (size_t k = 0; k < b2.events.size(); ++k) b2.events[k].ts_ns = b.mono_ns + 100'000'000 * (k + 1);
+  b.caught = b1;
+  d.caught = b2;
+  c.samples = {a, b, d};
+  return c;
+}
+
+nlohmann::json report(const Case& c) {
+  ReportBuilder rb(c.m, ReportOptions{});
+  for (const Sample& s : c.samples) rb.add(s);
+  return rb.build(c.m, SourceInfo{});
+}
+
+}  // namespace
+
+TEST(Tails, CountsAccountingDurationsStacksTasks) {
+  const Case c = make_case();
+  const nlohmann::json r = report(c);
+  ASSERT_TRUE(r.contains("tails"));
+  ASSERT_EQ(r["tails"].size(), 1u);
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["rule"], "cpupri_set>20us");
+  EXPECT_EQ(t["probe"], "cpupri_set");
+  EXPECT_EQ(t["threshold_ns"].get<uint64_t>(), sh_hist_lower(sh_hist_index(20'000)));
+  EXPECT_LE(t["threshold_ns"].get<uint64_t>(), 20'000u);
+  EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);  // the baseline's 7 are before the window
+  EXPECT_EQ(t["rate_drops"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t["full_drops"].get<uint64_t>(), 0u);
+  EXPECT_EQ(t["histogram_above"].get<uint64_t>(), 8u);  // 19 us is below 20 us's bucket... and not above
+  EXPECT_TRUE(t["accounted"].get<bool>());
+  EXPECT_EQ(t["events_received"].get<uint64_t>(), 5u);  // cpupri_find's event has no rule
+  // Durations 22, 25, 30, 40, 100 us: nearest rank.
+  EXPECT_EQ(t["duration_ns"]["p50"].get<uint64_t>(), 30'000u);
+  EXPECT_EQ(t["duration_ns"]["p99"].get<uint64_t>(), 100'000u);
+  EXPECT_EQ(t["duration_ns"]["max"].get<uint64_t>(), 100'000u);
+  EXPECT_TRUE(t["duration_ns"]["reservoir"].is_null());
+  // Stack A: twice in batch 1, once in batch 2 under another index: merged by content.
+  ASSERT_EQ(t["stacks"].size(), 2u);
+  EXPECT_EQ(t["stacks"][0]["count"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t["stacks"][0]["frames"],
+            nlohmann::json({"cpupri_set+0x10", "enqueue_task_rt+0x80", "ttwu_do_activate+0x40"}));
+  EXPECT_DOUBLE_EQ(t["stacks"][0]["share"].get<double>(), 0.6);
+  EXPECT_EQ(t["stacks"][1]["count"].get<uint64_t>(), 1u);
+  EXPECT_EQ(t["stacks"][1]["frames"][2], "[unknown]+0x5");
+  EXPECT_EQ(t["stacks_unique"].get<uint64_t>(), 2u);
+  EXPECT_EQ(t["no_stack"].get<uint64_t>(), 1u);
+  ASSERT_EQ(t["tasks"].size(), 3u);
+  EXPECT_EQ(t["tasks"][0]["comm"], "rtapp");
+  EXPECT_EQ(t["tasks"][0]["pid"].get<uint32_t>(), 100u);
+  EXPECT_EQ(t["tasks"][0]["count"].get<uint64_t>(), 3u);
+  // The probe's detail: cpupri transitions named as the trans array's elements.
+  EXPECT_EQ(t["detail"]["RT->NORMAL"].get<uint64_t>(), 2u);
+  EXPECT_EQ(t["detail"]["NORMAL->RT"].get<uint64_t>(), 1u);
+  for (const char* k : {"per_sec", "asked_ns", "percentile", "perf_lost", "interrupts", "tasks_unique", "other_stacks"})
+    EXPECT_TRUE(t.contains(k)) << k;
+}
+
+TEST(Tails, InterruptShares) {
+  const nlohmann::json r = report(make_case());
+  const auto& in = r["tails"][0]["interrupts"];
+  EXPECT_EQ(in["events"].get<uint64_t>(), 5u);
+  EXPECT_EQ(in["softirq"]["events"].get<uint64_t>(), 2u);
+  EXPECT_DOUBLE_EQ(in["softirq"]["share"].get<double>(), 0.4);
+  EXPECT_EQ(in["softirq"]["ns"].get<uint64_t>(), 26'000u);
+  // of all the caught time (217 us), and of the time of the two that had one (130 us)
+  EXPECT_DOUBLE_EQ(in["softirq"]["time_share"].get<double>(), 26'000.0 / 217'000.0);
+  EXPECT_DOUBLE_EQ(in["softirq"]["time_share_of_those"].get<double>(), 26'000.0 / 130'000.0);
+  EXPECT_EQ(in["irq"]["events"].get<uint64_t>(), 1u);
+  EXPECT_EQ(in["nmi"]["events"].get<uint64_t>(), 0u);
+  EXPECT_TRUE(in["lower_bound"].get<bool>());
+  EXPECT_EQ(in["events_lower_bound"].get<uint64_t>(), 1u);
+}
+
+TEST(Tails, Text) {
+  const std::string text = render_report_text(report(make_case()));
+  const std::string th = format_ns(double(sh_hist_lower(sh_hist_index(20'000))));
+  EXPECT_NE(text.find("\nTails (--catch"), std::string::npos) << text;
+  EXPECT_NE(text.find("cpupri_set >= " + th + " (asked 20.0us): 5 caught, 3 dropped (rate), 0 (buffer); 8 = the "
+                      "histogram's count at or above " + th + "\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  duration of the 5 received: p50 30.0us, p99 100.0us, max 100.0us\n"), std::string::npos) << text;
+  // Folded, outermost first, with the offsets (export --format folded drops them).
+  EXPECT_NE(text.find("\n         3 ttwu_do_activate+0x40;enqueue_task_rt+0x80;cpupri_set+0x10\n"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  of 5 caught, 40 % had a softirq inside (20 % of their time), 20 % had a hard IRQ inside "
+                      "(10 % of their time)\n"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("  1 had more interrupts inside than the ring kept"), std::string::npos) << text;
+  EXPECT_NE(text.find("  transitions: RT->NORMAL=2 NORMAL->RT=1\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("top tasks: rtapp (pid 100) 3, kworker/1:0 (pid 7) 1, rtapp (tid 101 of 100) 1\n"), std::string::npos)
+      << text;
+}
+
+TEST(Tails, NotAccountedWhenTheHistogramHasMore) {
+  const nlohmann::json r = report(make_case(/*extra=*/2));
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["histogram_above"].get<uint64_t>(), 10u);
+  EXPECT_FALSE(t["accounted"].get<bool>());
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find("; 8 != 10, the histogram's count at or above"), std::string::npos) << text;
+}
+
+TEST(Tails, NoInterruptInsideIsTheFunctionsOwnTime) {
+  Case c = make_case();
+  for (Sample& s : c.samples)
+    if (s.caught)
+      for (CaughtEvent& e : s.caught->events) e.irq_ns = e.softirq_ns = e.nmi_ns = 0, e.flags &= ~SH_CATCH_F_IRQ_MORE;
+  const nlohmann::json r = report(c);
+  EXPECT_EQ(r["tails"][0]["interrupts"]["softirq"]["events"].get<uint64_t>(), 0u);
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find("  of 5 caught, none had an interrupt inside: the time was the function's own (cache misses, "
+                      "coherence transfers, virtualization)\n"),
+            std::string::npos)
+      << text;
+  // Accounting off: no claim either way.
+  for (Sample& s : c.samples)
+    if (s.caught)
+      for (CaughtEvent& e : s.caught->events) e.flags &= ~SH_CATCH_F_IRQ;
+  const nlohmann::json off = report(c);
+  EXPECT_TRUE(off["tails"][0]["interrupts"].is_null());
+  EXPECT_NE(render_report_text(off).find("  interrupt time not measured\n"), std::string::npos);
+}
+
+TEST(Tails, ReceivedBelowCaughtSaysThePerfBufferLostThem) {
+  Case c = make_case();
+  c.samples[2].caught->events.erase(c.samples[2].caught->events.begin());  // e4 never arrived
+  c.samples[2].caught->lost = 1;
+  const nlohmann::json r = report(c);
+  EXPECT_EQ(r["tails"][0]["events_received"].get<uint64_t>(), 4u);
+  EXPECT_EQ(r["tails"][0]["perf_lost"].get<uint64_t>(), 1u);
+  EXPECT_NE(render_report_text(r).find("  4 received of the 5 caught: the difference was lost between the perf buffer"),
+            std::string::npos);
+}
+
+TEST(Tails, WindowSkipsTheBatchBeforeIt) {
+  Case c = make_case();
+  ReportOptions o;
+  o.from_s = 1;  // from the second sample: only the second interval
+  ReportBuilder rb(c.m, o);
+  for (const Sample& s : c.samples) rb.add(s);
+  const nlohmann::json r = rb.build(c.m, SourceInfo{});
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["events_received"].get<uint64_t>(), 2u);
+  EXPECT_EQ(t["caught"].get<uint64_t>(), 2u);
+  EXPECT_EQ(t["rate_drops"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t["histogram_above"].get<uint64_t>(), 5u);
+  EXPECT_TRUE(t["accounted"].get<bool>());
+  EXPECT_EQ(t["stacks"][0]["count"].get<uint64_t>(), 1u);
+  // To the second sample: the first interval only (the report reads on past --to).
+  ReportOptions o2;
+  o2.to_s = 1;
+  ReportBuilder rb2(c.m, o2);
+  for (const Sample& s : c.samples) rb2.add(s);
+  const nlohmann::json t2 = rb2.build(c.m, SourceInfo{})["tails"][0];
+  EXPECT_EQ(t2["events_received"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t2["caught"].get<uint64_t>(), 3u);
+  EXPECT_EQ(t2["histogram_above"].get<uint64_t>(), 3u);
+  EXPECT_TRUE(t2["accounted"].get<bool>());
+  EXPECT_EQ(t2["duration_ns"]["max"].get<uint64_t>(), 100'000u);
+}
+
+TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
+  Case c = make_case();
+  c.m.catch_rules[0].percentile = 99;
+  c.m.catch_rules[0].asked_ns = 0;
+  c.m.catch_rules[0].text = "cpupri_set>p99";
+  const nlohmann::json r = report(c);
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
+  EXPECT_TRUE(t["histogram_above"].is_null());
+  EXPECT_TRUE(t["accounted"].is_null());
+  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed each interval from the running histogram; first at "),
+            std::string::npos);
+}
+
+TEST(Tails, NoRulesNoTails) {
+  Meta m = synthetic_meta(2);
+  Sample a = make_sample(m), b = make_sample(m);
+  b.mono_ns = 1'000'000'000;
+  ReportBuilder rb(m, ReportOptions{});
+  rb.add(a);
+  rb.add(b);
+  const nlohmann::json r = rb.build(m, SourceInfo{});
+  EXPECT_FALSE(r.contains("tails"));
+  EXPECT_EQ(render_report_text(r).find("Tails"), std::string::npos);
+}
+
+TEST(Tails, DurationsBeyondTheCapAreAReservoir) {
+  Meta m = synthetic_meta(1);
+  apply_catch_rules(m, {rule("idle", 1'000'000)});
+  TailAccumulator acc(m);
+  const size_t n = TailAccumulator::kMaxDurations + 1000;
+  for (size_t i = 0; i < n;) {  // in batches of 10000, as intervals bring them
+    CatchBatch b;
+    for (size_t k = 0; k < 10'000 && i < n; ++k, ++i) {
+      CaughtEvent e = ev(SH_P_IDLE, 1'000'000 + i, 0, "swapper/0", 0, 0);
+      e.flags = SH_CATCH_F_DETAIL;
+      e.detail = i % 3;
+      b.events.push_back(e);
+    }
+    acc.add(b);
+  }
+  Sample s0 = make_sample(m), s1 = make_sample(m);
+  s1.mono_ns = 1'000'000'000;
+  const Interval iv(m, s0, s1);
+  const nlohmann::json t = acc.json(m, iv)[0];
+  EXPECT_EQ(t["events_received"].get<uint64_t>(), n);
+  EXPECT_EQ(t["duration_ns"]["reservoir"].get<uint64_t>(), TailAccumulator::kMaxDurations);
+  EXPECT_EQ(t["duration_ns"]["max"].get<uint64_t>(), 1'000'000 + n - 1);
+  // A uniform sample of 1e6 of 1.001e6 values: its median within 0.5 % of the true one.
+  EXPECT_NEAR(t["duration_ns"]["p50"].get<double>(), 1'000'000 + n / 2.0, n * 0.005);
+  EXPECT_EQ(t["detail"]["state 0"].get<uint64_t>(), (n + 2) / 3);
+  EXPECT_EQ(t["detail"]["state 2"].get<uint64_t>(), n / 3);
+}
+
+TEST(Folded, OneLinePerProbeAndStackOutermostFirst) {
+  Case c = make_case();
+  ListSource src(c.m, c.samples);
+  std::ostringstream out;
+  ExportOptions o;
+  o.format = ExportFormat::folded;
+  const ExportResult res = export_samples(src, out, o, [] { return SourceInfo{}; });
+  EXPECT_EQ(res.caught, 6u);
+  EXPECT_EQ(out.str(),
+            "cpupri_find;[unknown];dequeue_rt_stack;cpupri_set 1\n"  // any probe's events, rule or not
+            "cpupri_set;[no stack] 1\n"
+            "cpupri_set;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;ttwu_do_activate;enqueue_task_rt;cpupri_set 3\n");
+}
+
+TEST(Folded, NoCaughtEventsWritesNothing) {
+  Meta m = synthetic_meta(2);
+  Sample a = make_sample(m), b = make_sample(m);
+  b.mono_ns = 1'000'000'000;
+  ListSource src(m, {a, b});
+  std::ostringstream out;
+  ExportOptions o;
+  o.format = ExportFormat::folded;
+  const ExportResult res = export_samples(src, out, o, [] { return SourceInfo{}; });
+  EXPECT_EQ(res.caught, 0u);
+  EXPECT_EQ(res.intervals, 1u);
+  EXPECT_EQ(out.str(), "");
+  EXPECT_EQ(parse_export_format("folded"), ExportFormat::folded);
+}
+
+// End to end through a recording (CATCH frames): written by RecordingWriter with
+// Sample::caught set, read back by report and export.
+TEST(TailsRecording, ReportAndFoldedExportOfARecordingWithCatchFrames) {
+  const Case c = make_case();
+  TempDir dir("tails_e2e");
+  const std::string path = dir / "catch.shot";
+  write_samples(path, c.m, c.samples);
+  {
+    auto r = RecordingReader::open(path);
+    ASSERT_EQ(r->meta().catch_rules, c.m.catch_rules);
+    Sample s;
+    int with = 0;
+    while (r->next(s)) with += s.caught.has_value();
+    EXPECT_EQ(with, 2);
+  }
+  ReportRequest req;
+  req.file = path;
+  req.format = "json";
+  const CommandOutput rep = report_file_command(req);
+  ASSERT_EQ(rep.status, 0) << (rep.errors.empty() ? "" : rep.errors[0]);
+  const nlohmann::json j = nlohmann::json::parse(rep.out);
+  EXPECT_EQ(j["tails"], report(c)["tails"]) << "the same tails as from the samples in memory";
+  req.format = "text";
+  const CommandOutput text = report_file_command(req);
+  EXPECT_NE(text.out.find("5 caught, 3 dropped (rate), 0 (buffer); 8 = the histogram's count"), std::string::npos)
+      << text.out;
+  // export --format folded to a file, as the other formats: the same lines as in memory.
+  ExportRequest ex;
+  ex.file = path;
+  ex.output = dir / "tails.folded";
+  ex.opts.format = ExportFormat::folded;
+  std::ostringstream none;
+  const CommandOutput e = export_command(ex, none);
+  ASSERT_EQ(e.status, 0) << (e.errors.empty() ? "" : e.errors[0]);
+  EXPECT_EQ(none.str(), "");
+  EXPECT_EQ(slurp(dir / "tails.folded"),
+            "cpupri_find;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;[no stack] 1\n"
+            "cpupri_set;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;ttwu_do_activate;enqueue_task_rt;cpupri_set 3\n");
+  // A window of the second interval only.
+  ex.output = "-";
+  ex.opts.from_s = 1;
+  ex.from = "1";
+  std::ostringstream out;
+  ASSERT_EQ(export_command(ex, out).status, 0);
+  EXPECT_EQ(out.str(),
+            "cpupri_find;[unknown];dequeue_rt_stack;cpupri_set 1\n"
+            "cpupri_set;[no stack] 1\n"
+            "cpupri_set;ttwu_do_activate;enqueue_task_rt;cpupri_set 1\n");
+  // A recording without caught events: one line, status 1, no file.
+  const std::string plain = dir / "plain.shot";
+  Meta m = synthetic_meta(2);
+  Sample a = make_sample(m), b = make_sample(m);
+  b.mono_ns = 1'000'000'000;
+  write_samples(plain, m, {a, b});
+  ExportRequest ep;
+  ep.file = plain;
+  ep.output = dir / "none.folded";
+  ep.opts.format = ExportFormat::folded;
+  const CommandOutput en = export_command(ep, out);
+  EXPECT_EQ(en.status, 1);
+  ASSERT_EQ(en.errors.size(), 1u);
+  EXPECT_EQ(en.errors[0], "no caught events in this recording: record with --catch");
+  EXPECT_FALSE(std::filesystem::exists(dir / "none.folded"));
+}
