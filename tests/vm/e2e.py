@@ -31,7 +31,8 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     thresholds (CATCH_RULES: cpupri_set>150us,idle>300us, and bcast_wait>50us in the
     no-ARAT no-hypervisor guests); per rule, from the host's `report --json`: caught +
     rate drops + full drops == the histogram's count at or above the threshold, exactly;
-    something caught; every event received when no CATCH frame was lost; every stack frame
+    something caught; the events received = caught within one per CPU (in flight at the
+    window's edges) when no CATCH frame was lost; every named stack frame
     a text symbol of the guest's own kallsyms; cpupri_set's stacks name a known caller
     (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
     inside (interrupts off); idle periods with interrupt time inside (check_tails);
@@ -534,10 +535,12 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
       * per rule: accounted (caught + rate drops + full drops == the probe's histogram count
         in the buckets at or above the threshold, exactly), caught > 0 (bcast_wait: when the
         histogram has events above it), every received event at or above the threshold, and
-        events_received == caught when the recording's CATCH frames lost nothing;
-      * every frame of every top stack is a text symbol of the guest's own kallsyms (the
-        guest's lines of each named function: kallsyms-tails), or '[unknown]' only innermost
-        (BPF code, past _etext); each stack names at least one kernel function;
+        events_received == caught within one per CPU (events in flight at the window's
+        edges) when the recording's CATCH frames lost nothing;
+      * every named frame of every top stack is a text symbol of the guest's own kallsyms (the
+        guest's lines of each named function: kallsyms-tails; '[unknown]' is code past _etext:
+        BPF, freed .init.text); each stack names at least one kernel function, a cpupri_set
+        stack cpupri_set or a known caller;
       * cpupri_set: at least one of its known callers (the guest's CPUPRI_CALLERS that its
         kallsyms has) in the top stacks; 'fifo-sleeper' (the SCHED_FIFO workload) among the
         top tasks; no hard IRQ, softirq or NMI time inside any caught event (it runs under
@@ -595,9 +598,14 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
         else:
             ck.expect(caught > 0, tag, f"{t['rule']}: nothing caught ({above} events above the threshold)")
         if frames_lost == 0:
-            ck.expect(t["events_received"] == caught, tag,
+            # An event is stamped at the probe's exit and counted after its record is out: one
+            # that straddles the window's first or last sample is in the window's count but not
+            # its batches (or the reverse). A CPU has at most one in flight per probe (the
+            # program runs with interrupts off), so they differ by at most one per CPU.
+            ncpu = len(p.get("per_cpu") or []) or 4
+            ck.expect(abs(t["events_received"] - caught) <= ncpu, tag,
                       f"{t['rule']}: {t['events_received']} events received but {caught} caught, with no CATCH "
-                      f"frame lost (perf_lost {t.get('perf_lost')})")
+                      f"frame lost (perf_lost {t.get('perf_lost')}; events in flight at the edges allow {ncpu})")
         if t["events_received"]:
             ck.expect(dur.get("count") == t["events_received"] and (dur.get("p50") or 0) >= t["threshold_ns"], tag,
                       f"{t['rule']}: durations {dur} of {t['events_received']} received events, below the threshold")
@@ -606,16 +614,20 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
         if t["events_received"]:
             ck.expect(stacks and t.get("no_stack", 0) < t["events_received"], tag,
                       f"{t['rule']}: no stacks among {t['events_received']} events ({t.get('no_stack')} without)")
+        # '[unknown]' is an address past the kernel's _etext that the symbolizer leaves
+        # unnamed: the BPF program and its trampoline (innermost) and, on the boot CPU's idle
+        # task, the freed .init.text of start_kernel (between rest_init and common_startup_64)
         unknown_syms = set()
         for st in stacks:
             names = [frame_name(f) for f in st["frames"]]
             real = [n for n in names if n != "[unknown]"]
-            k = next((i for i, n in enumerate(names) if n != "[unknown]"), len(names))
-            ck.expect(real and all(n != "[unknown]" for n in names[k:]), tag,
-                      f"{t['rule']}: stack {';'.join(st['frames'])}: unsymbolized frames beyond the BPF code")
+            ck.expect(real, tag, f"{t['rule']}: stack {';'.join(st['frames'])}: no frame symbolized")
             for n in real:
                 if not syms.get(n, set()) & set("tTwW"):
                     unknown_syms.add(n)
+            if probe == "cpupri_set":
+                ck.expect({clone_base(n) for n in real} & ({"cpupri_set"} | set(known)), tag,
+                          f"{t['rule']}: stack {';'.join(st['frames'])} names neither cpupri_set nor a known caller")
         ck.expect(not unknown_syms, tag, f"{t['rule']}: frames name functions the guest's kallsyms does not have as "
                                          f"text: {sorted(unknown_syms)[:8]}")
         if stacks:
