@@ -31,8 +31,8 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     thresholds (CATCH_RULES: cpupri_set>150us,idle>300us, and bcast_wait>50us in the
     no-ARAT no-hypervisor guests); per rule, from the host's `report --json`: caught +
     rate drops + full drops == the histogram's count at or above the threshold, exactly;
-    something caught; the events received = caught within one per CPU (in flight at the
-    window's edges) when no CATCH frame was lost; every named stack frame
+    something caught; the events received = caught within one per CPU and edge (in
+    flight at the window's first and last samples) when no CATCH frame was lost; every named stack frame
     a text symbol of the guest's own kallsyms; cpupri_set's stacks name a known caller
     (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
     inside (interrupts off); idle periods with interrupt time inside (check_tails);
@@ -478,7 +478,7 @@ def check_backend(ck, kver, variant, backend, d, binary):
     if backend == "auto" and variant == "plain":
         check_learned(ck, tag, kver, binary, rec_path, report)
     if backend == "auto":
-        check_tails(ck, tag, kver, variant, binary, d, rec_path, host, probes)
+        check_tails(ck, tag, kver, variant, binary, d, rec_path, host, probes, jobs)
 
     idle = probes.get("idle")
     ck.expect(idle and idle["status"] == "attached" and total(idle) > 0, tag, "idle: not attached or no idle exits")
@@ -529,14 +529,14 @@ def frame_name(frame):
     return frame.rsplit("+0x", 1)[0]
 
 
-def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
+def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, jobs=()):
     """Issue 31: the auto recording's --catch rules (catch_rules()), from the host's
     `report --json` of it (`tails`, one entry per rule) and `info --json` (integrity.caught):
       * per rule: accounted (caught + rate drops + full drops == the probe's histogram count
         in the buckets at or above the threshold, exactly), caught > 0 (bcast_wait: when the
         histogram has events above it), every received event at or above the threshold, and
-        events_received == caught within one per CPU (events in flight at the window's
-        edges) when the recording's CATCH frames lost nothing;
+        events_received == caught within one per CPU and edge (events in flight at the
+        window's first and last samples) when the recording's CATCH frames lost nothing;
       * every named frame of every top stack is a text symbol of the guest's own kallsyms (the
         guest's lines of each named function: kallsyms-tails; '[unknown]' is code past _etext:
         BPF, freed .init.text); each stack names at least one kernel function, a cpupri_set
@@ -566,6 +566,23 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
     known_here = [k for k in known if k in syms or any(clone_base(n) == k for n in syms)]
     tails = {t["probe"]: t for t in report["tails"]}
     ck.expect(sorted(tails) == sorted(rules), tag, f"tails for {sorted(tails)}, rules were {sorted(rules)}")
+    # Full drops before the hotplug job (printed, not checked): a CPU that went offline and
+    # came back has no perf event in sh_catch_events any more, so every event it catches
+    # after that fails to go out and counts as a full drop (2026-12-06: all of them came
+    # after the hotplug job); before it they are the perf buffers' own overflows.
+    marks = {j["mark"]: j["mono_ns"] for j in jobs if "mark" in j}
+    pre = {}
+    start = report.get("window", {}).get("start_mono_ns")
+    if "hotplug" in marks and start:
+        to = f"{(marks['hotplug'] - start) / 1e9:.3f}s"
+        r = subprocess.run([binary, "report", "--json", "--to", to, rec_path], capture_output=True, text=True)
+        try:
+            pre = {t["probe"]: t for t in json.loads(r.stdout).get("tails", [])}
+        except ValueError:
+            pre = {}
+        if pre:
+            ck.say(f"   tails  before the hotplug job (to {to}): " + ", ".join(
+                f"{k} {v['caught']} caught, {v['full_drops']} full drops" for k, v in sorted(pre.items())))
     for probe, thr in rules.items():
         t = tails.get(probe)
         if t is None:
@@ -579,7 +596,8 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
                "caught": caught, "rate_drops": rd, "full_drops": fd, "histogram_above": above,
                "histogram_count": lat.get("count"), "events_received": t["events_received"],
                "perf_lost": t.get("perf_lost"), "p50_ns": dur.get("p50"), "p99_ns": dur.get("p99"),
-               "max_ns": dur.get("max"), "stacks_unique": t.get("stacks_unique"), "tasks_unique": t.get("tasks_unique")}
+               "max_ns": dur.get("max"), "stacks_unique": t.get("stacks_unique"), "tasks_unique": t.get("tasks_unique"),
+               "full_drops_before_hotplug": (pre.get(probe) or {}).get("full_drops")}
         ck.say(f"   tails  {t['rule']:<18} >= {t['threshold_ns'] / 1e3:.1f} us: caught {caught}, dropped {rd} (rate) "
                f"{fd} (buffer); histogram {above} of {lat.get('count')} at or above: "
                f"{'accounted' if t['accounted'] else 'NOT accounted'}; received {t['events_received']}, "
@@ -598,14 +616,18 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes):
         else:
             ck.expect(caught > 0, tag, f"{t['rule']}: nothing caught ({above} events above the threshold)")
         if frames_lost == 0:
-            # An event is stamped at the probe's exit and counted after its record is out: one
-            # that straddles the window's first or last sample is in the window's count but not
-            # its batches (or the reverse). A CPU has at most one in flight per probe (the
-            # program runs with interrupts off), so they differ by at most one per CPU.
+            # An event is stamped at the probe's exit, written out, then counted: one in flight
+            # while the window's first or last sample is taken can be in the window's count but
+            # not its batches, or the reverse. A CPU has at most one in flight per probe (the
+            # program runs with interrupts off; under single-threaded TCG a vCPU can stay parked
+            # inside it for a whole time slice), so they differ by at most one per CPU and edge
+            # (6.1 plain, 2026-12-06: idle 2419 received, 2415 caught).
             ncpu = len(p.get("per_cpu") or []) or 4
-            ck.expect(abs(t["events_received"] - caught) <= ncpu, tag,
+            ck.expect(abs(t["events_received"] - caught) <= 2 * ncpu, tag,
                       f"{t['rule']}: {t['events_received']} events received but {caught} caught, with no CATCH "
-                      f"frame lost (perf_lost {t.get('perf_lost')}; events in flight at the edges allow {ncpu})")
+                      f"frame lost (perf_lost {t.get('perf_lost')}; events in flight at the two edges allow "
+                      f"{2 * ncpu})")
+            row["received_minus_caught"] = t["events_received"] - caught
         if t["events_received"]:
             ck.expect(dur.get("count") == t["events_received"] and (dur.get("p50") or 0) >= t["threshold_ns"], tag,
                       f"{t['rule']}: durations {dur} of {t['events_received']} received events, below the threshold")
