@@ -31,8 +31,8 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     thresholds (CATCH_RULES: cpupri_set>150us,idle>300us, and bcast_wait>50us in the
     no-ARAT no-hypervisor guests); per rule, from the host's `report --json`: caught +
     rate drops + full drops == the histogram's count at or above the threshold, exactly;
-    something caught; the events received = caught within one per CPU and edge (in
-    flight at the window's first and last samples) when no CATCH frame was lost; every named stack frame
+    something caught; the events received = caught within max(2 per CPU, 1 %) (events at
+    the window's first and last samples) when no CATCH frame was lost; every named stack frame
     a text symbol of the guest's own kallsyms; cpupri_set's stacks name a known caller
     (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
     inside (interrupts off); idle periods with interrupt time inside (check_tails);
@@ -535,8 +535,8 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
       * per rule: accounted (caught + rate drops + full drops == the probe's histogram count
         in the buckets at or above the threshold, exactly), caught > 0 (bcast_wait: when the
         histogram has events above it), every received event at or above the threshold, and
-        events_received == caught within one per CPU and edge (events in flight at the
-        window's first and last samples) when the recording's CATCH frames lost nothing;
+        events_received == caught within max(2 per CPU, 1 %) (events between a sample's
+        clock read and its counters' copy, at the window's first and last samples) when the recording's CATCH frames lost nothing;
       * every named frame of every top stack is a text symbol of the guest's own kallsyms (the
         guest's lines of each named function: kallsyms-tails; '[unknown]' is code past _etext:
         BPF, freed .init.text); each stack names at least one kernel function, a cpupri_set
@@ -616,17 +616,19 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
         else:
             ck.expect(caught > 0, tag, f"{t['rule']}: nothing caught ({above} events above the threshold)")
         if frames_lost == 0:
-            # An event is stamped at the probe's exit, written out, then counted: one in flight
-            # while the window's first or last sample is taken can be in the window's count but
-            # not its batches, or the reverse. A CPU has at most one in flight per probe (the
-            # program runs with interrupts off; under single-threaded TCG a vCPU can stay parked
-            # inside it for a whole time slice), so they differ by at most one per CPU and edge
-            # (6.1 plain, 2026-12-06: idle 2419 received, 2415 caught).
+            # The counters of a sample are copied after its clock is read (mono_ns): an event
+            # stamped in between is counted in that sample but lies after it, so its record
+            # goes to the next interval's batch; and one stamped before it but counted after the
+            # copy (the stack walk and the perf output come first; under single-threaded TCG a
+            # vCPU can be parked in between) goes the other way. Like the ftrace comparison's
+            # edge events, so the window's two edges allow a few: 2 per CPU or 1 % of the
+            # caught, whichever is more (2026-12-06: the first interval +4 on 6.1 and +2 on
+            # 7.3, an inner boundary of 7.3 +-7 in idle's 2,333).
             ncpu = len(p.get("per_cpu") or []) or 4
-            ck.expect(abs(t["events_received"] - caught) <= 2 * ncpu, tag,
+            allow = max(2 * ncpu, math.ceil(0.01 * caught))
+            ck.expect(abs(t["events_received"] - caught) <= allow, tag,
                       f"{t['rule']}: {t['events_received']} events received but {caught} caught, with no CATCH "
-                      f"frame lost (perf_lost {t.get('perf_lost')}; events in flight at the two edges allow "
-                      f"{2 * ncpu})")
+                      f"frame lost (perf_lost {t.get('perf_lost')}; events at the window's two edges allow {allow})")
             row["received_minus_caught"] = t["events_received"] - caught
         if t["events_received"]:
             ck.expect(dur.get("count") == t["events_received"] and (dur.get("p50") or 0) >= t["threshold_ns"], tag,
