@@ -12,6 +12,8 @@
 #   counts-B               ftrace_count_window over the report's start/end_mono_ns
 #   record-B.log           record's stderr and the workloads' JSON lines
 #   graph                  (schedhot.e2e_graph=1) function_graph durations, "FUNC US" lines
+#   kallsyms-tails         (schedhot.e2e_catch) the /proc/kallsyms lines of every function named
+#                          in report-auto.json's tails stacks (the host checks each frame against them)
 #   diff-A.shot diff-B.shot (schedhot.e2e_diff=1) the cpupri workload without (A) and with (B)
 #                          a competing SCHED_FIFO load on the same CPUs, for `schedhot diff`
 #   diff-A.log diff-B.log  their record stderr and workload JSON lines
@@ -23,6 +25,9 @@
 #   schedhot.e2e_diff=0|1                             before/after recordings (default 0)
 #   schedhot.e2e_probes=0|1                           `schedhot probes --json` first, emitted as
 #                                                     probes.json (default 0)
+#   schedhot.e2e_catch=PROBE:THRESHOLD,...            the auto backend also records with
+#                                                     --catch 'PROBE>THRESHOLD,...' (':' stands for
+#                                                     '>' on the command line; default none)
 # demo mode runs the plain workloads without the ftrace oracle (tests/vm/demo.sh).
 set -u
 . /lib/schedhot/guest-lib.sh
@@ -38,6 +43,7 @@ PHASE=$(_gl_cmdline schedhot.e2e_phase || echo 2)
 GRAPH=$(_gl_cmdline schedhot.e2e_graph || echo 0)
 DIFF=$(_gl_cmdline schedhot.e2e_diff || echo 0)
 PROBES=$(_gl_cmdline schedhot.e2e_probes || echo 0)
+CATCH=$(_gl_cmdline schedhot.e2e_catch | tr ':' '>' || true)
 ORACLE=1; [ "$MODE" = demo ] && ORACLE=0
 
 # Oracle: the functions schedhot probes (and their compiler clones) that this kernel can
@@ -48,16 +54,23 @@ FUNCS=$(awk -v want=" $WANT " '
     { b = $1; sub(/(\.(isra|constprop|part|llvm)\.[0-9]+)+$/, "", b) }
     (b in W) && !seen[$1]++ { print $1 }' /sys/kernel/tracing/available_filter_functions | tr '\n' ' ')
 
+# cpupri_set's callers in kernel/sched/rt.c (6.1 to 7.3): inc_rt_prio_smp and dec_rt_prio_smp
+# (on an RT task's enqueue and dequeue, inlined by GCC into the chain below them),
+# rq_online_rt and rq_offline_rt (hotplug, root domain changes). The host checks that the
+# stacks --catch caught name at least one of these that this kernel has as a symbol (their
+# kallsyms lines go to kallsyms-tails with the stacks' own).
+CPUPRI_CALLERS="inc_rt_prio_smp dec_rt_prio_smp inc_rt_prio dec_rt_prio inc_rt_tasks dec_rt_tasks __enqueue_rt_entity __dequeue_rt_entity enqueue_rt_entity dequeue_rt_entity dequeue_rt_stack enqueue_task_rt dequeue_task_rt rq_online_rt rq_offline_rt set_rq_online set_rq_offline"
 LOCK=$(kallsyms_addr tick_broadcast_lock || true)
 CSDF=$(kallsyms_addr nohz_csd_func || true)
 {
     guest_info
     echo "cmdline: $(cat /proc/cmdline)"
-    echo "mode $MODE backends $BACKENDS phase $PHASE graph $GRAPH diff $DIFF"
+    echo "mode $MODE backends $BACKENDS phase $PHASE graph $GRAPH diff $DIFF catch ${CATCH:-none}"
     grep -E '^(Broadcast device|tick_broadcast_(mask|oneshot_mask))' /proc/timer_list
     echo "tick_broadcast_lock ${LOCK:-absent}"
     echo "nohz_csd_func ${CSDF:-absent}"
     echo "oracle_functions $FUNCS"
+    echo "cpupri_callers $CPUPRI_CALLERS"
     echo "lsm $(cat /sys/kernel/security/lsm 2>/dev/null || echo '?') lockdown $(cat /sys/kernel/security/lockdown 2>/dev/null || echo '?')"
 } > /tmp/sysinfo
 cat /tmp/sysinfo
@@ -121,6 +134,9 @@ run_backend() {   # run_backend BACKEND
     # the default backend also records every modeled access (--exact, issue 11): the
     # coherence model is then checked against the ownership machine over the same accesses
     _x=""; [ "$_b" = auto ] && _x="--exact"
+    # and, given rules, catches its tail events (issue 31; fixed thresholds, so that caught +
+    # dropped must equal the histogram's count above each one)
+    [ "$_b" = auto ] && [ -n "$CATCH" ] && _x="$_x --catch $CATCH"
     /bin/schedhot record --backend "$_b" $_x --gap-state -d 1h -i 500ms -o "$_rec" 2>> "$_log" &
     _pid=$!
     wait_recording $_pid "$_log" "--backend $_b" || return 1
@@ -157,6 +173,15 @@ run_backend() {   # run_backend BACKEND
     emit_file -z "rec-$_b.shot" "$_rec"
     emit_file -z "report-$_b.json" /tmp/report-$_b.json
     [ -f /tmp/counts-$_b ] && emit_file "counts-$_b" /tmp/counts-$_b
+    if [ "$_b" = auto ] && [ -n "$CATCH" ]; then
+        # the guest's own kallsyms lines of the functions the caught stacks name ("sym+0xoff"
+        # frames of the report's tails), so the host can check every frame against this kernel
+        { grep -o '"[^" ]*+0x[0-9a-f]*"' /tmp/report-$_b.json | sed 's/^"//; s/+0x[0-9a-f]*"$//' | grep -v '^\['
+          echo "$CPUPRI_CALLERS" | tr ' ' '\n'; } | sort -u > /tmp/tail-names
+        if [ -s /tmp/tail-names ]; then grep -wF -f /tmp/tail-names /proc/kallsyms; fi > /tmp/kallsyms-tails
+        glog "e2e: $(wc -l < /tmp/tail-names) functions in the caught stacks, $(wc -l < /tmp/kallsyms-tails) kallsyms lines"
+        emit_file -z kallsyms-tails /tmp/kallsyms-tails
+    fi
     emit_file "record-$_b.log" "$_log"
     [ "$_wrc" = 0 ] && [ "$_rrc" = 0 ]
 }

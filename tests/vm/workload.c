@@ -126,12 +126,15 @@ struct opts {
 // ---------------------------------------------------------------- idle-churn / fifo-sleepers
 struct sleeper {
     pthread_t th;
-    int idx, usec, spin;
+    int idx, usec, spin, fifo;
     uint64_t iters;
 };
 
 static void *sleeper_fn(void *arg) {
     struct sleeper *s = arg;
+    // A thread name of its own (comm), so that a caught event's task says which job it was
+    // (the e2e looks for "fifo-sleeper" among --catch cpupri_set's tasks).
+    pthread_setname_np(pthread_self(), s->fifo ? "fifo-sleeper" : "idle-churn");
     while (!atomic_load_explicit(&g_stop, memory_order_relaxed)) {
         sleep_us(s->usec);
         spin_us(s->spin);
@@ -166,7 +169,7 @@ static void sleepers_start(struct sleepers_run *r) {
         pthread_attr_setaffinity_np(&at, sizeof(set), &set);
     }
     for (int i = 0; i < r->n; i++) {
-        r->t[i] = (struct sleeper){.idx = i, .usec = r->usec, .spin = r->spin};
+        r->t[i] = (struct sleeper){.idx = i, .usec = r->usec, .spin = r->spin, .fifo = r->fifo};
         int e = pthread_create(&r->t[i].th, &at, sleeper_fn, &r->t[i]);
         if (e) { errno = e; die("pthread_create (%s) failed (SCHED_FIFO needs root/CAP_SYS_NICE)", strerror(e)); }
     }
