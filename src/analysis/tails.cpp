@@ -15,7 +15,11 @@
 namespace schedhot {
 
 std::string frame_text(const StackFrame& f) {
-  return f.sym.empty() ? std::string("[unknown]") : fmt::format("{}+0x{:x}", f.sym, f.off);
+  if (f.sym.empty()) return "[unknown]";
+  std::string s = f.sym;  // ';' joins frames in the text: a crafted symbol may not add one
+  for (char& c : s)
+    if (c == ';' || c == ' ') c = '_';
+  return fmt::format("{}+0x{:x}", s, f.off);
 }
 
 std::string caught_probe_name(uint16_t id) {
@@ -242,15 +246,26 @@ void FoldedStacks::add(const CatchBatch& b) {
         const auto& fr = b.stacks[si];
         for (auto it = fr.rbegin(); it != fr.rend(); ++it) {  // outermost first
           std::string s = it->sym.empty() ? "[unknown]" : it->sym;
-          std::replace(s.begin(), s.end(), ';', ':');  // the format's separator
-          std::replace(s.begin(), s.end(), '\n', ' ');
+          // ';' separates frames and a space the count: neither may come from a symbol
+          // (kallsyms has none; a crafted recording could add a frame or a count)
+          for (char& c : s)
+            if (c == ';' || c == ' ' || c == '\n' || c == '\t') c = '_';
           folded[si] += ";" + s;
         }
         made[si] = 1;
       }
       line += folded[si];
     }
-    ++lines_[line];
+    auto it = lines_.find(line);
+    if (it == lines_.end() && (lines_.size() >= kMaxLines || bytes_ + line.size() > kMaxBytes)) {
+      line = caught_probe_name(e.probe) + ";[other stacks]";
+      it = lines_.find(line);
+    }
+    if (it == lines_.end()) {
+      bytes_ += line.size();
+      it = lines_.emplace(std::move(line), 0).first;
+    }
+    ++it->second;
     ++events_;
   }
 }

@@ -79,9 +79,15 @@ class FoldedStacks {
   /// One line per unique (probe, stack), sorted: "probe;outermost;...;innermost COUNT\n"
   /// (a frame without a symbol "[unknown]", an event without a stack "probe;[no stack]").
   std::string text() const;
+  /// At most this many distinct lines and this many bytes of them are kept; the events of
+  /// any further stack count on one "probe;[other stacks]" line (a crafted recording of
+  /// many long distinct stacks would otherwise hold gigabytes).
+  static constexpr size_t kMaxLines = 100'000;
+  static constexpr size_t kMaxBytes = 64u << 20;
 
  private:
   std::map<std::string, uint64_t> lines_;
+  size_t bytes_ = 0;
   uint64_t events_ = 0;
 };
 

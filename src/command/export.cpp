@@ -57,7 +57,7 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
       return fail(2, fmt::format("--cpus: CPU {} is not in the recording ({} CPUs)", c, r->meta().ncpus));
   ExportOptions opts = req.opts;
   const bool folded = opts.format == ExportFormat::folded;
-  const char* kNoCaught = "no caught events in this recording: record with --catch";
+  const char* kNoCaught = "no --catch rules in this recording: record with --catch to catch tail events";
   if (folded && r->meta().catch_rules.empty()) return fail(1, kNoCaught);
   // Time zero is the first sample; with --from, the cursor starts decoding at the window's
   // start with its slack (the index makes that a short seek): export_samples() applies the window.
@@ -180,7 +180,8 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
   }
   if (folded && done.caught == 0) {
     if (via_tmp) tmp.remove();
-    return fail(1, req.from.empty() && req.to.empty() ? std::string(kNoCaught)
+    return fail(1, req.from.empty() && req.to.empty() ? std::string("no caught events in this recording: its --catch "
+                                                                  "rules never reached their threshold")
                                                       : fmt::format("no caught events in the window{}{}",
                                                                     req.from.empty() ? "" : " --from " + req.from,
                                                                     req.to.empty() ? "" : " --to " + req.to));

@@ -140,8 +140,9 @@ std::string tail_text(const nlohmann::json& t) {
   std::string out;
   const std::string th = format_ns(t["threshold_ns"].get<double>());
   const double pcent = t["percentile"].get<double>();
-  std::string head = pcent > 0 ? fmt::format("{} > p{:g} (re-armed each interval from the running histogram; first at {})",
-                                             t["probe"].get<std::string>(), pcent, th)
+  std::string head = pcent > 0 ? fmt::format("{} > p{:g} (re-armed at each sample from the running histogram; "
+                                             "disarmed until the probe has counted)",
+                                             t["probe"].get<std::string>(), pcent)
                                : fmt::format("{} >= {} (asked {})", t["probe"].get<std::string>(), th,
                                              format_ns(t["asked_ns"].get<double>()));
   if (t["caught"].is_null()) {
@@ -159,10 +160,18 @@ std::string tail_text(const nlohmann::json& t) {
                          caught + rate + full, t["histogram_above"].get<uint64_t>(), th);
   }
   const uint64_t got = t["events_received"].get<uint64_t>();
-  if (!t["caught"].is_null() && got != t["caught"].get<uint64_t>())
-    out += fmt::format("  {} received of the {} caught: the difference was lost between the perf buffer and schedhot "
-                       "(lost records in the window: {})\n",
-                       got, t["caught"].get<uint64_t>(), t["perf_lost"].get<uint64_t>());
+  if (!t["caught"].is_null() && got != t["caught"].get<uint64_t>()) {
+    // A sample stamps its time before it reads the counters: an event caught in between is
+    // counted in this interval and received in the next, so the window's edges can differ
+    // by the events in flight there, either way; more missing is the buffers' loss.
+    const uint64_t c = t["caught"].get<uint64_t>(), lost = t["perf_lost"].get<uint64_t>();
+    if (got > c)
+      out += fmt::format("  {} received, {} caught in the window: {} caught just before its first sample arrived in "
+                         "its first interval\n", got, c, got - c);
+    else
+      out += fmt::format("  {} received, {} caught in the window: {} lost by the perf buffers ({} lost records in the "
+                         "window) or caught just before its last sample (received after it)\n", got, c, c - got, lost);
+  }
   if (got == 0) return out + "  no event received in the window\n";
   const auto& d = t["duration_ns"];
   out += fmt::format("  duration of the {} received: p50 {}, p99 {}, max {}{}\n", got, format_ns(d["p50"].get<double>()),

@@ -113,6 +113,10 @@ CatchReader::~CatchReader() { stop(); }
 
 void CatchReader::on_record(int, const void* data, uint32_t size) {
   RawCaught r;
+  if (pending_.size() >= kMaxPending) {
+    ++lost_;
+    return;
+  }
   if (parse_catch_record(data, size, r)) pending_.push_back(std::move(r));
 }
 
@@ -130,6 +134,10 @@ CatchBatch CatchReader::take(uint64_t upto_ns) {
     pending_.erase(pending_.begin(), keep);
     lost = lost_;
     lost_ = 0;
+  }
+  if (due.size() > kMaxPerTake) {  // a frame the reader would refuse: the excess counts as lost
+    lost += due.size() - kMaxPerTake;
+    due.resize(kMaxPerTake);
   }
   for (RawCaught& r : due)
     if (r.ev.ts_ns <= taken_upto_) r.ev.ts_ns = taken_upto_ + 1;  // late for its interval

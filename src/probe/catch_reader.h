@@ -68,6 +68,10 @@ class CatchReader : public CatchSource, public PerfDrain {
   CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages = 0);
   ~CatchReader() override;
   CatchBatch take(uint64_t upto_ns) override;
+  /// Most events one take() hands out (the rest of its interval count as lost): a CATCH
+  /// frame of them decodes well under the reader's kMaxCatchDecodedBytes. And most events
+  /// held between takes (more are dropped and counted as lost).
+  static constexpr size_t kMaxPerTake = 1'000'000, kMaxPending = 2'000'000;
   /// 16 MiB of buffers over all CPUs, 1 to 64 pages each: caught events are rate-limited
   /// per CPU (the rule's per_sec), 280 bytes each.
   static size_t default_pages(uint32_t ncpus);

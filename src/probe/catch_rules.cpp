@@ -1,5 +1,6 @@
 #include "probe/catch_rules.h"
 
+#include <cctype>
 #include <cmath>
 #include <stdexcept>
 
@@ -23,7 +24,9 @@ std::vector<CatchRule> parse_catch_rules(const std::string& text, uint32_t per_s
   size_t pos = 0;
   while (pos <= text.size()) {
     const size_t comma = text.find(',', pos);
-    const std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    std::string item = text.substr(pos, comma == std::string::npos ? std::string::npos : comma - pos);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());  // "a>1us, b>2us"
+    while (!item.empty() && item.back() == ' ') item.pop_back();
     pos = comma == std::string::npos ? text.size() + 1 : comma + 1;
     if (item.empty()) continue;
     const size_t gt = item.find('>');
@@ -46,14 +49,20 @@ std::vector<CatchRule> parse_catch_rules(const std::string& text, uint32_t per_s
       if (o.probe == r.probe) throw std::invalid_argument(fmt::format("--catch: {} has two rules ('{}', '{}')", r.probe, o.text, item));
     const std::string v = item.substr(gt + 1);
     if (v[0] == 'p') {
-      char* end = nullptr;
-      const double pc = std::strtod(v.c_str() + 1, &end);
-      if (v.size() < 2 || !end || *end || !(pc > 0 && pc < 100))
+      // digits with an optional fraction (strtod alone takes " 99", "0x10", "1e-320")
+      const std::string num = v.substr(1);
+      const size_t dot = num.find('.');
+      const bool shape = !num.empty() && num.find_first_not_of("0123456789.") == std::string::npos &&
+                         std::isdigit(static_cast<unsigned char>(num[0])) && dot == num.rfind('.') && num.back() != '.';
+      const double pc = shape ? std::strtod(num.c_str(), nullptr) : 0;
+      if (!shape || !(pc >= 0.001 && pc < 100))
         throw std::invalid_argument(fmt::format("--catch '{}': a percentile is p followed by a number above 0 and below 100 (p99, p99.9)", item));
       r.percentile = pc;
     } else {
+      const bool ns = v.size() > 2 && v.compare(v.size() - 2, 2, "ns") == 0 &&
+                      v.find_first_not_of("0123456789") == v.size() - 2;  // whole ns: "800ns"
       try {
-        r.asked_ns = parse_duration_ns(v, "--catch");
+        r.asked_ns = ns ? std::stoull(v.substr(0, v.size() - 2)) : parse_duration_ns(v, "a threshold");
       } catch (const std::exception& e) {
         throw std::invalid_argument(fmt::format("--catch '{}': {}", item, e.what()));
       }

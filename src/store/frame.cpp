@@ -56,7 +56,10 @@ void compress_if_smaller(std::string& b, uint8_t& flags, int level) {
   if (b.size() <= 256) return;
   std::string z(ZSTD_compressBound(b.size()), '\0');
   size_t n = ZSTD_compress(z.data(), z.size(), b.data(), b.size(), level);
-  if (!ZSTD_isError(n) && n < b.size()) {
+  // Kept raw when it shrinks more than a reader accepts of a zstd frame (over 256x beyond
+  // 1 MiB: reader.cpp unpack_frame takes such a ratio for a decompression bomb).
+  const bool bomb_like = !ZSTD_isError(n) && b.size() > (size_t(1) << 20) && b.size() / 256 > n;
+  if (!ZSTD_isError(n) && n < b.size() && !bomb_like) {
     z.resize(n);
     b.swap(z);
     flags |= kFlagZstd;

@@ -33,6 +33,9 @@ TEST(CatchRules, ParsesDurationsAndPercentiles) {
   EXPECT_DOUBLE_EQ(r[1].percentile, 99.9);
   EXPECT_EQ(r[1].threshold_ns, 0u) << "armed once the probe has counted";
   EXPECT_EQ(r[2].threshold_ns, 5'120u);
+  const auto sp = parse_catch_rules("idle>800ns, bcast_wait>p99", 1);
+  EXPECT_EQ(sp[0].asked_ns, 800u) << "whole ns";
+  EXPECT_EQ(sp[1].probe, "bcast_wait") << "a space after the comma";
 }
 
 TEST(CatchRules, ThresholdsAreBucketLowerBoundsAtOrAboveTheAsked) {
@@ -54,6 +57,8 @@ TEST(CatchRules, RefusesWhatCannotCatch) {
   EXPECT_NE(error_of("idle>p100").find("percentile"), std::string::npos);
   EXPECT_NE(error_of("idle>p0").find("percentile"), std::string::npos);
   EXPECT_NE(error_of("idle>px").find("percentile"), std::string::npos);
+  for (const char* bad : {"idle>p 99", "idle>p0x10", "idle>p1e-320", "idle>p99.", "idle>p.5", "idle>p0.0001"})
+    EXPECT_NE(error_of(bad).find("percentile"), std::string::npos) << bad;
   EXPECT_NE(error_of("idle>0").find("above 0"), std::string::npos);
   EXPECT_NE(error_of("idle>3parsecs").find("--catch 'idle>3parsecs'"), std::string::npos);
   EXPECT_NE(error_of("idle").find("PROBE>DURATION"), std::string::npos);

@@ -266,7 +266,7 @@ TEST(Tails, ReceivedBelowCaughtSaysThePerfBufferLostThem) {
   const nlohmann::json r = report(c);
   EXPECT_EQ(r["tails"][0]["events_received"].get<uint64_t>(), 4u);
   EXPECT_EQ(r["tails"][0]["perf_lost"].get<uint64_t>(), 1u);
-  EXPECT_NE(render_report_text(r).find("  4 received of the 5 caught: the difference was lost between the perf buffer"),
+  EXPECT_NE(render_report_text(r).find("  4 received, 5 caught in the window: 1 lost by the perf buffers"),
             std::string::npos);
 }
 
@@ -307,7 +307,7 @@ TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
   EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
   EXPECT_TRUE(t["histogram_above"].is_null());
   EXPECT_TRUE(t["accounted"].is_null());
-  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed each interval from the running histogram; first at "),
+  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed at each sample from the running histogram; disarmed until the probe has counted)"),
             std::string::npos);
 }
 
@@ -444,6 +444,6 @@ TEST(TailsRecording, ReportAndFoldedExportOfARecordingWithCatchFrames) {
   const CommandOutput en = export_command(ep, out);
   EXPECT_EQ(en.status, 1);
   ASSERT_EQ(en.errors.size(), 1u);
-  EXPECT_EQ(en.errors[0], "no caught events in this recording: record with --catch");
+  EXPECT_EQ(en.errors[0], "no --catch rules in this recording: record with --catch to catch tail events");
   EXPECT_FALSE(std::filesystem::exists(dir / "none.folded"));
 }

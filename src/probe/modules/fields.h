@@ -30,7 +30,8 @@ inline void catch_fields(std::vector<Field>& v, uint32_t base) {
   v.push_back(counter("catch_rate_drops", base + SH_WORDS(sh_catch, rate_drops),
                       "events at or over the threshold not caught: over the rule's rate on this CPU"));
   v.push_back(counter("catch_full_drops", base + SH_WORDS(sh_catch, full_drops),
-                      "events at or over the threshold not caught: the perf buffer was full"));
+                      "events at or over the threshold not caught: the perf buffer refused them (full, or none on a "
+                      "CPU brought back online during the run)"));
   v.push_back(priv(base + SH_WORDS(sh_catch, win_ns), 2));
 }
 
