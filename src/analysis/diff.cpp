@@ -1,7 +1,9 @@
 // schedhot diff's document (analysis/diff.h; method in model/compare.h).
 #include "analysis/diff.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 #include <map>
 #include <string_view>
 #include <cctype>
@@ -21,6 +23,7 @@
 #include "sys/cpulist.h"
 #include "sys/json_text.h"
 #include "analysis/schema.h"
+#include "analysis/tails.h"
 
 namespace schedhot {
 
@@ -41,6 +44,9 @@ struct LineSeries {
   std::map<std::string, std::vector<double>> groups;
 };
 
+/// The top stacks of each side a tail comparison merges.
+constexpr size_t kTailStacks = 10;
+
 /// Below this many intervals a side, diff warns that its bootstrap is too narrow (README).
 constexpr size_t kMinIntervals = 10;
 
@@ -55,6 +61,10 @@ struct Side {
   std::vector<char> has_hist;              ///< per probe: latency events in the window (a proxy without duration: none)
   std::map<std::string, LineSeries> lines;  ///< by object:line
   std::vector<WhatIfResult> what_if;
+  /// --catch: the window's caught events per rule (null without rules) and their summary
+  /// (TailAccumulator::json over the window).
+  std::shared_ptr<TailAccumulator> tails;
+  nlohmann::json tails_json = nlohmann::json::array();
   /// The file is damaged after the window: "damaged at byte N (why) after the window",
   /// "" when intact (a window that reaches the damage is refused).
   std::string damage;
@@ -119,6 +129,7 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
     throw std::runtime_error(fmt::format("{}: no samples in the window {}{}", ds.file, ds.window,
                                          pr.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *pr.span_s) : ""));
   CoherenceAccumulator acc(meta);
+  if (!meta.catch_rules.empty()) side.tails = std::make_shared<TailAccumulator>(meta);
   IntervalCursor ic(meta, {w, std::nullopt, PastWindow::stop, /*keep_first=*/true});
   size_t n = 0;
   while (ic.next(cur, stop)) {
@@ -126,6 +137,7 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
     if (!ivp) continue;
     const Interval& iv = *ivp;
     side.seconds.push_back(iv.seconds());
+    if (side.tails && ic.cur().caught) side.tails->add(*ic.cur().caught);
     for (size_t p = 0; p < np; ++p) {
       const int pi = static_cast<int>(p);
       if (!iv.present(pi)) continue;
@@ -179,6 +191,7 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
       side.hist[p].max_ns = side.max_ns[p];
       side.has_hist[p] = side.hist[p].total() > 0 ? 1 : 0;
     }
+  if (side.tails) side.tails_json = side.tails->json(meta, whole, kTailStacks);
   for (auto& [k, ls] : side.lines) {
     ls.total.resize(n, 0);
     for (auto& [g, v] : ls.groups) v.resize(n, 0);
@@ -292,6 +305,93 @@ nlohmann::json side_json(const DiffSide& ds, const Side& s) {
           {"damage", s.damage.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.damage)}};
 }
 
+
+nlohmann::json ab(nlohmann::json a, nlohmann::json b) { return {{"a", std::move(a)}, {"b", std::move(b)}}; }
+
+/// "tails": the caught events (--catch) of the rules both sides have for a probe, A vs B
+/// (README "schedhot diff"); null when neither side has a rule.
+nlohmann::json tails_diff(const Side& a, const Side& b) {
+  const auto &ra = a.meta.catch_rules, &rb = b.meta.catch_rules;
+  if (ra.empty() && rb.empty()) return nullptr;
+  auto texts = [](const std::vector<CatchRule>& v) {
+    std::vector<std::string> t;
+    for (const CatchRule& r : v) t.push_back(r.text);
+    return fmt::format("{}", fmt::join(t, ","));
+  };
+  nlohmann::json out = {{"note", nullptr}, {"rules", nlohmann::json::array()}, {"unmatched", nlohmann::json::array()}};
+  if (ra.empty() || rb.empty()) {
+    out["note"] = fmt::format("only {} has --catch rules ({}): no tails to compare", ra.empty() ? "B" : "A",
+                              texts(ra.empty() ? rb : ra));
+    return out;
+  }
+  auto index = [](const std::vector<CatchRule>& v, const std::string& probe) {
+    for (size_t i = 0; i < v.size(); ++i)
+      if (v[i].probe == probe) return static_cast<int>(i);
+    return -1;
+  };
+  double sec_a = 0, sec_b = 0;
+  for (double x : a.seconds) sec_a += x;
+  for (double x : b.seconds) sec_b += x;
+  for (size_t i = 0; i < ra.size(); ++i)
+    if (index(rb, ra[i].probe) < 0) out["unmatched"].push_back({{"probe", ra[i].probe}, {"side", "A"}, {"rule", ra[i].text}});
+  for (size_t i = 0; i < rb.size(); ++i)
+    if (index(ra, rb[i].probe) < 0) out["unmatched"].push_back({{"probe", rb[i].probe}, {"side", "B"}, {"rule", rb[i].text}});
+  for (size_t ia = 0; ia < ra.size(); ++ia) {
+    const int ib = index(rb, ra[ia].probe);
+    if (ib < 0) continue;
+    const nlohmann::json &ta = a.tails_json.at(ia), &tb = b.tails_json.at(size_t(ib));
+    const uint64_t na = ta["events_received"].get<uint64_t>(), nb = tb["events_received"].get<uint64_t>();
+    // The slot counter where the probe counted (every caught event, received or not), else
+    // the events received.
+    auto caught = [](const nlohmann::json& t) {
+      return t["caught"].is_null() ? t["events_received"].get<uint64_t>() : t["caught"].get<uint64_t>();
+    };
+    auto p99 = [](const nlohmann::json& t) { return t["duration_ns"].is_null() ? nlohmann::json(nullptr) : t["duration_ns"]["p99"]; };
+    nlohmann::json row = {
+        {"probe", ra[ia].probe},
+        {"rule", ab(ra[ia].text, rb[size_t(ib)].text)},
+        {"threshold_ns", ab(ra[ia].threshold_ns, rb[size_t(ib)].threshold_ns)},
+        {"caught", ab(caught(ta), caught(tb))},
+        {"caught_per_s", ab(sec_a > 0 ? caught(ta) / sec_a : 0.0, sec_b > 0 ? caught(tb) / sec_b : 0.0)},
+        {"events_received", ab(na, nb)},
+        {"p99_ns", ab(p99(ta), p99(tb))}};
+    // The top stacks of each side, merged by content (frames with offsets); each one's count
+    // on both sides (not only among the other's top), shares of the events received.
+    std::map<std::string, std::vector<std::string>> merged;
+    for (const nlohmann::json* t : {&ta, &tb})
+      for (const auto& st : (*t)["stacks"]) {
+        const std::vector<std::string> fr = st["frames"].get<std::vector<std::string>>();
+        merged.emplace(fmt::format("{}", fmt::join(fr, "\n")), fr);
+      }
+    struct Row {
+      std::string key;
+      std::vector<std::string> frames;
+      uint64_t ca, cb;
+      double sa, sb;
+    };
+    std::vector<Row> rows;
+    for (auto& [key, fr] : merged) {
+      const uint64_t ca = a.tails->stack_count(ia, fr), cb = b.tails->stack_count(size_t(ib), fr);
+      rows.push_back({key, fr, ca, cb, na ? double(ca) / double(na) : 0.0, nb ? double(cb) / double(nb) : 0.0});
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& x, const Row& y) {
+      return x.sa + x.sb != y.sa + y.sb ? x.sa + x.sb > y.sa + y.sb : x.key < y.key;
+    });
+    nlohmann::json stacks = nlohmann::json::array();
+    for (const Row& r : rows) {
+      // Only on one side: not among the other's counted stacks, and the other had none
+      // uncounted (kMaxKeys) it could hide in.
+      nlohmann::json marker = nullptr;
+      if (r.ca == 0 && a.tails->other_stacks(ia) == 0) marker = "new in B";
+      else if (r.cb == 0 && b.tails->other_stacks(size_t(ib)) == 0) marker = "gone in B";
+      stacks.push_back({{"frames", r.frames}, {"a", {{"count", r.ca}, {"share", r.sa}}}, {"b", {{"count", r.cb}, {"share", r.sb}}},
+                        {"marker", marker}});
+    }
+    row["stacks"] = stacks;
+    out["rules"].push_back(std::move(row));
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -448,6 +548,7 @@ nlohmann::json diff_document(const DiffRequest& req) {
     lines.push_back(row);
   }
   d["lines"] = lines;
+  d["tails"] = tails_diff(a, b);
   d["by"] = req.by ? nlohmann::json(topo_level_name(*req.by)) : nlohmann::json(nullptr);
   d["significant"] = any;
   return d;

@@ -36,9 +36,9 @@ const char* cpupri_class(int pri, int nr_prios) {
   return pri <= 1 ? "NORMAL" : "RT";
 }
 
-/// The name of a caught event's detail (SH_CATCH_F_DETAIL): "RT->NORMAL" for cpupri_set,
-/// "state 2" for idle, the number for any other probe.
-std::string detail_name(uint16_t probe, uint64_t detail, int nr_prios) {
+}  // namespace
+
+std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios) {
   if (probe == SH_P_CPUPRI_SET) {
     const int oldp = static_cast<int>((detail >> 16) & 0xffff) - 1, newp = static_cast<int>(detail & 0xffff) - 1;
     return fmt::format("{}->{}", cpupri_class(oldp, nr_prios), cpupri_class(newp, nr_prios));
@@ -46,6 +46,18 @@ std::string detail_name(uint16_t probe, uint64_t detail, int nr_prios) {
   if (probe == SH_P_IDLE) return fmt::format("state {}", detail);
   return std::to_string(detail);
 }
+
+int cpupri_nr_prios(const Meta& meta) {
+  return meta.layout && meta.layout->cpupri && meta.layout->cpupri->nr_prios ? meta.layout->cpupri->nr_prios : 101;
+}
+
+std::string stack_text(const std::vector<StackFrame>& frames) {
+  std::string out;
+  for (const StackFrame& f : frames) out += (out.empty() ? "" : " <- ") + frame_text(f);
+  return out;
+}
+
+namespace {
 
 /// Nearest-rank percentile p of sorted values.
 uint64_t rank_percentile(const std::vector<uint64_t>& sorted, double p) {
@@ -89,7 +101,7 @@ TailAccumulator::TailAccumulator(const Meta& meta) {
   for (size_t r = 0; r < meta.catch_rules.size(); ++r)
     for (size_t id = 0; id < cat.size(); ++id)
       if (cat[id].name == meta.catch_rules[r].probe && rule_of_probe_[id] < 0) rule_of_probe_[id] = static_cast<int>(r);
-  if (meta.layout && meta.layout->cpupri && meta.layout->cpupri->nr_prios) nr_prios_ = meta.layout->cpupri->nr_prios;
+  nr_prios_ = cpupri_nr_prios(meta);
 }
 
 void TailAccumulator::add(const CatchBatch& b) {
@@ -147,7 +159,7 @@ void TailAccumulator::add(const CatchBatch& b) {
           r.with_dur_ns[k] += e.dur_ns;
         }
     }
-    if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[detail_name(e.probe, e.detail, nr_prios_)];
+    if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
   }
 }
 
@@ -231,6 +243,14 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
     out.push_back(std::move(t));
   }
   return out;
+}
+
+uint64_t TailAccumulator::stack_count(size_t rule, const std::vector<std::string>& frames) const {
+  if (rule >= rules_.size()) return 0;
+  std::string key;
+  for (const std::string& f : frames) key += (key.empty() ? "" : "\n") + f;
+  const auto it = rules_[rule].stacks.find(key);
+  return it == rules_[rule].stacks.end() ? 0 : it->second;
 }
 
 void FoldedStacks::add(const CatchBatch& b) {

@@ -25,6 +25,17 @@ std::string frame_text(const StackFrame& f);
 /// The name of probe id (enum sh_probe_id) in this build's catalog, "probe<id>" when unknown.
 std::string caught_probe_name(uint16_t id);
 
+/// A caught event's detail (SH_CATCH_F_DETAIL) in words: the cpupri transition
+/// ("RT->NORMAL") for cpupri_set, "state 2" for idle, the number for any other probe.
+/// nr_prios: cpupri_nr_prios(meta).
+std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios);
+
+/// cpupri's pri_to_cpu[] length in meta's layout (101 when not recorded: since v5.11).
+int cpupri_nr_prios(const Meta& meta);
+
+/// A stack as one line, innermost frame first: "cpupri_set+0x10 <- enqueue_task_rt+0x80".
+std::string stack_text(const std::vector<StackFrame>& frames);
+
 /// Summarizes the caught events of a window's intervals, per rule of the Meta it was made
 /// with (events of a probe without a rule are not kept).
 class TailAccumulator {
@@ -43,6 +54,11 @@ class TailAccumulator {
   /// The report's "tails" array over the window iv (its first to last sample): one entry
   /// per rule of meta, in its order. top: stacks and tasks listed at most.
   nlohmann::json json(const Meta& meta, const Interval& iv, size_t top = 10) const;
+  /// Events of rule `rule` (its index in Meta::catch_rules) with the stack frames
+  /// (frame_text, innermost first; as json()'s "frames"); 0 when none or out of range.
+  uint64_t stack_count(size_t rule, const std::vector<std::string>& frames) const;
+  /// Events of rule `rule` whose stack found no room among the counted ones (other_stacks).
+  uint64_t other_stacks(size_t rule) const { return rule < rules_.size() ? rules_[rule].other_stacks : 0; }
 
  private:
   struct Rule {

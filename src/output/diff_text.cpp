@@ -96,6 +96,39 @@ std::string md_code(const std::string& s) {
   return fence + " " + s + " " + fence;
 }
 
+/// The Tails section (--catch rules on both sides, or a line saying only one has them);
+/// "" when neither has any.
+std::string tails_text(const nlohmann::json& d) {
+  if (!d.contains("tails") || d["tails"].is_null()) return "";
+  const auto& t = d["tails"];
+  if (t["note"].is_string()) return "\nTails: " + scrub_controls(t["note"].get<std::string>()) + "\n";
+  std::string out = "\nTails (--catch: the caught events of the rules both sides have; stacks innermost first)\n";
+  for (const auto& u : t["unmatched"])
+    out += fmt::format("{}: a rule on {} only ({}): not compared\n", u["probe"].get<std::string>(), u["side"].get<std::string>(),
+                       scrub_controls(u["rule"].get<std::string>()));
+  auto p99 = [](const nlohmann::json& f, const char* s) { return f[s].is_null() ? std::string("-") : us_text(f[s].get<double>()) + " us"; };
+  for (const auto& r : t["rules"]) {
+    out += fmt::format("{}: A {}, B {}\n", r["probe"].get<std::string>(), scrub_controls(r["rule"]["a"].get<std::string>()),
+                       scrub_controls(r["rule"]["b"].get<std::string>()));
+    out += fmt::format("  caught/s: A {}, B {}; p99 of the caught: A {}, B {}\n", per_s(r["caught_per_s"]["a"].get<double>()),
+                       per_s(r["caught_per_s"]["b"].get<double>()), p99(r["p99_ns"], "a"), p99(r["p99_ns"], "b"));
+    if (r["stacks"].empty()) {
+      out += "  no stacks on either side\n";
+      continue;
+    }
+    out += fmt::format("  {:>8} {:>6} {:>8} {:>6}  {:<10} {}\n", "A", "A %", "B", "B %", "", "stack");
+    for (const auto& st : r["stacks"]) {
+      std::string frames;
+      for (const auto& f : st["frames"]) frames += (frames.empty() ? "" : " <- ") + scrub_controls(f.get<std::string>());
+      out += fmt::format("  {:>8} {:>6.1f} {:>8} {:>6.1f}  {:<10} {}\n", st["a"]["count"].get<uint64_t>(),
+                         st["a"]["share"].get<double>() * 100, st["b"]["count"].get<uint64_t>(),
+                         st["b"]["share"].get<double>() * 100,
+                         st["marker"].is_null() ? "" : st["marker"].get<std::string>(), frames);
+    }
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string render_diff_text(const nlohmann::json& d) {
@@ -150,6 +183,7 @@ std::string render_diff_text(const nlohmann::json& d) {
                              rate_text(g, "b"), ratio_text(g));
     }
   }
+  out += tails_text(d);
   out += d["significant"].get<bool>() ? "\nVerdict: significant change (exit status 3)\n"
                                       : "\nVerdict: no significant change\n";
   return out;

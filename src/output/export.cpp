@@ -12,6 +12,7 @@
 #include <cstring>
 #include <fstream>
 #include <memory>
+#include <map>
 #include <set>
 #include <stdexcept>
 
@@ -113,6 +114,9 @@ struct IntervalValues {
   std::vector<LineTraffic> exact, gap;
   std::vector<char> touched;  ///< per line: some record of the interval named it (else no figure)
   uint64_t exact_records = 0, exact_lost = 0, exact_skipped = 0;
+  /// The caught events (--catch) of the interval's later sample; null without. Valid only
+  /// during Sink::interval().
+  const CatchBatch* caught = nullptr;
 };
 
 /// The --exact figures of the interval from prev to cur into v (has_exact false when cur
@@ -240,6 +244,8 @@ class Sink {
   virtual void begin(bool exact) = 0;
   virtual void interval(const IntervalValues& v) = 0;
   virtual void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) = 0;
+  /// Caught events written (the Perfetto sink's tail slices).
+  virtual uint64_t caught() const { return 0; }
 
  protected:
   void flush(fmt::memory_buffer& b) {
@@ -423,6 +429,9 @@ class JsonSink : public Sink {
 /// (pid 1); per probe one "C" event per interval whose args are that probe's metrics, so
 /// every (CPU, metric) is its own counter track. An event at an interval's start holds its
 /// value until the next one; a last event at the end of the last interval closes them.
+/// Caught tail events (--catch) are complete ("X") slices on their CPU's thread track
+/// "tails (--catch)" (tid = the CPU's pid), from ts - dur to ts, with their rule, task,
+/// detail, interrupt time and stack as args.
 class PerfettoSink : public Sink {
  public:
   using Sink::Sink;
@@ -434,6 +443,13 @@ class PerfettoSink : public Sink {
     for (auto& m : metrics_) columns_.push_back(json_str(m.column));
     for (auto& l : lines_) line_names_.push_back(json_str("xfer/s " + l.name));
     line_started_.assign(lines_.size(), 0);
+    exported_cpu_.assign(meta_.ncpus, 0);
+    for (int c : cpus_)
+      if (c >= 0 && static_cast<uint32_t>(c) < meta_.ncpus) exported_cpu_[size_t(c)] = 1;
+    tail_track_.assign(meta_.ncpus, 0);
+    rule_of_.clear();
+    for (const CatchRule& r : meta_.catch_rules) rule_of_.emplace(r.probe, r.text);
+    nr_prios_ = cpupri_nr_prios(meta_);
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     fmt::format_to(std::back_inserter(b), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
@@ -445,13 +461,15 @@ class PerfettoSink : public Sink {
   }
   void interval(const IntervalValues& v) override {
     emit(v, v.start_mono_ns);
+    if (v.caught) tails(*v.caught);
     last_ = v;
+    last_.caught = nullptr;
     have_last_ = true;
   }
   void end(const SourceInfo& src, const ExportResult& r, uint64_t t0) override {
     if (have_last_) emit(last_, last_.end_mono_ns);
     nlohmann::json other = {{"schema", "schedhot.perfetto/1"}, {"source", source_json(src)}, {"samples", r.samples},
-                            {"time_zero_mono_ns", t0}, {"ts", "CLOCK_MONOTONIC us"}};
+                            {"time_zero_mono_ns", t0}, {"ts", "CLOCK_MONOTONIC us"}, {"caught_slices", slices_}};
     out_ << "\n],\"otherData\":" << json_text(other) << "}\n";
   }
 
@@ -499,8 +517,51 @@ class PerfettoSink : public Sink {
     }
     flush(b);
   }
+  /// The caught events of one interval as slices on their CPUs' tail tracks (CPUs not
+  /// exported, --cpus, are left out).
+  void tails(const CatchBatch& cb) {
+    fmt::memory_buffer b;
+    for (const CaughtEvent& e : cb.events) {
+      if (e.cpu >= exported_cpu_.size() || !exported_cpu_[e.cpu]) continue;
+      const int pid = cpu_pid(static_cast<int>(e.cpu));
+      if (!tail_track_[e.cpu]) {
+        tail_track_[e.cpu] = 1;
+        fmt::format_to(std::back_inserter(b),
+                       ",\n{{\"ph\":\"M\",\"pid\":{},\"tid\":{},\"name\":\"thread_name\",\"args\":{{\"name\":\"tails (--catch)\"}}}}",
+                       pid, pid);
+      }
+      const std::string probe = caught_probe_name(e.probe);
+      const auto rule = rule_of_.find(probe);
+      nlohmann::json args = {{"rule", rule == rule_of_.end() ? nlohmann::json(nullptr) : nlohmann::json(rule->second)},
+                             {"dur_ns", e.dur_ns},
+                             {"comm", e.comm},
+                             {"pid", e.tgid},
+                             {"tid", e.pid}};
+      args["detail"] = e.flags & SH_CATCH_F_DETAIL ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_))
+                                                   : nlohmann::json(nullptr);
+      const bool irq = e.flags & SH_CATCH_F_IRQ;  // else not measured: null, not 0
+      args["irq_ns"] = irq ? nlohmann::json(e.irq_ns) : nlohmann::json(nullptr);
+      args["softirq_ns"] = irq ? nlohmann::json(e.softirq_ns) : nlohmann::json(nullptr);
+      args["nmi_ns"] = irq ? nlohmann::json(e.nmi_ns) : nlohmann::json(nullptr);
+      if (irq && (e.flags & SH_CATCH_F_IRQ_MORE)) args["irq_lower_bound"] = true;
+      args["stack"] = e.stack && e.stack <= cb.stacks.size() ? nlohmann::json(stack_text(cb.stacks[e.stack - 1]))
+                                                              : nlohmann::json(nullptr);
+      const uint64_t start = e.ts_ns >= e.dur_ns ? e.ts_ns - e.dur_ns : 0;
+      fmt::format_to(std::back_inserter(b),
+                     ",\n{{\"ph\":\"X\",\"pid\":{},\"tid\":{},\"ts\":{:.3f},\"dur\":{:.3f},\"name\":{},\"args\":{}}}", pid, pid,
+                     static_cast<double>(start) / 1e3, static_cast<double>(e.ts_ns - start) / 1e3,
+                     json_str(probe + " tail"), json_text(args));
+      ++slices_;
+    }
+    flush(b);
+  }
+  uint64_t caught() const override { return slices_; }
   std::vector<std::string> names_, columns_, line_names_;
   std::vector<char> line_started_;
+  std::vector<char> exported_cpu_, tail_track_;  ///< by CPU: in cpus_; its tail track named
+  std::map<std::string, std::string> rule_of_;   ///< probe -> its rule's text
+  int nr_prios_ = 101;
+  uint64_t slices_ = 0;
   IntervalValues last_;
   bool have_last_ = false;
 };
@@ -583,6 +644,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     v.start_mono_ns = prev.mono_ns;
     v.end_mono_ns = cur.mono_ns;
     v.end_wall_ns = cur.wall_ns;
+    v.caught = cur.caught ? &*cur.caught : nullptr;
     if (!begun) sink->begin(v.has_exact);
     begun = true;
     sink->interval(v);
@@ -591,6 +653,7 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   }
   if (ic.stopped()) throw std::runtime_error("interrupted");
   const uint64_t t0 = ic.t0().value_or(0);
+  res.caught = sink->caught();
   if (begun) sink->end(source(), res, t0);
   out.flush();
   if (!out) throw_write_failed();

@@ -77,7 +77,7 @@ struct ExportOptions {
 struct ExportResult {
   uint32_t samples = 0;      ///< samples inside the window
   uint64_t intervals = 0;    ///< intervals written (consecutive sample pairs with time between them)
-  uint64_t caught = 0;       ///< folded: caught events written (0: nothing was written)
+  uint64_t caught = 0;       ///< folded: caught events written (0: nothing was written); perfetto: tail slices
 };
 
 /// Streams src's samples to out in opts.format. source() is called once at the end for

@@ -320,3 +320,128 @@ TEST(Diff, MarkdownEscapesTheRecordingsText) {
   EXPECT_EQ(o.out.find('\x1b'), std::string::npos) << o.out;
   EXPECT_NE(o.out.find("h|x</td><script>alert(1)</script>"), std::string::npos) << "plain text, not Markdown: " << o.out;
 }
+
+namespace {
+
+StackFrame fr(const char* s, uint64_t o) { return StackFrame{s, o}; }
+const std::vector<StackFrame> kS1 = {fr("cpupri_set", 0x10), fr("enqueue_task_rt", 0x80)};
+const std::vector<StackFrame> kS2 = {fr("cpupri_set", 0x10), fr("dequeue_rt_stack", 0x33)};
+const std::vector<StackFrame> kS3 = {fr("cpupri_set", 0x10), fr("", 0)};
+
+/// 4 one-second intervals of 2 CPUs; with `rule`, cpupri_set>20us armed and the first
+/// interval's caught events `events` (stack, duration), counted by the slot's caught counter.
+std::string write_tails_rec(const std::string& name, bool rule, const std::vector<std::pair<int, uint64_t>>& events) {
+  Meta m = synthetic_meta(2);
+  if (rule) {
+    CatchRule r;
+    r.probe = "cpupri_set";
+    r.text = "cpupri_set>20us";
+    r.asked_ns = 20'000;
+    r.threshold_ns = sh_hist_lower(sh_hist_index(20'000));
+    r.per_sec = 100;
+    apply_catch_rules(m, {r});
+  }
+  const std::string path = (std::filesystem::temp_directory_path() / name).string();
+  std::filesystem::remove(path);
+  RecordingWriter w(path, m, WriterOptions{});
+  Sample s = make_sample(m);
+  s.mono_ns = 5'000'000'000;
+  w.write_sample(s);
+  const int p = m.probe_index("cpupri_set");
+  for (int i = 0; i < 4; ++i) {
+    const uint64_t from = s.mono_ns;
+    s.seq++;
+    s.mono_ns += 1'000'000'000;
+    s.wall_ns += 1'000'000'000;
+    s.caught.reset();
+    if (rule && i == 0) {
+      CatchBatch b;
+      b.stacks = {kS1, kS2, kS3};
+      for (size_t k = 0; k < events.size(); ++k) {
+        CaughtEvent e;
+        e.probe = SH_P_CPUPRI_SET;
+        e.cpu = 1;
+        e.dur_ns = events[k].second;
+        e.ts_ns = from + 1'000'000 * (k + 1);  // in time order
+        e.stack = uint32_t(events[k].first);
+        e.comm = "rtapp";
+        b.events.push_back(e);
+        s.probes[p].words[word(m, p, 1, "caught")] += 1;
+      }
+      s.caught = b;
+    }
+    w.write_sample(s);
+  }
+  w.close();
+  return path;
+}
+
+}  // namespace
+
+TEST(Diff, TailsCaughtRateP99AndStacksMergedByContent) {
+  DiffRequest req;
+  // A: S1 x3, S2 x1 (p99 50 us); B: S1 x2, S3 x6 (p99 100 us)
+  req.a.file = write_tails_rec("diff_tails_a.shot", true, {{1, 30'000}, {1, 40'000}, {2, 25'000}, {1, 50'000}});
+  req.b.file = write_tails_rec("diff_tails_b.shot", true,
+                               {{1, 21'000}, {3, 60'000}, {3, 60'000}, {1, 100'000}, {3, 60'000}, {3, 60'000}, {3, 60'000}, {3, 60'000}});
+  std::string format = "json";
+  CommandOutput o = diff_command(req, format);
+  ASSERT_TRUE(o.status == 0 || o.status == 3) << (o.errors.empty() ? "" : o.errors[0]);
+  const nlohmann::json d = nlohmann::json::parse(o.out);
+  const nlohmann::json& t = d["tails"];
+  EXPECT_TRUE(t["note"].is_null());
+  EXPECT_TRUE(t["unmatched"].empty());
+  ASSERT_EQ(t["rules"].size(), 1u);
+  const nlohmann::json& r = t["rules"][0];
+  EXPECT_EQ(r["probe"], "cpupri_set");
+  EXPECT_EQ(r["rule"], (nlohmann::json{{"a", "cpupri_set>20us"}, {"b", "cpupri_set>20us"}}));
+  EXPECT_EQ(r["caught"], (nlohmann::json{{"a", 4}, {"b", 8}}));
+  EXPECT_EQ(r["events_received"], (nlohmann::json{{"a", 4}, {"b", 8}}));
+  EXPECT_EQ(r["caught_per_s"], (nlohmann::json{{"a", 1.0}, {"b", 2.0}}));
+  EXPECT_EQ(r["p99_ns"], (nlohmann::json{{"a", 50'000}, {"b", 100'000}}));
+  auto row = [](std::vector<std::string> frames, uint64_t ca, double sa, uint64_t cb, double sb, nlohmann::json marker) {
+    return nlohmann::json{{"frames", frames},
+                          {"a", {{"count", ca}, {"share", sa}}},
+                          {"b", {{"count", cb}, {"share", sb}}},
+                          {"marker", marker}};
+  };
+  // By share in A plus share in B; S2 only in A, S3 only in B.
+  const nlohmann::json want = {
+      row({"cpupri_set+0x10", "enqueue_task_rt+0x80"}, 3, 0.75, 2, 0.25, nullptr),
+      row({"cpupri_set+0x10", "[unknown]"}, 0, 0.0, 6, 0.75, "new in B"),
+      row({"cpupri_set+0x10", "dequeue_rt_stack+0x33"}, 1, 0.25, 0, 0.0, "gone in B"),
+  };
+  EXPECT_EQ(r["stacks"], want) << r["stacks"].dump(1);
+  format = "text";
+  o = diff_command(req, format);
+  EXPECT_NE(o.out.find("\nTails (--catch: the caught events of the rules both sides have; stacks innermost first)\n"
+                       "cpupri_set: A cpupri_set>20us, B cpupri_set>20us\n"
+                       "  caught/s: A 1.0, B 2.0; p99 of the caught: A 50.0 us, B 100.0 us\n"
+                       "         A    A %        B    B %             stack\n"
+                       "         3   75.0        2   25.0             cpupri_set+0x10 <- enqueue_task_rt+0x80\n"
+                       "         0    0.0        6   75.0  new in B   cpupri_set+0x10 <- [unknown]\n"
+                       "         1   25.0        0    0.0  gone in B  cpupri_set+0x10 <- dequeue_rt_stack+0x33\n"),
+            std::string::npos)
+      << o.out;
+}
+
+TEST(Diff, TailsOnOneSideOnlyIsOneLine) {
+  DiffRequest req;
+  req.a.file = write_tails_rec("diff_tails_one_a.shot", true, {{1, 30'000}});
+  req.b.file = write_tails_rec("diff_tails_one_b.shot", false, {});
+  std::string format = "json";
+  CommandOutput o = diff_command(req, format);
+  const nlohmann::json d = nlohmann::json::parse(o.out);
+  EXPECT_EQ(d["tails"]["note"], "only A has --catch rules (cpupri_set>20us): no tails to compare");
+  EXPECT_TRUE(d["tails"]["rules"].empty());
+  format = "text";
+  o = diff_command(req, format);
+  EXPECT_NE(o.out.find("\nTails: only A has --catch rules (cpupri_set>20us): no tails to compare\n"), std::string::npos)
+      << o.out;
+  // Neither side: no tails at all.
+  req.a.file = req.b.file;
+  format = "json";
+  EXPECT_TRUE(nlohmann::json::parse(diff_command(req, format).out)["tails"].is_null());
+  format = "text";
+  EXPECT_EQ(diff_command(req, format).out.find("Tails"), std::string::npos);
+}

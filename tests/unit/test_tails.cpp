@@ -447,3 +447,75 @@ TEST(TailsRecording, ReportAndFoldedExportOfARecordingWithCatchFrames) {
   EXPECT_EQ(en.errors[0], "no --catch rules in this recording: record with --catch to catch tail events");
   EXPECT_FALSE(std::filesystem::exists(dir / "none.folded"));
 }
+
+// export --format perfetto of a recording with CATCH frames: each caught event a complete
+// ("X") slice on its CPU's "tails (--catch)" track, from ts - dur to ts, with its rule, task,
+// detail, interrupt time and stack (innermost first) as args.
+TEST(TailsRecording, PerfettoSlicesOnTheirCpusTracks) {
+  Case c = make_case();
+  const uint32_t cpus1[] = {1, 1, 2}, cpus2[] = {1, 3, 0};
+  for (size_t k = 0; k < 3; ++k) c.samples[1].caught->events[k].cpu = cpus1[k];
+  for (size_t k = 0; k < 3; ++k) c.samples[2].caught->events[k].cpu = cpus2[k];
+  TempDir dir("tails_perfetto");
+  const std::string path = dir / "catch.shot";
+  write_samples(path, c.m, c.samples);
+  ExportRequest ex;
+  ex.file = path;
+  ex.output = "-";
+  ex.opts.format = ExportFormat::perfetto;
+  std::ostringstream out;
+  const CommandOutput e = export_command(ex, out);
+  ASSERT_EQ(e.status, 0) << (e.errors.empty() ? "" : e.errors[0]);
+  const nlohmann::json trace = nlohmann::json::parse(out.str());  // Chrome trace-event JSON
+  ASSERT_TRUE(trace["traceEvents"].is_array());
+  std::vector<nlohmann::json> slices, tracks;
+  for (const auto& ev : trace["traceEvents"]) {
+    if (ev["ph"] == "X") slices.push_back(ev);
+    if (ev["ph"] == "M" && ev["name"] == "thread_name") tracks.push_back(ev);
+  }
+  const std::string sA = "cpupri_set+0x10 <- enqueue_task_rt+0x80 <- ttwu_do_activate+0x40";
+  const std::string sB = "cpupri_set+0x10 <- dequeue_rt_stack+0x33 <- [unknown]";
+  auto slice = [](int cpu, double ts, double dur, const char* name, nlohmann::json args) {
+    return nlohmann::json{{"ph", "X"}, {"pid", 1000 + cpu}, {"tid", 1000 + cpu}, {"ts", ts}, {"dur", dur}, {"name", name},
+                          {"args", std::move(args)}};
+  };
+  auto args = [](nlohmann::json rule, uint64_t dur, const char* comm, uint32_t pid, uint32_t tid, nlohmann::json detail,
+                 nlohmann::json irq, nlohmann::json softirq, nlohmann::json nmi, nlohmann::json stack) {
+    return nlohmann::json{{"rule", rule},       {"dur_ns", dur},       {"comm", comm}, {"pid", pid},     {"tid", tid},
+                          {"detail", detail},   {"irq_ns", irq},       {"softirq_ns", softirq}, {"nmi_ns", nmi},
+                          {"stack", stack}};
+  };
+  const nlohmann::json null = nullptr;
+  nlohmann::json a3 = args("cpupri_set>20us", 100'000, "kworker/1:0", 7, 7, "RT->NORMAL", 10'000, 20'000, 0, sB);
+  a3["irq_lower_bound"] = true;
+  const std::vector<nlohmann::json> want = {
+      slice(1, 10'099'970.0, 30.0, "cpupri_set tail",
+            args("cpupri_set>20us", 30'000, "rtapp", 100, 100, "RT->NORMAL", 0, 6'000, 0, sA)),
+      slice(1, 10'199'978.0, 22.0, "cpupri_set tail",
+            args("cpupri_set>20us", 22'000, "rtapp", 100, 101, "NORMAL->RT", 0, 0, 0, sA)),
+      slice(2, 10'299'900.0, 100.0, "cpupri_set tail", a3),
+      slice(1, 11'099'960.0, 40.0, "cpupri_set tail", args("cpupri_set>20us", 40'000, "rtapp", 100, 100, null, 0, 0, 0, sA)),
+      slice(3, 11'199'975.0, 25.0, "cpupri_set tail", args("cpupri_set>20us", 25'000, "rtapp", 100, 100, null, 0, 0, 0, null)),
+      // a probe without a rule: its events are slices too; nothing measured is null, not 0
+      slice(0, 11'299'910.0, 90.0, "cpupri_find tail", args(null, 90'000, "x", 1, 1, null, null, null, null, sB)),
+  };
+  ASSERT_EQ(slices.size(), want.size()) << out.str();
+  for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(slices[i], want[i]) << i;
+  // One named track per CPU with slices, named once.
+  ASSERT_EQ(tracks.size(), 4u);
+  EXPECT_EQ(tracks[0], (nlohmann::json{{"ph", "M"}, {"pid", 1001}, {"tid", 1001}, {"name", "thread_name"},
+                                       {"args", {{"name", "tails (--catch)"}}}}));
+  EXPECT_EQ(trace["otherData"]["caught_slices"].get<uint64_t>(), 6u);
+  // --cpus: only the exported CPUs' slices.
+  ex.cpus = {1};
+  std::ostringstream one;
+  ASSERT_EQ(export_command(ex, one).status, 0);
+  size_t n = 0;
+  const nlohmann::json trace1 = nlohmann::json::parse(one.str());  // kept alive through the loop
+  for (const auto& ev : trace1["traceEvents"])
+    if (ev["ph"] == "X") {
+      EXPECT_EQ(ev["pid"], 1001);
+      ++n;
+    }
+  EXPECT_EQ(n, 3u);
+}
