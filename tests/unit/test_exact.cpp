@@ -181,6 +181,13 @@ TEST(ExactFrame, ARecordAfterItsSampleOrABombIsDamage) {
     auto r = RecordingReader::open(path);
     Sample got;
     ASSERT_TRUE(r->next(got));  // the baseline is kept
+    if (kind == 1) {  // the writer keeps a frame raw when zstd would shrink it past the reader's bound
+      ASSERT_TRUE(r->next(got)) << (r->damage() ? r->damage()->reason : "");
+      ASSERT_TRUE(got.exact.has_value());
+      EXPECT_EQ(got.exact->records.size(), 400'000u);
+      EXPECT_FALSE(r->damage().has_value());
+      continue;
+    }
     EXPECT_FALSE(r->next(got));
     ASSERT_TRUE(r->damage().has_value());
     EXPECT_NE(r->damage()->reason.find(kind == 0 ? "record 1 at" : "oversized content size"), std::string::npos)
