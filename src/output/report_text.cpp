@@ -1,6 +1,7 @@
 #include "output/report_text.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -153,8 +154,13 @@ std::string tail_text(const nlohmann::json& t) {
     out += fmt::format("{}: {} caught, {} dropped (rate), {} (buffer)", head, caught, rate, full);
     if (t["accounted"].is_null())
       out += "; the histogram check needs a fixed threshold\n";
-    else if (t["accounted"].get<bool>())
+    else if (t["accounted"].get<bool>() && t["in_flight"].get<int64_t>() == 0)
       out += fmt::format("; {} = the histogram's count at or above {}\n", caught + rate + full, th);
+    else if (t["accounted"].get<bool>())
+      out += fmt::format("; {} vs {}, the histogram's count at or above {}: {} in flight at the window's edges "
+                         "(at most one per CPU: in the histogram, not yet counted)\n",
+                         caught + rate + full, t["histogram_above"].get<uint64_t>(), th,
+                         std::abs(t["in_flight"].get<int64_t>()));
     else
       out += fmt::format("; {} != {}, the histogram's count at or above {}: the difference is not accounted for\n",
                          caught + rate + full, t["histogram_above"].get<uint64_t>(), th);

@@ -71,6 +71,8 @@ FileRead read_flight(const std::string& f) {
   return out;
 }
 
+/// Collects what the recorder says: its say callback points at this FlightRun, which must
+/// outlive the recorder (a temporary does not: stack-use-after-scope under ASan).
 struct FlightRun {
   std::vector<std::string> said;
   FlightOptions opts(uint64_t window_ns, unsigned max_files = 100) {
@@ -201,7 +203,8 @@ TEST(Flight, HeldSamplesAreBounded) {
   const Meta m = flight_meta();
   TempDir dir("flight_bound");
   auto v = flight_samples(m, 40, {});
-  FlightRecorder fr(dir.path, FlightRun().opts(5 * kS));
+  FlightRun run;
+  FlightRecorder fr(dir.path, run.opts(5 * kS));
   size_t most = 0;
   for (auto& s : v) {
     fr.add(s, m);
@@ -221,7 +224,8 @@ TEST(Flight, ATakenNameGetsASuffixAndAPlantedLinkIsNotFollowed) {
   const std::string victim = dir / "victim";
   spit(victim, "precious");
   ASSERT_EQ(::symlink(victim.c_str(), (dir / name).c_str()), 0);
-  FlightRecorder fr(dir.path, FlightRun().opts(2 * kS));
+  FlightRun run;
+  FlightRecorder fr(dir.path, run.opts(2 * kS));
   for (auto& s : v) fr.add(s, m);
   fr.close();
   ASSERT_EQ(fr.files().size(), 1u);
@@ -284,7 +288,8 @@ TEST(Flight, AStatusChangeWhileAFileIsWrittenIsANoteInItAndInTheNextFilesMeta) {
   Meta m = flight_meta();
   TempDir dir("flight_note");
   auto v = flight_samples(m, 30, {mono(10.5), mono(20.5)});
-  FlightRecorder fr(dir.path, FlightRun().opts(2 * kS));
+  FlightRun run;
+  FlightRecorder fr(dir.path, run.opts(2 * kS));
   const int p = m.probe_index("bcast_wait");
   for (auto& s : v) {
     std::vector<int> changed;

@@ -229,6 +229,19 @@ TEST(Tails, Text) {
       << text;
 }
 
+TEST(Tails, OneEventPerCpuInFlightAtAnEdgeIsAccounted) {
+  // A sample that copied CPU 1's slot between its histogram's add and its counter's: one
+  // event in the histogram, not yet counted (bpf/common.bpf.h: sh_catch_note).
+  const nlohmann::json r = report(make_case(/*extra=*/1));
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["histogram_above"].get<uint64_t>(), 9u);
+  EXPECT_EQ(t["in_flight"].get<int64_t>(), 1);
+  EXPECT_TRUE(t["accounted"].get<bool>());
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find("; 8 vs 9, the histogram's count at or above "), std::string::npos) << text;
+  EXPECT_NE(text.find(": 1 in flight at the window's edges (at most one per CPU"), std::string::npos) << text;
+}
+
 TEST(Tails, NotAccountedWhenTheHistogramHasMore) {
   const nlohmann::json r = report(make_case(/*extra=*/2));
   const auto& t = r["tails"][0];
