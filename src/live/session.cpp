@@ -13,7 +13,6 @@
 #include "sample/probe_reader.h"
 #include "sample/sampler.h"
 #include "sys/privileges.h"
-#include "sys/units.h"
 
 namespace schedhot {
 
@@ -177,7 +176,14 @@ uint64_t LiveSession::set_catch_threshold(const std::string& probe, uint64_t ns)
   if (ns == 0) throw std::invalid_argument("a threshold must be above 0");
   const uint64_t th = round_threshold(ns);
   a_->probes->set_catch_rule(uint32_t(find_probe(probe)->id), th, it->per_sec);
-  it->text = fmt::format("{}>{}", probe, format_ns(double(ns)));
+  // As --catch reads it back (a number without a unit is seconds; no "ns" unit).
+  std::string asked = ns % 1'000'000 == 0 ? fmt::format("{}ms", ns / 1'000'000) : fmt::format("{:.3f}", double(ns) / 1e3);
+  if (ns % 1'000'000) {
+    while (asked.back() == '0') asked.pop_back();
+    if (asked.back() == '.') asked.pop_back();
+    asked += "us";
+  }
+  it->text = fmt::format("{}>{}", probe, asked);
   it->asked_ns = ns;
   it->percentile = 0;
   it->threshold_ns = th;
