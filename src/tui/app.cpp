@@ -460,7 +460,7 @@ std::vector<Line> TuiApp::tails_body(const Interval& iv, int width, int height) 
     for (size_t i = 0; i < f.rules->size(); ++i) f.edited_ns.push_back(feed_.rule_edited_ns(i));
     rows = render_tails(f, width);
   } else {
-    rows = render_tails(f, width);
+    rows = render_tails(f, width);  // says how to get rules
   }
   page_ = std::max(height - 1, 1);
   row_count_ = static_cast<int>(rows.size());

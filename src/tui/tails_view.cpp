@@ -106,7 +106,7 @@ std::vector<Line> render_tails(const TailsFrame& f, int width) {
                                   : ""),
           Role::dim));
     out.push_back(count_line(fmt::format("interval {:.2f} s", f.iv_seconds), ti, f.iv_seconds,
-                             edited > f.iv_start_mono_ns ? "(not checked: edited in it)" : ""));
+                             edited > f.iv_start_mono_ns ? "(not checked: edited since its start)" : ""));
     if (!f.since.is_null())
       out.push_back(count_line(fmt::format("since start {:.1f} s", f.since_seconds), ts, f.since_seconds,
                                edited ? "(not checked: threshold edited)" : ""));
