@@ -163,10 +163,16 @@ void TailAccumulator::add(const CatchBatch& b) {
   }
 }
 
-nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top) const {
+std::string TailAccumulator::detail_of(const CaughtEvent& e) const {
+  return (e.flags & SH_CATCH_F_DETAIL) ? caught_detail_text(e.probe, e.detail, nr_prios_) : "";
+}
+
+nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top,
+                                     const std::vector<CatchRule>* rules) const {
   nlohmann::json out = nlohmann::json::array();
-  for (size_t ri = 0; ri < meta.catch_rules.size() && ri < rules_.size(); ++ri) {
-    const CatchRule& cr = meta.catch_rules[ri];
+  const std::vector<CatchRule>& armed = rules && rules->size() == meta.catch_rules.size() ? *rules : meta.catch_rules;
+  for (size_t ri = 0; ri < armed.size() && ri < rules_.size(); ++ri) {
+    const CatchRule& cr = armed[ri];
     const Rule& r = rules_[ri];
     nlohmann::json t = {{"rule", cr.text},           {"probe", cr.probe},         {"asked_ns", cr.asked_ns},
                         {"percentile", cr.percentile}, {"threshold_ns", cr.threshold_ns}, {"per_sec", cr.per_sec}};

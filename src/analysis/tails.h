@@ -52,8 +52,14 @@ class TailAccumulator {
   /// Batches added (0: the window has no catch batches).
   uint64_t batches() const { return batches_; }
   /// The report's "tails" array over the window iv (its first to last sample): one entry
-  /// per rule of meta, in its order. top: stacks and tasks listed at most.
-  nlohmann::json json(const Meta& meta, const Interval& iv, size_t top = 10) const;
+  /// per rule of meta, in its order. top: stacks and tasks listed at most. rules: the
+  /// rules as armed now when they differ from meta's (top's live rule editor changes a
+  /// threshold; same probes, same order), nullptr: meta.catch_rules.
+  nlohmann::json json(const Meta& meta, const Interval& iv, size_t top = 10,
+                      const std::vector<CatchRule>* rules = nullptr) const;
+  /// The name of an event's detail (SH_CATCH_F_DETAIL) as the report counts it: "RT->NORMAL"
+  /// for cpupri_set, "state 2" for idle, the number otherwise; "" without the flag.
+  std::string detail_of(const CaughtEvent& e) const;
   /// Events of rule `rule` (its index in Meta::catch_rules) with the stack frames
   /// (frame_text, innermost first; as json()'s "frames"); 0 when none or out of range.
   uint64_t stack_count(size_t rule, const std::vector<std::string>& frames) const;

@@ -1,6 +1,7 @@
 #include "live/session.h"
 
 #include <algorithm>
+#include <stdexcept>
 
 #include <fmt/format.h>
 
@@ -167,6 +168,27 @@ uint64_t LiveSession::due() const { return src_->due(); }
 bool LiveSession::run_stats_on() const { return stats_ && stats_->on(); }
 
 std::string LiveSession::run_stats_error() const { return stats_ ? stats_->error() : "not asked"; }
+
+uint64_t LiveSession::set_catch_threshold(const std::string& probe, uint64_t ns) {
+  auto it = std::find_if(a_->catch_rules.begin(), a_->catch_rules.end(), [&](const CatchRule& r) { return r.probe == probe; });
+  if (it == a_->catch_rules.end())
+    throw std::invalid_argument(fmt::format("{} had no --catch rule at the start: only those can be edited", probe));
+  if (ns == 0) throw std::invalid_argument("a threshold must be above 0");
+  const uint64_t th = round_threshold(ns);
+  a_->probes->set_catch_rule(uint32_t(find_probe(probe)->id), th, it->per_sec);
+  // As --catch reads it back (a number without a unit is seconds; no "ns" unit).
+  std::string asked = ns % 1'000'000 == 0 ? fmt::format("{}ms", ns / 1'000'000) : fmt::format("{:.3f}", double(ns) / 1e3);
+  if (ns % 1'000'000) {
+    while (asked.back() == '0') asked.pop_back();
+    if (asked.back() == '.') asked.pop_back();
+    asked += "us";
+  }
+  it->text = fmt::format("{}>{}", probe, asked);
+  it->asked_ns = ns;
+  it->percentile = 0;
+  it->threshold_ns = th;
+  return th;
+}
 
 void LiveSession::rearm_percentile_rules(const Sample& s) {
   for (const CatchRule& r : a_->catch_rules) {

@@ -137,6 +137,17 @@ class LiveSession : public SampleSource {
   /// The next sample's deadline, CLOCK_MONOTONIC ns.
   uint64_t due() const;
 
+  /// --catch rules as armed now: attached().catch_rules, with top's edits.
+  const std::vector<CatchRule>& catch_rules() const { return a_->catch_rules; }
+  /// top's rule editor: re-arms the rule of `probe` at ns rounded up to a histogram bucket's
+  /// lower bound (round_threshold), a fixed threshold from now on (a percentile rule stops
+  /// re-arming), and updates its entry of catch_rules() (text "probe>ASKED", asked_ns,
+  /// threshold_ns). Only a probe that had a rule at the start (its slot counters exist);
+  /// META (and a recording's) keeps the rules of the start. Returns the armed threshold.
+  /// Throws std::invalid_argument (no rule on that probe, ns 0) or std::runtime_error (the
+  /// map update failed).
+  uint64_t set_catch_threshold(const std::string& probe, uint64_t ns);
+
   /// Samples missed between the samples returned so far: missed_samples() of each gap,
   /// judged against the interval in force when the earlier sample was taken, or a longer
   /// one set since (a re-planned wait is no loss).

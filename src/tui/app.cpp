@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 
 #include "sys/cpulist.h"
+#include "sys/units.h"
+#include "tui/tails_view.h"
 #include "analysis/report.h"
 #include "output/report_text.h"
 
@@ -14,6 +16,7 @@ namespace schedhot::tui {
 std::string TuiFeed::step(int) { return "only in replay"; }
 std::string TuiFeed::jump(uint64_t) { return "only in replay"; }
 std::string TuiFeed::jump_worst(const std::function<double(const Interval&)>&) { return "only in replay"; }
+std::string TuiFeed::set_catch_threshold(const std::string&, uint64_t) { return "only in top (live)"; }
 
 namespace {
 
@@ -166,6 +169,27 @@ void TuiApp::commit_prompt() {
     filter_ = keep;
     filter_text_ = format_cpulist(keep);
     first_row_ = 0;
+  } else if (prompt_ == Prompt::rule) {
+    // "probe>DURATION": a fixed threshold (a percentile rule is set at the start).
+    const size_t gt = input_.find('>');
+    if (input_.empty()) return;
+    if (gt == std::string::npos || gt == 0 || gt + 1 == input_.size()) {
+      message_ = fmt::format("A: '{}' is not PROBE>DURATION (e.g. idle>500us)", input_);
+      return;
+    }
+    const std::string probe = input_.substr(0, gt), v = input_.substr(gt + 1);
+    if (v[0] == 'p' || v[0] == 'P') {
+      message_ = "A: only a duration (e.g. idle>500us): a percentile rule is given at the start (--catch)";
+      return;
+    }
+    uint64_t ns = 0;
+    try {
+      ns = parse_duration_ns(v, "A");
+    } catch (const std::invalid_argument& e) {
+      message_ = e.what();
+      return;
+    }
+    message_ = keyed('A', feed_.set_catch_threshold(probe, ns));
   } else if (prompt_ == Prompt::jump) {
     if (!opts_.parse_time) return;
     try {
@@ -284,6 +308,21 @@ bool TuiApp::on_key(int key) {
       if (view_ != View::lines) first_row_ = 0;
       view_ = View::lines;
       break;
+    case 'a':
+      if (view_ != View::tails) first_row_ = 0;
+      view_ = View::tails;
+      break;
+    case 'A':
+      if (!feed_.live()) {
+        message_ = "A: the rule editor is only in top (live)";
+      } else if (feed_.catch_rules().empty()) {
+        message_ = std::string("A: ") + kNoCatchRules;
+      } else {
+        view_ = View::tails;
+        prompt_ = Prompt::rule;
+        input_.clear();
+      }
+      break;
     case 't':
     case 'T':
       message_ = keyed(key, feed_.step(key == 't' ? -1 : 1));
@@ -395,6 +434,52 @@ std::vector<Line> TuiApp::lines_body(const Interval& iv, int width, int height) 
   return out;
 }
 
+std::vector<Line> TuiApp::tails_body(const Interval& iv, int width, int height) {
+  // Its title, then the rules' blocks from first_row_ (scrolled as the tables are).
+  const Meta& m = iv.meta();
+  TailsFrame f;
+  f.rules = &feed_.catch_rules();
+  f.iv_seconds = iv.seconds();
+  f.iv_start_mono_ns = iv.first().mono_ns;
+  f.t0_mono_ns = iv.first().mono_ns;
+  f.recording = feed_.recording();
+  std::vector<Line> rows;
+  if (!f.rules->empty()) {
+    TailAccumulator one(m);
+    if (iv.last().caught) one.add(*iv.last().caught);
+    f.iv = one.json(m, iv, f.top, f.rules);
+    f.batch = iv.last().caught ? &*iv.last().caught : nullptr;
+    f.detail = [&one](const CaughtEvent& e) { return one.detail_of(e); };
+    const TailsSoFar so = feed_.tails_so_far();
+    if (so.start && so.acc && so.start->mono_ns <= iv.first().mono_ns) {
+      Interval since(m, *so.start, iv.last());
+      f.since = so.acc->json(m, since, f.top, f.rules);
+      f.since_seconds = since.seconds();
+      f.t0_mono_ns = so.start->mono_ns;
+    }
+    for (size_t i = 0; i < f.rules->size(); ++i) f.edited_ns.push_back(feed_.rule_edited_ns(i));
+    rows = render_tails(f, width);
+  } else {
+    rows = render_tails(f, width);  // says how to get rules
+  }
+  page_ = std::max(height - 1, 1);
+  row_count_ = static_cast<int>(rows.size());
+  first_row_ = std::clamp(first_row_, 0, std::max(row_count_ - page_, 0));
+  const int shown = std::min(page_, row_count_ - first_row_);
+  Line title;
+  title.add(fmt::format("Tails (--catch): {} rule{}, interval {:.3g} s", f.rules->size(), f.rules->size() == 1 ? "" : "s",
+                        iv.seconds()),
+            Role::title);
+  if (!f.rules->empty())
+    title.add(f.since.is_null() ? "  since start: not known" : fmt::format("  since start {:.3g} s", f.since_seconds), Role::dim);
+  if (feed_.live() && !f.rules->empty()) title.add("  A: edit a threshold", Role::dim);
+  if (shown < row_count_) title.add("  " + rows_text(first_row_, shown, row_count_), Role::dim);
+  clip(title, width);
+  std::vector<Line> out = {title};
+  for (int i = 0; i < shown; ++i) out.push_back(std::move(rows[size_t(first_row_ + i)]));
+  return out;
+}
+
 std::vector<Line> TuiApp::body(int width, int height) {
   const Meta& m = feed_.meta();
   if (!feed_.first() || !feed_.last()) {
@@ -413,6 +498,8 @@ std::vector<Line> TuiApp::body(int width, int height) {
     }
     case View::lines:
       return lines_body(iv, width, height);
+    case View::tails:
+      return tails_body(iv, width, height);
     case View::summary: {
       // Its header line, then the probes' lines from first_row_ (scrolled as the tables are).
       std::vector<Line> sum = render_summary(iv, cpus, width);
@@ -520,15 +607,19 @@ Screen TuiApp::render(int width, int height) {
     if (prompt_ == Prompt::filter) {
       foot.add("filter CPUs (list or ranges, e.g. 0-7,16; empty = all; Ctrl-U clears, Esc cancels): ", Role::label)
           .add(input_ + "_");
+    } else if (prompt_ == Prompt::rule) {
+      std::string now;
+      for (const CatchRule& r : feed_.catch_rules()) now += (now.empty() ? "" : ", ") + r.text;
+      foot.add(fmt::format("catch threshold PROBE>DURATION (now {}; Esc cancels): ", now), Role::label).add(input_ + "_");
     } else if (prompt_ == Prompt::jump) {
       foot.add("jump to time since the start (e.g. 30, 2.5s, 1m): ", Role::label).add(input_ + "_");
     } else if (!message_.empty()) {
       foot.add(message_, Role::bad);
     } else {
       foot.add(feed_.live() ? "q quit  ? help  space pause  +/- interval  </> sort  r reverse  / filter  c cpus  h histogram  "
-                              "o topology  s summary  l lines"
+                              "o topology  s summary  l lines  a tails"
                             : "q quit  ? help  space play  +/- speed  t/T sample  j jump  w worst  </> sort  r reverse  / filter  "
-                              "h histogram  o topology  s summary  l lines",
+                              "h histogram  o topology  s summary  l lines  a tails",
                Role::status);
     }
     clip(foot, width);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "analysis/tails.h"
 #include "model/interval.h"
 #include "probe/run_stats.h"
 #include "sample/sample.h"
@@ -32,6 +33,12 @@ enum Key : int {
   kKeyEnd,
   kKeyF6,
   kKeyResize,
+};
+
+/// --catch: the caught events from the start to the sample shown (the tails view).
+struct TailsSoFar {
+  const Sample* start = nullptr;         ///< the run's (the recording's) first sample
+  const TailAccumulator* acc = nullptr;  ///< the CATCH batches of every sample after it, up to last()
 };
 
 /// Where the UI's samples come from: the live kernel (top) or a recording (replay). The
@@ -85,14 +92,30 @@ class TuiFeed {
   virtual std::string jump(uint64_t t_ns);
   /// w: the interval with the highest score (score < 0: nothing to compare).
   virtual std::string jump_worst(const std::function<double(const Interval&)>& score);
+  /// The tails view's "since start": the caught events from the first sample to last();
+  /// {} when not known (no --catch rules, no interval yet, the recording unreadable).
+  /// Replay reads the recording up to the sample shown (from its start again after a step
+  /// back); live adds each sample's as it comes.
+  virtual TailsSoFar tails_so_far() { return {}; }
+  /// --catch rules as armed now (top's editor changes their thresholds): META's by default.
+  virtual const std::vector<CatchRule>& catch_rules() const { return meta().catch_rules; }
+  /// When rule i (catch_rules()) was last re-armed by the editor, CLOCK_MONOTONIC ns; 0: never.
+  virtual uint64_t rule_edited_ns(size_t) const { return 0; }
+  /// Recording what is shown (top --record): an edit then says META keeps the start's rules.
+  virtual bool recording() const { return false; }
+  /// A (top's live rule editor): re-arms probe's rule at ns (rounded up to a bucket's lower
+  /// bound). A one-line message for the status line: what was armed, or why not.
+  virtual std::string set_catch_threshold(const std::string& probe, uint64_t ns);
+
   /// Plain output of a recording being followed, at its last sample: waits up to one
   /// poll for samples written since. false when no more will come (not following, the
   /// writer closed the file without rotating it, or a stop was requested).
   virtual bool await_more() { return false; }
 };
 
-/// The views: per-CPU table, histogram, topology table, per-probe summary, cachelines (l).
-enum class View { cpus, hist, topo, summary, lines };
+/// The views: per-CPU table, histogram, topology table, per-probe summary, cachelines (l),
+/// the --catch tails (a).
+enum class View { cpus, hist, topo, summary, lines, tails };
 
 /// Screens drawn over a view until a key closes them: the keys (?) and the probe details (p).
 /// Taller than the terminal, they scroll with the arrows, PgUp/PgDn, Home/End.
@@ -151,7 +174,7 @@ class TuiApp {
   double worst_score(const Interval& iv) const;
 
  private:
-  enum class Prompt { none, filter, jump };
+  enum class Prompt { none, filter, jump, rule };
   bool on_prompt_key(int key);
   void commit_prompt();
   void cycle_hist(int dir);
@@ -172,6 +195,7 @@ class TuiApp {
   const ExactAccumulator* exact_of(const Interval& iv) const;
   std::vector<Line> table_body(const Interval& iv, int width, int height, const ModelColumn* model);
   std::vector<Line> lines_body(const Interval& iv, int width, int height);
+  std::vector<Line> tails_body(const Interval& iv, int width, int height);
 
   TuiFeed& feed_;
   TuiOptions opts_;

@@ -2,6 +2,7 @@
 // a TuiApp on the terminal or prints plain tables (top and replay).
 #pragma once
 #include <atomic>
+#include <optional>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
@@ -11,6 +12,7 @@
 #include "live/session.h"
 #include "model/interval_cursor.h"
 #include "sample/sampler.h"
+#include "sys/units.h"
 #include "tui/app.h"
 
 namespace schedhot::tui {
@@ -71,6 +73,14 @@ class LiveFeed : public TuiFeed {
     if (sess_.error()) throw std::runtime_error(*sess_.error());
     if (!got) return changed;
     pair_.take(in_);  // in_ gets the oldest sample's buffers back: the next poll reuses them
+    if (!meta().catch_rules.empty()) {  // the tails view's "since start"
+      if (n_ == 0) {
+        start_ = pair_.cur();
+        tails_.emplace(meta());
+      } else if (pair_.cur().caught) {
+        tails_->add(*pair_.cur().caught);
+      }
+    }
     cost_[0] = cost_[1];
     cost_[1] = sess_.run_totals();
     ++n_;
@@ -85,6 +95,7 @@ class LiveFeed : public TuiFeed {
       frozen_cost_[0] = cost_[0];
       frozen_cost_[1] = cost_[1];
       frozen_n_ = n_;
+      frozen_tails_ = tails_;
     }
   }
 
@@ -104,6 +115,31 @@ class LiveFeed : public TuiFeed {
     if (next == cur) return fmt::format("interval {:.3g} s is the {}", double(cur) / 1e9, dir > 0 ? "longest" : "shortest");
     sess_.set_interval(next);  // re-plans the pending wait too
     return fmt::format("interval {:.3g} s from the next sample on", double(next) / 1e9);
+  }
+
+  TailsSoFar tails_so_far() override {
+    const std::optional<TailAccumulator>& t = paused_ ? frozen_tails_ : tails_;
+    if (!t || !first()) return {};
+    return {&start_, &*t};
+  }
+  const std::vector<CatchRule>& catch_rules() const override { return sess_.catch_rules(); }
+  uint64_t rule_edited_ns(size_t i) const override { return i < edited_.size() ? edited_[i] : 0; }
+  bool recording() const override { return sess_.recording().recording(); }
+  std::string set_catch_threshold(const std::string& probe, uint64_t ns) override {
+    uint64_t th = 0;
+    try {
+      th = sess_.set_catch_threshold(probe, ns);
+    } catch (const std::exception& e) {
+      return e.what();
+    }
+    const auto& rules = sess_.catch_rules();
+    edited_.resize(rules.size(), 0);
+    for (size_t i = 0; i < rules.size(); ++i)
+      if (rules[i].probe == probe) edited_[i] = mono_now_ns();
+    return fmt::format("{} re-armed at >= {}{}", probe, format_ns(double(th)),
+                       recording() ? "; the recording's META keeps the start's threshold: report's check holds before "
+                                     "this edit only"
+                                   : "");
   }
 
   /// Closes the recording (INDEX and END), after one final sample taken now when
@@ -132,6 +168,9 @@ class LiveFeed : public TuiFeed {
   BpfRunTotals cost_[2], frozen_cost_[2];
   Sample frozen_[2];     ///< copies of the two shown when paused
   size_t n_ = 0, frozen_n_ = 0;
+  Sample start_;                                 ///< the first sample (--catch: the tails' start)
+  std::optional<TailAccumulator> tails_, frozen_tails_;  ///< --catch: every batch since start_
+  std::vector<uint64_t> edited_;                 ///< per rule: its last edit (A), CLOCK_MONOTONIC ns
   bool paused_ = false;
 };
 

@@ -262,4 +262,35 @@ std::string ReplayFeed::jump_worst(const std::function<double(const Interval&)>&
   return fmt::format("worst is sample {}/{} (+{:.2f} s)", *at + 1, pos_.size(), seconds_at(*at));
 }
 
+TailsSoFar ReplayFeed::tails_so_far() {
+  if (meta().catch_rules.empty() || !k_) return {};
+  if (!tails_ || tails_file_ != files_ || tails_next_ > k_ + 1) {  // a new file, or a step back: from the start
+    tails_.emplace(meta());
+    tails_next_ = 0;
+    tails_file_ = files_;
+  }
+  if (tails_next_ <= k_) {
+    reader_after_k_ = false;  // the cursor moves: the next seek() seeks
+    // The first sample read after a seek has no CATCH frame (recording.h): read on from
+    // the last sample read, again.
+    const size_t from = tails_next_ ? tails_next_ - 1 : 0;
+    Sample s;
+    if (!cur_->seek_index(from) || (tails_next_ && !cur_->next(s))) {
+      tails_.reset();
+      return {};
+    }
+    for (; tails_next_ <= k_; ++tails_next_) {
+      if (!cur_->next(s)) {
+        tails_.reset();
+        return {};
+      }
+      if (tails_next_ == 0)
+        tails_start_ = s;
+      else if (s.caught)
+        tails_->add(*s.caught);
+    }
+  }
+  return {&tails_start_, &*tails_};
+}
+
 }  // namespace schedhot::tui

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 
 #include "model/interval_cursor.h"
 #include "store/recording.h"
@@ -73,6 +74,9 @@ class ReplayFeed : public TuiFeed {
   std::string jump(uint64_t t_ns) override;
   std::string jump_worst(const std::function<double(const Interval&)>& score) override;
   bool await_more() override;
+  /// Reads the recording from its first sample (or from where the last call stopped, when
+  /// the position moved on) up to the sample shown.
+  TailsSoFar tails_so_far() override;
 
  private:
   using Clock = std::chrono::steady_clock;
@@ -111,6 +115,11 @@ class ReplayFeed : public TuiFeed {
   Clock::time_point closed_seen_{};  ///< following: when END was first seen
   bool ended_shown_ = false;          ///< update() has reported follow_ended() (a redraw)
   std::string foreign_;               ///< following: FILE was replaced by another run's recording
+  // tails_so_far(): sample 0 of file tails_file_ and the batches of samples 1..tails_next_ - 1.
+  Sample tails_start_;
+  std::optional<TailAccumulator> tails_;
+  size_t tails_next_ = 0;
+  int tails_file_ = 0;
 };
 
 }  // namespace schedhot::tui

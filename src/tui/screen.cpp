@@ -790,6 +790,9 @@ std::vector<Line> render_help(bool live, int width) {
       {"s", "one summary line per probe", 0},
       {"l", "cachelines view: per modeled line reads, writes, transfers/s by distance, stall, readers/writers, top CPUs; "
             "fixes, what-ifs", 0},
+      {"a", "tails view: per --catch rule caught and dropped (interval, since start), the last events with their stacks, "
+            "top stacks and tasks, interrupt share", 0},
+      {"A", "edit a --catch rule's threshold (e.g. idle>500us): re-armed now", 1},
       {"Esc", "back to the per-CPU table; cancels a prompt", 0},
   };
   std::vector<Line> out;

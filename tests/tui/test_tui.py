@@ -10,7 +10,7 @@ must print what it printed before the UI started (the terminal is restored).
 usage: test_tui.py PATH/TO/schedhot PATH/TO/tui16.shot SCENARIO
 scenarios: values sort paging filter histogram topology small small_sizes resize quit sigterm
            no_alt_screen crash deep_note replay_keys plain dumb bad_input live_top (root; exit 77 =
-           skipped otherwise)
+           skipped otherwise); tails (with tests/data/v1.5-catch.shot instead of tui16.shot)
 """
 import os
 import re
@@ -343,6 +343,27 @@ def s_lines(t):
     check("Cachelines: 6 modeled lines" in screen, "the lines view follows the sample shown", screen)
     t.keys("Escape")
     screen = t.wait_text("Per CPU: 16 of 16 CPUs")
+    quit_and_check(t, before)
+
+
+def s_tails(t):
+    """Run with tests/data/v1.5-catch.shot as the fixture (one rule, cpupri_set>20us)."""
+    before, screen = start_replay(t, expect="schedhot replay  host testhost")
+    t.keys("a")
+    screen = t.wait_text("Tails (--catch): 1 rule")
+    check("cpupri_set>20us  armed >= 20.0us, at most 100/s per CPU" in screen, "the rule and its threshold", screen)
+    check("+0.333333    0   20.1us  stress-ng-cpu/1000       RT->RT       cpupri_set+0x4c < enqueue_task_rt+0x1a2"
+          in screen, "the interval's event with its innermost frames", screen)
+    t.keys("j")
+    t.type("69")
+    t.keys("Enter")
+    screen = t.wait_text("since start 69.0 s:")
+    check("47397 caught" in screen and "dropped 48928 (rate) 46395 (buffer)" in screen,
+          "since start at the last sample: report's figures", screen)
+    t.keys("A")
+    screen = t.wait_text("A: the rule editor is only in top (live)")
+    t.keys("Escape")
+    screen = t.wait_text("Per CPU: 4 of 4 CPUs")
     quit_and_check(t, before)
 
 

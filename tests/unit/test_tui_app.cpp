@@ -24,6 +24,8 @@
 #include "sample/sampler.h"
 #include "tui/replay_feed.h"
 #include "tui/terminal.h"
+#include "tui/tails_view.h"
+#include "probe/catch_rules.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;
@@ -1041,4 +1043,174 @@ TEST(TuiCrash, DisarmingPutsBackTheSignalActionsAndStack) {
   EXPECT_EQ(after.sa_flags & (SA_ONSTACK | SA_RESETHAND), before.sa_flags & (SA_ONSTACK | SA_RESETHAND));
   EXPECT_EQ(ss_after.ss_sp, ss_before.ss_sp);
   EXPECT_EQ(ss_after.ss_flags, ss_before.ss_flags);
+}
+
+// ---- the tails view (a) and the rule editor (A), issue 31 -----------------------------
+
+namespace {
+
+/// Replay of tests/data/v1.5-catch.shot (70 samples, one rule: cpupri_set>20us).
+struct CatchUi {
+  CatchUi() {
+    feed = std::make_unique<ReplayFeed>(RecordingReader::open(std::string(SCHEDHOT_TEST_DATA) + "/v1.5-catch.shot"));
+    TuiOptions o;
+    o.utf8 = false;
+    app = std::make_unique<TuiApp>(*feed, o);
+  }
+  Screen screen(int w = 160, int h = 60) { return app->render(w, h); }
+  std::unique_ptr<ReplayFeed> feed;
+  std::unique_ptr<TuiApp> app;
+};
+class CatchReplay : public ::testing::Test, public CatchUi {};
+
+/// The tails view's lines: from its title to the key line (excluded).
+std::vector<std::string> tails_lines(const Screen& s) {
+  std::vector<std::string> out;
+  int at = find_line(s, "Tails (--catch)");
+  if (at < 0) return out;
+  for (size_t i = size_t(at); i + 1 < s.size(); ++i) {
+    std::string t = s[i].text;
+    t.erase(t.find_last_not_of(' ') + 1);
+    out.push_back(t);
+  }
+  while (!out.empty() && out.back().empty()) out.pop_back();
+  return out;
+}
+
+/// A live-like feed with rules but no catch counters: the editor's prompt and messages.
+class RuledLive : public TwoSamples {
+ public:
+  RuledLive() { rules_ = parse_catch_rules("cpupri_set>20us", 100); }
+  const std::vector<CatchRule>& catch_rules() const override { return rules_; }
+  std::string set_catch_threshold(const std::string& probe, uint64_t ns) override {
+    asked.emplace_back(probe, ns);
+    return fmt::format("{} re-armed at >= {} ns", probe, ns);
+  }
+  std::vector<std::pair<std::string, uint64_t>> asked;
+
+ private:
+  std::vector<CatchRule> rules_;
+};
+
+}  // namespace
+
+TEST_F(CatchReplay, TailsViewOfTheFirstInterval) {
+  ASSERT_TRUE(app->on_key('a'));
+  EXPECT_EQ(app->view(), View::tails);
+  const std::vector<std::string> got = tails_lines(screen());
+  // The synthetic recording's first interval: one event received (its counters say 0).
+  const std::vector<std::string> want = {
+      "Tails (--catch): 1 rule, interval 1 s  since start 1 s",
+      "cpupri_set>20us  armed >= 20.0us, at most 100/s per CPU",
+      "  interval 1.00 s:              0 caught       0/s  dropped 0 (rate) 0 (buffer)  1 received  = histogram >= 20.0us",
+      "  since start 1.0 s:            0 caught       0/s  dropped 0 (rate) 0 (buffer)  1 received  = histogram >= 20.0us",
+      "  durations since start:  p50 20.1us  p99 20.1us  max 20.1us",
+      "  interrupts:             of 1 caught, 100 % had a softirq inside (25 % of their time)",
+      "  last 1 of 1 event of the interval:",
+      "         TIME  CPU DURATION  TASK                     DETAIL       STACK (innermost first)",
+      "    +0.333333    0   20.1us  stress-ng-cpu/1000       RT->RT       cpupri_set+0x4c < enqueue_task_rt+0x1a2 < "
+      "ttwu_do_activate+0x8e < ...",
+      "  top stacks since start (1 of 1 unique, innermost first):",
+      "          1 100 %  cpupri_set+0x4c < enqueue_task_rt+0x1a2 < ttwu_do_activate+0x8e < [unknown]",
+      "  top tasks since start: stress-ng-cpu/1000 1",
+  };
+  EXPECT_EQ(got, want) << fmt::format("{}", fmt::join(got, "\n"));
+  EXPECT_NE(line(screen(), 59).find("l lines  a tails"), std::string::npos) << line(screen(), 59);
+}
+
+TEST_F(CatchReplay, SinceStartAtTheLastSampleIsTheReportsWholeRecording) {
+  // tests/data/golden/report-v1.5-catch.txt: the same TailAccumulator over the same window.
+  ASSERT_TRUE(feed->seek(feed->samples() - 1));
+  app->on_key('a');
+  const std::vector<std::string> got = tails_lines(screen(200, 60));
+  const std::string all = fmt::format("{}", fmt::join(got, "\n"));
+  ASSERT_GE(got.size(), 4u) << all;
+  EXPECT_EQ(got[3],
+            "  since start 69.0 s:       47397 caught     687/s  dropped 48928 (rate) 46395 (buffer)  119 received  "
+            "!= 378, histogram >= 20.0us: not accounted for")
+      << all;
+  EXPECT_NE(all.find("  durations since start:  p50 23.5us  p99 26.9us  max 26.9us"), std::string::npos) << all;
+  EXPECT_NE(all.find("  interrupts:             of 119 caught, 66 % had a softirq inside (21 % of their time), 47 % had a "
+                     "hard IRQ inside (11 % of their time)"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("        105  88 %  cpupri_set+0x4c < enqueue_task_rt+0x1a2 < ttwu_do_activate+0x8e < [unknown]"),
+            std::string::npos)
+      << all;
+  EXPECT_NE(all.find("         14 without a stack"), std::string::npos) << all;
+  EXPECT_NE(all.find("  top tasks since start: stress-ng-cpu/1000 63, kworker/1:2/1002 (of 1000) 42, kworker/1:2/1004 (of "
+                     "1000) 14"),
+            std::string::npos)
+      << all;
+}
+
+TEST_F(CatchReplay, SinceStartFollowsTheReplayPositionBothWays) {
+  app->on_key('a');
+  ASSERT_TRUE(feed->seek(20));
+  const Screen at20 = screen();
+  ASSERT_TRUE(feed->seek(40));
+  const Screen at40 = screen();
+  EXPECT_NE(tails_lines(at20), tails_lines(at40));
+  ASSERT_TRUE(feed->seek(20));  // back: read again from the start
+  EXPECT_EQ(tails_lines(screen()), tails_lines(at20));
+  for (int i = 0; i < 20; ++i) ASSERT_TRUE(app->on_key('T'));  // forward one by one: read on
+  EXPECT_EQ(feed->position(), 40u);
+  EXPECT_EQ(tails_lines(screen()), tails_lines(at40));
+  // A fresh feed at 40 agrees.
+  CatchUi other;
+  ASSERT_TRUE(other.feed->seek(40));
+  other.app->on_key('a');
+  EXPECT_EQ(tails_lines(other.screen()), tails_lines(at40));
+}
+
+TEST_F(CatchReplay, TheRuleEditorIsOnlyLive) {
+  app->on_key('A');
+  EXPECT_FALSE(app->in_prompt());
+  EXPECT_EQ(app->message(), "A: the rule editor is only in top (live)");
+}
+
+TEST_F(Replay, TailsViewWithoutRules) {
+  keys("a");
+  const Screen s = screen();
+  const int at = find_line(s, "Tails (--catch): 0 rules");
+  ASSERT_GE(at, 0) << text(s);
+  EXPECT_EQ(line(s, size_t(at + 1)).substr(0, std::strlen(kNoCatchRules)), kNoCatchRules);
+}
+
+TEST(TuiTails, TheRuleEditorReArmsThroughTheFeed) {
+  RuledLive feed;
+  TuiOptions o;
+  o.utf8 = false;
+  TuiApp app(feed, o);
+  auto type = [&](const std::string& s) {
+    for (char c : s) ASSERT_TRUE(app.on_key(c == '\n' ? kKeyEnter : c));
+  };
+  type("A");
+  EXPECT_TRUE(app.in_prompt());
+  EXPECT_EQ(app.view(), View::tails);
+  Screen s = app.render(160, 40);
+  EXPECT_EQ(s.back().text, "catch threshold PROBE>DURATION (now cpupri_set>20us; Esc cancels): _");
+  type("cpupri_set>50us\n");
+  EXPECT_FALSE(app.in_prompt());
+  ASSERT_EQ(feed.asked.size(), 1u);
+  EXPECT_EQ(feed.asked[0], std::make_pair(std::string("cpupri_set"), uint64_t(50'000)));
+  EXPECT_EQ(app.message(), "A: cpupri_set re-armed at >= 50000 ns");
+  type("Aidle>p99\n");
+  EXPECT_EQ(app.message(), "A: only a duration (e.g. idle>500us): a percentile rule is given at the start (--catch)");
+  type("Anonsense\n");
+  EXPECT_EQ(app.message(), "A: 'nonsense' is not PROBE>DURATION (e.g. idle>500us)");
+  type("Aidle>3parsecs\n");
+  EXPECT_NE(app.message().find("3parsecs"), std::string::npos) << app.message();
+  type("A");
+  ASSERT_TRUE(app.on_key(kKeyEsc));
+  EXPECT_FALSE(app.in_prompt());
+  EXPECT_EQ(feed.asked.size(), 1u);
+}
+
+TEST(TuiTails, TheRuleEditorSaysWhenThereAreNoRules) {
+  TwoSamples feed;
+  TuiApp app(feed, TuiOptions{});
+  ASSERT_TRUE(app.on_key('A'));
+  EXPECT_FALSE(app.in_prompt());
+  EXPECT_EQ(app.message(), std::string("A: ") + kNoCatchRules);
 }

@@ -16,6 +16,8 @@
 #include "model/interval.h"
 #include "store/recording.h"
 #include "tui/screen.h"
+#include "tui/tails_view.h"
+#include "probe/catch_rules.h"
 
 using namespace schedhot;
 using namespace schedhot::tui;
@@ -703,4 +705,42 @@ TEST_F(Fixture, FixesInTheHeaderWhereTheyFit) {
   EXPECT_NE(head.find("  " + fixes_short(lm)), std::string::npos) << head;
   // Where it does not fit, it is left out whole, never cut.
   for (auto& l : render_header(lm, hi, 60)) EXPECT_EQ(l.text.find("fixes"), std::string::npos) << l.text;
+}
+
+// ---- the tails view (tui/tails_view.h) ------------------------------------------------
+
+TEST(TuiTailsLayout, NoRulesSaysHowToGetThem) {
+  TailsFrame f;
+  const std::vector<CatchRule> none;
+  f.rules = &none;
+  const std::vector<Line> l = render_tails(f, 120);
+  ASSERT_EQ(l.size(), 1u);
+  EXPECT_EQ(l[0].text, "no --catch rules in this run (record/top/serve --catch 'cpupri_set>20us')");
+}
+
+TEST(TuiTailsLayout, AnEditedRuleSaysWhichChecksItSkips) {
+  // A rule edited 30 s into a recorded run, inside the interval shown; no counters known.
+  std::vector<CatchRule> rules = parse_catch_rules("idle>500us,cpupri_find>p99", 20);
+  rules[1].threshold_ns = 0;
+  TailsFrame f;
+  f.rules = &rules;
+  f.iv_seconds = 1;
+  f.t0_mono_ns = 1'000'000'000;
+  f.iv_start_mono_ns = 30'500'000'000;
+  f.edited_ns = {31'000'000'000, 0};
+  f.recording = true;
+  std::vector<std::string> got;
+  for (const Line& l : render_tails(f, 400)) got.push_back(l.text);
+  const std::vector<std::string> want = {
+      "idle>500us  armed >= 507.9us, at most 20/s per CPU",
+      "  threshold edited at +30.0 s: the checks over it are skipped; the recording's META keeps the start's threshold "
+      "(report's check holds before the edit only)",
+      "  interval 1.00 s:        not counted (the probe is absent there)",
+      "  no event received in this interval",
+      "",
+      "cpupri_find>p99  not armed yet (p99: the histogram is empty), at most 20/s per CPU",
+      "  interval 1.00 s:        not counted (the probe is absent there)",
+      "  no event received in this interval",
+  };
+  EXPECT_EQ(got, want) << fmt::format("{}", fmt::join(got, "\n"));
 }
