@@ -1,6 +1,7 @@
 #include "tui/tails_view.h"
 
 #include <algorithm>
+#include <cstdlib>
 
 #include <fmt/format.h>
 
@@ -32,8 +33,13 @@ Line count_line(const std::string& label, const nlohmann::json& t, double second
     l.add("  " + check_off, Role::dim);
   else if (t["accounted"].is_null())
     l.add("  (no histogram check: a percentile rule)", Role::dim);
-  else if (t["accounted"].get<bool>())
+  else if (t["accounted"].get<bool>() && (!t.contains("in_flight") || !t["in_flight"].is_number() ||
+                                          t["in_flight"].get<int64_t>() == 0))
     l.add(fmt::format("  = histogram >= {}", th), Role::good);
+  else if (t["accounted"].get<bool>())  // as report's text: at most one event per CPU between the two counts
+    l.add(fmt::format("  ~ histogram >= {} ({}): {} in flight at the edges", th, u64(t, "histogram_above"),
+                      std::abs(t["in_flight"].get<int64_t>())),
+          Role::good);
   else
     l.add(fmt::format("  != {}, histogram >= {}: not accounted for", u64(t, "histogram_above"), th), Role::bad);
   return l;

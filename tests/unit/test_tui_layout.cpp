@@ -744,3 +744,30 @@ TEST(TuiTailsLayout, AnEditedRuleSaysWhichChecksItSkips) {
   };
   EXPECT_EQ(got, want) << fmt::format("{}", fmt::join(got, "\n"));
 }
+
+TEST(TuiTailsLayout, AnEventInFlightAtAnEdgeIsAccountedAndSaidSo) {
+  // TailAccumulator::json: accounted per CPU within one event; in_flight the difference.
+  std::vector<CatchRule> rules = parse_catch_rules("idle>500us", 20);
+  TailsFrame f;
+  f.rules = &rules;
+  f.iv_seconds = 1;
+  auto entry = [](int64_t in_flight) {
+    nlohmann::json t = {{"caught", 10}, {"rate_drops", 0}, {"full_drops", 0}, {"events_received", 10},
+                        {"threshold_ns", 507'904}, {"histogram_above", 10 + in_flight},
+                        {"in_flight", in_flight}, {"accounted", true}, {"stacks", nlohmann::json::array()},
+                        {"stacks_unique", 0}, {"no_stack", 10}, {"tasks", nlohmann::json::array()},
+                        {"interrupts", nullptr}};
+    t["duration_ns"] = {{"count", 10}, {"p50", 600'000}, {"p99", 700'000}, {"max", 700'000}};
+    nlohmann::json a = nlohmann::json::array();
+    a.push_back(std::move(t));
+    return a;
+  };
+  f.iv = entry(1);
+  std::vector<Line> l = render_tails(f, 400);
+  ASSERT_GE(l.size(), 2u);
+  EXPECT_NE(l[1].text.find("  ~ histogram >= 507.9us (11): 1 in flight at the edges"), std::string::npos) << l[1].text;
+  f.iv = entry(0);
+  l = render_tails(f, 400);
+  ASSERT_GE(l.size(), 2u);
+  EXPECT_NE(l[1].text.find("  = histogram >= 507.9us"), std::string::npos) << l[1].text;
+}
