@@ -45,7 +45,9 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
                  /*keep_first=*/true}),
       coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
       exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)),
-      tails_(std::make_unique<TailAccumulator>(meta)) {
+      tails_(std::make_unique<TailAccumulator>(meta)),
+      tail_exact_(std::make_unique<TailExactJoin>(*tails_, meta.catch_rules.size())) {
+  if (!meta.catch_rules.empty()) exact_->set_observer(tail_exact_.get());
   peak_.resize(meta.probes.size());
   primary_.resize(meta.probes.size());
   known_.assign(meta.probes.size(), 0);
@@ -69,6 +71,7 @@ void ReportBuilder::account() {
     coh_->add(iv);
     if (s.exact) exact_->add(iv.seconds(), *s.exact);
     if (s.caught) tails_->add(*s.caught);
+    if (!meta_.catch_rules.empty()) tail_exact_->add(s.exact ? &*s.exact : nullptr, s.caught ? &*s.caught : nullptr);
     // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
     // is rated over that part).
     const uint64_t dt = s.mono_ns - prev.mono_ns;
@@ -433,7 +436,10 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   r["cachelines"] = have ? cachelines_json(meta, coh, opts_.xfer_cost, 3, exact_->any() ? exact_.get() : nullptr) : nlohmann::json(nullptr);
   add_cpu_table(meta, iv, have, cpus, coh, secs, r);
   // --catch: one entry per rule (none in a run that armed no rule: the document is as before).
-  if (have && !meta.catch_rules.empty()) r["tails"] = tails_->json(meta, iv);
+  if (have && !meta.catch_rules.empty()) {
+    r["tails"] = tails_->json(meta, iv);
+    for (size_t i = 0; i < r["tails"].size(); ++i) r["tails"][i]["exact"] = tail_exact_->json(i, *exact_);
+  }
   return r;
 }
 

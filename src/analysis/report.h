@@ -20,6 +20,7 @@
 #include "probe/layout.h"  // FixesPresent
 #include "sample/sample.h"
 #include "analysis/tails.h"
+#include "analysis/tails_exact.h"
 #include "sys/units.h"  // format_utc_time(), for the views that show times
 
 namespace schedhot {
@@ -164,6 +165,8 @@ class ReportBuilder {
   std::unique_ptr<CoherenceAccumulator> coh_;  ///< the coherence model over the window's intervals
   std::unique_ptr<ExactAccumulator> exact_;    ///< --exact records over the window's intervals
   std::unique_ptr<TailAccumulator> tails_;     ///< --catch events over the window's intervals
+  /// The caught events joined with exact_'s replay (its observer, with rules only).
+  std::unique_ptr<TailExactJoin> tail_exact_;
   std::vector<char> online_;  ///< per CPU: online in some sample of the window
   /// Time each CPU was measured (Interval::online) in the window's intervals, ns: every
   /// CPU's all_online_ns_ (intervals with every CPU online, or a side that does not say)

@@ -65,6 +65,9 @@ class TailAccumulator {
   uint64_t stack_count(size_t rule, const std::vector<std::string>& frames) const;
   /// Events of rule `rule` whose stack found no room among the counted ones (other_stacks).
   uint64_t other_stacks(size_t rule) const { return rule < rules_.size() ? rules_[rule].other_stacks : 0; }
+  /// The rule (index in Meta::catch_rules) whose events probe id `probe` (enum sh_probe_id)
+  /// gives, -1 when none: the events add() keeps (analysis/tails_exact.h joins the same).
+  int rule_of(uint16_t probe) const { return probe < rule_of_probe_.size() ? rule_of_probe_[probe] : -1; }
 
  private:
   struct Rule {

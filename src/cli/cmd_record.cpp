@@ -25,6 +25,7 @@ struct RecordCmd {
   int rotate = -1;         ///< --rotate N: closed files kept, FILE.1..FILE.N (-1 = not given)
   std::string flight;      ///< --flight DURATION: -o is a DIR of [firing - D, firing + D] recordings ("" = off)
   int flight_max = 100;    ///< --flight-max N
+  std::string flight_mem;  ///< --flight-mem SIZE ("" = 1 GiB)
   bool duration_given = false;
   std::string start_at;    ///< --start-at EPOCH|@ALIGN: the baseline sample's wall-clock instant ("" = at once)
   std::string command_line;
@@ -52,8 +53,17 @@ int run_record(const RecordCmd& o) {
     if (o.force) return usage_error("--flight never replaces a file: no --force");
     if (!o.duration_given) r.duration_ns = 0;  // a flight recorder runs until stopped
     r.flight_max = unsigned(o.flight_max);
+    if (!o.flight_mem.empty()) {
+      try {
+        r.flight_mem = parse_size_bytes(o.flight_mem, "--flight-mem");
+      } catch (const std::exception& e) {
+        return usage_error(e.what());
+      }
+      if (r.flight_mem < (1u << 20)) return usage_error("--flight-mem " + o.flight_mem + " is below 1M");
+    }
   }
   if (!r.flight_ns && o.flight_max != 100) return usage_error("--flight-max needs --flight");
+  if (!r.flight_ns && !o.flight_mem.empty()) return usage_error("--flight-mem needs --flight");
   const std::string dur_text = r.flight_ns && !o.duration_given ? "0" : o.duration;
   if (!covers_an_interval(r.duration_ns, r.interval_ns, dur_text, o.interval, true)) return 2;
   if (o.output.empty()) {
@@ -102,6 +112,9 @@ CommandCall define(CLI::App& c) {
   c.add_option("--flight-max", rec.flight_max, "--flight: files in total, at most (default 100; then the run goes on "
                                                "without writing)")
       ->check(CLI::Range(1, 1'000'000));
+  c.add_option("--flight-mem", rec.flight_mem,
+               "--flight: memory for the held samples, at most (e.g. 512M; default 1G); past it the oldest go and "
+               "a file starts less than DURATION before its firing");
   return [o, dur](const CommandLine& cl) {
     o->command_line = cl.text();
     o->duration_given = dur->count() > 0;

@@ -47,6 +47,7 @@ int record_flight(const RecordRequest& r) {
   fo.window_ns = r.flight_ns;
   fo.interval_ns = r.interval_ns;
   fo.max_files = r.flight_max;
+  fo.max_held_bytes = r.flight_mem;
   fo.writer.compress = r.compress;
   if (!r.quiet) fo.say = say;
   fo.error = say;
@@ -70,11 +71,11 @@ int record_flight(const RecordRequest& r) {
   fr->add(s, sess.meta(), sess.take_status_changes());
   if (!r.quiet) {
     const std::string d = format_ns(double(r.flight_ns));
-    say(fmt::format("flight recorder: {} of {} probes every {:.3f} s {}, holding the last {} ({} samples at most); "
+    say(fmt::format("flight recorder: {} of {} probes every {:.3f} s {}, holding the last {} ({} samples, {} at most); "
                     "a file of [firing - {}, firing + {}] in {} per --catch firing outside a file, at most {} files ({})",
                     sess.attached_count(), sess.statuses().size(), r.interval_ns / 1e9,
                     r.duration_ns ? fmt::format("for {:.1f} s", r.duration_ns / 1e9) : std::string("until stopped"), d,
-                    fr->held_cap(), d, d, r.output, r.flight_max,
+                    fr->held_cap(), format_bytes(r.flight_mem), d, d, r.output, r.flight_max,
                     r.duration_ns ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
     for (auto& p : sess.statuses())
       if (!p.attached) say(fmt::format("  {} unavailable: {}", p.probe, p.reason));

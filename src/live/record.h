@@ -24,6 +24,7 @@ struct RecordRequest {
   RotateOptions rotate;          ///< max_bytes 0: one file
   uint64_t flight_ns = 0;        ///< --flight D: output is a DIR of [firing - D, firing + D] files (store/flight.h); 0: off
   unsigned flight_max = 100;     ///< --flight-max: files in total
+  uint64_t flight_mem = uint64_t(1) << 30;  ///< --flight-mem: held samples' bytes at most
   std::string command_line;      ///< META's
   const std::atomic<bool>* stop = nullptr;  ///< SIGINT/SIGTERM: a final sample, then the end
 };

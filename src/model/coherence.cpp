@@ -289,7 +289,7 @@ CpuXferCounts& ExactCoherence::counts_of(Line& l, uint32_t cpu) {
   return l.counts[s];
 }
 
-void ExactCoherence::feed(const LineAccess& a) {
+bool ExactCoherence::feed(const LineAccess& a) {
   if (a.ts_ns < last_ts_)
     throw std::invalid_argument(fmt::format("exact coherence: access at {} ns comes after one at {} ns (not in time order)",
                                             a.ts_ns, last_ts_));
@@ -304,6 +304,7 @@ void ExactCoherence::feed(const LineAccess& a) {
   uint64_t& word = l.bits[c / 64];
   const bool held = word & bit;
   ++l.accesses;
+  bool xfer = false;
   if (a.write) {
     if (l.members.empty()) {
       ++l.cold;  // the line's first access
@@ -312,6 +313,7 @@ void ExactCoherence::feed(const LineAccess& a) {
       const int64_t src = l.last_cpu != int64_t(c) ? l.last_cpu : l.prev_cpu;
       auto& k = counts_of(l, c);
       ++k.write_xfers;
+      xfer = true;
       ++k.by_distance[idx(topo_.distance(c, static_cast<uint32_t>(src)))];
     }
     for (uint32_t m : l.members) l.bits[m / 64] = 0;  // clear whole words: O(holders)
@@ -325,6 +327,7 @@ void ExactCoherence::feed(const LineAccess& a) {
     } else {
       auto& k = counts_of(l, c);
       ++k.read_xfers;
+      xfer = true;
       ++k.by_distance[idx(topo_.distance(c, static_cast<uint32_t>(l.last_writer)))];
     }
     l.members.push_back(c);
@@ -334,6 +337,7 @@ void ExactCoherence::feed(const LineAccess& a) {
     l.prev_cpu = l.last_cpu;
     l.last_cpu = c;
   }
+  return xfer;
 }
 
 void ExactCoherence::clear_counts() {

@@ -223,8 +223,9 @@ class ExactCoherence {
 
   /// Runs one access. Accesses must come in time order (equal times allowed, taken in
   /// feed order). Throws std::invalid_argument (and changes nothing) when ts_ns is before
-  /// the previous access's, or cpu or line is out of range.
-  void feed(const LineAccess& a);
+  /// the previous access's, or cpu or line is out of range. Returns whether the access was
+  /// counted as a transfer (a read or write transfer; cold misses and hits are not).
+  bool feed(const LineAccess& a);
 
   /// Records lost by the tracer (ring buffer full). A run with losses is approximate:
   /// every lost access takes its own transfer with it, so the counts are usually low

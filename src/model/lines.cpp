@@ -1080,10 +1080,11 @@ void ExactAccumulator::add(double seconds, const ExactBatch& b) {
         m = lines_.emplace(std::piecewise_construct, std::forward_as_tuple(line), std::forward_as_tuple(topo_, 1, meta_.ncpus)).first;
         m->second.add_lost(lost_);
       }
-      m->second.feed({r.ts_ns, r.cpu, 0, write});
+      const bool xfer = m->second.feed({r.ts_ns, r.cpu, 0, write});
       auto [g, fresh] = gap_ids_.emplace(line, static_cast<uint32_t>(gap_keys_.size()));
       if (fresh) gap_keys_.push_back(line);
       gaps_.feed({r.ts_ns, r.cpu, g->second, write});
+      if (observer_) observer_->access(r.ts_ns, r.cpu, g->second, write, xfer);
     }
   }
   if (seconds <= 0) return;
@@ -1156,6 +1157,8 @@ std::optional<LineTraffic> ExactAccumulator::gap_traffic(const LineKey& k) const
   }
   return t;
 }
+
+std::string ExactAccumulator::line_name(uint32_t id) const { return schedhot::line_name(line_key(id), layout_); }
 
 std::optional<LineTraffic> ExactAccumulator::traffic(const LineKey& k) const {
   auto it = lines_.find(k);

@@ -383,6 +383,20 @@ class CoherenceAccumulator {
 CpuGaps poisson_gaps(uint32_t cpu, double reads_per_s, double writes_per_s, double seconds);
 
 
+/// What ExactAccumulator::add() replays, one line access at a time (set_observer()): how
+/// another analysis (the caught tails' transfers, analysis/tails_exact.h) reads the same
+/// replay instead of running its own.
+class ExactObserver {
+ public:
+  virtual ~ExactObserver() = default;
+  /// One record's access to one line as it was fed to the line's ExactCoherence, in time
+  /// order (ts_ns never decreases across calls: records out of order are skipped before):
+  /// ts_ns CLOCK_MONOTONIC, line the accumulator's dense id (ExactAccumulator::line_key()),
+  /// write as event_lines() says, transfer whether the ownership machine counted it one
+  /// (the CPU missed because another CPU had the line; ExactCoherence::feed()).
+  virtual void access(uint64_t ts_ns, uint32_t cpu, uint32_t line, bool write, bool transfer) = 0;
+};
+
 /// --exact: the ownership machine (ExactCoherence) of every line the window's records
 /// touch (event_lines() on the recording's layout, layout_of()), fed in time order.
 class ExactAccumulator {
@@ -437,6 +451,14 @@ class ExactAccumulator {
     double before_exact = 0, after_exact = 0, before_gap = 0, after_gap = 0;
   };
   std::optional<WhatIfCounts> what_if(const std::string& id) const;
+  /// Calls obs (null: none; it must outlive its use) for every line access add() replays
+  /// from now on (not the what-if replays'). Costs one virtual call per access.
+  void set_observer(ExactObserver* obs) { observer_ = obs; }
+  /// The line of an ExactObserver::access() id (ids are dense from 0, in first-access order,
+  /// kept across restart() and clear()); its shown name ("cpupri.cpu_to_pri line 0", as the
+  /// report's cachelines name it). Throws std::out_of_range for an id never handed out.
+  const LineKey& line_key(uint32_t id) const { return gap_keys_.at(id); }
+  std::string line_name(uint32_t id) const;
 
  private:
   const Meta& meta_;
@@ -456,6 +478,7 @@ class ExactAccumulator {
   std::vector<std::pair<std::string, std::unique_ptr<ExactAccumulator>>> what_ifs_;
   uint64_t records_ = 0, lost_ = 0, skipped_ = 0, batches_ = 0, last_ts_ = 0;
   double seconds_ = 0;
+  ExactObserver* observer_ = nullptr;
 };
 
 }  // namespace schedhot

@@ -8,6 +8,7 @@
 
 #include "analysis/report.h"
 #include "analysis/cachelines.h"
+#include "analysis/tails_exact.h"
 #include "probe/module.h"
 #include "probe/status.h"
 #include "sys/json_text.h"
@@ -231,6 +232,7 @@ std::string tail_text(const nlohmann::json& t) {
     if (const uint64_t more = in["events_lower_bound"].get<uint64_t>())
       out += fmt::format("  {} had more interrupts inside than the ring kept: their times are lower bounds\n", more);
   }
+  out += tail_exact_text(t);
   if (t.contains("detail")) {
     std::vector<std::pair<std::string, uint64_t>> v;
     for (auto& [k, x] : t["detail"].items()) v.emplace_back(k, x.get<uint64_t>());

@@ -21,6 +21,24 @@ int Meta::probe_index(std::string_view name) const {
   return -1;
 }
 
+size_t sample_bytes(const Sample& s) {
+  size_t n = sizeof(Sample) + s.probes.capacity() * sizeof(ProbeSample) + s.online.capacity() * sizeof(int);
+  for (const ProbeSample& p : s.probes) n += p.words.capacity() * sizeof(uint64_t);
+  if (s.exact) n += s.exact->records.capacity() * sizeof(ExactRecord);
+  if (s.gaps) n += s.gaps->counts.capacity() * sizeof(GapCounts);
+  if (s.caught) {
+    n += s.caught->events.capacity() * sizeof(CaughtEvent) + s.caught->stacks.capacity() * sizeof(std::vector<StackFrame>);
+    for (const CaughtEvent& e : s.caught->events)
+      if (e.comm.capacity() > 15) n += e.comm.capacity() + 1;  // past the short-string buffer
+    for (const auto& st : s.caught->stacks) {
+      n += st.capacity() * sizeof(StackFrame);
+      for (const StackFrame& f : st)
+        if (f.sym.capacity() > 15) n += f.sym.capacity() + 1;
+    }
+  }
+  return n;
+}
+
 std::string blind_reason(const Meta& meta, int p) {
   if (p < 0 || size_t(p) >= meta.probes.size()) return "";
   const ProbeModule* m = find_module(meta.probes[size_t(p)].name);

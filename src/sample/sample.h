@@ -113,6 +113,11 @@ void apply_catch_rules(Meta& m, std::vector<CatchRule> rules);
 /// Whether a slot field is one of the --catch counters (abi.h struct sh_catch).
 bool catch_field(std::string_view name);
 
+/// The heap bytes a Sample holds, about (its vectors' capacities and strings: probe words,
+/// online CPUs, --exact records, gap counts, caught events and their stacks), for memory
+/// caps (the flight recorder's --flight-mem). O(probes + stacks' frames).
+size_t sample_bytes(const Sample& s);
+
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
 /// make_sample(meta) in s's buffers, for a loop that takes a sample each interval: the

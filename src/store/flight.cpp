@@ -126,14 +126,19 @@ void FlightRecorder::start(const CaughtEvent& e, const Sample& s, const Meta& me
   for (size_t i = 0; i < held_.size(); ++i)
     if (held_[i].mono_ns <= from) first = i;
   const Sample& f = held_[first];
+  const bool short_before = f.mono_ns > from && st_.trimmed;
   Meta m = meta;
   m.start_wall_ns = f.wall_ns;
   m.start_mono_ns = f.mono_ns;
   m.command = fmt::format(
       "{}  # flight recorder: {} fired at {} (CLOCK_MONOTONIC {:.6f} s); this file covers [firing - {}, firing + {}]; "
-      "caught events after the firing are in its CATCH frames and started no file",
+      "caught events after the firing are in its CATCH frames and started no file{}",
       meta.command, probe_, format_utc_time(wall), e.ts_ns / 1e9, format_ns(double(o_.window_ns)),
-      format_ns(double(o_.window_ns)));
+      format_ns(double(o_.window_ns)),
+      short_before ? fmt::format("; it starts {} before the firing: --flight-mem {} dropped the older samples",
+                                 format_ns(double(e.ts_ns - std::min(e.ts_ns, f.mono_ns))),
+                                 format_bytes(o_.max_held_bytes))
+                   : std::string());
   const std::string base = flight_file_name(wall, probe_);
   int fd = -1, err = 0;
   std::string name;
@@ -194,8 +199,16 @@ void FlightRecorder::finish() {
   w_.reset();
 }
 
+void FlightRecorder::pop_held() {
+  held_bytes_ -= held_size_.front();
+  held_size_.pop_front();
+  held_.pop_front();
+}
+
 void FlightRecorder::add(const Sample& s, const Meta& meta, const std::vector<int>& changed) {
   held_.push_back(s);
+  held_size_.push_back(sample_bytes(held_.back()));
+  held_bytes_ += held_size_.back();
   if (w_) {
     for (int i : changed)
       if (i >= 0 && size_t(i) < meta.probes.size()) try {
@@ -234,8 +247,18 @@ void FlightRecorder::add(const Sample& s, const Meta& meta, const std::vector<in
   if (w_ && s.mono_ns >= until_ns_) finish();
   // Keep the latest sample at or before s - D (a later firing is after s) and what follows.
   const uint64_t keep_from = s.mono_ns > o_.window_ns ? s.mono_ns - o_.window_ns : 0;
-  while (held_.size() >= 2 && held_[1].mono_ns <= keep_from) held_.pop_front();
-  while (held_.size() > cap_) held_.pop_front();
+  while (held_.size() >= 2 && held_[1].mono_ns <= keep_from) pop_held();
+  while (held_.size() > cap_) pop_held();
+  // --flight-mem: the oldest go first; the newest sample always stays.
+  while (held_.size() >= 2 && held_bytes_ > o_.max_held_bytes) {
+    pop_held();
+    ++st_.trimmed;
+    if (!mem_said_ && o_.say)
+      o_.say(fmt::format("flight: the held samples reached --flight-mem {}: the oldest are dropped, so a file starts "
+                         "less than {} before its firing (the run goes on)",
+                         format_bytes(o_.max_held_bytes), format_ns(double(o_.window_ns))));
+    mem_said_ = true;
+  }
 }
 
 void FlightRecorder::close() { finish(); }
@@ -244,7 +267,9 @@ std::string FlightRecorder::summary() const {
   return fmt::format("flight: {} firing{}, {} file{} in {}, {} inside a file in progress, {} skipped (--flight-max){}",
                      st_.firings, st_.firings == 1 ? "" : "s", st_.files, st_.files == 1 ? "" : "s", dir_, st_.inside,
                      st_.skipped_cap,
-                     st_.failed ? fmt::format(", {} cut short by a write error", st_.failed) : std::string());
+                     (st_.trimmed ? fmt::format(", {} held samples dropped early (--flight-mem)", st_.trimmed)
+                                  : std::string()) +
+                     (st_.failed ? fmt::format(", {} cut short by a write error", st_.failed) : std::string()));
 }
 
 }  // namespace schedhot

@@ -41,6 +41,9 @@ struct FlightOptions {
   uint64_t window_ns = 30'000'000'000ull;  ///< D: held before a firing, written after it
   uint64_t interval_ns = 1'000'000'000;    ///< the run's sample interval (bounds the held samples)
   unsigned max_files = 100;                ///< --flight-max: files in total
+  /// --flight-mem: the held samples' bytes (sample_bytes) at most; past it the oldest are
+  /// dropped, so a file starts less than D before its firing (said once, counted).
+  uint64_t max_held_bytes = uint64_t(1) << 30;
   WriterOptions writer;                    ///< compress; overwrite and prepared are the recorder's
   std::function<void(const std::string&)> say;    ///< each file written, the cap reached (null: silent)
   std::function<void(const std::string&)> error;  ///< a write error (null: say)
@@ -53,6 +56,7 @@ struct FlightStats {
   uint64_t skipped_cap = 0;  ///< after --flight-max files: not written
   uint64_t skipped_rate = 0; ///< less than D after the last file's firing, outside any file (never, by construction)
   uint64_t failed = 0;       ///< files that a write error cut short
+  uint64_t trimmed = 0;      ///< held samples dropped before their time for --flight-mem
   unsigned files = 0;        ///< files started
   uint64_t bytes = 0;        ///< written to all files
 };
@@ -92,6 +96,8 @@ class FlightRecorder {
   /// Samples held now, and at most.
   size_t held() const { return held_.size(); }
   size_t held_cap() const { return cap_; }
+  /// The held samples' bytes now (sample_bytes summed).
+  uint64_t held_bytes() const { return held_bytes_; }
   /// A file is being written.
   bool writing() const { return w_ != nullptr; }
   /// "flight: F firings, N files in DIR, I inside a file in progress, S skipped (--flight-max)".
@@ -108,6 +114,10 @@ class FlightRecorder {
   FlightOptions o_;
   size_t cap_ = 0;
   std::deque<Sample> held_;
+  std::deque<size_t> held_size_;  ///< sample_bytes of each held sample
+  uint64_t held_bytes_ = 0;
+  bool mem_said_ = false;
+  void pop_held();
   std::unique_ptr<RecordingWriter> w_;
   std::string path_;            ///< of w_
   std::string probe_;           ///< the firing probe of w_

@@ -110,6 +110,19 @@ std::string format_utc_time(uint64_t wall_ns) {
   return buf;
 }
 
+std::string format_bytes(uint64_t bytes) {
+  static const char* const kUnit[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+  int u = 0;
+  double v = double(bytes);
+  while (v >= 1024 && u < 6) {
+    v /= 1024;
+    ++u;
+  }
+  if (u == 0) return fmt::format("{} B", bytes);
+  const double r = std::round(v * 10) / 10;
+  return r == std::floor(r) ? fmt::format("{:.0f} {}", r, kUnit[u]) : fmt::format("{:.1f} {}", r, kUnit[u]);
+}
+
 std::string format_rate(double r) {
   if (r >= 1e6) return fmt::format("{:.2f}M", r / 1e6);
   if (r >= 1e4) return fmt::format("{:.1f}k", r / 1e3);

@@ -26,6 +26,10 @@ uint64_t parse_interval_ns(const std::string& s);
 /// 4 EiB and more.
 uint64_t parse_size_bytes(const std::string& s, const char* what);
 
+/// Bytes as parse_size_bytes would read them back, in powers of 1024: "100 B", "64 KiB",
+/// "1.5 MiB", "2 GiB" (one decimal when not whole).
+std::string format_bytes(uint64_t bytes);
+
 /// Parses record's --start-at against now_wall_ns (CLOCK_REALTIME, ns since the epoch) to
 /// the wall-clock instant the recording starts, ns since the epoch: "EPOCH" (seconds since
 /// the epoch, fractions allowed, e.g. 1764650000 or 1764650000.5) or "@ALIGN" (a duration

@@ -215,6 +215,39 @@ TEST(Flight, HeldSamplesAreBounded) {
   EXPECT_EQ(flight_held_cap(30 * kS, 250'000'000), 122u);
 }
 
+TEST(Flight, HeldSamplesStayUnderFlightMemAndAFileSaysItStartsLater) {
+  const Meta m = flight_meta();
+  TempDir dir("flight_mem");
+  auto v = flight_samples(m, 40, {mono(30.5)});
+  const size_t one = sample_bytes(v[5]);
+  ASSERT_GT(one, 100u);
+  FlightRun run;
+  FlightOptions o = run.opts(20 * kS);
+  o.max_held_bytes = 4 * one + one / 2;  // room for 4 samples of the 22 a 20 s window holds
+  FlightRecorder fr(dir.path, o);
+  size_t most = 0;
+  for (auto& s : v) {
+    fr.add(s, m);
+    if (!fr.writing()) {
+      most = std::max<size_t>(most, fr.held());
+      EXPECT_LE(fr.held_bytes(), o.max_held_bytes);
+    }
+  }
+  fr.close();
+  EXPECT_EQ(most, 4u);
+  EXPECT_GT(fr.stats().trimmed, 0u);
+  ASSERT_EQ(fr.files().size(), 1u);
+  FileRead f = read_flight(fr.files()[0]);
+  EXPECT_TRUE(f.complete);
+  // firing at 30.5 s (sample 31, added before the trim): held 27..31 instead of 10..31
+  EXPECT_EQ(f.samples.front().mono_ns, mono(27));
+  EXPECT_NE(f.command.find("; it starts 3.50s before the firing: --flight-mem"), std::string::npos) << f.command;
+  int said = 0;
+  for (auto& l : run.said) said += l.find("the held samples reached --flight-mem") != std::string::npos;
+  EXPECT_EQ(said, 1);
+  EXPECT_NE(fr.summary().find(" held samples dropped early (--flight-mem)"), std::string::npos) << fr.summary();
+}
+
 TEST(Flight, ATakenNameGetsASuffixAndAPlantedLinkIsNotFollowed) {
   const Meta m = flight_meta();
   TempDir dir("flight_names");

@@ -433,6 +433,9 @@ TEST(RecordingCli, RecordFlightChecksItsOptionsBeforeAttaching) {
   expect_one_line_error(run_cli("record --flight soon" + c + o), 2, "--flight");
   expect_one_line_error(run_cli("record --flight-max 3" + c + o), 2, "--flight-max needs --flight");
   expect_one_line_error(run_cli("record --flight 30s --flight-max 0" + c + o), 2, "--flight-max");
+  expect_one_line_error(run_cli("record --flight-mem 64M" + c + o), 2, "--flight-mem needs --flight");
+  expect_one_line_error(run_cli("record --flight 30s --flight-mem 100K" + c + o), 2, "--flight-mem 100K is below 1M");
+  expect_one_line_error(run_cli("record --flight 30s --flight-mem lots" + c + o), 2, "--flight-mem");
   EXPECT_FALSE(std::filesystem::exists(dir / "fl")) << "nothing made on a usage error";
   // the DIR is checked before attaching: a symlink is refused with exit 1
   ASSERT_EQ(::symlink(dir.path.c_str(), (dir / "ln").c_str()), 0);

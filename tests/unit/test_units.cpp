@@ -73,3 +73,13 @@ TEST(Units, StartAtIsAnEpochInstantOrTheNextAlignedOne) {
   EXPECT_EQ(error_of([] { parse_start_at_ns("1764650012300", 1'764'650'012'300'000'000ull); }),
             "--start-at '1764650012300' is too far ahead") << "a milliseconds epoch";
 }
+
+TEST(Units, BytesReadBackAsSizes) {
+  EXPECT_EQ(format_bytes(0), "0 B");
+  EXPECT_EQ(format_bytes(1023), "1023 B");
+  EXPECT_EQ(format_bytes(64 << 10), "64 KiB");
+  EXPECT_EQ(format_bytes(3 << 19), "1.5 MiB");
+  EXPECT_EQ(format_bytes(uint64_t(1) << 30), "1 GiB");
+  EXPECT_EQ(format_bytes(UINT64_MAX), "16 EiB");
+  EXPECT_EQ(parse_size_bytes("64K", "x"), uint64_t(64) << 10);
+}

@@ -552,7 +552,10 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
         kallsyms has) in the top stacks; 'fifo-sleeper' (the SCHED_FIFO workload) among the
         top tasks; no hard IRQ, softirq or NMI time inside any caught event (it runs under
         the rq lock with interrupts off);
-      * idle: some caught events had interrupt time inside (an interrupt ends an idle period)."""
+      * idle: some caught events had interrupt time inside (an interrupt ends an idle period);
+      * with --exact (tails[].exact, printed per rule): with_transfers <= with_accesses <= events
+        <= events_received, with_transfers <= transfers <= the window's transfers, the listed
+        lines' sums within the totals, lower_bound iff records were lost."""
     rules = catch_rules(variant)
     if not ck.expect(report is not None and "tails" in report, tag,
                      f"the host's report of {os.path.basename(rec_path)} has no tails (--catch {rules})"):
@@ -610,6 +613,25 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
                f"{'accounted' if t['accounted'] else 'NOT accounted'}; received {t['events_received']}, "
                f"p50 {(dur.get('p50') or 0) / 1e3:.1f} us p99 {(dur.get('p99') or 0) / 1e3:.1f} us "
                f"max {(dur.get('max') or 0) / 1e3:.1f} us; {t.get('stacks_unique')} stacks, {t.get('tasks_unique')} tasks")
+        # With --exact too (the auto recording): the transfers each caught event's CPU took
+        # inside its window and the other CPUs' accesses to its lines there (tails[].exact).
+        x = t.get("exact")
+        if x is not None:
+            lines = ", ".join(f"{l['name']} {l['transfers']}/{l['other_accesses']}" for l in x.get("lines", []))
+            ck.say(f"   tails  {t['rule']:<18} exact: {x['events']} of {t['events_received']} received in intervals "
+                   f"with records, {x['with_accesses']} with their CPU's records inside, {x['with_transfers']} took "
+                   f"transfers ({x['transfers']} of the window's {x['window_transfers']}), other CPUs' accesses "
+                   f"{x['other_accesses']}, {x['lost']} records lost{' (lower bounds)' if x['lower_bound'] else ''}; "
+                   f"lines (transfers/others): {lines or '-'}")
+            row.update({"exact_events": x["events"], "exact_with_transfers": x["with_transfers"],
+                        "exact_transfers": x["transfers"], "exact_other_accesses": x["other_accesses"]})
+            ck.expect(x["with_transfers"] <= x["with_accesses"] <= x["events"] <= t["events_received"]
+                      and x["with_transfers"] <= x["transfers"] <= x["window_transfers"]
+                      and sum(l["transfers"] for l in x.get("lines", [])) <= x["transfers"]
+                      and sum(l["other_accesses"] for l in x.get("lines", [])) <= x["other_accesses"]
+                      and x["lower_bound"] == (x["lost"] > 0), tag,
+                      f"{t['rule']}: tails exact figures out of order: {json.dumps(x)} "
+                      f"(events_received {t['events_received']})")
         ck.expect(t["asked_ns"] == asked and t.get("percentile", 0) == 0 and asked <= t["threshold_ns"], tag,
                   f"{t['rule']}: asked {t['asked_ns']} ns, threshold {t['threshold_ns']} ns, expected a fixed "
                   f"{asked} ns rounded up to a bucket bound")
