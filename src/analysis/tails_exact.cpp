@@ -8,60 +8,97 @@
 
 namespace schedhot {
 
-TailExactJoin::TailExactJoin(const TailAccumulator& tails, size_t rules) : tails_(tails), rules_(rules) {}
+TailExactJoin::TailExactJoin(const TailAccumulator& tails, size_t rules, uint64_t max_scan)
+    : tails_(tails), rules_(rules), max_scan_(max_scan) {}
+
+void TailExactJoin::Gen::clear() {
+  for (auto& v : by_cpu) v.clear();
+  for (auto& v : by_line) v.clear();
+}
 
 void TailExactJoin::access(uint64_t ts_ns, uint32_t cpu, uint32_t line, bool /*write*/, bool transfer) {
-  if (line >= (1u << 31)) return;  // cannot happen: ids are dense over the lines of a layout
-  buf_.push_back({ts_ns, cpu, line, transfer ? 1u : 0u});
-  if (line >= stamp_.size()) stamp_.resize(size_t(line) + 1, 0);
+  // cannot happen: line ids are dense over a layout's lines, CPUs below the replay's ncpus
+  if (line >= (1u << 31) || cpu >= (1u << 20)) return;
+  Gen& g = gen_[cur_];
+  if (cpu >= g.by_cpu.size()) g.by_cpu.resize(size_t(cpu) + 1);
+  if (line >= g.by_line.size()) g.by_line.resize(size_t(line) + 1);
+  g.by_cpu[cpu].push_back({ts_ns, line, transfer ? 1u : 0u});
+  g.by_line[line].push_back(ts_ns);
+  if (line >= stamp_.size()) {
+    stamp_.resize(size_t(line) + 1, 0);
+    own_.resize(size_t(line) + 1, 0);
+  }
   if (transfer) ++transfers_;
 }
 
 void TailExactJoin::add(const ExactBatch* exact, const CatchBatch* caught) {
   if (exact && caught) {
     std::vector<char> seen(rules_.size(), 0);  // rules with an event in this interval
+    const Gen* gens[2] = {&gen_[1 - cur_], &gen_[cur_]};  // time order
+    uint64_t scanned = 0;
     for (const CaughtEvent& e : caught->events) {
       const int ri = tails_.rule_of(e.probe);
       if (ri < 0 || size_t(ri) >= rules_.size()) continue;
       Rule& r = rules_[size_t(ri)];
+      if (scanned > max_scan_) {
+        ++r.skipped;
+        continue;
+      }
       ++r.events;
       if (!seen[size_t(ri)]) {
         seen[size_t(ri)] = 1;
         r.lost = exact->lost > UINT64_MAX - r.lost ? UINT64_MAX : r.lost + exact->lost;
       }
       const uint64_t from = e.ts_ns >= e.dur_ns ? e.ts_ns - e.dur_ns : 0, to = e.ts_ns;
-      const auto lo = std::lower_bound(buf_.begin(), buf_.end(), from,
-                                       [](const Access& a, uint64_t t) { return a.ts_ns < t; });
-      auto hi = lo;
       // (a): CPU c's own accesses inside, the lines they reach stamped with this event's serial.
       const uint64_t s = ++serial_;
       uint64_t own = 0, xfers = 0;
-      for (; hi != buf_.end() && hi->ts_ns <= to; ++hi) {
-        if (hi->cpu != e.cpu) continue;
-        ++own;
-        stamp_[hi->line] = s;
-        if (hi->transfer) {
-          ++xfers;
-          if (hi->line >= r.lines.size()) r.lines.resize(size_t(hi->line) + 1);
-          ++r.lines[hi->line].first;
+      touched_.clear();
+      for (const Gen* g : gens) {
+        if (e.cpu >= g->by_cpu.size()) continue;
+        const std::vector<Access>& v = g->by_cpu[e.cpu];
+        auto it = std::lower_bound(v.begin(), v.end(), from, [](const Access& a, uint64_t t) { return a.ts_ns < t; });
+        for (; it != v.end() && it->ts_ns <= to; ++it) {
+          ++own;
+          const uint32_t l = it->line;
+          if (stamp_[l] != s) {
+            stamp_[l] = s;
+            own_[l] = 0;
+            touched_.push_back(l);
+          }
+          ++own_[l];
+          if (it->transfer) {
+            ++xfers;
+            if (l >= r.lines.size()) r.lines.resize(size_t(l) + 1);
+            ++r.lines[l].first;
+          }
         }
       }
+      scanned += own + 1;
       if (!own) continue;
       ++r.with_accesses;
       r.transfers += xfers;
       if (xfers) ++r.with_transfers;
-      // (b): the other CPUs' accesses inside to those lines (before c's first one too).
-      for (auto it = lo; it != hi; ++it) {
-        if (it->cpu == e.cpu || stamp_[it->line] != s) continue;
-        ++r.other;
-        if (it->line >= r.lines.size()) r.lines.resize(size_t(it->line) + 1);
-        ++r.lines[it->line].second;
+      // (b): the other CPUs' accesses inside to those lines (before c's first one too): all
+      // the line's accesses inside less c's own.
+      for (uint32_t l : touched_) {
+        uint64_t all = 0;
+        for (const Gen* g : gens) {
+          if (l >= g->by_line.size()) continue;
+          const std::vector<uint64_t>& t = g->by_line[l];
+          all += uint64_t(std::upper_bound(t.begin(), t.end(), to) - std::lower_bound(t.begin(), t.end(), from));
+        }
+        const uint64_t other = all - std::min(all, own_[l]);
+        if (!other) continue;
+        r.other += other;
+        if (l >= r.lines.size()) r.lines.resize(size_t(l) + 1);
+        r.lines[l].second += other;
       }
     }
   }
   // Keep this interval's accesses for the next one's events (their windows may start here).
-  buf_.erase(buf_.begin(), buf_.begin() + static_cast<std::ptrdiff_t>(std::min(cur_, buf_.size())));
-  cur_ = buf_.size();
+  cur_ = 1 - cur_;
+  gen_[cur_].clear();
 }
 
 nlohmann::json TailExactJoin::json(size_t rule, const ExactAccumulator& acc) const {
@@ -96,7 +133,8 @@ nlohmann::json TailExactJoin::json(size_t rule, const ExactAccumulator& acc) con
           {"lines", lines},
           {"window_transfers", transfers_},
           {"lost", r.lost},
-          {"lower_bound", r.lost > 0}};
+          {"lower_bound", r.lost > 0},
+          {"not_looked_at", r.skipped}};
 }
 
 std::string tail_exact_text(const nlohmann::json& tail) {
@@ -121,6 +159,9 @@ std::string tail_exact_text(const nlohmann::json& tail) {
   }
   out += fmt::format("; other CPUs touched their lines {} time{} inside", other, other == 1 ? "" : "s");
   if (own < events) out += fmt::format(" ({} had no --exact record of their CPU inside)", events - own);
+  if (x.contains("not_looked_at") && x["not_looked_at"].is_number_unsigned() && x["not_looked_at"].get<uint64_t>())
+    out += fmt::format("; {} not looked at (the join's cap of {} accesses scanned per interval)",
+                       x["not_looked_at"].get<uint64_t>(), TailExactJoin::kMaxScanPerInterval);
   if (const uint64_t lost = x["lost"].get<uint64_t>())
     out += fmt::format("; {} --exact records lost in their intervals: lower bounds", lost);
   return out + "\n";

@@ -264,3 +264,29 @@ TEST(TailsExact, NoneTookATransfer) {
                                        "their lines 1 time inside\n"),
             std::string::npos);
 }
+
+TEST(TailsExact, OverlappingWindowsStopAtTheScanCap) {
+  // A crafted batch: many events on CPU 1 whose windows all cover its accesses. With a cap
+  // of 10 accesses scanned, the first two events are looked at (4 + 1 each), the rest not.
+  const Meta m = tails_exact_meta();
+  TailAccumulator tails(m);
+  TailExactJoin join(tails, m.catch_rules.size(), 10);
+  const uint64_t T = m.start_mono_ns + kSec / 2;
+  for (uint64_t i = 0; i < 4; ++i) join.access(T + i * 1'000, 1, 0, true, i == 0);
+  join.access(T + 500, 2, 0, true, true);
+  ExactBatch exact;
+  CatchBatch batch;
+  for (int i = 0; i < 6; ++i) batch.events.push_back(caught(1, T + 10'000 + uint64_t(i), 20'000));
+  join.add(&exact, &batch);
+  ExactAccumulator acc(m);
+  acc.add(1.0, exact);
+  const nlohmann::json x = join.json(0, acc);
+  ASSERT_TRUE(x.is_object()) << x.dump();
+  EXPECT_EQ(x["events"].get<uint64_t>(), 3u);  // 5, 10, then 15 > 10: the rest skipped
+  EXPECT_EQ(x["not_looked_at"].get<uint64_t>(), 3u);
+  EXPECT_EQ(x["transfers"].get<uint64_t>(), 3u);
+  EXPECT_EQ(x["other_accesses"].get<uint64_t>(), 3u);  // CPU 2's one access, in each window
+  nlohmann::json tail = {{"exact", x}, {"events_received", 6}};
+  EXPECT_NE(tail_exact_text(tail).find("; 3 not looked at (the join's cap of"), std::string::npos)
+      << tail_exact_text(tail);
+}
