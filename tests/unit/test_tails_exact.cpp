@@ -267,25 +267,29 @@ TEST(TailsExact, NoneTookATransfer) {
 
 TEST(TailsExact, OverlappingWindowsStopAtTheScanCap) {
   // A crafted batch: many events on CPU 1 whose windows all cover its accesses. With a cap
-  // of 10 accesses scanned, the first two events are looked at (4 + 1 each), the rest not.
+  // of 10 accesses scanned, events are looked at while the count is at most 10 (4 + 1
+  // each: 5, 10, 15), the rest not.
   const Meta m = tails_exact_meta();
   TailAccumulator tails(m);
   TailExactJoin join(tails, m.catch_rules.size(), 10);
+  ExactAccumulator acc(m);
+  acc.set_observer(&join);
+  const uint16_t p = uint16_t(m.probe_index("cpupri_set")), calls = word_of(m, "cpupri_set", "calls");
   const uint64_t T = m.start_mono_ns + kSec / 2;
-  for (uint64_t i = 0; i < 4; ++i) join.access(T + i * 1'000, 1, 0, true, i == 0);
-  join.access(T + 500, 2, 0, true, true);
   ExactBatch exact;
+  exact.records = {{T, 2, p, calls}};  // CPU 2 first: CPU 1's first write is a transfer
+  for (uint64_t i = 0; i < 4; ++i) exact.records.push_back({T + 1'000 + i * 1'000, 1, p, calls});
+  exact.records.push_back({T + 5'500, 2, p, calls});  // CPU 2 again, inside every window
   CatchBatch batch;
   for (int i = 0; i < 6; ++i) batch.events.push_back(caught(1, T + 10'000 + uint64_t(i), 20'000));
-  join.add(&exact, &batch);
-  ExactAccumulator acc(m);
   acc.add(1.0, exact);
+  join.add(&exact, &batch);
   const nlohmann::json x = join.json(0, acc);
   ASSERT_TRUE(x.is_object()) << x.dump();
-  EXPECT_EQ(x["events"].get<uint64_t>(), 3u);  // 5, 10, then 15 > 10: the rest skipped
+  EXPECT_EQ(x["events"].get<uint64_t>(), 3u);
   EXPECT_EQ(x["not_looked_at"].get<uint64_t>(), 3u);
-  EXPECT_EQ(x["transfers"].get<uint64_t>(), 3u);
-  EXPECT_EQ(x["other_accesses"].get<uint64_t>(), 3u);  // CPU 2's one access, in each window
+  EXPECT_EQ(x["transfers"].get<uint64_t>(), 3u);       // CPU 1's first write, in each window
+  EXPECT_EQ(x["other_accesses"].get<uint64_t>(), 6u);  // CPU 2's two, in each window
   nlohmann::json tail = {{"exact", x}, {"events_received", 6}};
   EXPECT_NE(tail_exact_text(tail).find("; 3 not looked at (the join's cap of"), std::string::npos)
       << tail_exact_text(tail);
