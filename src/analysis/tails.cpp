@@ -8,6 +8,7 @@
 
 #include "model/histogram.h"
 #include "probe/catalog.h"
+#include "probe/catch_rules.h"
 #include "probe/layout.h"
 #include "probe/objects/cpupri.h"
 #include "schedhot/abi.h"
@@ -187,8 +188,17 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
       t["caught"] = caught;
       t["rate_drops"] = rate;
       t["full_drops"] = full;
-      // A percentile rule moves its threshold each interval: no one bucket to compare with.
-      if (cr.percentile <= 0 && spec && !spec->hist.empty() && meta.probes[size_t(p)].slot.find(spec->hist)) {
+      // Not checked: a blind probe counts nothing (0 = 0 says nothing), a rule top's editor
+      // changed mid-run had another threshold for part of the window (its NOTE says when),
+      // and a percentile rule moves its threshold each interval: no one bucket to compare with.
+      const std::string blind = blind_reason(meta, p);
+      std::string edited;
+      for (const std::string& n : meta.probes[size_t(p)].status.notes)
+        if (n.rfind(kCatchEditedNote, 0) == 0) edited = n.substr(std::string_view(kCatchEditedNote).size() + 1);
+      if (!blind.empty()) t["blind"] = blind;
+      if (!edited.empty()) t["edited_live"] = edited;
+      if (blind.empty() && edited.empty() && cr.percentile <= 0 && spec && !spec->hist.empty() &&
+          meta.probes[size_t(p)].slot.find(spec->hist)) {
         // Per CPU: a sample copies a CPU's slot while its program may be between the
         // histogram's add and the counter's (bpf/common.bpf.h: sh_catch_note runs after
         // sh_hist_add and takes the stack in between), so each window edge can see one

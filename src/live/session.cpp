@@ -187,6 +187,13 @@ uint64_t LiveSession::set_catch_threshold(const std::string& probe, uint64_t ns)
   it->asked_ns = ns;
   it->percentile = 0;
   it->threshold_ns = th;
+  // In the probe's status, so a recording's NOTE says it: its META keeps the start's rule,
+  // which (and its histogram check) report must not apply past this instant.
+  const int p = meta().probe_index(probe);
+  const uint64_t now = mono_now_ns(), t0 = meta().start_mono_ns;
+  if (p >= 0)
+    a_->probes->add_note(size_t(p), fmt::format("{} {} at +{:.1f} s: {} (armed at {} ns)", kCatchEditedNote,
+                                                probe, now > t0 ? double(now - t0) / 1e9 : 0.0, it->text, th));
   return th;
 }
 

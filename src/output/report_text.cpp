@@ -143,7 +143,7 @@ std::string tail_text(const nlohmann::json& t) {
   const std::string th = format_ns(t["threshold_ns"].get<double>());
   const double pcent = t["percentile"].get<double>();
   std::string head = pcent > 0 ? fmt::format("{} > p{:g} (re-armed at each sample from the running histogram; "
-                                             "disarmed until the probe has counted)",
+                                             "disarmed until the probe has counted 10 events above it)",
                                              t["probe"].get<std::string>(), pcent)
                                : fmt::format("{} >= {} (asked {})", t["probe"].get<std::string>(), th,
                                              format_ns(t["asked_ns"].get<double>()));
@@ -153,7 +153,14 @@ std::string tail_text(const nlohmann::json& t) {
     const uint64_t caught = t["caught"].get<uint64_t>(), rate = t["rate_drops"].get<uint64_t>(),
                    full = t["full_drops"].get<uint64_t>();
     out += fmt::format("{}: {} caught, {} dropped (rate), {} (buffer)", head, caught, rate, full);
-    if (t["accounted"].is_null())
+    if (t.contains("blind"))
+      out += fmt::format("; blind here ({}): its histogram counts nothing, so it is not checked against it\n",
+                         scrub_controls(t["blind"].get<std::string>()));
+    else if (t.contains("edited_live"))
+      out += fmt::format("; edited live ({}): before that the threshold was this one, so the histogram check is "
+                         "not made and events below it are among the caught\n",
+                         scrub_controls(t["edited_live"].get<std::string>()));
+    else if (t["accounted"].is_null())
       out += "; the histogram check needs a fixed threshold\n";
     else if (t["accounted"].get<bool>() && t["in_flight"].get<int64_t>() == 0)
       out += fmt::format("; {} = the histogram's count at or above {}\n", caught + rate + full, th);

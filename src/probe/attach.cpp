@@ -518,15 +518,23 @@ bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
   return true;
 }
 
+void ProbeSet::add_note(size_t i, std::string note) {
+  if (i >= status_.size()) return;
+  status_[i].notes.push_back(std::move(note));
+  if (std::find(noted_.begin(), noted_.end(), int(i)) == noted_.end()) noted_.push_back(int(i));
+}
+
 std::vector<int> ProbeSet::poll(int timeout_ms) {
   std::vector<int> changed;
+  changed.swap(noted_);
   bool any = false;
   // --exact's records are read by ExactReader's own thread: nothing of them to service here.
   for (size_t i = 0; i < probes_.size(); ++i) {
     auto& poller = probes_[i].poller;
     if (!poller) continue;
     any = true;
-    if (poller->poll(timeout_ms, status_[i])) changed.push_back(static_cast<int>(i));
+    if (poller->poll(timeout_ms, status_[i]) && std::find(changed.begin(), changed.end(), int(i)) == changed.end())
+      changed.push_back(static_cast<int>(i));
     if (poller->done()) poller.reset();
   }
   if (!any && timeout_ms > 0) usleep(static_cast<useconds_t>(timeout_ms) * 1000);

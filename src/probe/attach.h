@@ -41,6 +41,9 @@ class ProbeSet {
   /// Services the modules' pollers (bcast_wait's address learner) for up to timeout_ms
   /// (sleeps that long when there is none). Returns the indices of probes whose status changed.
   std::vector<int> poll(int timeout_ms);
+  /// Adds a note to probe i's status (e.g. top's live edit of its --catch rule); the next
+  /// poll() lists i as changed, so a recording writes it as a NOTE. i out of range: ignored.
+  void add_note(size_t i, std::string note);
   /// File descriptors of every loaded BPF program of the attached probes (for their
   /// run-time statistics, bpf_obj_get_info_by_fd). Valid until detach().
   std::vector<int> program_fds() const;
@@ -98,6 +101,7 @@ class ProbeSet {
   uint64_t gap_last_ns_ = 0;
   uint32_t ncpus_ = 0;
   std::vector<ProbeStatus> status_;
+  std::vector<int> noted_;  ///< add_note()'s probes, listed by the next poll()
   std::unique_ptr<BpfLoader> loader_;
   std::vector<AttachedProbe> probes_;  ///< by probe id
 };

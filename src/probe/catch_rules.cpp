@@ -85,7 +85,9 @@ std::string catch_unusable(const CatchRule& r, const ProbeStatus& st) {
 uint64_t percentile_threshold(const std::vector<uint64_t>& buckets, double percentile) {
   uint64_t n = 0;
   for (uint64_t c : buckets) n += c;
-  if (n == 0) return 0;
+  // Too few events for the percentile to mean anything: a p99 of a handful is their
+  // largest, and one interval's few events would arm a threshold most later ones pass.
+  if (double(n) * (100.0 - percentile) / 100.0 < double(kPercentileMinAbove)) return 0;
   const uint64_t rank = std::max<uint64_t>(1, uint64_t(std::ceil(percentile / 100.0 * double(n))));
   uint64_t cum = 0;
   for (size_t i = 0; i < buckets.size() && i < SH_HIST_BUCKETS; ++i) {

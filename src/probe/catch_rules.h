@@ -31,8 +31,15 @@ std::string catch_unusable(const CatchRule& r, const ProbeStatus& st);
 
 /// The threshold (a bucket's lower bound, ns) of a percentile rule from the probe's
 /// histogram summed over CPUs (bucket counts, SH_HIST_BUCKETS of them): the lower bound of
-/// the bucket holding the nearest-rank percentile; 0 when the histogram is empty (the rule
-/// stays off until the probe has counted).
+/// the bucket holding the nearest-rank percentile; 0 (the rule stays off) until the
+/// histogram has counted enough events for kPercentileMinAbove of them to lie above the
+/// percentile (1,000 for p99, 100 for p90).
+inline constexpr uint64_t kPercentileMinAbove = 10;
+
+/// The start of the status note top's rule editor leaves on the probe (a NOTE in a
+/// recording): report does not check such a rule against its histogram, whose threshold
+/// changed mid-run.
+inline constexpr const char* kCatchEditedNote = "--catch rule edited live:";
 uint64_t percentile_threshold(const std::vector<uint64_t>& buckets, double percentile);
 
 }  // namespace schedhot

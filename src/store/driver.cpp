@@ -96,7 +96,7 @@ std::string RecordingDriver::summary() const {
                      target_.exact ? fmt::format("; --exact: {} records, {} lost{}", exact_records_, exact_lost_,
                                                  exact_lost_ ? " (the exact figures are lower bounds)" : "")
                                    : "",
-                     target_.caught ? fmt::format("; --catch: {} events caught{}", caught_events_,
+                     target_.caught ? fmt::format("; --catch: {} event{} caught{}", caught_events_, caught_events_ == 1 ? "" : "s",
                                                   caught_lost_ ? fmt::format(", {} lost (buffer full)", caught_lost_) : "")
                                     : "");
 }

@@ -29,15 +29,20 @@ std::string probe_name(uint16_t id) {
 
 }  // namespace
 
-int open_flight_dir(const std::string& dir) {
+int open_flight_dir(const std::string& dir, bool* created) {
+  if (created) *created = false;
   if (dir.empty()) throw std::runtime_error("--flight needs -o DIR");
   if (std::string why = unsafe_output_path(dir); !why.empty())
     throw std::runtime_error(fmt::format("-o {}: {}", dir, why));
   struct stat st {};
   if (::lstat(dir.c_str(), &st) != 0) {
     if (errno != ENOENT) throw std::runtime_error(fmt::format("-o {}: {}", dir, strerror(errno)));
-    if (::mkdir(dir.c_str(), 0755) != 0 && errno != EEXIST)
-      throw std::runtime_error(fmt::format("-o {}: cannot create the directory: {}", dir, strerror(errno)));
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+      if (errno != EEXIST)
+        throw std::runtime_error(fmt::format("-o {}: cannot create the directory: {}", dir, strerror(errno)));
+    } else if (created) {
+      *created = true;
+    }
   } else if (S_ISLNK(st.st_mode)) {
     throw std::runtime_error(
         fmt::format("-o {} is a symlink: not followed (name the directory itself)", dir));
@@ -83,7 +88,7 @@ std::string flight_file_name(uint64_t wall_ns, const std::string& probe) {
 
 FlightRecorder::FlightRecorder(const std::string& dir, FlightOptions o) : dir_(dir), o_(std::move(o)) {
   if (!o_.window_ns) throw std::runtime_error("--flight needs a duration above 0");
-  dirfd_ = open_flight_dir(dir_);
+  dirfd_ = open_flight_dir(dir_, &created_);
   cap_ = flight_held_cap(o_.window_ns, o_.interval_ns);
   o_.writer.overwrite = false;
   o_.writer.max_bytes = 0;
@@ -92,6 +97,9 @@ FlightRecorder::FlightRecorder(const std::string& dir, FlightOptions o) : dir_(d
 FlightRecorder::~FlightRecorder() {
   close();
   if (dirfd_ >= 0) ::close(dirfd_);
+  // A DIR made by this run that got no file (a rule refused at attach, no firing) goes
+  // again; rmdir leaves it when anything is in it.
+  if (created_ && files_.empty()) ::rmdir(dir_.c_str());
 }
 
 void FlightRecorder::failed(const std::exception& e) {

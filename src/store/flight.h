@@ -65,7 +65,8 @@ struct FlightStats {
 /// ~umask), O_DIRECTORY | O_NOFOLLOW. Returns the descriptor; throws std::runtime_error with
 /// one line naming dir and why (a symlink, not a directory, another user's, writable by its
 /// group or others, an unsafe path to it, mkdir or open failed).
-int open_flight_dir(const std::string& dir);
+/// created (optional): set when this call made the directory.
+int open_flight_dir(const std::string& dir, bool* created = nullptr);
 
 /// The samples held for a window of window_ns at interval_ns: ceil(window / interval) + 2
 /// (one at or before firing - D, and the sample of the firing).
@@ -111,6 +112,7 @@ class FlightRecorder {
 
   std::string dir_;
   int dirfd_ = -1;
+  bool created_ = false;  ///< open_flight_dir made DIR: removed again when no file went in
   FlightOptions o_;
   size_t cap_ = 0;
   std::deque<Sample> held_;

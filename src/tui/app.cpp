@@ -184,7 +184,7 @@ void TuiApp::commit_prompt() {
     }
     uint64_t ns = 0;
     try {
-      ns = parse_duration_ns(v, "A");
+      ns = parse_duration_ns(v, "A: the threshold");
     } catch (const std::invalid_argument& e) {
       message_ = e.what();
       return;

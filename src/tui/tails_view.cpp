@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "analysis/tails.h"
+#include "probe/catch_rules.h"
 #include "sys/json_text.h"
 #include "sys/units.h"
 
@@ -31,6 +32,11 @@ Line count_line(const std::string& label, const nlohmann::json& t, double second
   const std::string th = format_ns(t["threshold_ns"].get<double>());
   if (!check_off.empty())
     l.add("  " + check_off, Role::dim);
+  else if (t.contains("blind"))
+    l.add("  (no histogram check: the probe is blind here)", Role::dim);
+  else if (t.contains("edited_live"))
+    l.add("  (no histogram check: the rule was edited live, " + scrub_controls(t["edited_live"].get<std::string>()) + ")",
+          Role::dim);
   else if (t["accounted"].is_null())
     l.add("  (no histogram check: a percentile rule)", Role::dim);
   else if (t["accounted"].get<bool>() && (!t.contains("in_flight") || !t["in_flight"].is_number() ||
@@ -81,7 +87,8 @@ std::string rule_head(const CatchRule& r) {
   if (r.percentile > 0)
     s = r.threshold_ns ? fmt::format("armed >= {} (p{:g} of the running histogram, re-armed each interval)",
                                      format_ns(double(r.threshold_ns)), r.percentile)
-                       : fmt::format("not armed yet (p{:g}: the histogram is empty)", r.percentile);
+                       : fmt::format("not armed yet (p{:g}: fewer than {} events above it so far)", r.percentile,
+                                                   kPercentileMinAbove);
   else
     s = fmt::format("armed >= {}", format_ns(double(r.threshold_ns)));
   s += r.per_sec ? fmt::format(", at most {}/s per CPU", r.per_sec) : ", no rate limit";

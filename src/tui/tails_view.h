@@ -36,7 +36,7 @@ struct TailsFrame {
 };
 
 /// The line shown instead when the run has no rules.
-inline constexpr const char* kNoCatchRules = "no --catch rules in this run (record/top/serve --catch 'cpupri_set>20us')";
+inline constexpr const char* kNoCatchRules = "no --catch rules in this run (record/top/serve --catch 'idle>1ms' or 'cpupri_set>20us')";
 
 /// The view's lines after its title: one block per rule, each line cut to width.
 std::vector<Line> render_tails(const TailsFrame& f, int width);

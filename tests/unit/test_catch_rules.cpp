@@ -80,12 +80,20 @@ TEST(CatchRules, RefusesWhatCannotCatch) {
 TEST(CatchRules, PercentileThresholdIsTheNearestRanksBucket) {
   std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);
   EXPECT_EQ(percentile_threshold(b, 99), 0u) << "nothing counted: off";
-  b[sh_hist_index(1000)] = 98;
-  b[sh_hist_index(50'000)] = 1;
-  b[sh_hist_index(900'000)] = 1;
+  b[sh_hist_index(1000)] = 980;
+  b[sh_hist_index(50'000)] = 10;
+  b[sh_hist_index(900'000)] = 10;
   EXPECT_EQ(percentile_threshold(b, 50), sh_hist_lower(sh_hist_index(1000)));
-  EXPECT_EQ(percentile_threshold(b, 99), sh_hist_lower(sh_hist_index(50'000)));  // rank 99 of 100
-  EXPECT_EQ(percentile_threshold(b, 99.5), sh_hist_lower(sh_hist_index(900'000)));  // rank 100
+  EXPECT_EQ(percentile_threshold(b, 99), sh_hist_lower(sh_hist_index(50'000)));  // rank 990 of 1000
+  EXPECT_EQ(percentile_threshold(b, 99.5), 0u) << "5 events above p99.5 of 1000: too few, off";
+  b[sh_hist_index(1000)] = 1980;
+  EXPECT_EQ(percentile_threshold(b, 99.5), sh_hist_lower(sh_hist_index(900'000)));  // rank 1990 of 2000
+  // A first interval of a few events (serve's first sample): off, not armed at their largest.
+  std::vector<uint64_t> few(SH_HIST_BUCKETS, 0);
+  few[sh_hist_index(20'000)] = 80;
+  few[sh_hist_index(2'000'000)] = 6;
+  EXPECT_EQ(percentile_threshold(few, 99), 0u);
+  EXPECT_EQ(percentile_threshold(few, 90), 0u) << "8.6 above p90: below 10";
 }
 
 // Raw records to a batch: time order across CPUs, each stack once, symbols not addresses.

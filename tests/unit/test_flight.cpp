@@ -248,6 +248,22 @@ TEST(Flight, HeldSamplesStayUnderFlightMemAndAFileSaysItStartsLater) {
   EXPECT_NE(fr.summary().find(" held samples dropped early (--flight-mem)"), std::string::npos) << fr.summary();
 }
 
+TEST(Flight, ADirItMadeAndLeftEmptyGoesAgain) {
+  const Meta m = flight_meta();
+  TempDir dir("flight_rmdir");
+  const std::string made = dir / "made", kept = dir / "kept";
+  {
+    FlightRun run;
+    FlightRecorder fr(made, run.opts(5 * kS));  // made here, no firing
+    EXPECT_TRUE(std::filesystem::is_directory(made));
+    for (auto& s : flight_samples(m, 5, {})) fr.add(s, m);
+  }
+  EXPECT_FALSE(std::filesystem::exists(made)) << "made by the run, nothing written: removed";
+  ASSERT_EQ(::mkdir(kept.c_str(), 0755), 0);
+  { FlightRun run; FlightRecorder fr(kept, run.opts(5 * kS)); }
+  EXPECT_TRUE(std::filesystem::is_directory(kept)) << "the user's own DIR stays";
+}
+
 TEST(Flight, ATakenNameGetsASuffixAndAPlantedLinkIsNotFollowed) {
   const Meta m = flight_meta();
   TempDir dir("flight_names");

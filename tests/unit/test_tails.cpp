@@ -9,6 +9,7 @@
 
 #include "analysis/report.h"
 #include "analysis/tails.h"
+#include "probe/catch_rules.h"
 #include "command/export.h"
 #include "command/report.h"
 #include "output/export.h"
@@ -242,6 +243,27 @@ TEST(Tails, OneEventPerCpuInFlightAtAnEdgeIsAccounted) {
   EXPECT_NE(text.find(": 1 in flight at the window's edges (at most one per CPU"), std::string::npos) << text;
 }
 
+TEST(Tails, ARuleEditedLiveIsNotCheckedAndSaysWhen) {
+  // top's rule editor left its NOTE on the probe (LiveSession::set_catch_threshold): the
+  // start's threshold no longer holds for the whole window.
+  Case c = make_case(/*extra=*/2);
+  const int p = c.m.probe_index("cpupri_set");
+  c.m.probes[size_t(p)].status.notes.push_back(std::string(kCatchEditedNote) +
+                                               " cpupri_set at +1.5 s: cpupri_set>5us (armed at 5120 ns)");
+  const nlohmann::json r = report(c);
+  const auto& t = r["tails"][0];
+  EXPECT_TRUE(t["accounted"].is_null());
+  EXPECT_TRUE(t["in_flight"].is_null());
+  EXPECT_EQ(t["edited_live"], "cpupri_set at +1.5 s: cpupri_set>5us (armed at 5120 ns)");
+  EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find("; edited live (cpupri_set at +1.5 s: cpupri_set>5us (armed at 5120 ns)): before that the "
+                      "threshold was this one, so the histogram check is not made"),
+            std::string::npos)
+      << text;
+  EXPECT_EQ(text.find("not accounted for"), std::string::npos) << text;
+}
+
 TEST(Tails, NotAccountedWhenTheHistogramHasMore) {
   const nlohmann::json r = report(make_case(/*extra=*/2));
   const auto& t = r["tails"][0];
@@ -320,7 +342,7 @@ TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
   EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
   EXPECT_TRUE(t["histogram_above"].is_null());
   EXPECT_TRUE(t["accounted"].is_null());
-  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed at each sample from the running histogram; disarmed until the probe has counted)"),
+  EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed at each sample from the running histogram; disarmed until the probe has counted 10 events above it)"),
             std::string::npos);
 }
 
