@@ -115,7 +115,7 @@ std::vector<Line> render_tails(const TailsFrame& f, int width) {
     if (edited)
       out.push_back(Line().add(
           fmt::format("  threshold edited at +{:.1f} s: the checks over it are skipped{}", double(edited - f.t0_mono_ns) / 1e9,
-                      f.recording ? "; the recording's META keeps the start's threshold (report's check holds before the edit only)"
+                      f.recording ? "; the recording keeps the start's threshold and a NOTE of the edit (report skips its check)"
                                   : ""),
           Role::dim));
     out.push_back(count_line(fmt::format("interval {:.2f} s", f.iv_seconds), ti, f.iv_seconds,

@@ -715,7 +715,7 @@ TEST(TuiTailsLayout, NoRulesSaysHowToGetThem) {
   f.rules = &none;
   const std::vector<Line> l = render_tails(f, 120);
   ASSERT_EQ(l.size(), 1u);
-  EXPECT_EQ(l[0].text, "no --catch rules in this run (record/top/serve --catch 'cpupri_set>20us')");
+  EXPECT_EQ(l[0].text, "no --catch rules in this run (record/top/serve --catch 'idle>1ms' or 'cpupri_set>20us')");
 }
 
 TEST(TuiTailsLayout, AnEditedRuleSaysWhichChecksItSkips) {
@@ -733,12 +733,12 @@ TEST(TuiTailsLayout, AnEditedRuleSaysWhichChecksItSkips) {
   for (const Line& l : render_tails(f, 400)) got.push_back(l.text);
   const std::vector<std::string> want = {
       "idle>500us  armed >= 507.9us, at most 20/s per CPU",
-      "  threshold edited at +30.0 s: the checks over it are skipped; the recording's META keeps the start's threshold "
-      "(report's check holds before the edit only)",
+      "  threshold edited at +30.0 s: the checks over it are skipped; the recording keeps the start's threshold and a "
+      "NOTE of the edit (report skips its check)",
       "  interval 1.00 s:        not counted (the probe is absent there)",
       "  no event received in this interval",
       "",
-      "cpupri_find>p99  not armed yet (p99: the histogram is empty), at most 20/s per CPU",
+      "cpupri_find>p99  not armed yet (p99: fewer than 10 events above it so far), at most 20/s per CPU",
       "  interval 1.00 s:        not counted (the probe is absent there)",
       "  no event received in this interval",
   };
