@@ -107,7 +107,7 @@ TailAccumulator::TailAccumulator(const Meta& meta) {
 
 void TailAccumulator::add(const CatchBatch& b) {
   ++batches_;
-  lost_ += b.lost;
+  lost_ = b.lost > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + b.lost;  // saturates: a crafted frame cannot wrap it to 0
   // Each stack's key, made once per batch (stacks are unique within a batch only).
   std::vector<std::string> keys(b.stacks.size());
   std::vector<char> made(b.stacks.size(), 0);
@@ -150,14 +150,17 @@ void TailAccumulator::add(const CatchBatch& b) {
       ++r.other_tasks;
     if (e.flags & SH_CATCH_F_IRQ) {
       ++r.irq_events;
-      r.irq_dur_ns += e.dur_ns;
+      const auto sat_add = [](uint64_t& a, uint64_t b) { a = b > UINT64_MAX - a ? UINT64_MAX : a + b; };
+      sat_add(r.irq_dur_ns, e.dur_ns);
       if (e.flags & SH_CATCH_F_IRQ_MORE) ++r.irq_more;
-      const uint64_t t[3] = {e.irq_ns, e.softirq_ns, e.nmi_ns};
+      // Each is inside the event's window (bpf/common.bpf.h sh_irq_overlap clips them): a
+      // crafted record's larger value is clipped to it, and the sums saturate.
+      const uint64_t t[3] = {std::min(e.irq_ns, e.dur_ns), std::min(e.softirq_ns, e.dur_ns), std::min(e.nmi_ns, e.dur_ns)};
       for (int k = 0; k < 3; ++k)
         if (t[k]) {
           ++r.with[k];
-          r.ns[k] += t[k];
-          r.with_dur_ns[k] += e.dur_ns;
+          sat_add(r.ns[k], t[k]);
+          sat_add(r.with_dur_ns[k], e.dur_ns);
         }
     }
     if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];

@@ -35,12 +35,18 @@ void TailExactJoin::add(const ExactBatch* exact, const CatchBatch* caught) {
   if (exact && caught) {
     std::vector<char> seen(rules_.size(), 0);  // rules with an event in this interval
     const Gen* gens[2] = {&gen_[1 - cur_], &gen_[cur_]};  // time order
+    // The cap grows with what the interval holds (16 scans per buffered access, at least
+    // 1 Mi), bounded by max_scan_: a small interval's events cannot cost a large one's.
+    uint64_t held = 0;
+    for (const Gen* g : gens)
+      for (const auto& v : g->by_cpu) held += v.size();
+    const uint64_t cap = std::min<uint64_t>(max_scan_, std::max<uint64_t>(uint64_t(1) << 20, 16 * held));
     uint64_t scanned = 0;
     for (const CaughtEvent& e : caught->events) {
       const int ri = tails_.rule_of(e.probe);
       if (ri < 0 || size_t(ri) >= rules_.size()) continue;
       Rule& r = rules_[size_t(ri)];
-      if (scanned > max_scan_) {
+      if (scanned > cap) {
         ++r.skipped;
         continue;
       }
@@ -160,8 +166,9 @@ std::string tail_exact_text(const nlohmann::json& tail) {
   out += fmt::format("; other CPUs touched their lines {} time{} inside", other, other == 1 ? "" : "s");
   if (own < events) out += fmt::format(" ({} had no --exact record of their CPU inside)", events - own);
   if (x.contains("not_looked_at") && x["not_looked_at"].is_number_unsigned() && x["not_looked_at"].get<uint64_t>())
-    out += fmt::format("; {} not looked at (the join's cap of {} accesses scanned per interval)",
-                       x["not_looked_at"].get<uint64_t>(), TailExactJoin::kMaxScanPerInterval);
+    out += fmt::format("; {} not looked at (the join's cap on accesses scanned per interval: 16 per access held, "
+                       "1 Mi to 64 Mi)",
+                       x["not_looked_at"].get<uint64_t>());
   if (const uint64_t lost = x["lost"].get<uint64_t>())
     out += fmt::format("; {} --exact records lost in their intervals: lower bounds", lost);
   return out + "\n";

@@ -11,7 +11,8 @@
 // ends in the interval its batch belongs to and may start in the one before), indexed by
 // CPU and by line; an event costs a binary search in its CPU's accesses, a pass over those
 // inside its window, and two binary searches per line they reached. A crafted recording
-// (a million overlapping events on one CPU) is bounded by kMaxScanPerInterval: past it an
+// (a million overlapping events on one CPU) is bounded: an interval's events scan at most
+// 16 accesses per access buffered (at least 1 Mi, at most kMaxScanPerInterval); past it the
 // interval's remaining events are not looked at (counted: "not_looked_at").
 #pragma once
 #include <cstdint>
@@ -35,7 +36,8 @@ class TailExactJoin : public ExactObserver {
   static constexpr uint64_t kMaxScanPerInterval = uint64_t(64) << 20;
   /// tails decides each event's rule (TailAccumulator::rule_of()); it must outlive the
   /// join. rules: the number of rules (Meta::catch_rules.size()).
-  /// max_scan: the interval's cap on accesses scanned (kMaxScanPerInterval; tests lower it).
+  /// max_scan: the most an interval's events may scan whatever it holds (tests lower it;
+  /// the cap is also at least 1 Mi and at most 16 per access buffered).
   TailExactJoin(const TailAccumulator& tails, size_t rules, uint64_t max_scan = kMaxScanPerInterval);
 
   /// ExactObserver: one replayed access (time order), buffered for the events.

@@ -104,7 +104,11 @@ FlightRecorder::~FlightRecorder() {
 
 void FlightRecorder::failed(const std::exception& e) {
   ++st_.failed;
-  if (auto& f = o_.error ? o_.error : o_.say) f(fmt::format("flight: {}: {}; the run goes on", path_, e.what()));
+  const std::string what = e.what();
+  // The writer's errors name the file already: not twice.
+  const bool named = what.rfind(path_, 0) == 0;
+  if (auto& f = o_.error ? o_.error : o_.say)
+    f(named ? fmt::format("flight: {}; the run goes on", what) : fmt::format("flight: {}: {}; the run goes on", path_, what));
   if (w_) {
     st_.bytes += w_->bytes();
     try {

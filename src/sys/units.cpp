@@ -41,7 +41,7 @@ uint64_t parse_duration_ns(const std::string& s, const char* what) {
   else if (unit == "h") mult = 3600e9;
   else throw std::invalid_argument(fmt::format("{} '{}': unknown unit '{}' (use us, ms, s, m or h)", what, s, unit));
   double ns = v * mult;
-  if (ns > 1e18) throw std::invalid_argument(fmt::format("{} '{}' is too long", what, s));
+  if (ns > 1e18) throw std::invalid_argument(fmt::format("{} '{}' is too long (at most 1e18 ns, 31 years)", what, s));
   return static_cast<uint64_t>(ns);
 }
 

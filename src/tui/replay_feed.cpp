@@ -264,10 +264,21 @@ std::string ReplayFeed::jump_worst(const std::function<double(const Interval&)>&
 
 TailsSoFar ReplayFeed::tails_so_far() {
   if (meta().catch_rules.empty() || !k_) return {};
-  if (!tails_ || tails_file_ != files_ || tails_next_ > k_ + 1) {  // a new file, or a step back: from the start
+  if (!tails_ || tails_file_ != files_) {  // a new file: from the start
     tails_.emplace(meta());
     tails_next_ = 0;
     tails_file_ = files_;
+    tails_ckpt_.clear();
+  } else if (tails_next_ > k_ + 1) {  // a step back: from the nearest checkpoint at or before k_
+    auto it = tails_ckpt_.upper_bound(k_);
+    if (it == tails_ckpt_.begin()) {
+      tails_.emplace(meta());
+      tails_next_ = 0;
+    } else {
+      --it;
+      tails_.emplace(it->second);
+      tails_next_ = it->first;
+    }
   }
   if (tails_next_ <= k_) {
     reader_after_k_ = false;  // the cursor moves: the next seek() seeks
@@ -288,6 +299,9 @@ TailsSoFar ReplayFeed::tails_so_far() {
         tails_start_ = s;
       else if (s.caught)
         tails_->add(*s.caught);
+      const size_t n = tails_next_ + 1;  // tails_ now holds the batches before sample n
+      if (n % kTailsCheckpoint == 0 && tails_ckpt_.size() < kTailsCheckpoints && !tails_ckpt_.count(n))
+        tails_ckpt_.emplace(n, *tails_);
     }
   }
   return {&tails_start_, &*tails_};

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <map>
 #include <optional>
 
 #include "model/interval_cursor.h"
@@ -120,6 +121,11 @@ class ReplayFeed : public TuiFeed {
   std::optional<TailAccumulator> tails_;
   size_t tails_next_ = 0;
   int tails_file_ = 0;
+  /// Copies of tails_ as it stood before sample n (n a multiple of kTailsCheckpoint, at most
+  /// kTailsCheckpoints of them): a step back restarts from the nearest one at or before the
+  /// sample, not from the file's start (a 1 h recording's step back read all of it).
+  static constexpr size_t kTailsCheckpoint = 64, kTailsCheckpoints = 256;
+  std::map<size_t, TailAccumulator> tails_ckpt_;
 };
 
 }  // namespace schedhot::tui

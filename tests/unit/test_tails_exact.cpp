@@ -291,6 +291,6 @@ TEST(TailsExact, OverlappingWindowsStopAtTheScanCap) {
   EXPECT_EQ(x["transfers"].get<uint64_t>(), 3u);       // CPU 1's first write, in each window
   EXPECT_EQ(x["other_accesses"].get<uint64_t>(), 6u);  // CPU 2's two, in each window
   nlohmann::json tail = {{"exact", x}, {"events_received", 6}};
-  EXPECT_NE(tail_exact_text(tail).find("; 3 not looked at (the join's cap of"), std::string::npos)
+  EXPECT_NE(tail_exact_text(tail).find("; 3 not looked at (the join's cap on accesses scanned"), std::string::npos)
       << tail_exact_text(tail);
 }

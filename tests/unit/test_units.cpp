@@ -37,7 +37,7 @@ TEST(Units, DurationsIntervalsAndSizes) {
   EXPECT_EQ(error_of([] { parse_duration_ns("0x10", "--p99-flag"); }), "--p99-flag '0x10' is not a non-negative number");
   EXPECT_EQ(error_of([] { parse_duration_ns(" 5us", "--p99-flag"); }), "--p99-flag ' 5us' is not a non-negative number");
   EXPECT_EQ(parse_duration_ns(".5s", "--at"), 500000000u);
-  EXPECT_EQ(error_of([] { parse_duration_ns("1e12h", "--to"); }), "--to '1e12h' is too long");
+  EXPECT_EQ(error_of([] { parse_duration_ns("1e12h", "--to"); }), "--to '1e12h' is too long (at most 1e18 ns, 31 years)");
   EXPECT_EQ(error_of([] { parse_interval_ns("5ms"); }), "-i/--interval must be at least 10ms");
   EXPECT_EQ(parse_interval_ns("24h"), kMaxIntervalNs);
   EXPECT_EQ(error_of([] { parse_interval_ns("25h"); }), "-i/--interval must be at most 24h");
