@@ -332,15 +332,7 @@ const std::vector<StackFrame> kS3 = {fr("cpupri_set", 0x10), fr("", 0)};
 /// interval's caught events `events` (stack, duration), counted by the slot's caught counter.
 std::string write_tails_rec(const std::string& name, bool rule, const std::vector<std::pair<int, uint64_t>>& events) {
   Meta m = synthetic_meta(2);
-  if (rule) {
-    CatchRule r;
-    r.probe = "cpupri_set";
-    r.text = "cpupri_set>20us";
-    r.asked_ns = 20'000;
-    r.threshold_ns = sh_hist_lower(sh_hist_index(20'000));
-    r.per_sec = 100;
-    apply_catch_rules(m, {r});
-  }
+  if (rule) apply_catch_rules(m, {fixed_catch_rule("cpupri_set", 20'000)});
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
   std::filesystem::remove(path);
   RecordingWriter w(path, m, WriterOptions{});

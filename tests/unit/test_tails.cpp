@@ -40,15 +40,7 @@ class ListSource : public SampleSource {
   size_t i_ = 0;
 };
 
-CatchRule rule(const std::string& probe, uint64_t asked_ns) {
-  CatchRule r;
-  r.probe = probe;
-  r.text = probe + ">" + std::to_string(asked_ns / 1000) + "us";
-  r.asked_ns = asked_ns;
-  r.threshold_ns = sh_hist_lower(sh_hist_index(asked_ns));
-  r.per_sec = 100;
-  return r;
-}
+CatchRule rule(const std::string& probe, uint64_t asked_ns) { return fixed_catch_rule(probe, asked_ns); }
 
 std::vector<StackFrame> stack(std::initializer_list<std::pair<const char*, uint64_t>> frames) {
   std::vector<StackFrame> v;

@@ -24,13 +24,7 @@ Meta tails_exact_meta() {
   for (uint32_t c = 0; c < 4; ++c) m.host.topology.push_back({int(c), 0, 0, int(c / 2), 0, 0});
   m.layout = assumed_layout("6.12.0", 64);
   m.start_mono_ns = 10 * kSec;
-  CatchRule r;
-  r.probe = "cpupri_set";
-  r.text = "cpupri_set>10us";
-  r.asked_ns = 10'000;
-  r.threshold_ns = sh_hist_lower(sh_hist_index(10'000));
-  r.per_sec = 100;
-  apply_catch_rules(m, {r});
+  apply_catch_rules(m, {fixed_catch_rule("cpupri_set", 10'000)});
   return m;
 }
 

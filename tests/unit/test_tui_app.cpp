@@ -1218,21 +1218,20 @@ TEST(TuiTails, TheRuleEditorSaysWhenThereAreNoRules) {
 TEST_F(CatchReplay, AStepBackRestartsFromACheckpointWithTheSameFigures) {
   // 70 samples: a checkpoint before sample 64. Stepping back from 69 to 66 restarts there
   // (ReplayFeed::kTailsCheckpoint), and must show what a fresh replay at 66 shows.
+  const auto fresh_at = [](size_t k) {  // a new replay's tails view at sample k
+    CatchUi f;
+    EXPECT_TRUE(f.feed->seek(k));
+    f.app->on_key('a');
+    return tails_lines(f.screen(200, 60));
+  };
   ASSERT_TRUE(feed->seek(feed->samples() - 1));
   app->on_key('a');
   const std::vector<std::string> at_end = tails_lines(screen(200, 60));
   ASSERT_TRUE(feed->seek(66));
-  const std::vector<std::string> back = tails_lines(screen(200, 60));
-  CatchUi fresh;
-  ASSERT_TRUE(fresh.feed->seek(66));
-  fresh.app->on_key('a');
-  const std::vector<std::string> want = tails_lines(fresh.screen(200, 60));
+  const std::vector<std::string> back = tails_lines(screen(200, 60)), want = fresh_at(66);
   ASSERT_GE(want.size(), 4u);
   EXPECT_NE(at_end, want);
   EXPECT_EQ(back, want) << fmt::format("{}", fmt::join(back, "\n"));
   ASSERT_TRUE(feed->seek(3));  // before the first checkpoint: from the start
-  CatchUi fresh3;
-  ASSERT_TRUE(fresh3.feed->seek(3));
-  fresh3.app->on_key('a');
-  EXPECT_EQ(tails_lines(screen(200, 60)), tails_lines(fresh3.screen(200, 60)));
+  EXPECT_EQ(tails_lines(screen(200, 60)), fresh_at(3));
 }

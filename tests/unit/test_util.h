@@ -10,6 +10,18 @@ namespace schedhot::testing {
 
 /// A Meta for this build's catalog with ncpus CPUs online; probes listed in
 /// unavailable are not attached.
+/// A fixed --catch rule "PROBE>Nus" (asked_ns a whole number of us) armed at its bucket's
+/// lower bound, at most 100 events/s per CPU, as parse_catch_rules would make it.
+inline CatchRule fixed_catch_rule(const std::string& probe, uint64_t asked_ns) {
+  CatchRule r;
+  r.probe = probe;
+  r.text = probe + ">" + std::to_string(asked_ns / 1000) + "us";
+  r.asked_ns = asked_ns;
+  r.threshold_ns = sh_hist_lower(sh_hist_index(asked_ns));
+  r.per_sec = 100;
+  return r;
+}
+
 inline Meta synthetic_meta(uint32_t ncpus, std::vector<std::string> unavailable = {}) {
   std::vector<ProbeStatus> st;
   for (auto& p : probe_catalog()) {
