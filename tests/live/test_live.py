@@ -214,11 +214,23 @@ elif any(n.startswith("tick_broadcast_lock address unknown") for n in bw["notes"
     check("address was not learned" in bw.get("blind", ""), f"bcast_wait with an unlearned lock address is blind: {bw.get('blind')}")
 idle = probes_rep["idle"]
 if idle["counters"]:
-    check(idle["counters"]["exits"]["rate_per_s"] > 1, f"idle exits/s > 1 under load (got {idle['counters']['exits']['rate_per_s']})")
-    check(sum(1 for row in j["cpus"] if (row["idle/s"] or 0) > 0) >= 1, "some CPU has a non-zero idle rate")
-    lat = idle["latency_ns"]
-    check(lat is not None and lat["p10"] <= lat["p50"] <= lat["p90"] <= lat["p98"] <= lat["p99"] <= lat["max"],
-          f"idle residency percentiles are ordered ({lat})")
+    # A host saturated by other work (a parallel build beside the tests) may never idle in
+    # the window: when ftrace's independent count agrees that no CPU left idle, the rate
+    # checks give way to "schedhot counted none either" (the per-CPU comparison below).
+    never_idled = False
+    if oracle_result is not None:
+        t0, t1 = j["window"]["start_mono_ns"], j["window"]["end_mono_ns"]
+        never_idled = not any(t0 < t <= t1 for ts in oracle_result[0].values() for t in ts)
+    if never_idled:
+        print("ftrace saw no idle exit in the window (the host never idled): idle rate checks skipped")
+        check(idle["counters"]["exits"]["total"] == 0,
+              f"no idle exit counted when ftrace saw none (got {idle['counters']['exits']['total']})")
+    else:
+        check(idle["counters"]["exits"]["rate_per_s"] > 1, f"idle exits/s > 1 under load (got {idle['counters']['exits']['rate_per_s']})")
+        check(sum(1 for row in j["cpus"] if (row["idle/s"] or 0) > 0) >= 1, "some CPU has a non-zero idle rate")
+        lat = idle["latency_ns"]
+        check(lat is not None and lat["p10"] <= lat["p50"] <= lat["p90"] <= lat["p98"] <= lat["p99"] <= lat["max"],
+              f"idle residency percentiles are ordered ({lat})")
     # The independent count: ftrace's power:cpu_idle exits between the first and last
     # sample, CPU by CPU. Each event is counted by both within microseconds, so only events
     # at the window's two edges can fall on different sides of it. A CPU where ftrace
