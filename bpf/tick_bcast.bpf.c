@@ -17,6 +17,29 @@ char LICENSE[] SEC("license") = "Dual BSD/GPL";
 __u64 sh_bcast_lock_addr = 0;   /* &tick_broadcast_lock, 0 = unknown */
 __u32 sh_bcast_learn = 0;       /* 1: send stacks of contentions to learn it */
 
+/* bcast_wait's holder (abi.h struct sh_bcast_holder): .rodata sh_bcast_hold 1 when user
+ * space created the shared state map (a bcast_wait rule at start; 0: the verifier drops
+ * all of it), sh_bcast_ncpus its entries. .bss sh_bcast_exit_mask: the sites whose exit
+ * program is attached (written after attach): only they write a state, which their exit
+ * clears again. */
+const volatile __u32 sh_bcast_hold = 0;
+const volatile __u32 sh_bcast_ncpus = 1;
+__u32 sh_bcast_exit_mask = 0;
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, __u32);
+	__type(value, struct sh_bcast_holder);
+	__uint(max_entries, 1);
+} sh_bcast_holders SEC(".maps");
+
+static __always_inline struct sh_bcast_holder *bcast_my_holder(void)
+{
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return bpf_map_lookup_elem(&sh_bcast_holders, &cpu);
+}
+
 /* Per-CPU cap on stacks sent while learning. */
 #define SH_LEARN_CAP 4096
 
@@ -42,11 +65,38 @@ static __always_inline void bcast_site_hit(void *ctx, __u32 site)
 	sh_access(ctx, SH_P_BCAST_LOCK, SH_WORD(struct sh_bcast_lock_slot, calls) + (__u16)SH_BOUND(i, SH_BCAST_SITES), 0);
 }
 
+/* The holder state at site i's entry (now: 0 reads the clock) and exit. */
+static __always_inline void bcast_site_enter(__u32 site, __u64 now)
+{
+	struct sh_bcast_holder *h;
+
+	if (!sh_bcast_hold || site >= SH_BCAST_SITES || !(sh_bcast_exit_mask & (1u << site)))
+		return;
+	h = bcast_my_holder();
+	if (h)
+		h->state = ((now ? now : bpf_ktime_get_ns()) << SH_HOLD_TS_SHIFT) | (site + 1);
+}
+
+static __always_inline void bcast_site_exit(void)
+{
+	struct sh_bcast_holder *h;
+
+	if (!sh_bcast_hold)
+		return;
+	h = bcast_my_holder();
+	if (h)
+		h->state = 0;
+}
+
 #define BCAST_SITE(i)                                         \
 	SEC("fentry")                                         \
-	int BPF_PROG(bcast_lock__fentry_##i) { bcast_site_hit(ctx, i); return 0; } \
+	int BPF_PROG(bcast_lock__fentry_##i) { bcast_site_hit(ctx, i); bcast_site_enter(i, 0); return 0; } \
 	SEC("kprobe")                                         \
-	int BPF_KPROBE(bcast_lock__kprobe_##i) { bcast_site_hit(ctx, i); return 0; }
+	int BPF_KPROBE(bcast_lock__kprobe_##i) { bcast_site_hit(ctx, i); bcast_site_enter(i, 0); return 0; } \
+	SEC("fexit")                                          \
+	int BPF_PROG(bcast_lock__fexit_##i) { bcast_site_exit(); return 0; } \
+	SEC("kretprobe")                                      \
+	int BPF_KRETPROBE(bcast_lock__kretprobe_##i) { bcast_site_exit(); return 0; }
 
 BCAST_SITE(0)
 BCAST_SITE(1)
@@ -58,6 +108,79 @@ BCAST_SITE(6)
 BCAST_SITE(7)
 
 /* ---- bcast_wait: contention on tick_broadcast_lock -------------------- */
+
+struct bcast_scan {
+	__u32 self;
+	__u32 best;       /* holder CPU + 1, 0: none yet */
+	__u32 cands;
+	__u32 site;
+	__u64 best_ts;    /* its site entry time */
+};
+
+/* One CPU's state for bcast_holder_scan (a bpf_loop callback). */
+static long bcast_scan_one(__u64 i, void *data)
+{
+	struct bcast_scan *sc = data;
+	__u32 cpu = (__u32)i;
+	struct sh_bcast_holder *h;
+	__u64 st, ts;
+
+	if (cpu == sc->self)
+		return 0;
+	h = bpf_map_lookup_elem(&sh_bcast_holders, &cpu);
+	if (!h)
+		return 1;
+	st = h->state;
+	if (!(st & SH_HOLD_SITE) || (st & SH_HOLD_WAITING))
+		return 0;
+	ts = st >> SH_HOLD_TS_SHIFT;
+	if (sc->cands < 0xfff)
+		sc->cands++;
+	if (!sc->best || ts < sc->best_ts) {
+		sc->best = cpu + 1;
+		sc->best_ts = ts;
+		sc->site = (__u32)(st & SH_HOLD_SITE) - 1;
+	}
+	return 0;
+}
+
+/* At contention_begin on the lock at now: marks this CPU waiting and finds the holder
+ * among the other CPUs' states (one read each), kept in this CPU's found word for the
+ * wait's end (the bcast_wait detail, abi.h SH_HOLD_D_*). */
+static __always_inline void bcast_holder_scan(__u64 now)
+{
+	struct sh_bcast_holder *me;
+	struct bcast_scan sc = {};
+	__u64 inside = 0;
+
+	if (!sh_bcast_hold)
+		return;
+	me = bcast_my_holder();
+	if (!me)
+		return;
+	me->state |= SH_HOLD_WAITING;
+	sc.self = bpf_get_smp_processor_id();
+	bpf_loop(sh_bcast_ncpus, bcast_scan_one, &sc, 0);
+	if (sc.best && (now << SH_HOLD_TS_SHIFT >> SH_HOLD_TS_SHIFT) > sc.best_ts)
+		inside = (now << SH_HOLD_TS_SHIFT >> SH_HOLD_TS_SHIFT) - sc.best_ts;
+	if (inside > 0xffffffffull)
+		inside = 0xffffffffull;
+	me->found = (__u64)sc.best | ((__u64)(sc.site & 0xf) << 16) | ((__u64)sc.cands << 20) | (inside << 32);
+}
+
+/* At contention_end on the lock: this CPU no longer waits; the detail of its wait. */
+static __always_inline __u64 bcast_holder_end(void)
+{
+	struct sh_bcast_holder *me;
+
+	if (!sh_bcast_hold)
+		return 0;
+	me = bcast_my_holder();
+	if (!me)
+		return 0;
+	me->state &= ~SH_HOLD_WAITING;
+	return me->found | SH_CATCH_DETAIL_SET;
+}
 
 static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __u64 lock, __u64 now)
 {
@@ -71,6 +194,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 		SH_INC(&s->contentions);
 		s->ts = now;
 		sh_access(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions), now);
+		bcast_holder_scan(now);
 	}
 	return s;
 }
@@ -78,17 +202,18 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 static __always_inline void bcast_end_core(void *ctx, __u64 lock, __u64 now)
 {
 	struct sh_bcast_wait_slot *s;
-	__u64 want = sh_bcast_lock_addr;
+	__u64 want = sh_bcast_lock_addr, detail;
 
 	if (!want || lock != want)
 		return;
+	detail = bcast_holder_end();
 	s = SH_THIS_SLOT(bcast_wait_slots);
 	if (!s || !s->ts)
 		return;
 	if (now >= s->ts) {
 		sh_hist_add(&s->lat, now - s->ts);
 		SH_INC(&s->ends);
-		sh_catch_note(ctx, SH_P_BCAST_WAIT, &s->c, s->ts, now, 0);
+		sh_catch_note(ctx, SH_P_BCAST_WAIT, &s->c, s->ts, now, detail);
 	}
 	s->ts = 0;
 }
@@ -130,13 +255,18 @@ int test_bcast_lock(__u64 *ctx)
 	return 0;
 }
 
-/* ctx: op (0 begin, 1 end), lock address, timestamp ns */
+/* ctx: op (0 begin, 1 end, 2 enter site ctx[1], 3 leave the site), lock address or
+ * site, timestamp ns */
 SEC("raw_tp")
 int test_bcast_wait(__u64 *ctx)
 {
 	if (ctx[0] == 0)
 		bcast_begin_core(ctx, ctx[1], ctx[2]);
-	else
+	else if (ctx[0] == 1)
 		bcast_end_core(ctx, ctx[1], ctx[2]);
+	else if (ctx[0] == 2)
+		bcast_site_enter((__u32)ctx[1], ctx[2]);
+	else
+		bcast_site_exit();
 	return 0;
 }

@@ -269,7 +269,8 @@ struct sh_catch {
 				  * *_ns are lower bounds */
 #define SH_CATCH_F_DETAIL    4   /* detail holds the probe's own value (below) */
 /* sh_catch_rec.detail by probe: cpupri_set: (old + 1) << 16 | (new + 1), converted
- * priorities (0: invalid); idle: the idle state index; others: 0 (no flag). */
+ * priorities (0: invalid); idle: the idle state index; bcast_wait (with the holder
+ * state, struct sh_bcast_holder): the SH_HOLD_D_* fields below; others: 0 (no flag). */
 struct sh_catch_rec {
 	__u64 ts;               /* CLOCK_MONOTONIC ns at the event's end */
 	__u64 dur_ns;           /* the duration the histogram counted */
@@ -391,6 +392,32 @@ struct sh_bcast_wait_slot {
 	struct sh_hist lat;  /* wait time begin -> end, ns */
 	struct sh_catch c;   /* --catch counts */
 } __attribute__((aligned(SH_SLOT_ALIGN)));
+
+/*
+ * bcast_wait's holder (--catch with a bcast_wait rule): who held tick_broadcast_lock
+ * when a CPU began to wait. Each CPU keeps its own state, written only by itself: the
+ * lock-taking site it is inside (bcast_lock's entry and exit programs, the exits
+ * attached only for this) and whether it waits on the lock (contention_begin/end). A
+ * waiter, at contention_begin on the lock, reads the other CPUs' states: the holder is
+ * a CPU inside a site and not waiting (the earliest in, when several are). One array map
+ * of these, one element per possible CPU, created by user space and shared by the
+ * bcast_lock and bcast_wait objects.
+ */
+#define SH_HOLD_SITE     0xfull     /* state: site + 1, 0 = inside no site */
+#define SH_HOLD_WAITING  0x10ull    /* state: between contention_begin and _end on the lock */
+#define SH_HOLD_TS_SHIFT 8          /* state: the site's entry time ns << SH_HOLD_TS_SHIFT */
+struct sh_bcast_holder {
+	__u64 state;    /* (entry ns << SH_HOLD_TS_SHIFT) | waiting | (site + 1) */
+	__u64 found;    /* this CPU's last contention_begin: the detail below */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+/* The bcast_wait detail (sh_catch_rec.detail): holder CPU + 1 (0: no CPU was inside
+ * a site and not waiting), its site (kBcastSites index), how many CPUs were (capped
+ * at 0xfff) and how long the holder had been inside its site when the wait began
+ * (ns, capped at 2^32 - 1). */
+#define SH_HOLD_D_CPU(d)       ((d) & 0xffffull)
+#define SH_HOLD_D_SITE(d)      (((d) >> 16) & 0xfull)
+#define SH_HOLD_D_CANDS(d)     (((d) >> 20) & 0xfffull)
+#define SH_HOLD_D_INSIDE_NS(d) ((d) >> 32)
 
 /* power:cpu_idle on one CPU. */
 #define SH_IDLE_STATES 8

@@ -45,6 +45,14 @@ std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios) {
     return fmt::format("{}->{}", cpupri_class(oldp, nr_prios), cpupri_class(newp, nr_prios));
   }
   if (probe == SH_P_IDLE) return fmt::format("state {}", detail);
+  if (probe == SH_P_BCAST_WAIT) {
+    // abi.h SH_HOLD_D_*: who held tick_broadcast_lock when the wait began.
+    const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail), cands = SH_HOLD_D_CANDS(detail);
+    if (!cpu) return "holder not seen (no other CPU inside a lock-taking site)";
+    const std::string where = site < kBcastSites.size() ? kBcastSites[site] : fmt::format("site {}", site);
+    return cands > 1 ? fmt::format("holder CPU {} in {} (the earliest in of {} CPUs inside a site)", cpu - 1, where, cands)
+                     : fmt::format("holder CPU {} in {}", cpu - 1, where);
+  }
   return std::to_string(detail);
 }
 

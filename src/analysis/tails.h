@@ -26,7 +26,9 @@ std::string frame_text(const StackFrame& f);
 std::string caught_probe_name(uint16_t id);
 
 /// A caught event's detail (SH_CATCH_F_DETAIL) in words: the cpupri transition
-/// ("RT->NORMAL") for cpupri_set, "state 2" for idle, the number for any other probe.
+/// ("RT->NORMAL") for cpupri_set, "state 2" for idle, the holder ("holder CPU 3 in
+/// __tick_broadcast_oneshot_control", abi.h SH_HOLD_D_*) for bcast_wait, the number for
+/// any other probe.
 /// nr_prios: cpupri_nr_prios(meta).
 std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios);
 

@@ -61,13 +61,17 @@ AttachOptions attach_options(const LiveProbeOptions& o) {
 
 std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::function<void(const std::string&)>& warn) {
   if (std::string m = missing_privileges(); !m.empty()) throw LiveError(1, m);
-  const AttachOptions ao = attach_options(o);
+  AttachOptions ao = attach_options(o);
   std::vector<CatchRule> rules;
   if (!o.catch_rules.empty()) try {
       rules = parse_catch_rules(o.catch_rules, o.catch_per_sec);
     } catch (const std::invalid_argument& e) {
       throw LiveError(2, e.what());
     }
+  ao.bcast_holder = std::any_of(rules.begin(), rules.end(), [](const CatchRule& r) {
+    const ProbeSpec* p = find_probe(r.probe);
+    return p && p->id == SH_P_BCAST_WAIT;
+  });
   if (std::string w = raise_memlock(); !w.empty() && o.verbose && warn) warn(w);
   auto a = std::make_unique<Attached>();
   try {

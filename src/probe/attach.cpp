@@ -78,8 +78,14 @@ struct Loaded {
 class LibbpfLoader : public BpfLoader {
  public:
   /// exact: every object records --exact records into one perf map, created here.
-  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps, bool catch_armed)
+  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps, bool catch_armed, bool holder)
       : facts_(facts), ncpus_(ncpus) {
+    if (catch_armed && holder) {
+      holders_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_bcast_holders", sizeof(uint32_t),
+                                   sizeof(sh_bcast_holder), ncpus, nullptr);
+      if (holders_fd_ < 0)
+        throw std::runtime_error(fmt::format("--catch: cannot create the bcast_wait holder map: {}", strerror(errno)));
+    }
     if (catch_armed) {
       catch_rules_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_catch_rules", sizeof(uint32_t), sizeof(sh_catch_rule),
                                        SH_NPROBES, nullptr);
@@ -115,7 +121,7 @@ class LibbpfLoader : public BpfLoader {
     if (fails_fd_ >= 0) close(fails_fd_);
     if (gap_fd_ >= 0) close(gap_fd_);
     if (routes_fd_ >= 0) close(routes_fd_);
-    for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_})
+    for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_, holders_fd_})
       if (fd >= 0) close(fd);
   }
   /// --catch's shared maps (bpf/common.bpf.h), -1 without --catch.
@@ -250,6 +256,12 @@ class LibbpfLoader : public BpfLoader {
     if (catch_rules_fd_ >= 0) {
       if (int e = share_catch_maps(s)) return fail(r, -e, fmt::format("--catch: cannot share its maps: {}", errno_name(-e)));
     }
+    if (holders_fd_ >= 0) {
+      s->rodata->sh_bcast_hold = 1;
+      s->rodata->sh_bcast_ncpus = ncpus_;
+      if (int e = bpf_map__reuse_fd(s->maps.sh_bcast_holders, holders_fd_))
+        return fail(r, -e, fmt::format("--catch: cannot share the holder map: {}", errno_name(-e)));
+    }
     if (gap_fd_ >= 0) {
       s->rodata->sh_gaps = 1;
       int e = bpf_map__reuse_fd(s->maps.sh_gap_slots, gap_fd_);
@@ -345,6 +357,7 @@ class LibbpfLoader : public BpfLoader {
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
   int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1;
   int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1;
+  int holders_fd_ = -1;  ///< bcast_wait's holder state (AttachOptions::bcast_holder), -1 without
   bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
 };
 
@@ -356,7 +369,8 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   int n = libbpf_num_possible_cpus();
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
-  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps, opts.catch_armed);
+  auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps, opts.catch_armed,
+                                               opts.bcast_holder);
   if (opts.catch_armed) {
     catch_irq_reason_ = loader->load_irq_accounting(catch_irq_handle_);  // first: the probes' objects then read the rings
     catch_rules_fd_ = loader->catch_rules_fd();

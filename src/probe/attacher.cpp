@@ -137,13 +137,21 @@ LoadHandle load_sites_object(const ProbeModule& m, const std::vector<ProgRequest
   }
   for (size_t k = 0; k < progs.size(); ++k) {
     int e = k < r.attach_errs.size() ? r.attach_errs[k] : 0;
-    if (!e) continue;
-    for (auto& ss : sites)
-      if (ss.symbol == progs[k].target) {
+    const bool exit = progs[k].role == ProgRole::exit;
+    for (auto& ss : sites) {
+      if (ss.symbol != progs[k].target) continue;
+      if (exit) {
+        // An exit that failed leaves the site counted, without a holder state.
+        ss.exit_attached = !e;
+        ss.exit_error = e ? describe_attach_error(progs[k].backend, e, ss.symbol) : "";
+      } else if (e) {
         ss.attached = false;
         ss.error = describe_attach_error(progs[k].backend, e, ss.symbol);
       }
+    }
   }
+  for (auto& ss : sites)
+    if (!ss.attached) ss.exit_attached = false;
   return r.handle;
 }
 
@@ -179,15 +187,40 @@ void conclude_sites(LoadHandle kept, BpfLoader& loader, const std::vector<Attach
                           : why;
 }
 
+std::vector<ProgRequest> with_site_exits(const std::vector<ProgRequest>& entries) {
+  std::vector<ProgRequest> v;
+  for (const ProgRequest& p : entries) {
+    ProgRequest x = p;
+    x.role = ProgRole::exit;
+    x.retprobe = p.backend == Backend::kprobe;
+    v.push_back(x);
+  }
+  v.insert(v.end(), entries.begin(), entries.end());
+  return v;
+}
+
 void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
-                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out) {
+                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out,
+                  bool exits) {
   std::vector<ProgRequest> worked_alone;
   for (size_t i = 0; i < m.spec().symbols.size(); ++i) {
     std::optional<ProgRequest> worked;
     out.status.sites.push_back(try_site(m, plan, i, loader, refused, failures, nothing_to_try, worked));
     if (worked) worked_alone.push_back(*worked);
   }
-  const LoadHandle kept = load_sites_object(m, worked_alone, loader, out.status.sites);
+  LoadHandle kept = kNoLoad;
+  if (exits && !worked_alone.empty()) {
+    const std::vector<SiteStatus> before = out.status.sites;
+    kept = load_sites_object(m, with_site_exits(worked_alone), loader, out.status.sites);
+    if (kept == kNoLoad) {
+      // The exit programs must not cost the counts: the entries alone, as without them.
+      const std::string why = out.status.sites.empty() ? "" : out.status.sites.front().error;
+      out.status.sites = before;
+      for (auto& ss : out.status.sites)
+        if (ss.attached) ss.exit_error = "the object with the exit programs did not load: " + why;
+    }
+  }
+  if (kept == kNoLoad) kept = load_sites_object(m, worked_alone, loader, out.status.sites);
   conclude_sites(kept, loader, failures, nothing_to_try, out);
 }
 
@@ -303,7 +336,7 @@ AttachedProbe attach_probe(const ProbeModule& m, const KernelFacts& facts, const
   if (!m.check(facts, st, failures)) plan.candidates.clear();
 
   if (spec.kind == ProbeKind::sites)
-    attach_sites(m, plan, loader, refused, failures, nothing_to_try, out);
+    attach_sites(m, plan, loader, refused, failures, nothing_to_try, out, opts.bcast_holder);
   else
     attach_function(m, plan, loader, refused, failures, nothing_to_try, out);
   record_tried(std::move(failures), st);

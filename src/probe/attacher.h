@@ -47,6 +47,10 @@ struct AttachOptions {
   /// events' perf map and the interrupt rings (bpf/catch.bpf.c's programs attached, when
   /// they load: sh_catch_irq = 1); ProbeSet::set_catch_rule arms a probe's rule.
   bool catch_armed = false;
+  /// A bcast_wait rule at start (--catch): bcast_lock's sites attach their exit programs
+  /// too, and every object shares the holder state (abi.h struct sh_bcast_holder), so a
+  /// caught wait names the CPU and site that held tick_broadcast_lock.
+  bool bcast_holder = false;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):
@@ -81,8 +85,10 @@ SiteStatus try_site(const ProbeModule& m, const Plan& plan, size_t i, BpfLoader&
 /// A sites probe's second step: one object with every program that worked alone (progs),
 /// fentry and kprobe programs together, each attached on its own (LoadRequest::partial).
 /// A site whose program fails there, or every attached site when the object does not
-/// load, is marked unattached in sites with describe_attach_error's text. Returns the
-/// object, or kNoLoad when progs is empty or the load failed.
+/// load, is marked unattached in sites with describe_attach_error's text. An exit program
+/// (ProgRole::exit) that fails to attach leaves its site attached, with exit_error;
+/// exit_attached is set for each site whose exit attached. Returns the object, or kNoLoad
+/// when progs is empty or the load failed.
 LoadHandle load_sites_object(const ProbeModule& m, const std::vector<ProgRequest>& progs, BpfLoader& loader,
                              std::vector<SiteStatus>& sites);
 
@@ -94,11 +100,19 @@ LoadHandle load_sites_object(const ProbeModule& m, const std::vector<ProgRequest
 void conclude_sites(LoadHandle kept, BpfLoader& loader, const std::vector<AttachTry>& failures,
                     const std::string& nothing_to_try, AttachedProbe& out);
 
+/// The exit programs (ProgRole::exit, kretprobe for kprobe sites) of a sites probe's
+/// entries, first, then the entries: an exit attached before its entry never misses the
+/// end of a call it saw begin.
+std::vector<ProgRequest> with_site_exits(const std::vector<ProgRequest>& entries);
+
 /// Sites probe (ProbeKind::sites): try_site for each site, load_sites_object with every
 /// site that worked, conclude_sites. Fills out.status (sites, backend, symbol, reason) and out.handles;
-/// failures gets each backend's error once.
+/// failures gets each backend's error once. exits (AttachOptions::bcast_holder): the
+/// object also has each site's exit program (SiteStatus::exit_attached); when that object
+/// does not load, the entries alone are loaded as without exits (and exit_error says why).
 void attach_sites(const ProbeModule& m, const Plan& plan, BpfLoader& loader, Refusals& refused,
-                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out);
+                  std::vector<AttachTry>& failures, const std::string& nothing_to_try, AttachedProbe& out,
+                  bool exits = false);
 
 /// Function and tracepoint probes: every copy of the target tried with its own
 /// candidates, best first, each copy that attaches kept (sharing the first's slots);

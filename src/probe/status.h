@@ -26,6 +26,10 @@ struct SiteStatus {
   Backend backend = Backend::none;
   bool attached = false;
   std::string error;    ///< why not, when !attached
+  /// Its exit program (AttachOptions::bcast_holder: the holder state) attached too; else
+  /// exit_error says why (the site's calls are still counted).
+  bool exit_attached = false;
+  std::string exit_error;
 };
 
 /// One copy (entry point) of a function probe's target: compiler clones and same-name
@@ -79,6 +83,10 @@ inline constexpr std::string_view kLockAddrUnknownNote = "tick_broadcast_lock ad
 /// In a kLockAddrUnknownNote note when the address cannot be learned either: contention
 /// stacks cannot be symbolized without kallsyms addresses (hidden or unreadable).
 inline constexpr std::string_view kLockAddrUnlearnable = "cannot learn it from contention stacks";
+
+/// How bcast_lock's note starts when its sites' exits keep each CPU's holder state (abi.h
+/// struct sh_bcast_holder): "holder state: N of M attached sites keep ...".
+inline constexpr std::string_view kHolderNote = "holder state";
 
 /// One-line meaning of an attach or load error: errno name, meaning, and the likely
 /// cause for this backend (e.g. "fentry refused: EPERM (kernel lockdown or an LSM

@@ -21,6 +21,7 @@
 #include <random>
 #include <map>
 
+#include "analysis/tails.h"
 #include "model/gaps.h"
 #include "probe/catch_reader.h"
 #include "probe/catch_rules.h"
@@ -62,6 +63,11 @@ class Handlers : public ::testing::Test {
     skel_->rodata->sh_gaps = gaps_ ? 1 : 0;
     skel_->rodata->sh_catch_armed = catch_ ? 1 : 0;
     skel_->rodata->sh_catch_irq = catch_ ? 1 : 0;
+    if (holder_) {
+      bpf_map__set_max_entries(skel_->maps.sh_bcast_holders, ncpus_);
+      skel_->rodata->sh_bcast_hold = 1;
+      skel_->rodata->sh_bcast_ncpus = static_cast<__u32>(ncpus_);
+    }
     int err = schedhot_bpf__load(skel_);
     ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
                       << "): these tests need root and BPF_PROG_TEST_RUN for raw_tp\n"
@@ -96,6 +102,7 @@ class Handlers : public ::testing::Test {
   int ncpus_ = 0;
   bool gaps_ = false;  ///< load with the gap state on (sh_gaps = 1)
   bool catch_ = false; ///< load with --catch armed (sh_catch_armed, sh_catch_irq = 1)
+  bool holder_ = false; ///< load with bcast_wait's holder state (sh_bcast_hold = 1)
   schedhot_bpf* skel_ = nullptr;
 };
 
@@ -460,6 +467,90 @@ TEST_F(Catch, InterruptTimeInsideTheEvent) {
   EXPECT_EQ(e.softirq_ns, 1000u);
   EXPECT_EQ(e.nmi_ns, 50u);
   EXPECT_EQ(e.dur_ns, 9000u);
+}
+
+/// --catch with a bcast_wait rule: each CPU's holder state (abi.h struct sh_bcast_holder).
+class Holder : public Catch {
+ protected:
+  Holder() { holder_ = true; }
+  static constexpr uint64_t kLock = 0xffffffff82a00040ull;
+  enum Op : uint64_t { kBegin = 0, kEnd = 1, kEnter = 2, kLeave = 3 };
+  void op(Op o, uint64_t arg, uint64_t ts, int cpu) { run(skel_->progs.test_bcast_wait, {o, arg, ts}, cpu); }
+  sh_bcast_holder state(int cpu) { return slot<sh_bcast_holder>(skel_->maps.sh_bcast_holders, cpu); }
+};
+
+// A waiter names the CPU inside a lock-taking site and not waiting itself, its site and
+// how long it had been inside; the caught wait carries it as its detail.
+TEST_F(Holder, AWaiterNamesTheCpuInsideASite) {
+  using namespace schedhot;
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "needs two online CPUs";
+  skel_->bss->sh_bcast_lock_addr = kLock;
+  skel_->bss->sh_bcast_exit_mask = 0xff;
+  rule(SH_P_BCAST_WAIT, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+
+  op(kEnter, 2, 1'000'000, 1);  // CPU 1 enters site 2 (tick_handle_periodic_broadcast)
+  EXPECT_EQ(state(1).state, (1'000'000ull << SH_HOLD_TS_SHIFT) | 3u);
+  op(kBegin, kLock, 1'000'700, 0);  // CPU 0 waits 700 ns after it
+  EXPECT_TRUE(state(0).state & SH_HOLD_WAITING);
+  const uint64_t f = state(0).found;
+  EXPECT_EQ(SH_HOLD_D_CPU(f), 2u) << "CPU 1, + 1";
+  EXPECT_EQ(SH_HOLD_D_SITE(f), 2u);
+  EXPECT_EQ(SH_HOLD_D_CANDS(f), 1u);
+  EXPECT_EQ(SH_HOLD_D_INSIDE_NS(f), 700u);
+  op(kLeave, 0, 1'003'000, 1);
+  EXPECT_EQ(state(1).state, 0u);
+  op(kEnd, kLock, 1'005'000, 0);  // waited 4.3 us: caught
+  EXPECT_FALSE(state(0).state & SH_HOLD_WAITING);
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_EQ(b.events[0].probe, SH_P_BCAST_WAIT);
+  EXPECT_TRUE(b.events[0].flags & SH_CATCH_F_DETAIL);
+  EXPECT_EQ(b.events[0].detail, f);
+  EXPECT_EQ(caught_detail_text(SH_P_BCAST_WAIT, b.events[0].detail, 101), "holder CPU 1 in tick_handle_periodic_broadcast");
+
+  // Nobody inside a site: "not seen" (CPU 0), still a detail.
+  op(kBegin, kLock, 2'000'000, 0);
+  op(kEnd, kLock, 2'010'000, 0);
+  b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_TRUE(b.events[0].flags & SH_CATCH_F_DETAIL);
+  EXPECT_EQ(SH_HOLD_D_CPU(b.events[0].detail), 0u);
+  EXPECT_EQ(caught_detail_text(SH_P_BCAST_WAIT, b.events[0].detail, 101),
+            "holder not seen (no other CPU inside a lock-taking site)");
+
+  // A CPU inside a site but waiting on the lock itself is no holder; so is a site whose
+  // exit is not attached (its entry writes no state).
+  op(kEnter, 0, 3'000'000, 1);
+  op(kBegin, kLock, 3'000'100, 1);  // CPU 1 waits (inside site 0)
+  op(kBegin, kLock, 3'000'200, 0);
+  EXPECT_EQ(SH_HOLD_D_CPU(state(0).found), 0u);
+  op(kEnd, kLock, 3'000'300, 1);   // CPU 1 got it: the holder now
+  op(kEnd, kLock, 3'000'400, 0);
+  op(kBegin, kLock, 3'000'500, 0);
+  EXPECT_EQ(SH_HOLD_D_CPU(state(0).found), 2u);
+  EXPECT_EQ(SH_HOLD_D_SITE(state(0).found), 0u);
+  op(kEnd, kLock, 3'000'600, 0);
+  op(kLeave, 0, 3'000'700, 1);
+  skel_->bss->sh_bcast_exit_mask = 0xff & ~(1u << 5);
+  op(kEnter, 5, 4'000'000, 1);
+  EXPECT_EQ(state(1).state, 0u) << "site 5's exit is not attached: no state";
+}
+
+// Without a bcast_wait rule (sh_bcast_hold 0) no state is kept and no detail is sent.
+TEST_F(Catch, NoHolderStateWithoutItsRule) {
+  using namespace schedhot;
+  skel_->bss->sh_bcast_lock_addr = 0xffffffff82a00040ull;
+  skel_->bss->sh_bcast_exit_mask = 0xff;
+  rule(SH_P_BCAST_WAIT, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  run(skel_->progs.test_bcast_wait, {2, 0, 1000}, 0);
+  run(skel_->progs.test_bcast_wait, {0, 0xffffffff82a00040ull, 2000}, 0);
+  run(skel_->progs.test_bcast_wait, {1, 0xffffffff82a00040ull, 9000}, 0);
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 1u);
+  EXPECT_FALSE(b.events[0].flags & SH_CATCH_F_DETAIL);
+  EXPECT_EQ(b.events[0].detail, 0u);
 }
 
 }  // namespace

@@ -237,6 +237,84 @@ TEST(Attach, SiteThatFailsInTheFinalObjectIsNotCounted) {
   EXPECT_EQ(st.sites[3].error, "fentry on tick_broadcast_offline refused: EBUSY (too many trampolines on it)");
 }
 
+// A bcast_wait rule at start: the final object has each site's exit program, exits
+// first; an exit that fails leaves its site counted, without the holder state.
+TEST(Attach, SiteExitsForTheHolderStateComeFirstAndMayFailAlone) {
+  KernelFacts f = make_facts(k612, {"__tick_broadcast_oneshot_control", "tick_broadcast_offline"});
+  struct ExitFails : FakeLoader {
+    LoadResult load_attach(const LoadRequest& req) override {
+      LoadResult r = FakeLoader::load_attach(req);
+      if (req.partial)
+        for (size_t k = 0; k < req.progs.size(); ++k)
+          if (req.progs[k].role == ProgRole::exit && req.progs[k].target == "tick_broadcast_offline")
+            r.attach_errs.at(k) = EBUSY;
+      return r;
+    }
+  } L;
+  L.fail_load[{Backend::fentry, "tick_broadcast_offline"}] = EBUSY;  // site 3 is a kprobe
+  AttachOptions o = only({"bcast_lock"});
+  o.bcast_holder = true;
+  auto v = attach_all(f, HostInfo{}, o, L);
+  const ProbeStatus& st = v[SH_P_BCAST_LOCK].status;
+  EXPECT_TRUE(st.attached);
+  EXPECT_EQ(st.symbol, "2 of 8 functions");
+  auto reqs = L.of("bcast_lock");
+  ASSERT_FALSE(reqs.empty());
+  const LoadRequest& fin = reqs.back();
+  EXPECT_TRUE(fin.partial);
+  ASSERT_EQ(fin.progs.size(), 4u);
+  EXPECT_EQ(fin.progs[0].role, ProgRole::exit);
+  EXPECT_EQ(fin.progs[0].backend, Backend::fentry);
+  EXPECT_FALSE(fin.progs[0].retprobe);
+  EXPECT_EQ(fin.progs[1].role, ProgRole::exit);
+  EXPECT_EQ(fin.progs[1].backend, Backend::kprobe);
+  EXPECT_TRUE(fin.progs[1].retprobe) << "a kprobe site's exit is its kretprobe";
+  EXPECT_EQ(fin.progs[2].role, ProgRole::site);
+  EXPECT_EQ(fin.progs[3].role, ProgRole::site);
+  EXPECT_TRUE(st.sites[0].exit_attached);
+  EXPECT_TRUE(st.sites[3].attached) << "its calls are still counted";
+  EXPECT_FALSE(st.sites[3].exit_attached);
+  EXPECT_EQ(st.sites[3].exit_error, describe_attach_error(Backend::kprobe, EBUSY, "tick_broadcast_offline"));
+  EXPECT_TRUE(std::any_of(st.notes.begin(), st.notes.end(), [](const std::string& n) {
+    return n.rfind("holder state: 1 of 2 attached sites keep each CPU's holder state (kprobe on tick_broadcast_offline", 0) == 0;
+  })) << (st.notes.empty() ? "" : st.notes.front());
+}
+
+// When the object with the exits does not load, the entries alone are, as without a rule.
+TEST(Attach, SiteExitsThatDoNotLoadCostNoCounts) {
+  KernelFacts f = make_facts(k612, {"__tick_broadcast_oneshot_control", "tick_broadcast_offline"});
+  struct NoExits : FakeLoader {
+    LoadResult load_attach(const LoadRequest& req) override {
+      for (auto& p : req.progs)
+        if (p.role == ProgRole::exit) {
+          requests.push_back(req);
+          LoadResult r;
+          r.err = E2BIG;
+          r.at_load = true;
+          r.error = "verifier: too big";
+          return r;
+        }
+      return FakeLoader::load_attach(req);
+    }
+  } L;
+  AttachOptions o = only({"bcast_lock"});
+  o.bcast_holder = true;
+  auto v = attach_all(f, HostInfo{}, o, L);
+  const ProbeStatus& st = v[SH_P_BCAST_LOCK].status;
+  EXPECT_TRUE(st.attached);
+  EXPECT_EQ(st.symbol, "2 of 8 functions");
+  EXPECT_TRUE(st.sites[0].attached);
+  EXPECT_FALSE(st.sites[0].exit_attached);
+  EXPECT_NE(st.sites[0].exit_error.find("did not load"), std::string::npos) << st.sites[0].exit_error;
+  EXPECT_EQ(L.live_count(), 1);
+  // Without the rule: no exit program is asked for.
+  FakeLoader L2;
+  auto v2 = attach_all(f, HostInfo{}, only({"bcast_lock"}), L2);
+  for (const LoadRequest& r : L2.requests)
+    for (const ProgRequest& p : r.progs) EXPECT_NE(p.role, ProgRole::exit);
+  EXPECT_TRUE(v2[SH_P_BCAST_LOCK].status.sites[0].exit_error.empty());
+}
+
 TEST(Attach, EveryCloneCopyIsAttachedIntoTheFirstCopysSlots) {
   KernelFacts f = make_facts("ffffffff81100600 t cpupri_set.isra.0\n"
                              "ffffffff81100680 t cpupri_set.isra.1\n",

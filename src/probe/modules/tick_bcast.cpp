@@ -2,6 +2,7 @@
 // that takes tick_broadcast_lock) and bcast_wait (lock:contention_begin/end on it, with
 // the lock's address from kallsyms/System.map or learned from contention stacks).
 #include <algorithm>
+#include <bit>
 
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
@@ -50,8 +51,9 @@ class BcastLock : public ProbeModule {
                    "one acquisition per call (an upper bound: some paths return before the lock)"}};
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int i) const override {
-    if (role != ProgRole::site || i < 0 || i >= SH_BCAST_SITES) return nullptr;
-    // One fentry and one kprobe program per site (BCAST_SITE(i) in tick_bcast.bpf.c).
+    if ((role != ProgRole::site && role != ProgRole::exit) || i < 0 || i >= SH_BCAST_SITES) return nullptr;
+    // Per site (BCAST_SITE(i) in tick_bcast.bpf.c): an fentry and a kprobe program, and
+    // their exits (the holder state, AttachOptions::bcast_holder).
     bpf_program* fentry[SH_BCAST_SITES] = {s->progs.bcast_lock__fentry_0, s->progs.bcast_lock__fentry_1,
                                            s->progs.bcast_lock__fentry_2, s->progs.bcast_lock__fentry_3,
                                            s->progs.bcast_lock__fentry_4, s->progs.bcast_lock__fentry_5,
@@ -60,11 +62,37 @@ class BcastLock : public ProbeModule {
                                            s->progs.bcast_lock__kprobe_2, s->progs.bcast_lock__kprobe_3,
                                            s->progs.bcast_lock__kprobe_4, s->progs.bcast_lock__kprobe_5,
                                            s->progs.bcast_lock__kprobe_6, s->progs.bcast_lock__kprobe_7};
-    return b == Backend::fentry ? fentry[i] : b == Backend::kprobe ? kprobe[i] : nullptr;
+    bpf_program* fexit[SH_BCAST_SITES] = {s->progs.bcast_lock__fexit_0, s->progs.bcast_lock__fexit_1,
+                                          s->progs.bcast_lock__fexit_2, s->progs.bcast_lock__fexit_3,
+                                          s->progs.bcast_lock__fexit_4, s->progs.bcast_lock__fexit_5,
+                                          s->progs.bcast_lock__fexit_6, s->progs.bcast_lock__fexit_7};
+    bpf_program* kretprobe[SH_BCAST_SITES] = {s->progs.bcast_lock__kretprobe_0, s->progs.bcast_lock__kretprobe_1,
+                                              s->progs.bcast_lock__kretprobe_2, s->progs.bcast_lock__kretprobe_3,
+                                              s->progs.bcast_lock__kretprobe_4, s->progs.bcast_lock__kretprobe_5,
+                                              s->progs.bcast_lock__kretprobe_6, s->progs.bcast_lock__kretprobe_7};
+    const bool exit = role == ProgRole::exit;
+    return b == Backend::fentry ? (exit ? fexit : fentry)[i] : b == Backend::kprobe ? (exit ? kretprobe : kprobe)[i] : nullptr;
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.bcast_lock_slots; }
   /// Attached where the machine never takes the path: say so (no broadcast device, ARAT).
+  /// With the sites' exits attached (AttachOptions::bcast_holder): the sites that keep the
+  /// holder state, enabled in the object now that their exits are in.
   void after_attach(AttachContext& ctx) const override {
+    uint32_t mask = 0;
+    int asked = 0;
+    std::string exit_why;
+    for (size_t i = 0; i < ctx.status.sites.size() && i < SH_BCAST_SITES; ++i) {
+      const SiteStatus& ss = ctx.status.sites[i];
+      if (ss.exit_attached) mask |= 1u << i;
+      if (ss.exit_attached || !ss.exit_error.empty()) ++asked;
+      if (!ss.exit_error.empty() && exit_why.empty()) exit_why = ss.exit_error;
+    }
+    if (asked > 0) {
+      if (ctx.skel) ctx.skel->bss->sh_bcast_exit_mask = mask;
+      ctx.status.notes.push_back(fmt::format("{}: {} of {} attached sites keep each CPU's holder state{}",
+                                             kHolderNote, std::popcount(mask), asked,
+                                             exit_why.empty() ? "" : " (" + exit_why + ")"));
+    }
     std::vector<std::string> why;
     if (ctx.host.broadcast_device == "<NULL>") why.push_back("no tick broadcast device");
     if (ctx.host.arat) why.push_back("ARAT present (the local APIC timer keeps running in deep idle states)");
