@@ -411,13 +411,14 @@ struct sh_bcast_holder {
 	__u64 found;    /* this CPU's last contention_begin: the detail below */
 } __attribute__((aligned(SH_SLOT_ALIGN)));
 /* The bcast_wait detail (sh_catch_rec.detail): holder CPU + 1 (0: no CPU was inside
- * a site and not waiting), its site (kBcastSites index), how many CPUs were (capped
- * at 0xfff) and how long the holder had been inside its site when the wait began
- * (ns, capped at 2^32 - 1). */
+ * a site and not waiting), its site (kBcastSites index), how many CPUs were (mod 2^16)
+ * and how long the holder had been inside its site when the wait began (ns, at most
+ * SH_HOLD_INSIDE_MAX, 268 ms). */
+#define SH_HOLD_INSIDE_MAX     0xfffffffull
 #define SH_HOLD_D_CPU(d)       ((d) & 0xffffull)
 #define SH_HOLD_D_SITE(d)      (((d) >> 16) & 0xfull)
-#define SH_HOLD_D_CANDS(d)     (((d) >> 20) & 0xfffull)
-#define SH_HOLD_D_INSIDE_NS(d) ((d) >> 32)
+#define SH_HOLD_D_CANDS(d)     (((d) >> 20) & 0xffffull)
+#define SH_HOLD_D_INSIDE_NS(d) ((d) >> 36)
 
 /* power:cpu_idle on one CPU. */
 #define SH_IDLE_STATES 8

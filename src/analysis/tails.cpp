@@ -56,6 +56,18 @@ std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios) {
   return std::to_string(detail);
 }
 
+nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail) {
+  nlohmann::json o = nlohmann::json::object();
+  if (probe != SH_P_BCAST_WAIT) return o;
+  const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail);
+  o["holder_cpu"] = cpu ? nlohmann::json(cpu - 1) : nlohmann::json(nullptr);
+  o["holder_site"] = !cpu ? nlohmann::json(nullptr)
+                     : site < kBcastSites.size() ? nlohmann::json(kBcastSites[site]) : nlohmann::json(site);
+  o["holder_candidates"] = SH_HOLD_D_CANDS(detail);
+  o["holder_inside_ns"] = cpu ? nlohmann::json(SH_HOLD_D_INSIDE_NS(detail)) : nlohmann::json(nullptr);
+  return o;
+}
+
 int cpupri_nr_prios(const Meta& meta) {
   return meta.layout && meta.layout->cpupri && meta.layout->cpupri->nr_prios ? meta.layout->cpupri->nr_prios : 101;
 }

@@ -31,6 +31,11 @@ std::string caught_probe_name(uint16_t id);
 /// any other probe.
 /// nr_prios: cpupri_nr_prios(meta).
 std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios);
+/// A caught event's detail as fields, for a per-event document (export's Perfetto args):
+/// bcast_wait's holder_cpu (null: not seen), holder_site (kBcastSites name),
+/// holder_candidates and holder_inside_ns (how long the holder had been inside its site
+/// when the wait began); an empty object for the other probes.
+nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail);
 
 /// cpupri's pri_to_cpu[] length in meta's layout (101 when not recorded: since v5.11).
 int cpupri_nr_prios(const Meta& meta);

@@ -539,6 +539,7 @@ class PerfettoSink : public Sink {
                              {"tid", e.pid}};
       args["detail"] = e.flags & SH_CATCH_F_DETAIL ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_))
                                                    : nlohmann::json(nullptr);
+      if (e.flags & SH_CATCH_F_DETAIL) args.update(caught_detail_fields(e.probe, e.detail));
       const bool irq = e.flags & SH_CATCH_F_IRQ;  // else not measured: null, not 0
       args["irq_ns"] = irq ? nlohmann::json(e.irq_ns) : nlohmann::json(nullptr);
       args["softirq_ns"] = irq ? nlohmann::json(e.softirq_ns) : nlohmann::json(nullptr);

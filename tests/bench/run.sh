@@ -6,12 +6,13 @@
 #   interval    bench_interval.cpp: per-interval cost at 2 CPUs, -i 10ms: report of a 64 MiB rotated file
 #               (--short: 2 MiB, scaled), report/export/diff of 60 s
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
+#   holder      holder_scan.cpp: bcast_wait's holder scan against the possible CPUs (root, raw_tp)
 #   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
 #               (Debian 6.12: no tool, schedhot fentry/kprobe/--exact, funclatency); boots a
 #               VM (tests/vm's packages and cache; --short about 1.6 min, full about 5.5 min)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).
-# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all six)
+# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all seven)
 #   --short: CI mode, a few seconds each; DIR: the build directory (default build/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -28,7 +29,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ ${#names[@]} -gt 0 ] || names=(recording tui scale interval probe_cost guest)
+[ ${#names[@]} -gt 0 ] || names=(recording tui scale interval probe_cost holder guest)
 bin="$build/tests"
 
 # name -> command line; and a pattern that a line of its figures matches.
@@ -39,6 +40,7 @@ cmd_of() {
     scale) echo "$bin/schedhot_bench_scale ${short:+--short} --schedhot $build/schedhot" ;;
     interval) echo "$bin/schedhot_bench_interval ${short:+--short} --schedhot $build/schedhot" ;;
     probe_cost) echo "$bin/schedhot_bench_probe_cost ${short:+--short}" ;;
+    holder) echo "$bin/schedhot_bench_holder_scan ${short:+--short}" ;;
     guest) echo "python3 $root/tests/bench/guest_cost.py ${short:+--short} --build $build" ;;
     *) return 1 ;;
   esac
@@ -50,6 +52,7 @@ figures_of() {
     scale) echo 'take a sample +[0-9.]+' ;;
     interval) echo 'per interval at 2 CPUs, in process: [0-9.]+ us' ;;
     probe_cost) echo '^ +1 +timed \+ sh_hist \(per-CPU\) +[0-9.]+' ;;
+    holder) echo '^ +8192 +[0-9.]+ +-?[0-9.]+ +-?[0-9.]+' ;;
     guest) echo '^  schedhot record \(default, fentry\) +[0-9]+\.[0-9]{3} \(' ;;
   esac
 }
@@ -58,8 +61,8 @@ status=0
 ran=0
 for n in "${names[@]}"; do
   c="$(cmd_of "$n")" || { echo "schedhot: run.sh: no benchmark named $n" >&2; exit 2; }
-  if [ "$n" = probe_cost ] && [ "$(id -u)" != 0 ]; then
-    echo "== probe_cost: skipped (needs root for BPF)"
+  if { [ "$n" = probe_cost ] || [ "$n" = holder ]; } && [ "$(id -u)" != 0 ]; then
+    echo "== $n: skipped (needs root for BPF)"
     [ ${#names[@]} -eq 1 ] && exit 77
     continue
   fi

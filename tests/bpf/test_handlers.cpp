@@ -537,6 +537,24 @@ TEST_F(Holder, AWaiterNamesTheCpuInsideASite) {
   EXPECT_EQ(state(1).state, 0u) << "site 5's exit is not attached: no state";
 }
 
+// The scan loads for 8192 possible CPUs (the verifier walks bpf_loop's callback until its
+// states converge: a count it must track exactly failed from 2048 CPUs on 6.18).
+TEST(HolderScan, LoadsFor8192Cpus) {
+  g_log.clear();
+  libbpf_set_print(capture);
+  schedhot_bpf* s = schedhot_bpf__open();
+  ASSERT_NE(s, nullptr);
+  struct bpf_program* p;
+  bpf_object__for_each_program(p, s->obj) bpf_program__set_autoload(p, std::string(bpf_program__name(p)) == "test_bcast_wait");
+  bpf_map__set_max_entries(s->maps.bcast_wait_slots, libbpf_num_possible_cpus());
+  bpf_map__set_max_entries(s->maps.sh_bcast_holders, 8192);
+  s->rodata->sh_bcast_hold = 1;
+  s->rodata->sh_bcast_ncpus = 8192;
+  const int err = schedhot_bpf__load(s);
+  EXPECT_EQ(err, 0) << strerror(-err) << "\n" << g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0);
+  schedhot_bpf__destroy(s);
+}
+
 // Without a bcast_wait rule (sh_bcast_hold 0) no state is kept and no detail is sent.
 TEST_F(Catch, NoHolderStateWithoutItsRule) {
   using namespace schedhot;
