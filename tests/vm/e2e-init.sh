@@ -14,6 +14,8 @@
 #   graph                  (schedhot.e2e_graph=1) function_graph durations, "FUNC US" lines
 #   kallsyms-tails         (schedhot.e2e_catch) the /proc/kallsyms lines of every function named
 #                          in report-auto.json's tails stacks (the host checks each frame against them)
+#   holder-auto            (a bcast_wait rule, with the ftrace oracle) holder_oracle's lines: each
+#                          caught wait's holder against the holder CPU's traced site entries
 #   diff-A.shot diff-B.shot (schedhot.e2e_diff=1) the cpupri workload without (A) and with (B)
 #                          a competing SCHED_FIFO load on the same CPUs, for `schedhot diff`
 #   diff-A.log diff-B.log  their record stderr and workload JSON lines
@@ -125,6 +127,47 @@ workloads() {   # one recording's workload phases; JSON lines to stdout
     esac
 }
 
+# holder_oracle REC: for each caught bcast_wait event of REC (export's Perfetto slices) that
+# names a holder, the holder CPU's traced entry of the holder's site nearest to the time the
+# holder state says it entered (wait begin - holder_inside_ns), and the waiter CPU's traced
+# contention_begin on the lock nearest to the wait's begin; while the trace buffers still
+# hold the run (after ftrace_count_window, before the next backend). Output:
+#   slices N / with_holder N / ambiguous N   (caught waits exported; naming a holder; of
+#                                             those, with more than one candidate)
+#   hold ID cpuH DELTA_NS|none              (tracecount -q: traced entry - state's entry)
+#   wait ID cpuW DELTA_NS|none              (traced contention_begin - the wait's begin)
+holder_oracle() {
+    /bin/schedhot export --format perfetto "$1" 2> /dev/null | grep '"name":"bcast_wait tail"' > /tmp/hold-slices
+    echo "slices $(wc -l < /tmp/hold-slices)"
+    rm -f /tmp/hq-*
+    awk '
+        function num(key,   i, s) {
+            i = index($0, "\"" key "\":"); if (!i) return "null"
+            s = substr($0, i + length(key) + 3)
+            if (substr(s, 1, 4) == "null") return "null"
+            return s + 0
+        }
+        function str(key,   i, s) {
+            i = index($0, "\"" key "\":\""); if (!i) return ""
+            s = substr($0, i + length(key) + 4); return substr(s, 1, index(s, "\"") - 1)
+        }
+        {
+            h = num("holder_cpu"); ts = num("ts")
+            begin = sprintf("%.0f", ts * 1000)
+            print NR " event:contention_begin " begin > ("/tmp/hq-w" (num("tid") - 1000))
+            if (h == "null") next
+            nh++; if (num("holder_candidates") > 1) amb++
+            print NR " " str("holder_site") " " sprintf("%.0f", begin - num("holder_inside_ns")) > ("/tmp/hq-h" h)
+        }
+        END { print "with_holder " nh + 0; print "ambiguous " amb + 0 }' /tmp/hold-slices
+    for _q in /tmp/hq-*; do
+        [ -e "$_q" ] || continue
+        _k=${_q#/tmp/hq-}; _c=${_k#?}
+        case "$_k" in h*) _w=hold ;; *) _w=wait ;; esac
+        "$SCHEDHOT_TRACECOUNT" -q "$_q" -c "cpu$_c" "$SCHEDHOT_T/per_cpu/cpu$_c/trace" | sed "s/^/$_w /"
+    done
+}
+
 run_backend() {   # run_backend BACKEND
     _b=$1; _rec=/tmp/rec-$_b.shot; _log=/tmp/record-$_b.log
     glog "e2e: backend $_b: attach"
@@ -168,6 +211,11 @@ run_backend() {   # run_backend BACKEND
         ftrace_count_window "$_a" "$_z" 10000000 > /tmp/counts-$_b   # edges: 10 ms
     else
         glog "e2e: report-$_b.json has no start/end_mono_ns"
+    fi
+    if [ "$ORACLE" = 1 ] && [ "$_b" = auto ] && case ",$CATCH" in *,bcast_wait\>*) true ;; *) false ;; esac; then
+        holder_oracle "$_rec" > /tmp/holder-$_b
+        glog "e2e: holder oracle: $(head -n 3 /tmp/holder-$_b | tr '\n' ' ')"
+        emit_file -z "holder-$_b" /tmp/holder-$_b
     fi
     [ "$ORACLE" = 0 ] || /bin/schedhot report --all-cpus "$_rec" 2>&1 | head -n 60
     emit_file -z "rec-$_b.shot" "$_rec"

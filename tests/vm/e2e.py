@@ -35,7 +35,10 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     the window's first and last samples) when no CATCH frame was lost; every named stack frame
     a text symbol of the guest's own kallsyms; cpupri_set's stacks name a known caller
     (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
-    inside (interrupts off); idle periods with interrupt time inside (check_tails);
+    inside (interrupts off); idle periods with interrupt time inside (check_tails); with a
+    bcast_wait rule (SCHEDHOT_VM_CATCH_NOARAT=1) every caught wait exported, and at least
+    90 % of the holders they name confirmed by ftrace: the holder CPU's traced entry of the
+    named site within 5 us of the entry its state recorded (check_holder);
   * before/after on ${SCHEDHOT_VM_DIFF:-6.12} (plain boot; issue 12): the cpupri workload
     recorded alone (A) and with a competing SCHED_FIFO load on the same CPUs (B);
     `schedhot diff A B --json` on the host exits 3 with cpupri_set's and cpupri_find's
@@ -536,6 +539,55 @@ def frame_name(frame):
     return frame.rsplit("+0x", 1)[0]
 
 
+# The holder oracle (e2e-init.sh holder_oracle): a caught bcast_wait's holder is confirmed
+# when the holder CPU's ftrace function trace has an entry of the named site within
+# HOLD_TOL_NS of the entry time its state recorded (ftrace prints whole microseconds, and
+# its callback and the BPF program's run one after the other at the function's entry); the
+# waiter's traced contention_begin on the lock, within the same bound of the wait's begin,
+# shows the two clocks agree. At least HOLD_MIN_CONFIRMED of the holders must be confirmed.
+HOLD_TOL_NS = 5000
+HOLD_MIN_CONFIRMED = 0.9
+
+
+def check_holder(ck, tag, d, report_tail):
+    """Issue 31: bcast_wait's holder (abi.h struct sh_bcast_holder) against ftrace, from the
+    guest's holder-auto (holder_oracle). Returns the figures (also printed)."""
+    path = os.path.join(d, "holder-auto")
+    if not ck.expect(os.path.exists(path), tag, "bcast_wait rule: the guest emitted no holder-auto (holder_oracle)"):
+        return None
+    head, hold, wait = {}, [], []
+    with open(path) as fh:
+        for line in fh:
+            f = line.split()
+            if len(f) == 2:
+                head[f[0]] = int(f[1])
+            elif len(f) == 4 and f[0] in ("hold", "wait"):
+                (hold if f[0] == "hold" else wait).append(None if f[3] == "none" else int(f[3]))
+    slices, named = head.get("slices", 0), head.get("with_holder", 0)
+    ok_hold = sum(1 for x in hold if x is not None and abs(x) <= HOLD_TOL_NS)
+    ok_wait = sum(1 for x in wait if x is not None and abs(x) <= HOLD_TOL_NS)
+    absd = sorted(abs(x) for x in hold if x is not None)
+    fig = {"slices": slices, "with_holder": named, "ambiguous": head.get("ambiguous", 0), "confirmed": ok_hold,
+           "wait_confirmed": ok_wait, "median_abs_delta_ns": absd[len(absd) // 2] if absd else None}
+    ck.say(f"   holder bcast_wait: {slices} caught waits exported, {named} name a holder "
+           f"({fig['ambiguous']} of them ambiguous); ftrace confirms {ok_hold} of {len(hold)} holders' site entries "
+           f"within {HOLD_TOL_NS / 1e3:.0f} us (median |delta| {fig['median_abs_delta_ns']} ns) and {ok_wait} of "
+           f"{len(wait)} waits' contention_begin")
+    ck.expect(slices == report_tail.get("events_received"), tag,
+              f"holder oracle: {slices} bcast_wait slices exported, the report received {report_tail.get('events_received')}")
+    ck.expect(len(hold) == named, tag, f"holder oracle: {len(hold)} holder queries for {named} holders")
+    if slices:
+        ck.expect(named > 0, tag, f"holder oracle: none of {slices} caught waits names a holder")
+        ck.expect(ok_wait >= HOLD_MIN_CONFIRMED * len(wait), tag,
+                  f"holder oracle: only {ok_wait} of {len(wait)} waits have a traced contention_begin within "
+                  f"{HOLD_TOL_NS} ns of their begin")
+    if named:
+        ck.expect(ok_hold >= HOLD_MIN_CONFIRMED * named, tag,
+                  f"holder oracle: only {ok_hold} of {named} holders entered the named site within {HOLD_TOL_NS} ns "
+                  f"of the recorded entry per ftrace")
+    return fig
+
+
 def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, jobs=()):
     """Issue 31: the auto recording's --catch rules (catch_rules()), from the host's
     `report --json` of it (`tails`, one entry per rule) and `info --json` (integrity.caught):
@@ -647,6 +699,9 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
             # its count is the host's load's doing (6 to 55,875 contentions per run): caught
             # only has to be there when the histogram has tail events at all
             ck.expect(above == 0 or caught > 0, tag, f"{t['rule']}: {above} events above the threshold, none caught")
+            hf = check_holder(ck, tag, d, t)
+            if hf:
+                row.update({"holder_" + k: v for k, v in hf.items()})
         else:
             ck.expect(caught > 0, tag, f"{t['rule']}: nothing caught ({above} events above the threshold)")
         if frames_lost == 0:
