@@ -138,6 +138,7 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
     const Interval& iv = *ivp;
     side.seconds.push_back(iv.seconds());
     if (side.tails && ic.cur().caught) side.tails->add(*ic.cur().caught);
+    if (side.tails && ic.prev()) side.tails->add_interval(meta, *ic.prev(), iv);
     for (size_t p = 0; p < np; ++p) {
       const int pi = static_cast<int>(p);
       if (!iv.present(pi)) continue;

@@ -71,6 +71,7 @@ void ReportBuilder::account() {
     coh_->add(iv);
     if (s.exact) exact_->add(iv.seconds(), *s.exact);
     if (s.caught) tails_->add(*s.caught);
+    if (!meta_.catch_rules.empty()) tails_->add_interval(meta_, prev, iv);
     if (!meta_.catch_rules.empty()) tail_exact_->add(s.exact ? &*s.exact : nullptr, s.caught ? &*s.caught : nullptr);
     // Each CPU's measured time, for its per-CPU rates (a CPU online part of the window
     // is rated over that part).

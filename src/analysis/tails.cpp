@@ -125,6 +125,42 @@ TailAccumulator::TailAccumulator(const Meta& meta) {
   nr_prios_ = cpupri_nr_prios(meta);
 }
 
+void TailAccumulator::add_interval(const Meta& meta, const Sample& prev, const Interval& iv) {
+  if (pct_.size() != meta.catch_rules.size()) pct_.assign(meta.catch_rules.size(), {});
+  for (size_t ri = 0; ri < meta.catch_rules.size(); ++ri) {
+    const CatchRule& cr = meta.catch_rules[ri];
+    if (cr.percentile <= 0) continue;
+    PercentileCheck& c = pct_[ri];
+    const int p = meta.probe_index(cr.probe);
+    const ProbeSpec* spec = find_probe(cr.probe);
+    const std::vector<uint64_t> run = spec ? summed_histogram(meta, prev, p, spec->hist) : std::vector<uint64_t>{};
+    ++c.intervals;
+    if (run.empty() || !iv.present(p)) {
+      c.known = false;
+      continue;
+    }
+    const uint64_t before = prev.seq == 0 ? 0 : c.last_th;  // 0: disarmed
+    const bool known = prev.seq == 0 || c.known;
+    const uint64_t after = percentile_threshold(run, cr.percentile);
+    c.last_th = after;
+    c.known = true;
+    if (!known) continue;
+    // Counts above a threshold over this interval; a disarmed rule (0) catches nothing.
+    const std::vector<uint64_t> b = iv.buckets(p, spec->hist);
+    auto above = [&](uint64_t th) {
+      if (!th) return uint64_t{0};
+      uint64_t n = 0;
+      for (size_t i = sh_hist_index(th); i < b.size(); ++i) n += b[i];
+      return n;
+    };
+    const uint64_t a = above(before), z = above(after);
+    c.lower += std::min(a, z);
+    c.upper += std::max(a, z);
+    c.counted += iv.count(p, "caught") + iv.count(p, "catch_rate_drops") + iv.count(p, "catch_full_drops");
+    ++c.checked;
+  }
+}
+
 void TailAccumulator::add(const CatchBatch& b) {
   ++batches_;
   lost_ = b.lost > UINT64_MAX - lost_ ? UINT64_MAX : lost_ + b.lost;  // saturates: a crafted frame cannot wrap it to 0
@@ -211,16 +247,30 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
       t["caught"] = caught;
       t["rate_drops"] = rate;
       t["full_drops"] = full;
-      // Not checked: a blind probe counts nothing (0 = 0 says nothing), a rule top's editor
-      // changed mid-run had another threshold for part of the window (its NOTE says when),
-      // and a percentile rule moves its threshold each interval: no one bucket to compare with.
+      // Not checked: a blind probe counts nothing (0 = 0 says nothing) and a rule top's editor
+      // changed mid-run had another threshold for part of the window (its NOTE says when).
+      // A percentile rule moves its threshold each interval: checked per interval
+      // (add_interval), between the counts above its two thresholds there.
       const std::string blind = blind_reason(meta, p);
       std::string edited;
       for (const std::string& n : meta.probes[size_t(p)].status.notes)
         if (n.rfind(kCatchEditedNote, 0) == 0) edited = n.substr(std::string_view(kCatchEditedNote).size() + 1);
       if (!blind.empty()) t["blind"] = blind;
       if (!edited.empty()) t["edited_live"] = edited;
-      if (blind.empty() && edited.empty() && cr.percentile <= 0 && spec && !spec->hist.empty() &&
+      const PercentileCheck* pc = ri < pct_.size() && cr.percentile > 0 ? &pct_[ri] : nullptr;
+      if (pc && blind.empty() && edited.empty()) {
+        // Between the counts above the interval's two thresholds (add_interval), with one
+        // event per CPU in flight at each edge of the checked intervals.
+        t["histogram_above"] = nullptr;
+        t["histogram_above_bounds"] = {pc->lower, pc->upper};
+        t["intervals_checked"] = pc->checked;
+        t["intervals"] = pc->intervals;
+        t["in_flight"] = nullptr;
+        t["accounted"] = pc->checked ? nlohmann::json(pc->counted + meta.ncpus >= pc->lower &&
+                                                      pc->counted <= pc->upper + meta.ncpus)
+                                     : nlohmann::json(nullptr);
+        t["checked_counted"] = pc->counted;
+      } else if (blind.empty() && edited.empty() && cr.percentile <= 0 && spec && !spec->hist.empty() &&
           meta.probes[size_t(p)].slot.find(spec->hist)) {
         // Per CPU: a sample copies a CPU's slot while its program may be between the
         // histogram's add and the counter's (bpf/common.bpf.h: sh_catch_note runs after

@@ -58,6 +58,16 @@ class TailAccumulator {
   void add(const CatchBatch& b);
   /// Batches added (0: the window has no catch batches).
   uint64_t batches() const { return batches_; }
+  /// One interval of the window (iv, from sample prev), for the percentile rules' check:
+  /// the threshold a live run armed after each sample is percentile_threshold() of that
+  /// sample's running histogram (live/session.cpp), so over the interval after prev the
+  /// rule had first the threshold of the sample before prev (until the re-arm that
+  /// follows prev) and then prev's own; caught + dropped lies between the histogram's
+  /// interval counts above the higher and above the lower of the two. The first interval
+  /// of a window is checked only when prev is the run's baseline (seq 0: nothing armed
+  /// before it); otherwise the threshold before prev is not known and the interval is left
+  /// out of the check (intervals_checked says so).
+  void add_interval(const Meta& meta, const Sample& prev, const Interval& iv);
   /// The report's "tails" array over the window iv (its first to last sample): one entry
   /// per rule of meta, in its order. top: stacks and tasks listed at most. rules: the
   /// rules as armed now when they differ from meta's (top's live rule editor changes a
@@ -93,6 +103,14 @@ class TailAccumulator {
     uint64_t with_dur_ns[3] = {0, 0, 0};  ///< the durations of the events that had it
     std::map<std::string, uint64_t> detail;  ///< SH_CATCH_F_DETAIL, named (RT->NORMAL, state 2)
   };
+  /// A percentile rule's check over the intervals add_interval() saw (in add order).
+  struct PercentileCheck {
+    bool known = false;      ///< last_th holds the threshold armed after the previous interval's first sample
+    uint64_t last_th = 0;    ///< 0: disarmed
+    uint64_t intervals = 0, checked = 0;
+    uint64_t lower = 0, upper = 0, counted = 0;  ///< summed over the checked intervals
+  };
+  std::vector<PercentileCheck> pct_;  ///< like Meta::catch_rules (used for percentile rules)
   std::vector<Rule> rules_;           ///< like Meta::catch_rules
   std::vector<int> rule_of_probe_;    ///< by sh_probe_id: index into rules_, or -1
   std::vector<std::string> rule_probe_;

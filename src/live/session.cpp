@@ -204,18 +204,8 @@ uint64_t LiveSession::set_catch_threshold(const std::string& probe, uint64_t ns)
 void LiveSession::rearm_percentile_rules(const Sample& s) {
   for (const CatchRule& r : a_->catch_rules) {
     if (r.percentile <= 0) continue;
-    const int p = meta().probe_index(r.probe);
-    if (p < 0 || !s.probes[size_t(p)].present) continue;
-    const ProbeMeta& pm = meta().probes[size_t(p)];
-    const Field* h = pm.slot.find(find_probe(r.probe)->hist);
-    if (!h) continue;
-    std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);  // the running histogram, summed over CPUs
-    const std::vector<uint64_t>& w = s.probes[size_t(p)].words;
-    for (size_t c = 0; c < meta().ncpus; ++c) {
-      const size_t at = c * pm.slot.slot_words + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
-      if (at + SH_HIST_BUCKETS > w.size()) break;
-      for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += w[at + i];
-    }
+    const std::vector<uint64_t> b = summed_histogram(meta(), s, meta().probe_index(r.probe), find_probe(r.probe)->hist);
+    if (b.empty()) continue;
     a_->probes->set_catch_rule(uint32_t(find_probe(r.probe)->id), percentile_threshold(b, r.percentile), r.per_sec);
   }
 }

@@ -160,7 +160,23 @@ std::string tail_text(const nlohmann::json& t) {
       out += fmt::format("; edited live ({}): before that the threshold was this one, so the histogram check is "
                          "not made and events below it are among the caught\n",
                          scrub_controls(t["edited_live"].get<std::string>()));
-    else if (t["accounted"].is_null())
+    else if (t.contains("histogram_above_bounds")) {
+      // A percentile rule: per interval, between its two thresholds' counts.
+      const uint64_t lo = t["histogram_above_bounds"][0].get<uint64_t>(), hi = t["histogram_above_bounds"][1].get<uint64_t>();
+      const uint64_t n = t["intervals_checked"].get<uint64_t>(), all = t["intervals"].get<uint64_t>();
+      const uint64_t got = t["checked_counted"].get<uint64_t>();
+      const std::string over = n == all ? fmt::format("over its {} intervals", n)
+                                        : fmt::format("over {} of its {} intervals (the first's earlier threshold is "
+                                                      "not in the window)", n, all);
+      if (t["accounted"].is_null())
+        out += "; no interval with a known threshold to check against the histogram\n";
+      else if (t["accounted"].get<bool>())
+        out += fmt::format("; {} {}: within the histogram's {}..{} above each interval's thresholds (before and "
+                           "after its re-arm)\n", got, over, lo, hi);
+      else
+        out += fmt::format("; {} {}: outside the histogram's {}..{} above each interval's thresholds: the "
+                           "difference is not accounted for\n", got, over, lo, hi);
+    } else if (t["accounted"].is_null())
       out += "; the histogram check needs a fixed threshold\n";
     else if (t["accounted"].get<bool>() && t["in_flight"].get<int64_t>() == 0)
       out += fmt::format("; {} = the histogram's count at or above {}\n", caught + rate + full, th);

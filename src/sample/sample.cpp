@@ -84,6 +84,22 @@ Meta make_meta(const HostInfo& host, uint32_t ncpus, const std::vector<ProbeStat
   return m;
 }
 
+std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p, const std::string& field) {
+  if (p < 0 || size_t(p) >= s.probes.size() || size_t(p) >= meta.probes.size() || !s.probes[size_t(p)].present)
+    return {};
+  const ProbeMeta& pm = meta.probes[size_t(p)];
+  const Field* h = pm.slot.find(field);
+  if (!h || h->kind != FieldKind::hist) return {};
+  std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);
+  const std::vector<uint64_t>& w = s.probes[size_t(p)].words;
+  for (size_t c = 0; c < meta.ncpus; ++c) {
+    const size_t at = c * pm.slot.slot_words + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
+    if (at + SH_HIST_BUCKETS > w.size()) break;
+    for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += w[at + i];
+  }
+  return b;
+}
+
 Sample make_sample(const Meta& meta) {
   Sample s;
   s.probes.resize(meta.probes.size());

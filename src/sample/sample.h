@@ -118,6 +118,12 @@ bool catch_field(std::string_view name);
 /// caps (the flight recorder's --flight-mem). O(probes + stacks' frames).
 size_t sample_bytes(const Sample& s);
 
+/// Probe p's histogram `field` in sample s summed over every CPU: SH_HIST_BUCKETS counts,
+/// cumulative since attach (the running histogram a percentile --catch rule is armed from:
+/// live/session.cpp re-arms from it after each sample, analysis/tails checks against it).
+/// Empty when p is not present in s or has no such histogram field.
+std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p, const std::string& field);
+
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
 /// make_sample(meta) in s's buffers, for a loop that takes a sample each interval: the

@@ -324,7 +324,9 @@ TEST(Tails, WindowSkipsTheBatchBeforeIt) {
   EXPECT_EQ(t2["duration_ns"]["max"].get<uint64_t>(), 100'000u);
 }
 
-TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
+// A p99 rule over running histograms of 1 to 13 events stays disarmed (10 must lie above
+// the percentile): the 8 counted have no place in the histogram check.
+TEST(Tails, APercentileRuleThatWasDisarmedCountsNothing) {
   Case c = make_case();
   c.m.catch_rules[0].percentile = 99;
   c.m.catch_rules[0].asked_ns = 0;
@@ -333,7 +335,9 @@ TEST(Tails, PercentileRuleHasNoFixedBucketToCheck) {
   const auto& t = r["tails"][0];
   EXPECT_EQ(t["caught"].get<uint64_t>(), 5u);
   EXPECT_TRUE(t["histogram_above"].is_null());
-  EXPECT_TRUE(t["accounted"].is_null());
+  EXPECT_EQ(t["histogram_above_bounds"], nlohmann::json::array({0, 0}));
+  EXPECT_EQ(t["checked_counted"].get<uint64_t>(), 8u);
+  EXPECT_FALSE(t["accounted"].get<bool>());
   EXPECT_NE(render_report_text(r).find("cpupri_set > p99 (re-armed at each sample from the running histogram; disarmed until the probe has counted 10 events above it)"),
             std::string::npos);
 }
@@ -545,4 +549,73 @@ TEST(TailsRecording, PerfettoSlicesOnTheirCpusTracks) {
       ++n;
     }
   EXPECT_EQ(n, 3u);
+}
+
+namespace {
+
+/// cpupri_set>p90 over three samples (CPU 1): the baseline's running histogram 100 x 1 us
+/// and 20 x 100 us arms p90 at 100 us's bucket, and so does the next sample's (130 events,
+/// the 117th in that bucket). Interval 1 adds 10 x 200 us (before it nothing was armed:
+/// 0 to 10 of them count), interval 2 adds 50 x 1 us and 5 x 200 us (5 count). caught1
+/// and counted2: the slot counters' moves in each interval.
+Case percentile_case(uint64_t caught1, uint64_t counted2, uint32_t first_seq = 0) {
+  Case c;
+  c.m = synthetic_meta(4);
+  apply_catch_rules(c.m, parse_catch_rules("cpupri_set>p90", 0));
+  const int p = c.m.probe_index("cpupri_set");
+  Sample a = make_sample(c.m);
+  a.seq = first_seq;
+  a.mono_ns = 10'000'000'000;
+  for (int i = 0; i < 100; ++i) add_hist(c.m, a, p, 1, "lat", 1'000);
+  for (int i = 0; i < 20; ++i) add_hist(c.m, a, p, 1, "lat", 100'000);
+  Sample b = a, d = a;
+  b.seq = first_seq + 1;
+  d.seq = first_seq + 2;
+  b.mono_ns += 1'000'000'000;
+  d.mono_ns += 2'000'000'000;
+  for (int i = 0; i < 10; ++i) add_hist(c.m, b, p, 1, "lat", 200'000);
+  b.probes[p].words[word(c.m, p, 1, "caught")] = caught1;
+  d.probes[p].words = b.probes[p].words;
+  for (int i = 0; i < 50; ++i) add_hist(c.m, d, p, 1, "lat", 1'000);
+  for (int i = 0; i < 5; ++i) add_hist(c.m, d, p, 1, "lat", 200'000);
+  d.probes[p].words[word(c.m, p, 1, "caught")] = caught1 + std::min<uint64_t>(counted2, 5);
+  d.probes[p].words[word(c.m, p, 2, "catch_rate_drops")] = counted2 - std::min<uint64_t>(counted2, 5);
+  b.caught = CatchBatch{};
+  d.caught = CatchBatch{};
+  c.samples = {a, b, d};
+  return c;
+}
+
+}  // namespace
+
+// A percentile rule is checked per interval, between the counts above the threshold armed
+// before the interval's re-arm and the one after (live/session.cpp re-arms after each sample).
+TEST(Tails, APercentileRuleIsCheckedBetweenItsIntervalsThresholds) {
+  const nlohmann::json r = report(percentile_case(10, 5));
+  const auto& t = r["tails"][0];
+  EXPECT_EQ(t["rule"], "cpupri_set>p90");
+  EXPECT_EQ(t["histogram_above_bounds"], nlohmann::json::array({5, 15}));
+  EXPECT_EQ(t["intervals_checked"].get<uint64_t>(), 2u);
+  EXPECT_EQ(t["checked_counted"].get<uint64_t>(), 15u);
+  EXPECT_TRUE(t["accounted"].get<bool>());
+  // 15 more drops than the histogram has above either threshold (beyond one per CPU).
+  const nlohmann::json bad = report(percentile_case(10, 20));
+  EXPECT_EQ(bad["tails"][0]["checked_counted"].get<uint64_t>(), 30u);
+  EXPECT_FALSE(bad["tails"][0]["accounted"].get<bool>());
+  // Not from the baseline: the threshold before the first interval is not known, so only
+  // the second interval is checked.
+  const nlohmann::json later = report(percentile_case(10, 5, /*first_seq=*/7));
+  EXPECT_EQ(later["tails"][0]["intervals_checked"].get<uint64_t>(), 1u);
+  EXPECT_EQ(later["tails"][0]["intervals"].get<uint64_t>(), 2u);
+  EXPECT_EQ(later["tails"][0]["histogram_above_bounds"], nlohmann::json::array({5, 5}));
+  EXPECT_TRUE(later["tails"][0]["accounted"].get<bool>());
+}
+
+TEST(Tails, APercentileRulesCheckInText) {
+  const std::string text = render_report_text(report(percentile_case(10, 5)));
+  EXPECT_NE(text.find("; 15 over its 2 intervals: within the histogram's 5..15 above each interval's thresholds"),
+            std::string::npos)
+      << text;
+  const std::string bad = render_report_text(report(percentile_case(10, 20)));
+  EXPECT_NE(bad.find("; 30 over its 2 intervals: outside the histogram's 5..15"), std::string::npos) << bad;
 }
