@@ -562,7 +562,7 @@ int main(int argc, char** argv) {
     fmt::print("{:>7}  --catch's steal clock adds {:+.1f} ns to a timed probe armed and not firing ({:+.1f} ns in all; {})\n",
                modes[m].name, stats(res[m][kCatchStealIdle]).median - stats(res[m][kCatchIdle]).median,
                stats(res[m][kCatchStealIdle]).median - stats(res[m][kTimed]).median,
-               steal_why.empty() ? "read at each entry and exit: this host keeps a paravirt steal clock"
+               steal_why.empty() ? "read at each entry (the end's read is a caught event's): this host keeps a paravirt steal clock"
                                  : "not read here, " + steal_why);
   fmt::print("--catch events: {} received, {} lost (perf buffers of {} pages per CPU, read and symbolized by "
              "CatchReader's thread)\n", caught_received, caught_lost, catcher->pages());
