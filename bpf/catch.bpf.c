@@ -125,3 +125,26 @@ int test_irq(__u64 *ctx)
 		irq_close((__u32)ctx[0], ctx[2]);
 	return 0;
 }
+
+/* ctx: none. This CPU's steal clock (common.bpf.h sh_steal_read, as a caught event's start
+ * and end read it) into sh_steal_test_ns, sh_steal_test_ok 1 when read. */
+__u64 sh_steal_test_ns = 0;
+__u32 sh_steal_test_ok = 0;
+
+SEC("raw_tp")
+int test_steal(__u64 *ctx)
+{
+	struct sh_steal_marks *m;
+	__u64 v = 0;
+	__u32 z = 0;
+
+	sh_steal_test_ok = 0;
+	if (!sh_catch_steal)
+		return 0;
+	m = bpf_map_lookup_elem(&sh_steal_marks, &z);
+	if (m && sh_steal_read(m, &v)) {
+		sh_steal_test_ns = v;
+		sh_steal_test_ok = 1;
+	}
+	return 0;
+}

@@ -89,6 +89,141 @@ struct {
 SH_PERCPU_ONE(sh_irq_rings, struct sh_irq_ring);
 SH_PERCPU_ONE(sh_catch_scratch, struct sh_catch_rec);
 
+/*
+ * This CPU's struct rq without the runqueues per-CPU symbol (absent from
+ * kallsyms without CONFIG_KALLSYMS_ALL): current->se.cfs_rq is the task's
+ * cfs_rq on this CPU (set for every task, the idle task included, by
+ * set_task_rq()); cfs_rq->rq exists with CONFIG_FAIR_GROUP_SCHED, otherwise
+ * the cfs_rq is the one embedded in struct rq.
+ */
+static __always_inline struct rq *sh_current_rq(void)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct cfs_rq *cfs = BPF_CORE_READ(t, se.cfs_rq);
+
+	if (!cfs)
+		return NULL;
+	if (bpf_core_field_exists(cfs->rq))
+		return BPF_CORE_READ(cfs, rq);
+	return (struct rq *)((char *)cfs - bpf_core_field_offset(struct rq, cfs));
+}
+
+/*
+ * --catch's steal time (abi.h sh_steal_marks): .rodata sh_catch_steal 1 when the loader
+ * found a paravirt steal clock (probe/steal_clock.h: KVM's per-CPU steal_time, registered
+ * by arch/x86/kernel/kvm.c with MSR_KVM_STEAL_TIME when the hypervisor offers
+ * KVM_FEATURE_STEAL_TIME). Not a typed ksym: without CONFIG_KALLSYMS_ALL the kernel cannot
+ * resolve a per-CPU variable's address, and the load fails even where the read is dead
+ * code. Instead this CPU's steal_time is found from its struct rq (the per-CPU runqueues,
+ * sh_current_rq) and sh_steal_rq_delta, &steal_time - &runqueues on every CPU (their
+ * offsets in the BTF's .data..percpu section), once per CPU (cached in the marks). With
+ * sh_catch_steal 0, or sh_catch_armed 0, the verifier drops every read.
+ */
+const volatile __u32 sh_catch_steal __weak = 0;
+const volatile __s64 sh_steal_rq_delta __weak = 0;
+SH_PERCPU_ONE(sh_steal_marks, struct sh_steal_marks);
+
+/* arch/x86/include/uapi/asm/kvm_para.h struct kvm_steal_time's start (a fixed ABI): the
+ * host adds the time the vCPU waited to run at each entry, version odd while it writes. */
+struct sh_kvm_steal_time {
+	__u64 steal;
+	__u32 version;
+	__u32 flags;
+};
+
+/* This CPU's steal_time address (m: its marks, which cache it), 0 when not found. */
+static __always_inline __u64 sh_steal_addr(struct sh_steal_marks *m)
+{
+	struct rq *rq;
+	__u64 a = m->addr;
+	int cpu = -1;
+
+	if (a)
+		return a;
+	rq = sh_current_rq();
+	if (!rq)
+		return 0;
+	if (bpf_core_read(&cpu, sizeof(cpu), &rq->cpu) || cpu != (int)bpf_get_smp_processor_id())
+		return 0;
+	a = (__u64)rq + sh_steal_rq_delta;
+	m->addr = a;
+	return a;
+}
+
+/* This CPU's steal clock into *out, as the kernel's kvm_steal_clock() reads it (version
+ * even and unchanged around the read of steal; one retry). 0 when not readable: the clock
+ * is being written, or was never written (version 0: a hypervisor that does not keep it,
+ * as QEMU's TCG), or this CPU's steal_time was not found. */
+static __always_inline int sh_steal_read(struct sh_steal_marks *m, __u64 *out)
+{
+	struct sh_kvm_steal_time st;
+	__u64 a = sh_steal_addr(m);
+	__u32 v, i;
+
+	if (!a)
+		return 0;
+	for (i = 0; i < 2; i++) {
+		if (bpf_probe_read_kernel(&v, sizeof(v), (void *)(a + 8)) ||
+		    bpf_probe_read_kernel(&st, sizeof(st), (void *)a))
+			return 0;
+		if (v && !(v & 1) && v == st.version) {
+			*out = st.steal;
+			return 1;
+		}
+	}
+	return 0;
+}
+
+/* The start (ts) of an event of probe at timing depth d on this CPU: its steal clock, for
+ * sh_steal_take at the end. Only when --catch is armed and the clock kept. */
+static __always_inline void sh_steal_mark(__u32 probe, __u64 d, __u64 ts)
+{
+	struct sh_steal_marks *m;
+	__u64 steal = 0;
+	__u32 z = 0;
+
+	if (!sh_catch_armed || !sh_catch_steal)
+		return;
+	m = bpf_map_lookup_elem(&sh_steal_marks, &z);
+	if (!m || probe >= SH_NPROBES)
+		return;
+	{
+		struct sh_steal_mark *k = &m->m[probe][SH_BOUND(d, SH_MAX_DEPTH)];
+
+		k->ts = sh_steal_read(m, &steal) ? ts : 0;
+		k->steal = steal;
+	}
+}
+
+/* r's steal time: the clock now less its mark at the event's start (the mark of probe
+ * whose ts is start), at most r->dur_ns; SH_CATCH_F_STEAL when both reads were good. */
+static __always_inline void sh_steal_take(struct sh_catch_rec *r, __u32 probe, __u64 start)
+{
+	struct sh_steal_marks *m;
+	__u64 now, was = 0, d;
+	__u32 z = 0, i;
+	int found = 0;
+
+	m = bpf_map_lookup_elem(&sh_steal_marks, &z);
+	if (!m || probe >= SH_NPROBES || !start)
+		return;
+	for (i = 0; i < SH_MAX_DEPTH; i++) {
+		struct sh_steal_mark *k = &m->m[probe][i];
+
+		if (k->ts == start) {
+			was = k->steal;
+			k->ts = 0;
+			found = 1;
+			break;
+		}
+	}
+	if (!found || !sh_steal_read(m, &now) || now < was)
+		return;
+	d = now - was;
+	r->steal_ns = d < r->dur_ns ? d : r->dur_ns;
+	r->flags |= SH_CATCH_F_STEAL;
+}
+
 #define SH_CATCH_DETAIL_SET (1ull << 63)  /* a detail word that holds one (sh_timing.detail) */
 
 /* Adds to r the hard-IRQ, softirq and NMI time of this CPU inside [start, end]: the
@@ -190,6 +325,9 @@ static __always_inline void sh_catch_note(void *ctx, __u32 probe, struct sh_catc
 	r->irq_ns = r->softirq_ns = r->nmi_ns = 0;
 	if (sh_catch_irq)
 		sh_irq_overlap(r, start, now);
+	r->steal_ns = 0;
+	if (sh_catch_steal)
+		sh_steal_take(r, probe, start);
 	r->cpu = bpf_get_smp_processor_id();
 	tgid = bpf_get_current_pid_tgid();
 	r->pid = (__u32)tgid;
@@ -206,11 +344,11 @@ static __always_inline void sh_catch_note(void *ctx, __u32 probe, struct sh_catc
 	SH_INC(&c->caught);
 }
 
-/* Function entry at time now (ns). Interrupts nest calls at most two or three
+/* Function entry of probe (enum sh_probe_id) at time now (ns). Interrupts nest calls at most two or three
  * deep on one CPU; a full stack means exits were lost (a kretprobe out of
  * instances, an entry seen before the exit program attached), so it is reset
  * rather than left full forever: counted in 'nested', timing resumes. */
-static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
+static __always_inline void sh_func_enter(__u32 probe, struct sh_func *f, __u64 now)
 {
 	__u64 d = f->t.depth;
 
@@ -222,6 +360,7 @@ static __always_inline void sh_func_enter(struct sh_func *f, __u64 now)
 	f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)] = now;
 	if (sh_catch_armed)
 		f->t.detail[SH_BOUND(d, SH_MAX_DEPTH)] = 0;
+	sh_steal_mark(probe, d, now);
 	f->t.depth = d + 1;
 }
 
@@ -253,25 +392,6 @@ static __always_inline void sh_func_exit(void *ctx, __u32 probe, struct sh_func 
 			sh_catch_note(ctx, probe, &f->c, start, now, f->t.detail[SH_BOUND(d, SH_MAX_DEPTH)]);
 		}
 	}
-}
-
-/*
- * This CPU's struct rq without the runqueues per-CPU symbol (absent from
- * kallsyms without CONFIG_KALLSYMS_ALL): current->se.cfs_rq is the task's
- * cfs_rq on this CPU (set for every task, the idle task included, by
- * set_task_rq()); cfs_rq->rq exists with CONFIG_FAIR_GROUP_SCHED, otherwise
- * the cfs_rq is the one embedded in struct rq.
- */
-static __always_inline struct rq *sh_current_rq(void)
-{
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct cfs_rq *cfs = BPF_CORE_READ(t, se.cfs_rq);
-
-	if (!cfs)
-		return NULL;
-	if (bpf_core_field_exists(cfs->rq))
-		return BPF_CORE_READ(cfs, rq);
-	return (struct rq *)((char *)cfs - bpf_core_field_offset(struct rq, cfs));
 }
 
 static __always_inline int sh_current_pid(void)

@@ -83,7 +83,7 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 		now = bpf_ktime_get_ns();  /* a proxy: one clock read for its --exact records (the
 					    * gap state reads it only for the events it samples) */
 	if (timed) {
-		sh_func_enter(&s->f, now);
+		sh_func_enter(SH_P_CPUPRI_SET, &s->f, now);
 		sh_func_detail(&s->f, ((__u64)(__u16)(old + 1) << 16) | (__u16)(new + 1));
 	} else {
 		SH_INC(&s->f.calls);
@@ -195,7 +195,7 @@ static __always_inline void cpupri_find_entry(void *ctx, __u64 now)
 
 	if (!s)
 		return;
-	sh_func_enter(&s->f, now);
+	sh_func_enter(SH_P_CPUPRI_FIND, &s->f, now);
 	sh_access(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls), now);
 }
 

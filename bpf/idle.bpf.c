@@ -26,6 +26,7 @@ static __always_inline void idle_event(void *ctx, __u32 state, __u64 now)
 		s->ts = now;
 		if (sh_catch_armed)
 			s->state = state;
+		sh_steal_mark(SH_P_IDLE, 0, now);
 		return;
 	}
 	SH_INC(&s->exits);

@@ -31,7 +31,7 @@ static __always_inline void nohz_exit_enter(void *ctx, __u64 now, __u64 tick_sto
 	if (!s)
 		return;
 	if (timed)
-		sh_func_enter(&s->f, now);
+		sh_func_enter(SH_P_NOHZ_EXIT, &s->f, now);
 	else
 		SH_INC(&s->f.calls);
 	if (tick_stopped) {
@@ -163,7 +163,7 @@ static __always_inline void nohz_kick_enter(void *ctx, __u64 now, __u64 idle_bal
 
 	if (!s)
 		return;
-	sh_func_enter(&s->f, now);
+	sh_func_enter(SH_P_NOHZ_KICK, &s->f, now);
 	if (idle_balance)
 		SH_INC(&s->idle_ticks);
 	/* one record per call: idle_ticks on an idle tick, calls on a busy one (abi.h) */

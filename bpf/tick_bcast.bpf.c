@@ -196,6 +196,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 	if (want && lock == want) {
 		SH_INC(&s->contentions);
 		s->ts = now;
+		sh_steal_mark(SH_P_BCAST_WAIT, 0, now);
 		sh_access(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions), now);
 		bcast_holder_scan(now);
 	}

@@ -268,6 +268,8 @@ struct sh_catch {
 #define SH_CATCH_F_IRQ_MORE  2   /* more interrupts in the window than the ring kept: the
 				  * *_ns are lower bounds */
 #define SH_CATCH_F_DETAIL    4   /* detail holds the probe's own value (below) */
+#define SH_CATCH_F_STEAL     8   /* steal_ns is measured (the paravirt steal clock read at the
+				  * event's start and end); else it is 0 and means "not kept" */
 /* sh_catch_rec.detail by probe: cpupri_set: (old + 1) << 16 | (new + 1), converted
  * priorities (0: invalid); idle: the idle state index; bcast_wait (with the holder
  * state, struct sh_bcast_holder): the SH_HOLD_D_* fields below; others: 0 (no flag). */
@@ -278,6 +280,8 @@ struct sh_catch_rec {
 	__u64 irq_ns;           /* hard-IRQ time on this CPU inside [ts - dur_ns, ts] */
 	__u64 softirq_ns;       /* softirq time (with the hard IRQs inside it) */
 	__u64 nmi_ns;           /* NMI time */
+	__u64 steal_ns;         /* SH_CATCH_F_STEAL: this vCPU's steal time inside the window (KVM's
+				 * steal_time.steal: waiting for the host to run it), at most dur_ns */
 	__u32 cpu;
 	__u32 pid;              /* the task's thread id (kernel pid) */
 	__u32 tgid;
@@ -287,6 +291,19 @@ struct sh_catch_rec {
 	__u32 pad;
 	char comm[16];
 	__u64 stack[SH_CATCH_FRAMES];
+};
+/* --catch's steal clock (bpf/common.bpf.h sh_steal_mark): the steal clock read at the start
+ * of each open timed event of this CPU, by probe and timing depth (sh_timing's; idle and
+ * bcast_wait time one event at a time: depth 0). ts is the event's start (0: not read, or
+ * the clock was being updated), so the end finds the mark of its own event. Per-CPU scratch,
+ * private to BPF; only with sh_catch_armed and sh_catch_steal. */
+struct sh_steal_mark {
+	__u64 ts;
+	__u64 steal;
+};
+struct sh_steal_marks {
+	struct sh_steal_mark m[SH_NPROBES][SH_MAX_DEPTH];
+	__u64 addr;     /* this CPU's steal_time, found at its first read (0: not yet) */
 };
 /* The interrupt windows of one CPU (irq/softirq/nmi tracepoints, attached only
  * with a rule armed): a ring of the last SH_IRQ_RING finished ones and the

@@ -219,6 +219,17 @@ void TailAccumulator::add(const CatchBatch& b) {
           sat_add(r.with_dur_ns[k], e.dur_ns);
         }
     }
+    if (e.flags & SH_CATCH_F_STEAL) {
+      const auto sat_add = [](uint64_t& a, uint64_t b) { a = b > UINT64_MAX - a ? UINT64_MAX : a + b; };
+      ++r.steal_events;
+      sat_add(r.steal_dur_ns, e.dur_ns);
+      const uint64_t st = std::min(e.steal_ns, e.dur_ns);  // inside the window (the program clips it)
+      if (st) {
+        ++r.steal_with;
+        sat_add(r.steal_ns, st);
+        sat_add(r.steal_with_dur_ns, e.dur_ns);
+      }
+    }
     if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
   }
 }
@@ -356,6 +367,17 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
       t["interrupts"] = in;
     } else {
       t["interrupts"] = nullptr;
+    }
+    if (r.steal_events) {
+      t["steal"] = {{"events", r.steal_events},
+                    {"not_kept", r.received - r.steal_events},
+                    {"with", r.steal_with},
+                    {"share", share(r.steal_with, r.steal_events)},
+                    {"ns", r.steal_ns},
+                    {"time_share", share(r.steal_ns, r.steal_dur_ns)},
+                    {"time_share_of_those", share(r.steal_ns, r.steal_with_dur_ns)}};
+    } else {
+      t["steal"] = nullptr;
     }
     if (!r.detail.empty()) t["detail"] = r.detail;
     out.push_back(std::move(t));

@@ -102,6 +102,12 @@ class TailAccumulator {
     uint64_t ns[3] = {0, 0, 0};           ///< that time, summed
     uint64_t with_dur_ns[3] = {0, 0, 0};  ///< the durations of the events that had it
     std::map<std::string, uint64_t> detail;  ///< SH_CATCH_F_DETAIL, named (RT->NORMAL, state 2)
+    // Steal time, over the events with SH_CATCH_F_STEAL (a vCPU's paravirt steal clock):
+    uint64_t steal_events = 0;     ///< events whose steal time was measured
+    uint64_t steal_with = 0;       ///< of those, events with steal time inside
+    uint64_t steal_ns = 0;         ///< that time, summed
+    uint64_t steal_dur_ns = 0;     ///< the durations of the measured events
+    uint64_t steal_with_dur_ns = 0;  ///< the durations of the events that had steal inside
   };
   /// A percentile rule's check over the intervals add_interval() saw (in add order).
   struct PercentileCheck {

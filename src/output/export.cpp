@@ -545,6 +545,8 @@ class PerfettoSink : public Sink {
       args["softirq_ns"] = irq ? nlohmann::json(e.softirq_ns) : nlohmann::json(nullptr);
       args["nmi_ns"] = irq ? nlohmann::json(e.nmi_ns) : nlohmann::json(nullptr);
       if (irq && (e.flags & SH_CATCH_F_IRQ_MORE)) args["irq_lower_bound"] = true;
+      // steal: the vCPU's paravirt steal time inside (null: no steal clock, not 0)
+      args["steal_ns"] = (e.flags & SH_CATCH_F_STEAL) ? nlohmann::json(e.steal_ns) : nlohmann::json(nullptr);
       args["stack"] = e.stack && e.stack <= cb.stacks.size() ? nlohmann::json(stack_text(cb.stacks[e.stack - 1]))
                                                               : nlohmann::json(nullptr);
       const uint64_t start = e.ts_ns >= e.dur_ns ? e.ts_ns - e.dur_ns : 0;

@@ -11,6 +11,7 @@
 #include "analysis/tails_exact.h"
 #include "probe/module.h"
 #include "probe/status.h"
+#include "probe/steal_clock.h"
 #include "sys/json_text.h"
 
 namespace schedhot {
@@ -135,6 +136,8 @@ std::string cpu_table_text(const nlohmann::json& r) {
 }
 
 /// "61 %": a share (0..1) as a whole percentage.
+/// format_ns with "ns" on the values it prints bare (under 10 us): a time in a sentence.
+std::string ns_with_unit(double x) { return x < 1e4 ? format_ns(x) + " ns" : format_ns(x); }
 std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
 
 /// One rule's block of the Tails section.
@@ -254,6 +257,21 @@ std::string tail_text(const nlohmann::json& t) {
       out += fmt::format("  of {} caught, {}\n", n, parts);
     if (const uint64_t more = in["events_lower_bound"].get<uint64_t>())
       out += fmt::format("  {} had more interrupts inside than the ring kept: their times are lower bounds\n", more);
+  }
+  const auto& sl = t.contains("steal") ? t["steal"] : nlohmann::json();
+  if (sl.is_null()) {
+    out += fmt::format("  steal: {}\n", kStealNotKept);
+  } else {
+    const uint64_t n = sl["events"].get<uint64_t>(), with = sl["with"].get<uint64_t>(),
+                   not_kept = sl["not_kept"].get<uint64_t>();
+    const std::string unread = not_kept ? fmt::format(" ({} more without a steal reading)", not_kept) : "";
+    if (with)
+      out += fmt::format("  steal: of {} caught, {} had steal inside, {} total ({} of their time): the vCPU waited "
+                         "for the host{}\n",
+                         n, with, ns_with_unit(double(sl["ns"].get<uint64_t>())),
+                         pct(sl["time_share_of_those"].get<double>()), unread);
+    else
+      out += fmt::format("  steal: of {} caught, none had steal inside{}\n", n, unread);
   }
   out += tail_exact_text(t);
   if (t.contains("detail")) {

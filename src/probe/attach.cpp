@@ -16,6 +16,7 @@
 #include "probe/exact_reader.h"
 #include "probe/module.h"
 #include "probe/records.h"
+#include "probe/steal_clock.h"
 #include "schedhot.skel.h"
 
 namespace schedhot {
@@ -95,6 +96,9 @@ class LibbpfLoader : public BpfLoader {
                                      1, nullptr);
       if (catch_rules_fd_ < 0 || catch_events_fd_ < 0 || irq_rings_fd_ < 0)
         throw std::runtime_error(fmt::format("--catch: cannot create its maps: {}", strerror(errno)));
+      const StealClock sc = find_steal_clock(facts_.btf_path);
+      steal_reason_ = sc.reason;
+      steal_rq_delta_ = sc.rq_delta;
     }
     if (gaps) {
       LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
@@ -127,6 +131,8 @@ class LibbpfLoader : public BpfLoader {
   /// --catch's shared maps (bpf/common.bpf.h), -1 without --catch.
   int catch_rules_fd() const { return catch_rules_fd_; }
   int catch_events_fd() const { return catch_events_fd_; }
+  /// --catch: "" when every object reads the paravirt steal clock (sh_catch_steal = 1), else why not.
+  const std::string& steal_reason() const { return steal_reason_; }
 
   /// --catch's interrupt accounting (bpf/catch.bpf.c): its programs in an object of their
   /// own, attached; the NMI one only where its tracepoint exists. "" when the hard-IRQ and
@@ -339,6 +345,8 @@ class LibbpfLoader : public BpfLoader {
   int share_catch_maps(schedhot_bpf* s) {
     s->rodata->sh_catch_armed = 1;
     s->rodata->sh_catch_irq = irq_ok_ ? 1 : 0;
+    s->rodata->sh_catch_steal = steal_reason_.empty() ? 1 : 0;
+    s->rodata->sh_steal_rq_delta = steal_rq_delta_;
     int e = bpf_map__reuse_fd(s->maps.sh_catch_rules, catch_rules_fd_);
     if (!e) e = bpf_map__reuse_fd(s->maps.sh_catch_events, catch_events_fd_);
     if (!e) e = bpf_map__reuse_fd(s->maps.sh_irq_rings, irq_rings_fd_);
@@ -359,6 +367,8 @@ class LibbpfLoader : public BpfLoader {
   int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1;
   int holders_fd_ = -1;  ///< bcast_wait's holder state (AttachOptions::bcast_holder), -1 without
   bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
+  std::string steal_reason_;  ///< --catch: "" when the programs read the steal clock (sh_catch_steal = 1)
+  int64_t steal_rq_delta_ = 0;  ///< where they find it (bpf/common.bpf.h sh_steal_rq_delta)
 };
 
 }  // namespace
@@ -374,6 +384,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   if (opts.catch_armed) {
     catch_irq_reason_ = loader->load_irq_accounting(catch_irq_handle_);  // first: the probes' objects then read the rings
     catch_rules_fd_ = loader->catch_rules_fd();
+    catch_steal_reason_ = loader->steal_reason();
   }
   const int catch_events_fd = loader->catch_events_fd();
   const int exact_fd = loader->exact_fd(), fails_fd = loader->fails_fd();

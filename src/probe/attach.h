@@ -63,6 +63,9 @@ class ProbeSet {
   void set_catch_rule(uint32_t probe, uint64_t threshold_ns, uint32_t per_sec);
   /// Why the interrupt accounting of caught events is off ("" when on; only with --catch).
   const std::string& catch_irq_reason() const { return catch_irq_reason_; }
+  /// Why caught events carry no steal time ("" when the programs read the paravirt steal
+  /// clock; only with --catch): probe/steal_clock.h.
+  const std::string& catch_steal_reason() const { return catch_steal_reason_; }
 
   /// The gap state (AttachOptions::gaps) is kept: its maps exist and are mapped.
   bool gaps() const { return gap_slots_ != nullptr; }
@@ -87,6 +90,7 @@ class ProbeSet {
   std::unique_ptr<CatchSource> catch_;
   int catch_rules_fd_ = -1;
   std::string catch_irq_reason_;
+  std::string catch_steal_reason_;
   LoadHandle catch_irq_handle_ = kNoLoad;  ///< the interrupt programs' object
   sh_gap_slot* gap_slots_ = nullptr;         ///< ncpus slots, mapped (user space writes only `period`)
   size_t gap_bytes_ = 0;

@@ -52,6 +52,8 @@ bool parse_catch_record(const void* data, uint32_t size, RawCaught& out) {
   e.irq_ns = r.irq_ns;
   e.softirq_ns = r.softirq_ns;
   e.nmi_ns = r.nmi_ns;
+  // Steal time only with its flag, and within the event (the program clips it): else not kept.
+  e.steal_ns = (r.flags & SH_CATCH_F_STEAL) ? std::min(r.steal_ns, r.dur_ns) : 0;
   out.ips.clear();
   if (r.stack_bytes > 0) {
     const size_t n = std::min<size_t>(size_t(r.stack_bytes) / sizeof(uint64_t), SH_CATCH_FRAMES);

@@ -74,6 +74,7 @@ struct CaughtEvent {
   uint64_t irq_ns = 0;      ///< hard-IRQ time on cpu inside [ts_ns - dur_ns, ts_ns] (SH_CATCH_F_IRQ)
   uint64_t softirq_ns = 0;  ///< softirq time there (including hard IRQs inside a softirq)
   uint64_t nmi_ns = 0;      ///< NMI time there
+  uint64_t steal_ns = 0;    ///< this vCPU's steal time there, <= dur_ns (SH_CATCH_F_STEAL; else not kept)
   uint32_t stack = 0;       ///< index + 1 into CatchBatch::stacks; 0: no stack
   bool operator==(const CaughtEvent&) const = default;
 };

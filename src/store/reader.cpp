@@ -367,6 +367,24 @@ bool RecordingReader::decode_caught(const Frame& f, std::string& why) {
   stats_.caught_lost = b.lost > UINT64_MAX - stats_.caught_lost ? UINT64_MAX : stats_.caught_lost + b.lost;
   pending_caught_ = std::move(b);
   pending_caught_ns_ = f.mono_ns;
+  pending_steal_ = false;
+  return true;
+}
+
+bool RecordingReader::decode_steal(const Frame& f, std::string& why) {
+  if (!pending_caught_ || pending_caught_ns_ != f.mono_ns) {
+    why = fmt::format("bad steal frame: no catch frame for the sample at {} ns before it", f.mono_ns);
+    return false;
+  }
+  if (pending_steal_) {
+    why = fmt::format("bad steal frame: a second one for the sample at {} ns", f.mono_ns);
+    return false;
+  }
+  std::string raw;
+  if (!unpack_frame(f, "steal", raw, why)) return false;
+  if (!schedhot::decode_steal(raw, *pending_caught_, why)) return false;
+  ++stats_.steal_frames;
+  pending_steal_ = true;
   return true;
 }
 
@@ -507,17 +525,22 @@ bool RecordingReader::next_state(bool returned) {
       }
       case FrameType::exact:
       case FrameType::gaps:
-      case FrameType::caught: {
-        // 1.3 EXACT, 1.4 GAPS, 1.5 CATCH: unknown to a file of an earlier minor (skipped as such).
-        const int since_minor = f.type == FrameType::exact ? 3 : f.type == FrameType::gaps ? 4 : 5;
+      case FrameType::caught:
+      case FrameType::steal: {
+        // 1.3 EXACT, 1.4 GAPS, 1.5 CATCH, 1.6 STEAL: unknown to a file of an earlier minor (skipped as such).
+        const int since_minor = f.type == FrameType::exact    ? 3
+                                : f.type == FrameType::gaps   ? 4
+                                : f.type == FrameType::caught ? 5
+                                                              : 6;
         if (minor_ < since_minor) {
           ++stats_.unknown_frames;
           break;
         }
         std::string why;
         const bool ok = f.type == FrameType::exact  ? decode_exact(f, why)
-                        : f.type == FrameType::gaps ? decode_gaps(f, why)
-                                                    : decode_caught(f, why);
+                        : f.type == FrameType::gaps   ? decode_gaps(f, why)
+                        : f.type == FrameType::caught ? decode_caught(f, why)
+                                                      : decode_steal(f, why);
         if (!ok) {
           set_damage(f.at, why);
           return false;

@@ -89,6 +89,8 @@
 //                   flags (SH_CATCH_F_*, <= 0xffff), pid, tgid (<= 2^32-1), comm length
 //                   (<= kMaxCatchCommBytes) and its bytes (printable ASCII), detail, irq ns,
 //                   softirq ns, nmi ns, stack (index + 1 into the stacks; 0: none).
+//               The flags never hold SH_CATCH_F_STEAL (1.6: the STEAL frame says it; a
+//               reader clears the bit in a CATCH frame).
 //               Every event's time is in (previous sample's mono_ns, this frame's mono_ns].
 //               A reader refuses a frame whose decoded batch would take more than
 //               kMaxCatchDecodedBytes (a few bytes naming a long symbol can stand for a
@@ -98,15 +100,23 @@
 //               A reader gives a SAMPLE the CATCH frame just before it when their mono_ns
 //               agree; the first sample read after a seek has none (as EXACT: its interval
 //               started at a sample the caller was not given).
+//    10 STEAL   (1.6) the steal times (abi.h sh_catch_rec.steal_ns, SH_CATCH_F_STEAL) of the
+//               CATCH frame's events, written right after that CATCH frame (same mono_ns)
+//               when at least one of them has a steal time; zstd when that is smaller (flag
+//               1). All varints: n (= the CATCH frame's events), then per event in its order:
+//               0 (not kept: no paravirt steal clock, or it could not be read) or steal ns + 1
+//               (steal ns <= the event's dur ns). An event of a CATCH frame without a STEAL
+//               frame has no steal time (not kept, never 0 as if measured). A STEAL frame
+//               without its CATCH frame just before it, or with another n, is damage.
 //   Unknown frame types (of later minor versions) are skipped by readers: a 1.2 reader
 //   reads a 1.3 file as if it had no EXACT frames, a 1.3 reader a 1.4 file as if it had
-//   no GAPS frames, a 1.4 reader a 1.5 file as if it had no CATCH frames
-//   (RecordingReader::next_state's default).
+//   no GAPS frames, a 1.4 reader a 1.5 file as if it had no CATCH frames, a 1.5 reader a
+//   1.6 file as if its caught events had no steal time (RecordingReader::next_state's default).
 //
 // Versions: 1.0 (first release), 1.1 (INDEX entries carry the sample ordinal; END carries
 // the INDEX offset and time span), 1.2 (ONLINE frames: CPU hotplug during a run), 1.3
 // (EXACT frames: --exact), 1.4 (GAPS frames: the probes' gap state, META gap_lines), 1.5
-// (CATCH frames: --catch, META catch_rules). A reader reads every minor of its major and
+// (CATCH frames: --catch, META catch_rules), 1.6 (STEAL frames: caught events' steal time). A reader reads every minor of its major and
 // refuses a newer major.
 //
 // A reader stops at the first frame that is truncated or fails its CRC, says where and
@@ -127,7 +137,7 @@
 namespace schedhot {
 
 inline constexpr uint16_t kFormatMajor = 1;
-inline constexpr uint16_t kFormatMinor = 5;
+inline constexpr uint16_t kFormatMinor = 6;
 inline constexpr uint32_t kKeyframeEvery = 64;
 inline constexpr uint32_t kMaxFramePayload = 256u << 20;  ///< reader's limit, bytes
 /// The reader's limit for a META or NOTE frame (JSON), bytes: an 8192-CPU host's META is
@@ -162,7 +172,7 @@ inline constexpr uint32_t kMaxCatchCommBytes = 15;
 inline constexpr uint64_t kMaxCatchDecodedBytes = 256ull << 20;
 
 enum class FrameType : uint8_t { meta = 1, sample = 2, index = 3, end = 4, note = 5, online = 6, exact = 7, gaps = 8,
-                                caught = 9 };
+                                caught = 9, steal = 10 };
 
 /// Payload bytes of a 1.2 ONLINE frame for ncpus CPUs: one bit per CPU.
 inline constexpr uint32_t online_bitmap_bytes(uint32_t ncpus) { return (ncpus + 7) / 8; }
@@ -333,6 +343,7 @@ struct ReadStats {
   uint64_t caught_frames = 0;  ///< 1.5 CATCH frames
   uint64_t caught_events = 0;  ///< events in them
   uint64_t caught_lost = 0;    ///< lost records they report
+  uint64_t steal_frames = 0;   ///< 1.6 STEAL frames
   uint64_t unknown_frames = 0; ///< frame types of a later minor version, skipped
   uint64_t first_mono_ns = 0;  ///< first sample read
   uint64_t last_mono_ns = 0;   ///< last sample read
@@ -464,6 +475,9 @@ class RecordingReader : public SampleSource {
   bool decode_gaps(const Frame& f, std::string& why);
   /// A CATCH frame (raw or zstd) into pending_caught_; false (with why) when malformed.
   bool decode_caught(const Frame& f, std::string& why);
+  /// A STEAL frame (raw or zstd) onto pending_caught_ (its CATCH frame); false (with why) when
+  /// malformed or without its CATCH frame.
+  bool decode_steal(const Frame& f, std::string& why);
   /// An EXACT, GAPS or CATCH frame's payload, decompressed (what: "exact", "gaps", "catch" for why), with
   /// the decompression ratio bounded (a bomb is refused).
   static bool unpack_frame(const Frame& f, const char* what, std::string& raw, std::string& why);
@@ -504,6 +518,7 @@ class RecordingReader : public SampleSource {
   uint64_t pending_gaps_ns_ = 0;             ///< its mono_ns
   std::optional<CatchBatch> pending_caught_;  ///< the last CATCH frame, for the next sample
   uint64_t pending_caught_ns_ = 0;             ///< its mono_ns
+  bool pending_steal_ = false;                 ///< a STEAL frame was applied to pending_caught_
   bool after_seek_ = false;  ///< no sample returned since the last seek (its first gets no CATCH frame)
   std::optional<uint64_t> returned_ns_;      ///< mono_ns of the last sample next()/skip() returned
   std::vector<char> nonzero_cpu_;    ///< per CPU: a slot word of state_ is non-zero

@@ -414,7 +414,7 @@ std::string encode_caught(const CatchBatch& batch, uint64_t since_ns) {
     put_varint(b, e.dur_ns);
     put_varint(b, e.cpu);
     put_varint(b, e.probe);
-    put_varint(b, e.flags);
+    put_varint(b, uint16_t(e.flags & ~SH_CATCH_F_STEAL));  // 1.6: in the STEAL frame (1.5 readers skip it)
     put_varint(b, e.pid);
     put_varint(b, e.tgid);
     put_varint(b, e.comm.size());
@@ -594,7 +594,7 @@ bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, 
     e.dur_ns = dur;
     e.cpu = static_cast<uint32_t>(cpu);
     e.probe = static_cast<uint16_t>(probe);
-    e.flags = static_cast<uint16_t>(flags);
+    e.flags = static_cast<uint16_t>(flags & ~uint64_t(SH_CATCH_F_STEAL));  // only a STEAL frame sets it
     e.pid = static_cast<uint32_t>(pid);
     e.tgid = static_cast<uint32_t>(tgid);
     e.stack = static_cast<uint32_t>(stack);
@@ -605,6 +605,69 @@ bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, 
     return false;
   }
   out = std::move(b);
+  return true;
+}
+
+// ---- STEAL ------------------------------------------------------------------------
+
+std::string encode_steal(const CatchBatch& batch) {
+  bool any = false;
+  for (const CaughtEvent& e : batch.events) any |= (e.flags & SH_CATCH_F_STEAL) != 0;
+  if (!any) return "";
+  std::string b;
+  put_varint(b, batch.events.size());
+  for (size_t i = 0; i < batch.events.size(); ++i) {
+    const CaughtEvent& e = batch.events[i];
+    if (!(e.flags & SH_CATCH_F_STEAL)) {
+      put_varint(b, 0);
+      continue;
+    }
+    if (e.steal_ns > e.dur_ns || e.steal_ns == UINT64_MAX)
+      throw std::runtime_error(
+          fmt::format("caught event {}: steal {} ns is over its duration {} ns", i, e.steal_ns, e.dur_ns));
+    put_varint(b, e.steal_ns + 1);
+  }
+  return b;
+}
+
+bool decode_steal(const std::string& raw, CatchBatch& b, std::string& why) {
+  ByteReader c(raw);
+  const uint64_t n = c.varint();
+  if (!c.ok) {
+    why = "bad steal frame: truncated";
+    return false;
+  }
+  if (n != b.events.size()) {
+    why = fmt::format("bad steal frame: {} events, its catch frame has {}", n, b.events.size());
+    return false;
+  }
+  std::vector<uint64_t> v(b.events.size());
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i] = c.varint();
+    if (!c.ok) {
+      why = "bad steal frame: truncated";
+      return false;
+    }
+    if (v[i] && v[i] - 1 > b.events[i].dur_ns) {
+      why = fmt::format("bad steal frame: event {} has steal {} ns, over its duration {} ns", i, v[i] - 1,
+                        b.events[i].dur_ns);
+      return false;
+    }
+  }
+  if (c.left()) {
+    why = "bad steal frame: trailing bytes";
+    return false;
+  }
+  for (size_t i = 0; i < v.size(); ++i) {
+    CaughtEvent& e = b.events[i];
+    if (v[i]) {
+      e.steal_ns = v[i] - 1;
+      e.flags |= SH_CATCH_F_STEAL;
+    } else {
+      e.steal_ns = 0;
+      e.flags &= uint16_t(~SH_CATCH_F_STEAL);
+    }
+  }
   return true;
 }
 

@@ -87,6 +87,18 @@ std::string encode_caught(const CatchBatch& batch, uint64_t since_ns);
 bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, uint32_t ncpus, size_t nprobes,
                    CatchBatch& out, std::string& why);
 
+// ---- STEAL (1.6) ------------------------------------------------------------------
+
+/// The STEAL payload (uncompressed) of batch's events (recording.h), "" when none of them
+/// has SH_CATCH_F_STEAL (then no STEAL frame is written). Throws std::runtime_error when an
+/// event's steal_ns is over its dur_ns.
+std::string encode_steal(const CatchBatch& batch);
+
+/// Applies a STEAL payload (uncompressed) to the events of the CATCH frame it follows:
+/// steal_ns and SH_CATCH_F_STEAL of each event it says was measured. false with why (one
+/// line, b unchanged) when it breaks the frame's rules or is truncated.
+bool decode_steal(const std::string& raw, CatchBatch& b, std::string& why);
+
 // ---- ONLINE (1.2) -----------------------------------------------------------------
 
 /// The ONLINE bitmap of the CPUs online (those < ncpus; others are left out).

@@ -267,8 +267,8 @@ bool RecordingWriter::write_sample(const Sample& s) {
   }
   // 1.5: the interval's caught events, as given (checked first, as GAPS: the reader refuses
   // what breaks the frame's rules).
-  std::string caught;
-  uint8_t caught_flags = 0;
+  std::string caught, steal;
+  uint8_t caught_flags = 0, steal_flags = 0;
   if (s.caught) {
     const uint64_t since = have_prev_ ? prev_.mono_ns : 0;
     for (size_t i = 0; i < s.caught->events.size(); ++i) {
@@ -282,10 +282,12 @@ bool RecordingWriter::write_sample(const Sample& s) {
     }
     try {
       caught = encode_caught(*s.caught, since);
+      steal = encode_steal(*s.caught);  // 1.6: "" when no event has a steal time
     } catch (const std::runtime_error& e) {
       throw std::runtime_error(fmt::format("sample {}: {}", s.seq, e.what()));
     }
     compress_if_smaller(caught, caught_flags);
+    if (!steal.empty()) compress_if_smaller(steal, steal_flags);
   }
   // 1.2: the online CPUs, when they changed, and before every keyframe (a seek lands there).
   std::string online;
@@ -296,12 +298,14 @@ bool RecordingWriter::write_sample(const Sample& s) {
   }
   if (!fits(b.size() + (online.empty() ? 0 : kFrameHeaderBytes + online.size()) +
                 (s.exact ? kFrameHeaderBytes + exact.size() : 0) + (s.gaps ? kFrameHeaderBytes + gaps.size() : 0) +
-                (s.caught ? kFrameHeaderBytes + caught.size() : 0),
+                (s.caught ? kFrameHeaderBytes + caught.size() : 0) +
+                (steal.empty() ? 0 : kFrameHeaderBytes + steal.size()),
             key))
     return false;
   if (s.exact) write_frame(FrameType::exact, exact_flags, s.mono_ns, exact);
   if (s.gaps) write_frame(FrameType::gaps, gaps_flags, s.mono_ns, gaps);
   if (s.caught) write_frame(FrameType::caught, caught_flags, s.mono_ns, caught);
+  if (!steal.empty()) write_frame(FrameType::steal, steal_flags, s.mono_ns, steal);
   if (!online.empty()) {
     write_frame(FrameType::online, 0, s.mono_ns, online);
     online_written_ = s.online;

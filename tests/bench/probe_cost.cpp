@@ -67,6 +67,7 @@
 #include "probe/attacher.h"
 #include "probe/catch_reader.h"
 #include "probe/exact_reader.h"
+#include "probe/steal_clock.h"
 #include "sample/sample.h"
 
 
@@ -75,7 +76,9 @@ namespace {
 /// The object a variant runs from: sh_exact / sh_gaps = 1, or --catch armed with a rule
 /// on pc_timed's probe id that never fires (a 1 s threshold) or fires at every event (1 ns,
 /// no rate limit: the stack walk, the interrupt rings and the perf output each time).
-enum Obj { kPlain, kExactObj, kGapsObj, kCatchIdleObj, kCatchFireObj };
+/// kCatchStealIdleObj: the not-firing rule with the steal clock read at each entry and exit
+/// (sh_catch_steal = 1, where this host keeps one: probe/steal_clock.h).
+enum Obj { kPlain, kExactObj, kGapsObj, kCatchIdleObj, kCatchFireObj, kCatchStealIdleObj };
 
 struct Variant {
   const char* name;
@@ -109,9 +112,10 @@ const std::vector<Variant> kVariants = {
     {"cpupri_set timed + gap state", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2, kGapsObj},
     {"timed + --catch, not firing", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchIdleObj},
     {"timed + --catch, every event", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchFireObj},
+    {"timed + --catch + steal, idle", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchStealIdleObj},
 };
 constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
-constexpr int kCatchIdle = 21, kCatchFire = 22;
+constexpr int kCatchIdle = 21, kCatchFire = 22, kCatchStealIdle = 23;
 
 /// The gap state's pairs: the same handler from the plain object and from the sh_gaps = 1 one.
 struct GapPair {
@@ -217,15 +221,18 @@ probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32
   skel->rodata->sh_cpupri_nr_prios = 101;
   skel->rodata->sh_exact = obj == kExactObj ? 1 : 0;
   skel->rodata->sh_gaps = obj == kGapsObj ? 1 : 0;
-  skel->rodata->sh_catch_armed = obj == kCatchIdleObj || obj == kCatchFireObj ? 1 : 0;
+  skel->rodata->sh_catch_armed = obj == kCatchIdleObj || obj == kCatchFireObj || obj == kCatchStealIdleObj ? 1 : 0;
   skel->rodata->sh_catch_irq = obj == kCatchFireObj ? 1 : 0;
+  const schedhot::StealClock sc = schedhot::find_steal_clock();
+  skel->rodata->sh_catch_steal = obj == kCatchStealIdleObj && sc.reason.empty() ? 1 : 0;
+  skel->rodata->sh_steal_rq_delta = sc.rq_delta;
   if (int err = probe_cost_bpf__load(skel)) {
     fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",
                strerror(-err), g_log.substr(g_log.size() > 3000 ? g_log.size() - 3000 : 0));
     probe_cost_bpf__destroy(skel);
     return nullptr;
   }
-  if (obj == kCatchIdleObj || obj == kCatchFireObj) {
+  if (obj == kCatchIdleObj || obj == kCatchFireObj || obj == kCatchStealIdleObj) {
     sh_catch_rule rule{};
     rule.threshold_ns = obj == kCatchFireObj ? 1 : 1'000'000'000;
     const __u32 key = SH_P_NOHZ_EXIT;  // pc_timed_exit's probe id
@@ -324,7 +331,8 @@ int main(int argc, char** argv) {
   probe_cost_bpf* skelg = skelx ? open_load(ncpus, kGapsObj, routes.routes) : nullptr;
   probe_cost_bpf* skelci = skelg ? open_load(ncpus, kCatchIdleObj, routes.routes) : nullptr;
   probe_cost_bpf* skelcf = skelci ? open_load(ncpus, kCatchFireObj, routes.routes) : nullptr;
-  if (!skel || !skelx || !skelg || !skelci || !skelcf) return 1;
+  probe_cost_bpf* skelcs = skelcf ? open_load(ncpus, kCatchStealIdleObj, routes.routes) : nullptr;
+  if (!skel || !skelx || !skelg || !skelci || !skelcf || !skelcs) return 1;
   {
     // The gap state's sampling period on every CPU, as ProbeSet::take_gaps sets it.
     const double ns_per_call = time_loop({0}, 200'000);
@@ -343,7 +351,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  probe_cost_bpf* const objs[] = {skel, skelx, skelg, skelci, skelcf};
+  probe_cost_bpf* const objs[] = {skel, skelx, skelg, skelci, skelcf, skelcs};
   // The reader of --exact records, as record runs it: its own thread reads the buffers, a
   // take() of all due every 50 ms (record's takes are one per sample).
   std::unique_ptr<schedhot::ExactReader> reader;
@@ -549,8 +557,16 @@ int main(int argc, char** argv) {
                "event (stack walk, interrupt rings, perf output)\n",
                modes[m].name, stats(res[m][kCatchIdle]).median - timed, stats(res[m][kCatchFire]).median - timed);
   }
+  const std::string steal_why = schedhot::steal_clock_reason();
+  for (size_t m = 0; m < modes.size(); ++m)
+    fmt::print("{:>7}  --catch's steal clock adds {:+.1f} ns to a timed probe armed and not firing ({:+.1f} ns in all; {})\n",
+               modes[m].name, stats(res[m][kCatchStealIdle]).median - stats(res[m][kCatchIdle]).median,
+               stats(res[m][kCatchStealIdle]).median - stats(res[m][kTimed]).median,
+               steal_why.empty() ? "read at each entry (the end's read is a caught event's): this host keeps a paravirt steal clock"
+                                 : "not read here, " + steal_why);
   fmt::print("--catch events: {} received, {} lost (perf buffers of {} pages per CPU, read and symbolized by "
              "CatchReader's thread)\n", caught_received, caught_lost, catcher->pages());
+  probe_cost_bpf__destroy(skelcs);
   probe_cost_bpf__destroy(skelcf);
   probe_cost_bpf__destroy(skelci);
   if (stats_fd >= 0) close(stats_fd);

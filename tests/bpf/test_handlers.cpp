@@ -25,6 +25,7 @@
 #include "model/gaps.h"
 #include "probe/catch_reader.h"
 #include "probe/catch_rules.h"
+#include "probe/steal_clock.h"
 #include "model/lines.h"
 #include "sample/sample.h"
 #include "schedhot.skel.h"
@@ -68,6 +69,8 @@ class Handlers : public ::testing::Test {
       skel_->rodata->sh_bcast_hold = 1;
       skel_->rodata->sh_bcast_ncpus = static_cast<__u32>(ncpus_);
     }
+    skel_->rodata->sh_catch_steal = steal_ ? 1 : 0;
+    skel_->rodata->sh_steal_rq_delta = steal_ ? schedhot::find_steal_clock().rq_delta : 0;
     int err = schedhot_bpf__load(skel_);
     ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
                       << "): these tests need root and BPF_PROG_TEST_RUN for raw_tp\n"
@@ -103,6 +106,7 @@ class Handlers : public ::testing::Test {
   bool gaps_ = false;  ///< load with the gap state on (sh_gaps = 1)
   bool catch_ = false; ///< load with --catch armed (sh_catch_armed, sh_catch_irq = 1)
   bool holder_ = false; ///< load with bcast_wait's holder state (sh_bcast_hold = 1)
+  bool steal_ = false; ///< and the steal clock read (sh_catch_steal = 1; needs the host's clock)
   schedhot_bpf* skel_ = nullptr;
 };
 
@@ -569,6 +573,136 @@ TEST_F(Catch, NoHolderStateWithoutItsRule) {
   ASSERT_EQ(b.events.size(), 1u);
   EXPECT_FALSE(b.events[0].flags & SH_CATCH_F_DETAIL);
   EXPECT_EQ(b.events[0].detail, 0u);
+}
+
+/// --catch with the steal clock read, as record loads it on this host: sh_catch_steal = 1
+/// where probe/steal_clock.h finds the clock (else the object would not load: the ksym).
+class CatchSteal : public Catch {
+ protected:
+  CatchSteal() { steal_ = schedhot::steal_clock_reason().empty(); }
+};
+
+// Without the steal clock (sh_catch_steal = 0): no event says it measured steal time, and
+// its steal_ns is 0 (the reader and the report say "not kept").
+TEST_F(Catch, NoStealClockNoStealTime) {
+  using namespace schedhot;
+  rule(SH_P_IDLE, round_threshold(1000), 0);
+  rule(SH_P_NOHZ_EXIT, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  idle_for(1000, 50'000);
+  run(skel_->progs.test_nohz_exit, {0, 100'000, 0});
+  run(skel_->progs.test_nohz_exit, {1, 200'000, 0});
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 2u);
+  for (const CaughtEvent& e : b.events) {
+    EXPECT_FALSE(e.flags & SH_CATCH_F_STEAL);
+    EXPECT_EQ(e.steal_ns, 0u);
+  }
+}
+
+// With the host's steal clock: every caught event of a timed probe (idle's residency, a
+// function's entry/exit at each nesting depth) carries a measured steal time, within the
+// event; the clock is the kernel's own (what it adds to /proc/stat's steal column).
+TEST_F(CatchSteal, EveryCaughtEventCarriesItsStealTime) {
+  using namespace schedhot;
+  if (!steal_) GTEST_SKIP() << "this host keeps no steal clock: " << steal_clock_reason();
+  rule(SH_P_IDLE, round_threshold(1000), 0);
+  rule(SH_P_NOHZ_EXIT, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  idle_for(1000, 50'000);
+  // nested: an outer call from 100 us to 400 us, an inner one from 150 us to 200 us
+  run(skel_->progs.test_nohz_exit, {0, 100'000, 0});
+  run(skel_->progs.test_nohz_exit, {0, 150'000, 0});
+  run(skel_->progs.test_nohz_exit, {1, 200'000, 0});
+  run(skel_->progs.test_nohz_exit, {1, 400'000, 0});
+  // a long real event: its steal time is read from the clock twice, a second apart
+  run(skel_->progs.test_idle, {3, 1'000'000});
+  usleep(300'000);
+  run(skel_->progs.test_idle, {0xffffffffull, 1'000'000 + 3'000'000'000ull});
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 4u);
+  EXPECT_EQ(b.events[0].dur_ns, 50'000u);
+  EXPECT_EQ(b.events[1].dur_ns, 50'000u);   // the inner call (depth 1)
+  EXPECT_EQ(b.events[2].dur_ns, 300'000u);  // the outer call (depth 0)
+  for (const CaughtEvent& e : b.events) {
+    EXPECT_TRUE(e.flags & SH_CATCH_F_STEAL) << "probe " << e.probe << " dur " << e.dur_ns;
+    EXPECT_LE(e.steal_ns, e.dur_ns);
+  }
+}
+
+/// /proc/stat's steal column of cpu, ns (USER_HZ ticks), -1 when not found.
+int64_t proc_stat_steal_ns(int cpu) {
+  FILE* f = fopen("/proc/stat", "r");
+  if (!f) return -1;
+  char line[512];
+  const std::string want = "cpu" + std::to_string(cpu) + " ";
+  int64_t out = -1;
+  while (fgets(line, sizeof line, f)) {
+    if (std::string(line).rfind(want, 0) != 0) continue;
+    unsigned long long v[8] = {};
+    if (sscanf(line + want.size(), "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3], &v[4], &v[5],
+               &v[6], &v[7]) == 8)
+      out = int64_t(v[7]) * (1'000'000'000 / sysconf(_SC_CLK_TCK));
+  }
+  fclose(f);
+  return out;
+}
+
+// The clock the programs read is the kernel's own steal clock: on every online CPU it
+// agrees with what the kernel accounted into /proc/stat's steal column from it (at each
+// tick: behind by at most the steal since that CPU's last accounting, and the column's
+// tick truncation). A wrong address (another per-CPU variable) would read something else,
+// or nothing (version 0).
+TEST_F(CatchSteal, TheClockIsTheOneProcStatCounts) {
+  using namespace schedhot;
+  if (!steal_) GTEST_SKIP() << "this host keeps no steal clock: " << steal_clock_reason();
+  const int64_t tick = 1'000'000'000 / sysconf(_SC_CLK_TCK);
+  int checked = 0;
+  for (int c = 0; c < ncpus_; ++c) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(c, &set);
+    const int64_t before = proc_stat_steal_ns(c);
+    if (before < 0) continue;  // not online
+    LIBBPF_OPTS(bpf_test_run_opts, opts, .flags = BPF_F_TEST_RUN_ON_CPU, .cpu = static_cast<__u32>(c));
+    uint64_t dummy = 0;
+    opts.ctx_in = &dummy;
+    opts.ctx_size_in = sizeof dummy;
+    if (bpf_prog_test_run_opts(bpf_program__fd(skel_->progs.test_steal), &opts) != 0) continue;  // offline
+    const int64_t after = proc_stat_steal_ns(c);
+    ASSERT_EQ(skel_->bss->sh_steal_test_ok, 1u) << "CPU " << c << ": the clock read";
+    const int64_t v = int64_t(skel_->bss->sh_steal_test_ns);
+    std::printf("CPU %d: steal clock %" PRId64 " ns, /proc/stat %" PRId64 "..%" PRId64 " ns\n", c, v, before, after);
+    EXPECT_GE(v, before - tick) << "CPU " << c << ": /proc/stat counted " << before << " ns";
+    EXPECT_LE(v, after + 200 * 1'000'000) << "CPU " << c << ": /proc/stat counted " << after << " ns";
+    ++checked;
+  }
+  EXPECT_GE(checked, 1);
+}
+
+// The marks follow the timing stack: when a full stack is reset (exits lost), the entry
+// that resets it takes depth 0's mark with its timing, so its event has its own steal time.
+TEST_F(CatchSteal, TheTimingStacksResetKeepsTheMarks) {
+  using namespace schedhot;
+  if (!steal_) GTEST_SKIP() << "this host keeps no steal clock: " << steal_clock_reason();
+  rule(SH_P_NOHZ_EXIT, round_threshold(1000), 0);
+  CatchReader reader(bpf_map__fd(skel_->maps.sh_catch_events), uint32_t(ncpus_), nullptr, 1);
+  // SH_MAX_DEPTH + 1 entries: the last finds the stack full and takes depth 0; one more
+  // entry (depth 1), then two exits: the inner, then the resetting one.
+  for (uint64_t k = 0; k <= SH_MAX_DEPTH; ++k) run(skel_->progs.test_nohz_exit, {0, 100'000 + k * 10'000, 0});
+  run(skel_->progs.test_nohz_exit, {0, 200'000, 0});
+  run(skel_->progs.test_nohz_exit, {1, 250'000, 0});
+  run(skel_->progs.test_nohz_exit, {1, 900'000, 0});
+  CatchBatch b = reader.take(UINT64_MAX);
+  ASSERT_EQ(b.events.size(), 2u);
+  EXPECT_EQ(b.events[0].dur_ns, 50'000u);
+  EXPECT_EQ(b.events[1].dur_ns, 900'000u - (100'000 + SH_MAX_DEPTH * 10'000));
+  for (const CaughtEvent& e : b.events) {
+    EXPECT_TRUE(e.flags & SH_CATCH_F_STEAL);
+    EXPECT_LE(e.steal_ns, e.dur_ns);
+  }
+  auto s = slot<sh_nohz_exit_slot>(skel_->maps.nohz_exit_slots, 0);
+  EXPECT_EQ(s.f.nested, 1u);
 }
 
 }  // namespace

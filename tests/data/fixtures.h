@@ -41,6 +41,7 @@ inline uint64_t hash_caught(uint64_t h, const CatchBatch& b) {
     for (uint64_t v : {e.ts_ns, e.dur_ns, uint64_t(e.cpu), uint64_t(e.probe), uint64_t(e.flags), uint64_t(e.pid),
                        uint64_t(e.tgid), e.detail, e.irq_ns, e.softirq_ns, e.nmi_ns, uint64_t(e.stack)})
       h = fnv1a(h, v);
+    if (e.flags & SH_CATCH_F_STEAL) h = fnv1a(h, e.steal_ns);  // 1.6 (no 1.5 event has the flag)
     for (char ch : e.comm) h = fnv1a(h, uint8_t(ch));
     if (e.stack && e.stack <= b.stacks.size())
       for (const StackFrame& f : b.stacks[e.stack - 1]) {

@@ -12,7 +12,8 @@
 //                                   after the first but sample 20 with a GAPS frame (gap_counts())
 //   v<major>.<minor>-catch.shot     (1.5 on) 4 CPUs, 70 samples, a --catch rule on cpupri_set,
 //                                   each sample after the first but every 10th with a CATCH
-//                                   frame (caught_batch(): 2 stacks shared by 1..5 events)
+//                                   frame (caught_batch(): 2 stacks shared by 1..5 events;
+//                                   1.6 on: events k % 3 != 2 with a steal time, STEAL frames)
 // each with a .expect.json of values computed from the samples as written. Existing files
 // are never replaced: fixtures of released versions stay as they were made.
 //
@@ -110,6 +111,10 @@ std::optional<CatchBatch> caught_batch(uint32_t ncpus, uint32_t i, uint64_t sinc
     e.softirq_ns = i % 3 ? 5000 : 0;
     e.nmi_ns = 0;
     e.stack = k == 4 ? 0 : 1 + k % 2;
+    if (kFormatMinor >= 6 && k % 3 != 2) {  // 1.6: a steal time (0 included: measured, none)
+      e.flags |= SH_CATCH_F_STEAL;
+      e.steal_ns = k == 0 ? 0 : uint64_t(k) * 700 + i;
+    }
     b.events.push_back(e);
   }
   return b;
@@ -291,14 +296,20 @@ int make(const std::string& dir, const Spec& sp) {
     e["gap_value_sum"] = sum;
   }
   if (sp.caught) {
-    uint64_t frames = 0, events = 0, lost = 0, hc = kFnvBasis;
+    uint64_t frames = 0, events = 0, lost = 0, hc = kFnvBasis, steal_events = 0, steal_ns = 0;
     for (uint32_t i = 0; i < kept; ++i)
       if (written[i].caught) {
         ++frames;
         events += written[i].caught->events.size();
         lost += written[i].caught->lost;
         hc = hash_caught(hc, *written[i].caught);
+        for (const CaughtEvent& ev : written[i].caught->events)
+          if (ev.flags & SH_CATCH_F_STEAL) ++steal_events, steal_ns += ev.steal_ns;
       }
+    if (kFormatMinor >= 6) {
+      e["caught_steal_events"] = steal_events;
+      e["caught_steal_ns"] = steal_ns;
+    }
     e["catch_rules"] = m.catch_rules.size();
     e["caught_frames"] = frames;
     e["caught_events"] = events;

@@ -1,7 +1,8 @@
 // CATCH frames (format 1.5, issue 31): Sample::caught (--catch events with their symbolized
 // kernel stacks) written and read back like EXACT frames (raw or zstd), hostile payloads
 // refused with one line of damage, the first sample after a seek without them, rotation
-// keeping every event in one file, and a 1.4 reader's view of a 1.5 file (skipped).
+// keeping every event in one file, and a 1.4 reader's view of a 1.5 file (skipped). STEAL
+// frames (1.6): the events' steal times, and a 1.5 reader's view of them (skipped).
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -202,7 +203,7 @@ TEST(CatchFrame, RoundTripInAFileRawAndCompressed) {
     write_samples(dir / "a.shot", m, w, compress);
 
     auto r = RecordingReader::open(dir / "a.shot");
-    EXPECT_EQ(r->minor(), 5);
+    EXPECT_EQ(r->minor(), kFormatMinor);
     EXPECT_EQ(r->meta().catch_rules, m.catch_rules);
     auto got = read_all(*r);
     ASSERT_EQ(got.size(), w.size());
@@ -671,4 +672,161 @@ TEST(CatchFrame, EveryByteChangedDecodesOrIsOneLine) {
       }
     }
   EXPECT_GT(refused, raw.size()) << "most changes break a rule";
+}
+
+// ---- STEAL (1.6) ------------------------------------------------------------------
+
+namespace {
+
+/// batch() with steal times on events 0, 1 and 3 (event 0's measured as none), none kept
+/// on 2 and 4.
+CatchBatch steal_batch(uint64_t since, uint32_t salt = 0) {
+  CatchBatch b = batch(since, salt);
+  for (size_t k : {0, 1, 3}) {
+    b.events[k].flags |= SH_CATCH_F_STEAL;
+    b.events[k].steal_ns = k == 0 ? 0 : k == 3 ? b.events[k].dur_ns : 1234 + salt;
+  }
+  return b;
+}
+
+}  // namespace
+
+TEST(StealFrame, CodecRoundTripAndTheCatchFrameStays15) {
+  const CatchBatch b = steal_batch(kSince, 3);
+  const std::string raw = encode_caught(b, kSince);
+  // The CATCH payload is what a 1.5 writer wrote for the same events without steal times.
+  CatchBatch plain = b;
+  for (CaughtEvent& e : plain.events) e.flags &= uint16_t(~SH_CATCH_F_STEAL), e.steal_ns = 0;
+  EXPECT_EQ(raw, encode_caught(plain, kSince));
+  CatchBatch got;
+  std::string why;
+  ASSERT_TRUE(decodes(raw, got, why)) << why;
+  EXPECT_EQ(got, plain) << "a CATCH frame alone: no steal time (not kept)";
+  const std::string st = encode_steal(b);
+  ASSERT_FALSE(st.empty());
+  ASSERT_TRUE(decode_steal(st, got, why)) << why;
+  EXPECT_EQ(got, b);
+  EXPECT_EQ(got.events[0].steal_ns, 0u);
+  EXPECT_TRUE(got.events[0].flags & SH_CATCH_F_STEAL) << "measured, none: not the same as not kept";
+  EXPECT_FALSE(got.events[2].flags & SH_CATCH_F_STEAL);
+  EXPECT_EQ(got.events[3].steal_ns, got.events[3].dur_ns);
+  // No event with a steal time: no STEAL frame.
+  EXPECT_EQ(encode_steal(plain), "");
+  EXPECT_EQ(encode_steal(CatchBatch{}), "");
+  // A steal time over its event's duration is refused by the writer.
+  CatchBatch over = b;
+  over.events[1].steal_ns = over.events[1].dur_ns + 1;
+  EXPECT_THROW(encode_steal(over), std::runtime_error);
+}
+
+TEST(StealFrame, HostilePayloadsAreRefusedWithOneLine) {
+  const CatchBatch b = steal_batch(kSince);
+  std::string why;
+  auto refused = [&](const std::string& raw, const char* what) {
+    CatchBatch got;
+    ASSERT_TRUE(decodes(encode_caught(b, kSince), got, why)) << why;
+    const CatchBatch before = got;
+    why.clear();
+    EXPECT_FALSE(decode_steal(raw, got, why)) << what;
+    EXPECT_NE(why.find("bad steal frame"), std::string::npos) << what << ": " << why;
+    EXPECT_EQ(why.find('\n'), std::string::npos);
+    EXPECT_EQ(got, before) << what << ": unchanged";
+  };
+  const std::string good = encode_steal(b);
+  refused(Payload().var(4).var(0).var(0).var(0).var(0).b, "one event short");
+  refused(Payload().var(6).var(0).var(0).var(0).var(0).var(0).var(0).b, "one event more");
+  refused(Payload().var(5).var(0).var(b.events[1].dur_ns + 2).var(0).var(0).var(0).b, "over its duration");
+  refused(good + std::string(1, '\0'), "trailing byte");
+  for (size_t n = 0; n < good.size(); ++n) refused(good.substr(0, n), "truncated");
+}
+
+TEST(StealFrame, InAFileAfterItsCatchFrameAndA15ReaderSkipsIt) {
+  const Meta m = catch_meta();
+  for (bool compress : {false, true}) {
+    SCOPED_TRACE(compress);
+    TempDir dir("steal_rt");
+    std::vector<Sample> w = make_samples(m, 5);
+    w[1].caught = steal_batch(w[0].mono_ns, 1);
+    w[2].caught = batch(w[1].mono_ns, 2);  // no steal time kept: no STEAL frame
+    w[4].caught = steal_batch(w[3].mono_ns, 4);
+    write_samples(dir / "a.shot", m, w, compress);
+    const std::vector<FrameType> types = frame_types(dir / "a.shot");
+    size_t steals = 0;
+    for (size_t i = 0; i < types.size(); ++i)
+      if (types[i] == FrameType::steal) {
+        ++steals;
+        ASSERT_GT(i, 0u);
+        EXPECT_EQ(types[i - 1], FrameType::caught) << "right after its CATCH frame";
+      }
+    EXPECT_EQ(steals, 2u);
+    {
+      auto r = RecordingReader::open(dir / "a.shot");
+      EXPECT_EQ(r->minor(), 6);
+      auto got = read_all(*r);
+      ASSERT_EQ(got.size(), w.size());
+      for (size_t i = 0; i < w.size(); ++i) EXPECT_EQ(got[i].caught, w[i].caught) << i;
+      EXPECT_EQ(r->stats().steal_frames, 2u);
+      EXPECT_EQ(r->stats().unknown_frames, 0u);
+      EXPECT_FALSE(r->damage().has_value());
+    }
+    // What a 1.5 reader makes of it: the STEAL frames skipped, the events without steal times.
+    std::string d = slurp(dir / "a.shot");
+    set_minor(d, 5);
+    spit(dir / "b.shot", d);
+    auto r = RecordingReader::open(dir / "b.shot");
+    auto got = read_all(*r);
+    ASSERT_EQ(got.size(), w.size());
+    for (size_t i = 0; i < w.size(); ++i) {
+      expect_same(got[i], w[i]);
+      ASSERT_EQ(got[i].caught.has_value(), w[i].caught.has_value()) << i;
+      if (!got[i].caught) continue;
+      ASSERT_EQ(got[i].caught->events.size(), w[i].caught->events.size());
+      for (const CaughtEvent& e : got[i].caught->events) {
+        EXPECT_FALSE(e.flags & SH_CATCH_F_STEAL);
+        EXPECT_EQ(e.steal_ns, 0u);
+      }
+    }
+    EXPECT_EQ(r->stats().unknown_frames, 2u);
+    EXPECT_EQ(r->stats().steal_frames, 0u);
+    EXPECT_FALSE(r->damage().has_value());
+  }
+  // The 1.5 catch fixture (no STEAL frames) reads as before: no event has a steal time.
+  auto r15 = RecordingReader::open(std::string(SCHEDHOT_DATA) + "/v1.5-catch.shot");
+  EXPECT_EQ(r15->minor(), 5);
+  uint64_t events = 0;
+  for (auto& s : read_all(*r15))
+    if (s.caught)
+      for (const CaughtEvent& e : s.caught->events) {
+        ++events;
+        EXPECT_FALSE(e.flags & SH_CATCH_F_STEAL);
+        EXPECT_EQ(e.steal_ns, 0u);
+      }
+  EXPECT_GT(events, 0u);
+  EXPECT_FALSE(r15->damage().has_value());
+}
+
+TEST(StealFrame, WithoutItsCatchFrameOrTwiceIsDamage) {
+  const Meta m = catch_meta();
+  TempDir dir("steal_alone");
+  std::vector<Sample> w = make_samples(m, 5);
+  w[2].caught = steal_batch(w[1].mono_ns);
+  write_samples(dir / "a.shot", m, w, false);
+  const std::string frame = make_frame(FrameType::steal, 0, w[3].mono_ns, encode_steal(steal_batch(w[2].mono_ns)));
+  {
+    MemFile alone;
+    alone.set(with_frame_before_sample(dir / "a.shot", 3, frame));  // sample 3 has no CATCH frame
+    auto r = RecordingReader::open(alone.path());
+    EXPECT_EQ(read_all(*r).size(), 3u) << "the samples before it are kept";
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_NE(r->damage()->reason.find("bad steal frame: no catch frame"), std::string::npos) << r->damage()->reason;
+  }
+  {
+    const std::string again = make_frame(FrameType::steal, 0, w[2].mono_ns, encode_steal(steal_batch(w[1].mono_ns)));
+    MemFile twice;
+    twice.set(with_frame_before_sample(dir / "a.shot", 2, again));  // after sample 2's own STEAL frame
+    auto r = RecordingReader::open(twice.path());
+    EXPECT_EQ(read_all(*r).size(), 2u);
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_NE(r->damage()->reason.find("bad steal frame: a second one"), std::string::npos) << r->damage()->reason;
+  }
 }

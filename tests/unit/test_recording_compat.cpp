@@ -135,14 +135,24 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
     // 1.5 on: --catch events (v1.5-catch); read from the start, every sample's CATCH frame.
     if (e.contains("caught_events")) {
       EXPECT_EQ(m.catch_rules.size(), e["catch_rules"].get<size_t>());
-      uint64_t frames = 0, events = 0, lost = 0, hc = fixtures::kFnvBasis;
+      uint64_t frames = 0, events = 0, lost = 0, hc = fixtures::kFnvBasis, steal_events = 0, steal_ns = 0;
       for (auto& x : got)
         if (x.caught) {
           ++frames;
           events += x.caught->events.size();
           lost += x.caught->lost;
           hc = fixtures::hash_caught(hc, *x.caught);
+          for (const CaughtEvent& ev : x.caught->events) {
+            EXPECT_LE(ev.steal_ns, ev.dur_ns);
+            if (ev.flags & SH_CATCH_F_STEAL)
+              ++steal_events, steal_ns += ev.steal_ns;
+            else
+              EXPECT_EQ(ev.steal_ns, 0u) << "not kept: never a value";
+          }
         }
+      // 1.6 on: the STEAL frames' steal times; before, none (not kept).
+      EXPECT_EQ(steal_events, e.value("caught_steal_events", uint64_t(0)));
+      EXPECT_EQ(steal_ns, e.value("caught_steal_ns", uint64_t(0)));
       EXPECT_EQ(frames, e["caught_frames"].get<uint64_t>());
       EXPECT_EQ(events, e["caught_events"].get<uint64_t>());
       EXPECT_EQ(lost, e["caught_lost"].get<uint64_t>());

@@ -93,6 +93,8 @@ Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
   e1.flags = SH_CATCH_F_IRQ | SH_CATCH_F_DETAIL;
   e1.detail = (uint64_t(50 + 1) << 16) | (0 + 1);  // RT -> NORMAL
   e1.softirq_ns = 6'000;
+  e1.flags |= SH_CATCH_F_STEAL;  // 4 us of steal inside; e3 measured none; the others not kept
+  e1.steal_ns = 4'000;
   CaughtEvent e2 = ev(SH_P_CPUPRI_SET, 22'000, 1, "rtapp", 101, 100);
   e2.flags = SH_CATCH_F_IRQ | SH_CATCH_F_DETAIL;
   e2.detail = (uint64_t(0 + 1) << 16) | (50 + 1);  // NORMAL -> RT
@@ -101,6 +103,7 @@ Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
   e3.detail = (uint64_t(50 + 1) << 16) | (0 + 1);  // RT -> NORMAL
   e3.irq_ns = 10'000;
   e3.softirq_ns = 20'000;
+  e3.flags |= SH_CATCH_F_STEAL;
   b1.events = {e1, e2, e3};
   // Interval 2: stack A again (index 2 in this batch: stacks are per batch) and one without a stack.
   CatchBatch b2;
@@ -263,6 +266,48 @@ TEST(Tails, NotAccountedWhenTheHistogramHasMore) {
   EXPECT_FALSE(t["accounted"].get<bool>());
   const std::string text = render_report_text(r);
   EXPECT_NE(text.find("; 8 != 10, the histogram's count at or above"), std::string::npos) << text;
+}
+
+// Steal time: over the events that measured it (2 of 5), the share that had some and its
+// total; none measured: "not kept on this machine", null in the JSON, never 0.
+TEST(Tails, StealShares) {
+  Case c = make_case();
+  {
+    const nlohmann::json r = report(c);
+    const auto& st = r["tails"][0]["steal"];
+    ASSERT_FALSE(st.is_null());
+    EXPECT_EQ(st["events"].get<uint64_t>(), 2u);
+    EXPECT_EQ(st["not_kept"].get<uint64_t>(), 3u);
+    EXPECT_EQ(st["with"].get<uint64_t>(), 1u);
+    EXPECT_DOUBLE_EQ(st["share"].get<double>(), 0.5);
+    EXPECT_EQ(st["ns"].get<uint64_t>(), 4'000u);
+    EXPECT_DOUBLE_EQ(st["time_share"].get<double>(), 4'000.0 / 130'000.0);  // e1 30 us + e3 100 us
+    EXPECT_DOUBLE_EQ(st["time_share_of_those"].get<double>(), 4'000.0 / 30'000.0);
+    const std::string text = render_report_text(r);
+    EXPECT_NE(text.find("  steal: of 2 caught, 1 had steal inside, 4000 ns total (13 % of their time): the vCPU waited "
+                        "for the host (3 more without a steal reading)\n"),
+              std::string::npos)
+        << text;
+  }
+  // A crafted steal time over its event's duration counts as the duration.
+  for (Sample& s : c.samples)
+    if (s.caught)
+      for (CaughtEvent& e : s.caught->events)
+        if (e.steal_ns) e.steal_ns = ~uint64_t(0);
+  EXPECT_EQ(report(c)["tails"][0]["steal"]["ns"].get<uint64_t>(), 30'000u);
+  // Every event measured, none with steal inside.
+  for (Sample& s : c.samples)
+    if (s.caught)
+      for (CaughtEvent& e : s.caught->events) e.flags |= SH_CATCH_F_STEAL, e.steal_ns = 0;
+  EXPECT_NE(render_report_text(report(c)).find("  steal: of 5 caught, none had steal inside\n"), std::string::npos);
+  // None measured (no paravirt steal clock; a recording made before 1.6).
+  for (Sample& s : c.samples)
+    if (s.caught)
+      for (CaughtEvent& e : s.caught->events) e.flags &= uint16_t(~SH_CATCH_F_STEAL), e.steal_ns = 0;
+  const nlohmann::json off = report(c);
+  EXPECT_TRUE(off["tails"][0]["steal"].is_null());
+  EXPECT_NE(render_report_text(off).find("  steal: not kept on this machine (no paravirt steal clock)\n"),
+            std::string::npos);
 }
 
 TEST(Tails, NoInterruptInsideIsTheFunctionsOwnTime) {
@@ -511,17 +556,18 @@ TEST(TailsRecording, PerfettoSlicesOnTheirCpusTracks) {
                           {"args", std::move(args)}};
   };
   auto args = [](nlohmann::json rule, uint64_t dur, const char* comm, uint32_t pid, uint32_t tid, nlohmann::json detail,
-                 nlohmann::json irq, nlohmann::json softirq, nlohmann::json nmi, nlohmann::json stack) {
+                 nlohmann::json irq, nlohmann::json softirq, nlohmann::json nmi, nlohmann::json stack,
+                 nlohmann::json steal = nullptr) {
     return nlohmann::json{{"rule", rule},       {"dur_ns", dur},       {"comm", comm}, {"pid", pid},     {"tid", tid},
                           {"detail", detail},   {"irq_ns", irq},       {"softirq_ns", softirq}, {"nmi_ns", nmi},
-                          {"stack", stack}};
+                          {"stack", stack},     {"steal_ns", steal}};
   };
   const nlohmann::json null = nullptr;
-  nlohmann::json a3 = args("cpupri_set>20us", 100'000, "kworker/1:0", 7, 7, "RT->NORMAL", 10'000, 20'000, 0, sB);
+  nlohmann::json a3 = args("cpupri_set>20us", 100'000, "kworker/1:0", 7, 7, "RT->NORMAL", 10'000, 20'000, 0, sB, 0);
   a3["irq_lower_bound"] = true;
   const std::vector<nlohmann::json> want = {
       slice(1, 10'099'970.0, 30.0, "cpupri_set tail",
-            args("cpupri_set>20us", 30'000, "rtapp", 100, 100, "RT->NORMAL", 0, 6'000, 0, sA)),
+            args("cpupri_set>20us", 30'000, "rtapp", 100, 100, "RT->NORMAL", 0, 6'000, 0, sA, 4'000)),
       slice(1, 10'199'978.0, 22.0, "cpupri_set tail",
             args("cpupri_set>20us", 22'000, "rtapp", 100, 101, "NORMAL->RT", 0, 0, 0, sA)),
       slice(2, 10'299'900.0, 100.0, "cpupri_set tail", a3),

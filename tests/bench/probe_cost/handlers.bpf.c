@@ -130,7 +130,7 @@ int pc_timed_enter(void *ctx)
 	PC_FILTER();
 	f = SH_THIS_SLOT(pc_timed_slots);
 	if (f)
-		sh_func_enter(f, bpf_ktime_get_ns());
+		sh_func_enter(SH_P_NOHZ_EXIT, f, bpf_ktime_get_ns());
 	return 1;
 }
 
