@@ -104,6 +104,24 @@ int catch__nmi(__u64 *ctx)
 	return 0;
 }
 
+/* x86's system vectors (arch/x86/include/asm/trace/irq_vectors.h, DEFINE_IRQ_VECTOR_EVENT):
+ * the local APIC timer, the rescheduling, call-function and irq_work IPIs run as hard
+ * interrupts that never pass irq_handler_entry/exit (sysvec_* in arch/x86/kernel/apic/ and
+ * smp.c); each calls trace_*_entry before its handler and trace_*_exit after it, inside the
+ * interrupt (softirqs run after, in irq_exit_rcu). Raw, as catch__nmi: where a tracepoint
+ * does not exist (other architectures) its program alone is not attached. */
+#define SH_IRQ_VECTOR(name)                                                              \
+	SEC("raw_tp/" #name "_entry")                                                    \
+	int catch__##name##_entry(__u64 *ctx) { irq_open(SH_IRQ_HARD, bpf_ktime_get_ns()); return 0; } \
+	SEC("raw_tp/" #name "_exit")                                                     \
+	int catch__##name##_exit(__u64 *ctx) { irq_close(SH_IRQ_HARD, bpf_ktime_get_ns()); return 0; }
+
+SH_IRQ_VECTOR(local_timer)
+SH_IRQ_VECTOR(reschedule)
+SH_IRQ_VECTOR(call_function)
+SH_IRQ_VECTOR(call_function_single)
+SH_IRQ_VECTOR(irq_work)
+
 /* ---- BPF_PROG_TEST_RUN wrapper (tests/bpf) ----------------------------- */
 
 /* ctx: kind (0 hard, 1 soft, 2 NMI), op (0 open, 1 close; NMI: a span of ctx[3] ns ending

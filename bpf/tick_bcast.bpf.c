@@ -77,6 +77,13 @@ static __always_inline void bcast_site_enter(__u32 site, __u64 now)
 		h->state = ((now ? now : bpf_ktime_get_ns()) << SH_HOLD_TS_SHIFT) | (site + 1);
 }
 
+/* The entry time for the holder state, read first (before the site's counting and gap
+ * state), so it is as close to the call as the program can be; 0 without the state. */
+static __always_inline __u64 bcast_site_clock(void)
+{
+	return sh_bcast_hold ? bpf_ktime_get_ns() : 0;
+}
+
 static __always_inline void bcast_site_exit(void)
 {
 	struct sh_bcast_holder *h;
@@ -90,9 +97,9 @@ static __always_inline void bcast_site_exit(void)
 
 #define BCAST_SITE(i)                                         \
 	SEC("fentry")                                         \
-	int BPF_PROG(bcast_lock__fentry_##i) { bcast_site_hit(ctx, i); bcast_site_enter(i, 0); return 0; } \
+	int BPF_PROG(bcast_lock__fentry_##i) { __u64 t = bcast_site_clock(); bcast_site_hit(ctx, i); bcast_site_enter(i, t); return 0; } \
 	SEC("kprobe")                                         \
-	int BPF_KPROBE(bcast_lock__kprobe_##i) { bcast_site_hit(ctx, i); bcast_site_enter(i, 0); return 0; } \
+	int BPF_KPROBE(bcast_lock__kprobe_##i) { __u64 t = bcast_site_clock(); bcast_site_hit(ctx, i); bcast_site_enter(i, t); return 0; } \
 	SEC("fexit")                                          \
 	int BPF_PROG(bcast_lock__fexit_##i) { bcast_site_exit(); return 0; } \
 	SEC("kretprobe")                                      \

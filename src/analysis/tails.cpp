@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <utility>
 
 #include <fmt/format.h>
@@ -48,7 +49,7 @@ std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios) {
   if (probe == SH_P_BCAST_WAIT) {
     // abi.h SH_HOLD_D_*: who held tick_broadcast_lock when the wait began.
     const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail), cands = SH_HOLD_D_CANDS(detail);
-    if (!cpu) return "holder not seen (no other CPU inside a lock-taking site)";
+    if (!cpu) return "holder not seen (no other CPU inside a lock-taking site and not waiting: the lock may have just passed to a waiter)";
     const std::string where = site < kBcastSites.size() ? kBcastSites[site] : fmt::format("site {}", site);
     return cands > 1 ? fmt::format("holder CPU {} in {} (the earliest in of {} CPUs inside a site)", cpu - 1, where, cands)
                      : fmt::format("holder CPU {} in {}", cpu - 1, where);
@@ -66,6 +67,15 @@ nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail) {
   o["holder_candidates"] = SH_HOLD_D_CANDS(detail);
   o["holder_inside_ns"] = cpu ? nlohmann::json(SH_HOLD_D_INSIDE_NS(detail)) : nlohmann::json(nullptr);
   return o;
+}
+
+bool holder_tracked(const Meta& meta) {
+  const int bl = meta.probe_index(probe_catalog()[SH_P_BCAST_LOCK].name);
+  if (bl < 0) return false;
+  for (const std::string& n : meta.probes[size_t(bl)].status.notes)
+    if (n.rfind(kHolderNote, 0) == 0 && n.size() > kHolderNote.size() + 2)  // "holder state: N of M ..."
+      return std::strtoull(n.c_str() + kHolderNote.size() + 2, nullptr, 10) > 0;
+  return false;
 }
 
 int cpupri_nr_prios(const Meta& meta) {
@@ -123,6 +133,7 @@ TailAccumulator::TailAccumulator(const Meta& meta) {
     for (size_t id = 0; id < cat.size(); ++id)
       if (cat[id].name == meta.catch_rules[r].probe && rule_of_probe_[id] < 0) rule_of_probe_[id] = static_cast<int>(r);
   nr_prios_ = cpupri_nr_prios(meta);
+  holder_tracked_ = holder_tracked(meta);
 }
 
 void TailAccumulator::add_interval(const Meta& meta, const Sample& prev, const Interval& iv) {
@@ -154,6 +165,11 @@ void TailAccumulator::add_interval(const Meta& meta, const Sample& prev, const I
       return n;
     };
     const uint64_t a = above(before), z = above(after);
+    for (uint64_t th : {before, after})
+      if (th) {
+        c.min_th = c.min_th ? std::min(c.min_th, th) : th;
+        c.max_th = std::max(c.max_th, th);
+      }
     c.lower += std::min(a, z);
     c.upper += std::max(a, z);
     c.counted += iv.count(p, "caught") + iv.count(p, "catch_rate_drops") + iv.count(p, "catch_full_drops");
@@ -230,12 +246,15 @@ void TailAccumulator::add(const CatchBatch& b) {
         sat_add(r.steal_with_dur_ns, e.dur_ns);
       }
     }
-    if (e.flags & SH_CATCH_F_DETAIL) ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
+    if (e.flags & SH_CATCH_F_DETAIL && (e.probe != SH_P_BCAST_WAIT || holder_tracked_))
+      ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
   }
 }
 
 std::string TailAccumulator::detail_of(const CaughtEvent& e) const {
-  return (e.flags & SH_CATCH_F_DETAIL) ? caught_detail_text(e.probe, e.detail, nr_prios_) : "";
+  return (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || holder_tracked_)
+             ? caught_detail_text(e.probe, e.detail, nr_prios_)
+             : "";
 }
 
 nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top,
@@ -251,8 +270,17 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
     // threshold's bucket: equal unless an event was lost without being counted.
     const int p = meta.probe_index(cr.probe);
     const ProbeSpec* spec = find_probe(cr.probe);
+    // What the duration is (the histogram's "runtime", "residency", "wait time"): an
+    // event with no interrupt inside was the function's own time only for a runtime.
+    t["duration_is"] = spec ? spec->hist_what : "runtime";
     const bool counted = p >= 0 && iv.present(p) && meta.probes[size_t(p)].slot.find("caught");
-    if (counted) {
+    const std::string blind_here = counted ? blind_reason(meta, p) : "";
+    if (counted && !blind_here.empty()) {
+      // A blind probe sees none of its events: its zeros would read as measured.
+      for (const char* k : {"caught", "rate_drops", "full_drops", "histogram_above", "in_flight", "accounted"})
+        t[k] = nullptr;
+      t["blind"] = blind_here;
+    } else if (counted) {
       const uint64_t caught = iv.count(p, "caught"), rate = iv.count(p, "catch_rate_drops"),
                      full = iv.count(p, "catch_full_drops");
       t["caught"] = caught;
@@ -281,6 +309,8 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
                                                       pc->counted <= pc->upper + meta.ncpus)
                                      : nlohmann::json(nullptr);
         t["checked_counted"] = pc->counted;
+        // The thresholds the checked intervals had armed (null: never armed in them).
+        t["armed_thresholds_ns"] = pc->max_th ? nlohmann::json::array({pc->min_th, pc->max_th}) : nlohmann::json(nullptr);
       } else if (blind.empty() && edited.empty() && cr.percentile <= 0 && spec && !spec->hist.empty() &&
           meta.probes[size_t(p)].slot.find(spec->hist)) {
         // Per CPU: a sample copies a CPU's slot while its program may be between the
@@ -393,10 +423,11 @@ uint64_t TailAccumulator::stack_count(size_t rule, const std::vector<std::string
   return it == rules_[rule].stacks.end() ? 0 : it->second;
 }
 
-void FoldedStacks::add(const CatchBatch& b) {
+void FoldedStacks::add(const CatchBatch& b, const std::vector<char>* cpus) {
   std::vector<std::string> folded(b.stacks.size());
   std::vector<char> made(b.stacks.size(), 0);
   for (const CaughtEvent& e : b.events) {
+    if (cpus && (e.cpu >= cpus->size() || !(*cpus)[e.cpu])) continue;
     std::string line = caught_probe_name(e.probe);
     if (e.stack == 0 || e.stack > b.stacks.size()) {
       line += ";[no stack]";

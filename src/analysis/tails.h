@@ -39,6 +39,9 @@ nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail);
 
 /// cpupri's pri_to_cpu[] length in meta's layout (101 when not recorded: since v5.11).
 int cpupri_nr_prios(const Meta& meta);
+/// Whether bcast_lock kept each CPU's holder state in the run of meta (its note "holder
+/// state: N of M ..." with N > 0): else a caught bcast_wait's detail says nothing.
+bool holder_tracked(const Meta& meta);
 
 /// A stack as one line, innermost frame first: "cpupri_set+0x10 <- enqueue_task_rt+0x80".
 std::string stack_text(const std::vector<StackFrame>& frames);
@@ -115,6 +118,7 @@ class TailAccumulator {
     uint64_t last_th = 0;    ///< 0: disarmed
     uint64_t intervals = 0, checked = 0;
     uint64_t lower = 0, upper = 0, counted = 0;  ///< summed over the checked intervals
+    uint64_t min_th = 0, max_th = 0;  ///< the lowest and highest armed threshold of the checked intervals (0: none)
   };
   std::vector<PercentileCheck> pct_;  ///< like Meta::catch_rules (used for percentile rules)
   std::vector<Rule> rules_;           ///< like Meta::catch_rules
@@ -123,14 +127,18 @@ class TailAccumulator {
   uint64_t batches_ = 0;
   uint64_t lost_ = 0;                 ///< CatchBatch::lost, summed (every probe's)
   uint64_t rng_ = 0x9e3779b97f4a7c15ull;
-  int nr_prios_ = 101;  ///< cpupri's pri_to_cpu[] length (the META layout's; 101 since v5.11)
+  int nr_prios_ = 101;
+  /// bcast_lock kept each CPU's holder state in the run (its kHolderNote with N > 0): else a
+  /// caught wait's detail ("holder not seen") says nothing and is not counted.
+  bool holder_tracked_ = false;  ///< cpupri's pri_to_cpu[] length (the META layout's; 101 since v5.11)
 };
 
 /// `export --format folded`: caught events counted by (probe, stack of function names),
 /// offsets dropped so equal functions merge.
 class FoldedStacks {
  public:
-  void add(const CatchBatch& b);
+  /// b's events; cpus: only those of the CPUs set in it (export --cpus), nullptr: all.
+  void add(const CatchBatch& b, const std::vector<char>* cpus = nullptr);
   uint64_t events() const { return events_; }
   /// One line per unique (probe, stack), sorted: "probe;outermost;...;innermost COUNT\n"
   /// (a frame without a symbol "[unknown]", an event without a stack "probe;[no stack]").

@@ -92,6 +92,14 @@ std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::fu
     if (std::string why = catch_unusable(r, a->probes->statuses()[size_t(find_probe(r.probe)->id)]); !why.empty())
       throw LiveError(1, why);
   a->catch_rules = std::move(rules);
+  // A bcast_wait rule names the lock's holder only where bcast_lock's sites keep it.
+  if (ao.bcast_holder) {
+    const ProbeStatus& bl = a->probes->statuses()[SH_P_BCAST_LOCK];
+    if (!bl.attached)
+      a->probes->add_note(SH_P_BCAST_WAIT, fmt::format("{}: bcast_lock is unavailable ({}): no CPU records the "
+                                                       "lock-taking site it is inside, so caught waits name no holder",
+                                                       kHolderNotTrackedNote, bl.reason));
+  }
   return a;
 }
 

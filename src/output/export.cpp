@@ -450,6 +450,7 @@ class PerfettoSink : public Sink {
     rule_of_.clear();
     for (const CatchRule& r : meta_.catch_rules) rule_of_.emplace(r.probe, r.text);
     nr_prios_ = cpupri_nr_prios(meta_);
+    holder_tracked_ = holder_tracked(meta_);
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     fmt::format_to(std::back_inserter(b), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
@@ -537,9 +538,9 @@ class PerfettoSink : public Sink {
                              {"comm", e.comm},
                              {"pid", e.tgid},
                              {"tid", e.pid}};
-      args["detail"] = e.flags & SH_CATCH_F_DETAIL ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_))
-                                                   : nlohmann::json(nullptr);
-      if (e.flags & SH_CATCH_F_DETAIL) args.update(caught_detail_fields(e.probe, e.detail));
+      const bool detail = (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || holder_tracked_);
+      args["detail"] = detail ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_)) : nlohmann::json(nullptr);
+      if (detail) args.update(caught_detail_fields(e.probe, e.detail));
       const bool irq = e.flags & SH_CATCH_F_IRQ;  // else not measured: null, not 0
       args["irq_ns"] = irq ? nlohmann::json(e.irq_ns) : nlohmann::json(nullptr);
       args["softirq_ns"] = irq ? nlohmann::json(e.softirq_ns) : nlohmann::json(nullptr);
@@ -564,6 +565,7 @@ class PerfettoSink : public Sink {
   std::vector<char> exported_cpu_, tail_track_;  ///< by CPU: in cpus_; its tail track named
   std::map<std::string, std::string> rule_of_;   ///< probe -> its rule's text
   int nr_prios_ = 101;
+  bool holder_tracked_ = false;  ///< bcast_wait's detail means something (holder_tracked)
   uint64_t slices_ = 0;
   IntervalValues last_;
   bool have_last_ = false;
@@ -594,12 +596,15 @@ ExportResult export_folded(SampleSource& src, std::ostream& out, const ExportOpt
   const Meta& meta = src.meta();
   ExportResult res;
   FoldedStacks folded;
+  std::vector<char> cpus(meta.ncpus, o.cpus.empty() ? 1 : 0);  // --cpus (default: the online ones)
+  for (int c : o.cpus)
+    if (c >= 0 && size_t(c) < cpus.size()) cpus[size_t(c)] = 1;
   IntervalCursor ic(meta, {SampleWindow{o.from_s, o.to_s, meta.interval_ns}, o.t0_mono_ns});
   while (ic.next(src, o.stop)) {
     ++res.samples;
     if (!ic.interval()) continue;
     ++res.intervals;
-    if (ic.cur().caught) folded.add(*ic.cur().caught);
+    if (ic.cur().caught) folded.add(*ic.cur().caught, &cpus);
   }
   if (ic.stopped()) throw std::runtime_error("interrupted");
   res.caught = folded.events();

@@ -9,6 +9,7 @@
 #include "analysis/report.h"
 #include "analysis/cachelines.h"
 #include "analysis/tails_exact.h"
+#include "probe/catch_rules.h"
 #include "probe/module.h"
 #include "probe/status.h"
 #include "probe/steal_clock.h"
@@ -137,20 +138,21 @@ std::string cpu_table_text(const nlohmann::json& r) {
 
 /// "61 %": a share (0..1) as a whole percentage.
 /// format_ns with "ns" on the values it prints bare (under 10 us): a time in a sentence.
-std::string ns_with_unit(double x) { return x < 1e4 ? format_ns(x) + " ns" : format_ns(x); }
 std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
 
 /// One rule's block of the Tails section.
 std::string tail_text(const nlohmann::json& t) {
   std::string out;
-  const std::string th = format_ns(t["threshold_ns"].get<double>());
+  const std::string th = format_ns_unit(t["threshold_ns"].get<double>());
   const double pcent = t["percentile"].get<double>();
   std::string head = pcent > 0 ? fmt::format("{} > p{:g} (re-armed at each sample from the running histogram; "
                                              "disarmed until the probe has counted 10 events above it)",
                                              t["probe"].get<std::string>(), pcent)
                                : fmt::format("{} >= {} (asked {})", t["probe"].get<std::string>(), th,
-                                             format_ns(t["asked_ns"].get<double>()));
-  if (t["caught"].is_null()) {
+                                             format_ns_unit(t["asked_ns"].get<double>()));
+  if (t["caught"].is_null() && t.contains("blind")) {
+    out += fmt::format("{}: not counted: the probe is blind here ({})\n", head, scrub_controls(t["blind"].get<std::string>()));
+  } else if (t["caught"].is_null()) {
     out += head + ": not counted (probe absent in the window)\n";
   } else {
     const uint64_t caught = t["caught"].get<uint64_t>(), rate = t["rate_drops"].get<uint64_t>(),
@@ -173,6 +175,9 @@ std::string tail_text(const nlohmann::json& t) {
                                                       "not in the window)", n, all);
       if (t["accounted"].is_null())
         out += "; no interval with a known threshold to check against the histogram\n";
+      else if (t["armed_thresholds_ns"].is_null())
+        out += fmt::format("; never armed {} (the running histogram never held {} events above p{:g})\n", over,
+                           kPercentileMinAbove, pcent);
       else if (t["accounted"].get<bool>())
         out += fmt::format("; {} {}: within the histogram's {}..{} above each interval's thresholds (before and "
                            "after its re-arm)\n", got, over, lo, hi);
@@ -207,8 +212,8 @@ std::string tail_text(const nlohmann::json& t) {
   }
   if (got == 0) return out + "  no event received in the window\n";
   const auto& d = t["duration_ns"];
-  out += fmt::format("  duration of the {} received: p50 {}, p99 {}, max {}{}\n", got, format_ns(d["p50"].get<double>()),
-                     format_ns(d["p99"].get<double>()), format_ns(d["max"].get<double>()),
+  out += fmt::format("  duration of the {} received: p50 {}, p99 {}, max {}{}\n", got, format_ns_unit(d["p50"].get<double>()),
+                     format_ns_unit(d["p99"].get<double>()), format_ns_unit(d["max"].get<double>()),
                      d["reservoir"].is_null() ? ""
                                               : fmt::format(" (percentiles over a uniform sample of {})",
                                                             d["reservoir"].get<uint64_t>()));
@@ -249,10 +254,12 @@ std::string tail_text(const nlohmann::json& t) {
       parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", pct(k["share"].get<double>()),
                            words, pct(k["time_share_of_those"].get<double>()));
     }
-    if (parts.empty())
+    if (parts.empty() && t.value("duration_is", "runtime") == "runtime")
       out += fmt::format("  of {} caught, none had an interrupt inside: the time was the function's own (cache misses, "
                          "coherence transfers, virtualization)\n",
                          n);
+    else if (parts.empty())
+      out += fmt::format("  of {} caught, none had an interrupt inside its {}\n", n, t.value("duration_is", "window"));
     else
       out += fmt::format("  of {} caught, {}\n", n, parts);
     if (const uint64_t more = in["events_lower_bound"].get<uint64_t>())
@@ -268,7 +275,7 @@ std::string tail_text(const nlohmann::json& t) {
     if (with)
       out += fmt::format("  steal: of {} caught, {} had steal inside, {} total ({} of their time): the vCPU waited "
                          "for the host{}\n",
-                         n, with, ns_with_unit(double(sl["ns"].get<uint64_t>())),
+                         n, with, format_ns_unit(double(sl["ns"].get<uint64_t>())),
                          pct(sl["time_share_of_those"].get<double>()), unread);
     else
       out += fmt::format("  steal: of {} caught, none had steal inside{}\n", n, unread);

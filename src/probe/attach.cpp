@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstring>
+#include <iterator>
 #include <stdexcept>
 
 #include <bpf/bpf.h>
@@ -158,7 +159,15 @@ class LibbpfLoader : public BpfLoader {
     struct bpf_program* hard[] = {s->progs.catch__irq_entry, s->progs.catch__irq_exit, s->progs.catch__softirq_entry,
                                   s->progs.catch__softirq_exit};
     for (auto* p : hard) bpf_program__set_autoload(p, true);
-    bpf_program__set_autoload(s->progs.catch__nmi, true);
+    // Where they exist: the NMI handler, and x86's system vectors (the APIC timer and IPIs
+    // are hard interrupts without irq_handler_entry), entries after their exits.
+    struct bpf_program* optional[] = {s->progs.catch__nmi,
+                                      s->progs.catch__local_timer_exit,          s->progs.catch__local_timer_entry,
+                                      s->progs.catch__reschedule_exit,           s->progs.catch__reschedule_entry,
+                                      s->progs.catch__call_function_exit,        s->progs.catch__call_function_entry,
+                                      s->progs.catch__call_function_single_exit, s->progs.catch__call_function_single_entry,
+                                      s->progs.catch__irq_work_exit,             s->progs.catch__irq_work_entry};
+    for (auto* p : optional) bpf_program__set_autoload(p, true);
     g_log = &log;
     int e = schedhot_bpf__load(s);
     if (e) {  // perhaps only the NMI program (a kernel without nmi:nmi_handler): again without it
@@ -172,7 +181,18 @@ class LibbpfLoader : public BpfLoader {
       if (!l) return fmt::format("{} did not attach: {}", bpf_program__name(p), errno_name(errno));
       o->links.push_back(l);
     }
-    if (struct bpf_link* l = bpf_program__attach(s->progs.catch__nmi)) o->links.push_back(l);
+    if (struct bpf_link* l = bpf_program__attach(optional[0])) o->links.push_back(l);
+    for (size_t i = 1; i + 1 < std::size(optional); i += 2) {  // (exit, entry): both or neither
+      struct bpf_link* x = bpf_program__attach(optional[i]);
+      if (!x) continue;
+      struct bpf_link* n = bpf_program__attach(optional[i + 1]);
+      if (!n) {
+        bpf_link__destroy(x);
+        continue;
+      }
+      o->links.push_back(x);
+      o->links.push_back(n);
+    }
     irq_ok_ = true;
     handle = static_cast<LoadHandle>(objs_.size());
     objs_.push_back(std::move(o));

@@ -63,6 +63,8 @@ std::vector<CatchRule> parse_catch_rules(const std::string& text, uint32_t per_s
                       v.find_first_not_of("0123456789") == v.size() - 2;  // whole ns: "800ns"
       try {
         r.asked_ns = ns ? std::stoull(v.substr(0, v.size() - 2)) : parse_duration_ns(v, "a threshold");
+      } catch (const std::out_of_range&) {
+        throw std::invalid_argument(fmt::format("--catch '{}': the threshold does not fit in 64 bits of ns", item));
       } catch (const std::exception& e) {
         throw std::invalid_argument(fmt::format("--catch '{}': {}", item, e.what()));
       }

@@ -87,6 +87,8 @@ inline constexpr std::string_view kLockAddrUnlearnable = "cannot learn it from c
 /// How bcast_lock's note starts when its sites' exits keep each CPU's holder state (abi.h
 /// struct sh_bcast_holder): "holder state: N of M attached sites keep ...".
 inline constexpr std::string_view kHolderNote = "holder state";
+/// How bcast_wait's note starts when a bcast_wait rule was given but no holder state is kept.
+inline constexpr std::string_view kHolderNotTrackedNote = "holder not tracked";
 
 /// One-line meaning of an attach or load error: errno name, meaning, and the likely
 /// cause for this backend (e.g. "fentry refused: EPERM (kernel lockdown or an LSM

@@ -139,4 +139,6 @@ std::string format_ns(double x) {
   return fmt::format("{:.0f}", x);
 }
 
+std::string format_ns_unit(double x) { return x < 1e4 ? format_ns(x) + " ns" : format_ns(x); }
+
 }  // namespace schedhot

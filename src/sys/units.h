@@ -46,6 +46,8 @@ std::string format_utc_time(uint64_t wall_ns);
 std::string format_rate(double r);
 /// A duration in ns in at most 7 characters: "850", "12.3us", "4.5ms", "1.20s".
 std::string format_ns(double ns);
+/// format_ns with its unit always said: "850 ns", "5120 ns", "12.3us" (for sentences).
+std::string format_ns_unit(double ns);
 
 /// Checks that a run of dur_ns (as written: d) has a second sample at interval iv_ns
 /// (written: i), which rates need. until_stopped (record): a -d written as 0 means "until

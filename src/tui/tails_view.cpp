@@ -23,13 +23,15 @@ uint64_t u64(const nlohmann::json& j, const char* k) { return j.contains(k) && j
 Line count_line(const std::string& label, const nlohmann::json& t, double seconds, const std::string& check_off) {
   Line l;
   l.add(fmt::format("  {:<24}", label + ":"), Role::label);
+  if (!t.is_null() && t["caught"].is_null() && t.contains("blind"))
+    return l.add("not counted: the probe is blind here (" + scrub_controls(t["blind"].get<std::string>()) + ")", Role::dim);
   if (t.is_null() || t["caught"].is_null()) return l.add("not counted (the probe is absent there)", Role::dim);
   const uint64_t caught = u64(t, "caught"), rate = u64(t, "rate_drops"), full = u64(t, "full_drops");
   l.add(fmt::format("{:>7} caught {:>7}/s", caught, seconds > 0 ? format_rate(double(caught) / seconds) : "-"));
   l.add(fmt::format("  dropped {} (rate) {} (buffer)", rate, full), rate + full ? Role::bad : Role::normal);
   const uint64_t got = u64(t, "events_received");
   if (got != caught) l.add(fmt::format("  {} received", got), Role::dim);
-  const std::string th = format_ns(t["threshold_ns"].get<double>());
+  const std::string th = format_ns_unit(t["threshold_ns"].get<double>());
   if (!check_off.empty())
     l.add("  " + check_off, Role::dim);
   else if (t.contains("blind"))
@@ -52,7 +54,7 @@ Line count_line(const std::string& label, const nlohmann::json& t, double second
 }
 
 /// The report's interrupt sentence, after "  interrupts: ".
-std::string interrupt_text(const nlohmann::json& in) {
+std::string interrupt_text(const nlohmann::json& in, const std::string& duration_is) {
   if (in.is_null()) return "not measured";
   const uint64_t n = u64(in, "events");
   std::string parts;
@@ -63,8 +65,9 @@ std::string interrupt_text(const nlohmann::json& in) {
     parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", pct(k["share"].get<double>()),
                          words, pct(k["time_share_of_those"].get<double>()));
   }
-  std::string out = parts.empty() ? fmt::format("of {} caught, none had an interrupt inside: the time was the function's own", n)
-                                  : fmt::format("of {} caught, {}", n, parts);
+  std::string out = !parts.empty()              ? fmt::format("of {} caught, {}", n, parts)
+                    : duration_is == "runtime" ? fmt::format("of {} caught, none had an interrupt inside: the time was the function's own", n)
+                                               : fmt::format("of {} caught, none had an interrupt inside its {}", n, duration_is);
   if (const uint64_t more = u64(in, "events_lower_bound")) out += fmt::format("; {} lower bounds (ring full)", more);
   return out;
 }
@@ -86,11 +89,11 @@ std::string rule_head(const CatchRule& r) {
   std::string s;
   if (r.percentile > 0)
     s = r.threshold_ns ? fmt::format("armed >= {} (p{:g} of the running histogram, re-armed each interval)",
-                                     format_ns(double(r.threshold_ns)), r.percentile)
+                                     format_ns_unit(double(r.threshold_ns)), r.percentile)
                        : fmt::format("not armed yet (p{:g}: fewer than {} events above it so far)", r.percentile,
                                                    kPercentileMinAbove);
   else
-    s = fmt::format("armed >= {}", format_ns(double(r.threshold_ns)));
+    s = fmt::format("armed >= {}", format_ns_unit(double(r.threshold_ns)));
   s += r.per_sec ? fmt::format(", at most {}/s per CPU", r.per_sec) : ", no rate limit";
   return s;
 }
@@ -131,7 +134,7 @@ std::vector<Line> render_tails(const TailsFrame& f, int width) {
                         .add(fmt::format("  {:<24}", fmt::format("durations {}:", over)), Role::label)
                         .add(fmt::format("p50 {}  p99 {}  max {}", format_ns(d["p50"].get<double>()),
                                          format_ns(d["p99"].get<double>()), format_ns(d["max"].get<double>()))));
-      out.push_back(Line().add(fmt::format("  {:<24}", "interrupts:"), Role::label).add(interrupt_text(agg["interrupts"])));
+      out.push_back(Line().add(fmt::format("  {:<24}", "interrupts:"), Role::label).add(interrupt_text(agg["interrupts"], agg.value("duration_is", "runtime"))));
     }
     // The interval's newest events of this rule, in time order.
     std::vector<const CaughtEvent*> ev;

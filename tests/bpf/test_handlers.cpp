@@ -521,7 +521,7 @@ TEST_F(Holder, AWaiterNamesTheCpuInsideASite) {
   EXPECT_TRUE(b.events[0].flags & SH_CATCH_F_DETAIL);
   EXPECT_EQ(SH_HOLD_D_CPU(b.events[0].detail), 0u);
   EXPECT_EQ(caught_detail_text(SH_P_BCAST_WAIT, b.events[0].detail, 101),
-            "holder not seen (no other CPU inside a lock-taking site)");
+            "holder not seen (no other CPU inside a lock-taking site and not waiting: the lock may have just passed to a waiter)");
 
   // A CPU inside a site but waiting on the lock itself is no holder; so is a site whose
   // exit is not attached (its entry writes no state).

@@ -22,23 +22,15 @@ import subprocess
 import sys
 import tempfile
 import time
+from livecheck import check, failures, require_root
 
 SCHEDHOT = sys.argv[1]
 EDGE = 2
 # counter -> the minus counter whose word replaces it in that case (abi.h)
 MINUS = {("nohz_kick", "calls"): "idle_ticks", ("cpupri_set", "calls"): "noop"}
-failures = []
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-
-
-if os.geteuid() != 0:
-    print("SKIP: needs root")
-    sys.exit(0)
+require_root()
 
 code = ("import time,sys\n"
         "end=time.time()+float(sys.argv[1])\n"

@@ -32,23 +32,14 @@ import subprocess
 import sys
 import tempfile
 import time
+from livecheck import check, failures, require_root
 
 SCHEDHOT = sys.argv[1]
 D = 2.0
 SLEEP, SPIN = 0.2, 0.002
-failures = []
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-    return cond
-
-
-if os.geteuid() != 0:
-    print("SKIP: needs root")
-    sys.exit(77)
+require_root()
 
 ncpu = os.cpu_count() or 1
 pacer_code = ("import time,sys\n"

@@ -20,15 +20,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from livecheck import check, failures
 
 SCHEDHOT = sys.argv[1]
-failures = []
-
-
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
 
 
 def run(*args, **kw):

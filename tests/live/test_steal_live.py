@@ -25,21 +25,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from livecheck import check, failures, require_root
 
 SCHEDHOT = sys.argv[1]
-failures = []
 
 
-def check(cond, what):
-    if not cond:
-        failures.append(what)
-        print("FAIL:", what)
-    return cond
-
-
-if os.geteuid() != 0:
-    print("SKIP: needs root")
-    sys.exit(77)
+require_root()
 
 HZ = os.sysconf("SC_CLK_TCK")
 ncpu = os.cpu_count() or 1

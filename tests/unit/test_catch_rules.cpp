@@ -170,3 +170,11 @@ TEST(CatchReader, TracingMachineryFramesAreTrimmedFromTheInside) {
 
 }  // namespace
 }  // namespace schedhot
+
+namespace schedhot {
+namespace {
+TEST(CatchRules, AThresholdBeyond64BitsSaysSo) {
+  EXPECT_NE(error_of("cpupri_set>18446744073709551616ns").find("does not fit in 64 bits"), std::string::npos);
+}
+}  // namespace
+}  // namespace schedhot

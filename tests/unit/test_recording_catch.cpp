@@ -421,6 +421,11 @@ TEST(CatchFrame, HostilePayloadsAreRefusedWithOneLine) {
     for (uint32_t j = 0; j < SH_CATCH_FRAMES; ++j) amplify.var(0).var(0);
   }
   amplify.var(0);
+  // a bcast_wait event whose holder detail (abi.h SH_HOLD_D_*) is d
+  const auto holder = [&](uint64_t d) {
+    return head().var(1).var(1).var(20'000).var(0).var(SH_P_BCAST_WAIT).var(SH_CATCH_F_DETAIL).var(1).var(1).text("a")
+        .var(d).var(0).var(0).var(0).var(0).b;
+  };
   struct Case {
     const char* name;
     std::string raw;
@@ -428,6 +433,9 @@ TEST(CatchFrame, HostilePayloadsAreRefusedWithOneLine) {
   };
   const std::vector<Case> cases = {
       {"empty", "", "bad catch frame: truncated or trailing bytes"},
+      {"holder CPU out of range", holder(kCpus + 1), "bad catch frame: event 0 names holder CPU 4 site 0 of 0 candidates (4 CPUs, 8 sites)"},
+      {"holder site out of range", holder(1 | (15ull << 16)), "names holder CPU 0 site 15"},
+      {"holder candidates out of range", holder(1 | (9ull << 20)), "of 9 candidates"},
       {"symbol count over the payload", Payload().var(0).var(1000).b, "bad catch frame: 1000 symbols, more than its payload holds"},
       {"huge symbol count", Payload().var(0).var(~uint64_t(0)).b, "symbols, more than its payload holds"},
       {"symbol too long", Payload().var(0).var(1).text(sym512 + "x").b, "bad catch frame: symbol 0 is longer than 512 bytes"},

@@ -665,3 +665,29 @@ TEST(Tails, APercentileRulesCheckInText) {
   const std::string bad = render_report_text(report(percentile_case(10, 20)));
   EXPECT_NE(bad.find("; 30 over its 2 intervals: outside the histogram's 5..15"), std::string::npos) << bad;
 }
+
+// A blind probe's rule (bcast_wait under virt_spin_lock) sees none of its events: its
+// counters are null, not zeros that would read as measured.
+TEST(Tails, ABlindProbesRuleCountsNothingAndSaysWhy) {
+  Meta m = synthetic_meta(2);
+  m.host.spinlock = SpinlockMode::virt_spin_lock;
+  apply_catch_rules(m, {rule("bcast_wait", 5'000)});
+  Sample a = make_sample(m), b = make_sample(m);
+  a.seq = 0;
+  b.seq = 1;
+  b.mono_ns = 1'000'000'000;
+  b.caught = CatchBatch{};
+  ReportBuilder rb(m, ReportOptions{});
+  rb.add(a);
+  rb.add(b);
+  const nlohmann::json r = rb.build(m, SourceInfo{});
+  const auto& t = r["tails"][0];
+  EXPECT_TRUE(t["caught"].is_null());
+  EXPECT_TRUE(t["rate_drops"].is_null());
+  EXPECT_TRUE(t["accounted"].is_null());
+  EXPECT_FALSE(t["blind"].get<std::string>().empty());
+  EXPECT_EQ(t["duration_is"], "wait time");
+  const std::string text = render_report_text(r);
+  EXPECT_NE(text.find(" ns (asked 5000 ns): not counted: the probe is blind here (hypervisor"), std::string::npos)
+      << text;
+}

@@ -135,6 +135,8 @@ workloads() {   # one recording's workload phases; JSON lines to stdout
 #   slices N / with_holder N / ambiguous N   (caught waits exported; naming a holder; of
 #                                             those, with more than one candidate)
 #   hold ID cpuH DELTA_NS|none              (tracecount -q: traced entry - state's entry)
+#   ctrl ID cpuC DELTA_NS|none              (the same query on another CPU, neither holder nor
+#                                             waiter: what a wrong holder would score)
 #   wait ID cpuW DELTA_NS|none              (traced contention_begin - the wait's begin)
 holder_oracle() {
     /bin/schedhot export --format perfetto "$1" 2> /dev/null | grep '"name":"bcast_wait tail"' > /tmp/hold-slices
@@ -157,13 +159,16 @@ holder_oracle() {
             print NR " event:contention_begin " begin > ("/tmp/hq-w" (num("tid") - 1000))
             if (h == "null") next
             nh++; if (num("holder_candidates") > 1) amb++
-            print NR " " str("holder_site") " " sprintf("%.0f", begin - num("holder_inside_ns")) > ("/tmp/hq-h" h)
+            q = NR " " str("holder_site") " " sprintf("%.0f", begin - num("holder_inside_ns"))
+            print q > ("/tmp/hq-h" h)
+            w = num("tid") - 1000; c = (h + 1) % ncpu; if (c == w) c = (c + 1) % ncpu
+            if (c != h) print q > ("/tmp/hq-c" c)
         }
-        END { print "with_holder " nh + 0; print "ambiguous " amb + 0 }' /tmp/hold-slices
+        END { print "with_holder " nh + 0; print "ambiguous " amb + 0 }' ncpu="$(ls -d /sys/devices/system/cpu/cpu[0-9]* | wc -l)" /tmp/hold-slices
     for _q in /tmp/hq-*; do
         [ -e "$_q" ] || continue
         _k=${_q#/tmp/hq-}; _c=${_k#?}
-        case "$_k" in h*) _w=hold ;; *) _w=wait ;; esac
+        case "$_k" in h*) _w=hold ;; c*) _w=ctrl ;; *) _w=wait ;; esac
         "$SCHEDHOT_TRACECOUNT" -q "$_q" -c "cpu$_c" "$SCHEDHOT_T/per_cpu/cpu$_c/trace" | sed "s/^/$_w /"
     done
 }

@@ -37,8 +37,9 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
     (rt.c) and its tasks the SCHED_FIFO workload (fifo-sleeper), with no interrupt time
     inside (interrupts off); idle periods with interrupt time inside (check_tails); with a
     bcast_wait rule (SCHEDHOT_VM_CATCH_NOARAT=1) every caught wait exported, and at least
-    90 % of the holders they name confirmed by ftrace: the holder CPU's traced entry of the
-    named site within 5 us of the entry its state recorded (check_holder);
+    85 % of the holders they name confirmed by ftrace: the holder CPU's traced entry of the
+    named site from 25 us before to 2 us after the entry its state recorded, 30 points above
+    a control CPU's score (check_holder);
   * before/after on ${SCHEDHOT_VM_DIFF:-6.12} (plain boot; issue 12): the cpupri workload
     recorded alone (A) and with a competing SCHED_FIFO load on the same CPUs (B);
     `schedhot diff A B --json` on the host exits 3 with cpupri_set's and cpupri_find's
@@ -540,13 +541,20 @@ def frame_name(frame):
 
 
 # The holder oracle (e2e-init.sh holder_oracle): a caught bcast_wait's holder is confirmed
-# when the holder CPU's ftrace function trace has an entry of the named site within
-# HOLD_TOL_NS of the entry time its state recorded (ftrace prints whole microseconds, and
-# its callback and the BPF program's run one after the other at the function's entry); the
-# waiter's traced contention_begin on the lock, within the same bound of the wait's begin,
-# shows the two clocks agree. At least HOLD_MIN_CONFIRMED of the holders must be confirmed.
-HOLD_TOL_NS = 5000
-HOLD_MIN_CONFIRMED = 0.9
+# when the holder CPU's ftrace function trace has an entry of the named site from
+# HOLD_BEFORE_NS before to HOLD_AFTER_NS after the entry time its state recorded: ftrace's
+# callback runs first at the function's entry and the BPF program after it, which under
+# TCG is several microseconds later (6.1 no-ARAT guest, 2026-12-06: the traced entry
+# 3.4-17.3 us before the recorded one for 80 % of 592 holders, median 7.9 us; ftrace prints
+# whole microseconds). At least HOLD_MIN_CONFIRMED of the holders must be confirmed, and a
+# control CPU (neither the holder nor the waiter, queried the same way) must score at least
+# HOLD_MIN_MARGIN lower: what a wrong holder would get from the site's call rate alone. The
+# waiter's traced contention_begin in the same window around the wait's begin shows the clocks
+# agree (6.12 no-ARAT guest: 60 of 63 from 7.3 us before to 0.6 us before).
+HOLD_BEFORE_NS = 25000
+HOLD_AFTER_NS = 2000
+HOLD_MIN_CONFIRMED = 0.85
+HOLD_MIN_MARGIN = 0.3
 
 
 def check_holder(ck, tag, d, report_tail):
@@ -555,36 +563,47 @@ def check_holder(ck, tag, d, report_tail):
     path = os.path.join(d, "holder-auto")
     if not ck.expect(os.path.exists(path), tag, "bcast_wait rule: the guest emitted no holder-auto (holder_oracle)"):
         return None
-    head, hold, wait = {}, [], []
+    head, got = {}, {"hold": [], "ctrl": [], "wait": []}
     with open(path) as fh:
         for line in fh:
             f = line.split()
             if len(f) == 2:
                 head[f[0]] = int(f[1])
-            elif len(f) == 4 and f[0] in ("hold", "wait"):
-                (hold if f[0] == "hold" else wait).append(None if f[3] == "none" else int(f[3]))
+            elif len(f) == 4 and f[0] in got:
+                got[f[0]].append(None if f[3] == "none" else int(f[3]))
+    hold, ctrl, wait = got["hold"], got["ctrl"], got["wait"]
     slices, named = head.get("slices", 0), head.get("with_holder", 0)
-    ok_hold = sum(1 for x in hold if x is not None and abs(x) <= HOLD_TOL_NS)
-    ok_wait = sum(1 for x in wait if x is not None and abs(x) <= HOLD_TOL_NS)
-    absd = sorted(abs(x) for x in hold if x is not None)
+
+    def entered(xs):
+        return sum(1 for x in xs if x is not None and -HOLD_BEFORE_NS <= x <= HOLD_AFTER_NS)
+
+    ok_hold, ok_ctrl = entered(hold), entered(ctrl)
+    ok_wait = entered(wait)
+    ds = sorted(x for x in hold if x is not None)
     fig = {"slices": slices, "with_holder": named, "ambiguous": head.get("ambiguous", 0), "confirmed": ok_hold,
-           "wait_confirmed": ok_wait, "median_abs_delta_ns": absd[len(absd) // 2] if absd else None}
+           "control_confirmed": ok_ctrl, "controls": len(ctrl), "wait_confirmed": ok_wait,
+           "median_delta_ns": ds[len(ds) // 2] if ds else None}
     ck.say(f"   holder bcast_wait: {slices} caught waits exported, {named} name a holder "
            f"({fig['ambiguous']} of them ambiguous); ftrace confirms {ok_hold} of {len(hold)} holders' site entries "
-           f"within {HOLD_TOL_NS / 1e3:.0f} us (median |delta| {fig['median_abs_delta_ns']} ns) and {ok_wait} of "
-           f"{len(wait)} waits' contention_begin")
+           f"({HOLD_BEFORE_NS / 1e3:.0f} us before to {HOLD_AFTER_NS / 1e3:.0f} us after the recorded one, median delta "
+           f"{fig['median_delta_ns']} ns), a control CPU {ok_ctrl} of {len(ctrl)}; {ok_wait} of {len(wait)} waits' "
+           f"contention_begin in the same window")
     ck.expect(slices == report_tail.get("events_received"), tag,
               f"holder oracle: {slices} bcast_wait slices exported, the report received {report_tail.get('events_received')}")
     ck.expect(len(hold) == named, tag, f"holder oracle: {len(hold)} holder queries for {named} holders")
     if slices:
         ck.expect(named > 0, tag, f"holder oracle: none of {slices} caught waits names a holder")
         ck.expect(ok_wait >= HOLD_MIN_CONFIRMED * len(wait), tag,
-                  f"holder oracle: only {ok_wait} of {len(wait)} waits have a traced contention_begin within "
-                  f"{HOLD_TOL_NS} ns of their begin")
+                  f"holder oracle: only {ok_wait} of {len(wait)} waits have a traced contention_begin from "
+                  f"{HOLD_BEFORE_NS} ns before to {HOLD_AFTER_NS} ns after their begin")
     if named:
         ck.expect(ok_hold >= HOLD_MIN_CONFIRMED * named, tag,
-                  f"holder oracle: only {ok_hold} of {named} holders entered the named site within {HOLD_TOL_NS} ns "
-                  f"of the recorded entry per ftrace")
+                  f"holder oracle: only {ok_hold} of {named} holders entered the named site where their state says, "
+                  f"per ftrace")
+        if ctrl:
+            ck.expect(ok_hold / named >= ok_ctrl / len(ctrl) + HOLD_MIN_MARGIN, tag,
+                      f"holder oracle: the holders score {ok_hold}/{named}, a control CPU {ok_ctrl}/{len(ctrl)}: "
+                      f"not {HOLD_MIN_MARGIN:.0%} better than chance")
     return fig
 
 
