@@ -109,7 +109,9 @@ static __always_inline struct rq *sh_current_rq(void)
 }
 
 /*
- * --catch's steal time (abi.h sh_steal_marks): .rodata sh_catch_steal 1 when the loader
+ * --catch's steal time (abi.h sh_steal_marks): .rodata sh_catch_steal, a mask of probe ids
+ * (1 << enum sh_probe_id: the probes with a rule at start; a constant at each inlined call,
+ * so a probe without a rule pays nothing), non-zero when the loader
  * found a paravirt steal clock (probe/steal_clock.h: KVM's per-CPU steal_time, registered
  * by arch/x86/kernel/kvm.c with MSR_KVM_STEAL_TIME when the hypervisor offers
  * KVM_FEATURE_STEAL_TIME). Not a typed ksym: without CONFIG_KALLSYMS_ALL the kernel cannot
@@ -182,7 +184,7 @@ static __always_inline void sh_steal_mark(__u32 probe, __u64 d, __u64 ts)
 	__u64 steal = 0;
 	__u32 z = 0;
 
-	if (!sh_catch_armed || !sh_catch_steal)
+	if (!sh_catch_armed || probe >= 32 || !(sh_catch_steal & (1u << probe)))
 		return;
 	m = bpf_map_lookup_elem(&sh_steal_marks, &z);
 	if (!m || probe >= SH_NPROBES)
@@ -326,7 +328,7 @@ static __always_inline void sh_catch_note(void *ctx, __u32 probe, struct sh_catc
 	if (sh_catch_irq)
 		sh_irq_overlap(r, start, now);
 	r->steal_ns = 0;
-	if (sh_catch_steal)
+	if (probe < 32 && (sh_catch_steal & (1u << probe)))
 		sh_steal_take(r, probe, start);
 	r->cpu = bpf_get_smp_processor_id();
 	tgid = bpf_get_current_pid_tgid();

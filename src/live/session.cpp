@@ -68,6 +68,8 @@ std::unique_ptr<Attached> attach_probes(const LiveProbeOptions& o, const std::fu
     } catch (const std::invalid_argument& e) {
       throw LiveError(2, e.what());
     }
+  for (const CatchRule& r : rules)
+    if (const ProbeSpec* p = find_probe(r.probe); p && p->id < 32) ao.catch_probes |= 1u << p->id;
   ao.bcast_holder = std::any_of(rules.begin(), rules.end(), [](const CatchRule& r) {
     const ProbeSpec* p = find_probe(r.probe);
     return p && p->id == SH_P_BCAST_WAIT;

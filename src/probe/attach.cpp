@@ -80,8 +80,9 @@ struct Loaded {
 class LibbpfLoader : public BpfLoader {
  public:
   /// exact: every object records --exact records into one perf map, created here.
-  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps, bool catch_armed, bool holder)
-      : facts_(facts), ncpus_(ncpus) {
+  LibbpfLoader(const KernelFacts& facts, uint32_t ncpus, bool exact, bool gaps, bool catch_armed, bool holder,
+               uint32_t catch_probes)
+      : facts_(facts), ncpus_(ncpus), catch_probes_(catch_probes) {
     if (catch_armed && holder) {
       holders_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_bcast_holders", sizeof(uint32_t),
                                    sizeof(sh_bcast_holder), ncpus, nullptr);
@@ -365,7 +366,7 @@ class LibbpfLoader : public BpfLoader {
   int share_catch_maps(schedhot_bpf* s) {
     s->rodata->sh_catch_armed = 1;
     s->rodata->sh_catch_irq = irq_ok_ ? 1 : 0;
-    s->rodata->sh_catch_steal = steal_reason_.empty() ? 1 : 0;
+    s->rodata->sh_catch_steal = steal_reason_.empty() ? catch_probes_ : 0;
     s->rodata->sh_steal_rq_delta = steal_rq_delta_;
     int e = bpf_map__reuse_fd(s->maps.sh_catch_rules, catch_rules_fd_);
     if (!e) e = bpf_map__reuse_fd(s->maps.sh_catch_events, catch_events_fd_);
@@ -387,7 +388,8 @@ class LibbpfLoader : public BpfLoader {
   int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1;
   int holders_fd_ = -1;  ///< bcast_wait's holder state (AttachOptions::bcast_holder), -1 without
   bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
-  std::string steal_reason_;  ///< --catch: "" when the programs read the steal clock (sh_catch_steal = 1)
+  std::string steal_reason_;  ///< --catch: "" when the programs read the steal clock (sh_catch_steal != 0)
+  uint32_t catch_probes_ = 0;  ///< AttachOptions::catch_probes: whose events read it
   int64_t steal_rq_delta_ = 0;  ///< where they find it (bpf/common.bpf.h sh_steal_rq_delta)
 };
 
@@ -400,7 +402,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   if (n <= 0) throw std::runtime_error(fmt::format("cannot count possible CPUs: {}", strerror(-n)));
   ncpus_ = static_cast<uint32_t>(n);
   auto loader = std::make_unique<LibbpfLoader>(facts, ncpus_, opts.exact, opts.gaps, opts.catch_armed,
-                                               opts.bcast_holder);
+                                               opts.bcast_holder, opts.catch_probes);
   if (opts.catch_armed) {
     catch_irq_reason_ = loader->load_irq_accounting(catch_irq_handle_);  // first: the probes' objects then read the rings
     catch_rules_fd_ = loader->catch_rules_fd();

@@ -51,6 +51,9 @@ struct AttachOptions {
   /// too, and every object shares the holder state (abi.h struct sh_bcast_holder), so a
   /// caught wait names the CPU and site that held tick_broadcast_lock.
   bool bcast_holder = false;
+  /// The probes with a --catch rule at start, 1 << enum sh_probe_id each: only their events
+  /// read the paravirt steal clock (bpf/common.bpf.h sh_catch_steal).
+  uint32_t catch_probes = 0;
 };
 
 /// A backend refused for good (fentry or kprobes EPERM/EACCES at load: lockdown, an LSM):

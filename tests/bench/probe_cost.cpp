@@ -224,7 +224,7 @@ probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32
   skel->rodata->sh_catch_armed = obj == kCatchIdleObj || obj == kCatchFireObj || obj == kCatchStealIdleObj ? 1 : 0;
   skel->rodata->sh_catch_irq = obj == kCatchFireObj ? 1 : 0;
   const schedhot::StealClock sc = schedhot::find_steal_clock();
-  skel->rodata->sh_catch_steal = obj == kCatchStealIdleObj && sc.reason.empty() ? 1 : 0;
+  skel->rodata->sh_catch_steal = obj == kCatchStealIdleObj && sc.reason.empty() ? ~0u : 0;  // every probe has a rule
   skel->rodata->sh_steal_rq_delta = sc.rq_delta;
   if (int err = probe_cost_bpf__load(skel)) {
     fmt::print(stderr, "schedhot: probe_cost: loading the programs failed ({}): needs root and raw_tp\n{}",

@@ -69,7 +69,7 @@ class Handlers : public ::testing::Test {
       skel_->rodata->sh_bcast_hold = 1;
       skel_->rodata->sh_bcast_ncpus = static_cast<__u32>(ncpus_);
     }
-    skel_->rodata->sh_catch_steal = steal_ ? 1 : 0;
+    skel_->rodata->sh_catch_steal = steal_ ? ~0u : 0;  // every probe's events
     skel_->rodata->sh_steal_rq_delta = steal_ ? schedhot::find_steal_clock().rq_delta : 0;
     int err = schedhot_bpf__load(skel_);
     ASSERT_EQ(err, 0) << "loading the test programs failed (" << strerror(-err)
