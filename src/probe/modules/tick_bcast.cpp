@@ -54,22 +54,15 @@ class BcastLock : public ProbeModule {
     if ((role != ProgRole::site && role != ProgRole::exit) || i < 0 || i >= SH_BCAST_SITES) return nullptr;
     // Per site (BCAST_SITE(i) in tick_bcast.bpf.c): an fentry and a kprobe program, and
     // their exits (the holder state, AttachOptions::bcast_holder).
-    bpf_program* fentry[SH_BCAST_SITES] = {s->progs.bcast_lock__fentry_0, s->progs.bcast_lock__fentry_1,
-                                           s->progs.bcast_lock__fentry_2, s->progs.bcast_lock__fentry_3,
-                                           s->progs.bcast_lock__fentry_4, s->progs.bcast_lock__fentry_5,
-                                           s->progs.bcast_lock__fentry_6, s->progs.bcast_lock__fentry_7};
-    bpf_program* kprobe[SH_BCAST_SITES] = {s->progs.bcast_lock__kprobe_0, s->progs.bcast_lock__kprobe_1,
-                                           s->progs.bcast_lock__kprobe_2, s->progs.bcast_lock__kprobe_3,
-                                           s->progs.bcast_lock__kprobe_4, s->progs.bcast_lock__kprobe_5,
-                                           s->progs.bcast_lock__kprobe_6, s->progs.bcast_lock__kprobe_7};
-    bpf_program* fexit[SH_BCAST_SITES] = {s->progs.bcast_lock__fexit_0, s->progs.bcast_lock__fexit_1,
-                                          s->progs.bcast_lock__fexit_2, s->progs.bcast_lock__fexit_3,
-                                          s->progs.bcast_lock__fexit_4, s->progs.bcast_lock__fexit_5,
-                                          s->progs.bcast_lock__fexit_6, s->progs.bcast_lock__fexit_7};
-    bpf_program* kretprobe[SH_BCAST_SITES] = {s->progs.bcast_lock__kretprobe_0, s->progs.bcast_lock__kretprobe_1,
-                                              s->progs.bcast_lock__kretprobe_2, s->progs.bcast_lock__kretprobe_3,
-                                              s->progs.bcast_lock__kretprobe_4, s->progs.bcast_lock__kretprobe_5,
-                                              s->progs.bcast_lock__kretprobe_6, s->progs.bcast_lock__kretprobe_7};
+#define SH_SITE_PROGS(kind)                                                                            \
+  {s->progs.bcast_lock__##kind##_0, s->progs.bcast_lock__##kind##_1, s->progs.bcast_lock__##kind##_2,           \
+   s->progs.bcast_lock__##kind##_3, s->progs.bcast_lock__##kind##_4, s->progs.bcast_lock__##kind##_5,           \
+   s->progs.bcast_lock__##kind##_6, s->progs.bcast_lock__##kind##_7}
+    bpf_program* fentry[SH_BCAST_SITES] = SH_SITE_PROGS(fentry);
+    bpf_program* kprobe[SH_BCAST_SITES] = SH_SITE_PROGS(kprobe);
+    bpf_program* fexit[SH_BCAST_SITES] = SH_SITE_PROGS(fexit);
+    bpf_program* kretprobe[SH_BCAST_SITES] = SH_SITE_PROGS(kretprobe);
+#undef SH_SITE_PROGS
     const bool exit = role == ProgRole::exit;
     return b == Backend::fentry ? (exit ? fexit : fentry)[i] : b == Backend::kprobe ? (exit ? kretprobe : kprobe)[i] : nullptr;
   }
