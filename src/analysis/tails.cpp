@@ -10,6 +10,8 @@
 #include "model/histogram.h"
 #include "probe/catalog.h"
 #include "probe/catch_rules.h"
+#include "probe/steal_clock.h"
+#include "sys/units.h"
 #include "probe/layout.h"
 #include "probe/objects/cpupri.h"
 #include "schedhot/abi.h"
@@ -76,6 +78,18 @@ bool holder_tracked(const Meta& meta) {
     if (n.rfind(kHolderNote, 0) == 0 && n.size() > kHolderNote.size() + 2)  // "holder state: N of M ..."
       return std::strtoull(n.c_str() + kHolderNote.size() + 2, nullptr, 10) > 0;
   return false;
+}
+
+std::string steal_sentence(const nlohmann::json& sl) {
+  if (sl.is_null()) return kStealNotKept;
+  const uint64_t n = sl["events"].get<uint64_t>(), with = sl["with"].get<uint64_t>(),
+                 not_kept = sl["not_kept"].get<uint64_t>();
+  const std::string unread = not_kept ? fmt::format(" ({} more without a steal reading)", not_kept) : "";
+  if (!with) return fmt::format("of {} caught, none had steal inside{}", n, unread);
+  return fmt::format("of {} caught, {} had steal inside, {} total ({:.0f} % of their time): the vCPU waited for the "
+                     "host{}",
+                     n, with, format_ns_unit(double(sl["ns"].get<uint64_t>())),
+                     sl["time_share_of_those"].get<double>() * 100, unread);
 }
 
 int cpupri_nr_prios(const Meta& meta) {

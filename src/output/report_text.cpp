@@ -12,7 +12,6 @@
 #include "probe/catch_rules.h"
 #include "probe/module.h"
 #include "probe/status.h"
-#include "probe/steal_clock.h"
 #include "sys/json_text.h"
 
 namespace schedhot {
@@ -265,21 +264,7 @@ std::string tail_text(const nlohmann::json& t) {
     if (const uint64_t more = in["events_lower_bound"].get<uint64_t>())
       out += fmt::format("  {} had more interrupts inside than the ring kept: their times are lower bounds\n", more);
   }
-  const auto& sl = t.contains("steal") ? t["steal"] : nlohmann::json();
-  if (sl.is_null()) {
-    out += fmt::format("  steal: {}\n", kStealNotKept);
-  } else {
-    const uint64_t n = sl["events"].get<uint64_t>(), with = sl["with"].get<uint64_t>(),
-                   not_kept = sl["not_kept"].get<uint64_t>();
-    const std::string unread = not_kept ? fmt::format(" ({} more without a steal reading)", not_kept) : "";
-    if (with)
-      out += fmt::format("  steal: of {} caught, {} had steal inside, {} total ({} of their time): the vCPU waited "
-                         "for the host{}\n",
-                         n, with, format_ns_unit(double(sl["ns"].get<uint64_t>())),
-                         pct(sl["time_share_of_those"].get<double>()), unread);
-    else
-      out += fmt::format("  steal: of {} caught, none had steal inside{}\n", n, unread);
-  }
+  out += "  steal: " + steal_sentence(t.contains("steal") ? t["steal"] : nlohmann::json()) + "\n";
   out += tail_exact_text(t);
   if (t.contains("detail")) {
     std::vector<std::pair<std::string, uint64_t>> v;

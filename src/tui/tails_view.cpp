@@ -135,6 +135,8 @@ std::vector<Line> render_tails(const TailsFrame& f, int width) {
                         .add(fmt::format("p50 {}  p99 {}  max {}", format_ns(d["p50"].get<double>()),
                                          format_ns(d["p99"].get<double>()), format_ns(d["max"].get<double>()))));
       out.push_back(Line().add(fmt::format("  {:<24}", "interrupts:"), Role::label).add(interrupt_text(agg["interrupts"], agg.value("duration_is", "runtime"))));
+      out.push_back(Line().add(fmt::format("  {:<24}", "steal:"), Role::label)
+                        .add(steal_sentence(agg.contains("steal") ? agg["steal"] : nlohmann::json())));
     }
     // The interval's newest events of this rule, in time order.
     std::vector<const CaughtEvent*> ev;

@@ -1106,6 +1106,7 @@ TEST_F(CatchReplay, TailsViewOfTheFirstInterval) {
       "  since start 1.0 s:            0 caught       0/s  dropped 0 (rate) 0 (buffer)  1 received  = histogram >= 20.0us",
       "  durations since start:  p50 20.1us  p99 20.1us  max 20.1us",
       "  interrupts:             of 1 caught, 100 % had a softirq inside (25 % of their time)",
+      "  steal:                  not kept on this machine (no paravirt steal clock)",
       "  last 1 of 1 event of the interval:",
       "         TIME  CPU DURATION  TASK                     DETAIL       STACK (innermost first)",
       "    +0.333333    0   20.1us  stress-ng-cpu/1000       RT->RT       cpupri_set+0x4c < enqueue_task_rt+0x1a2 < "
