@@ -260,15 +260,13 @@ void TailAccumulator::add(const CatchBatch& b) {
         sat_add(r.steal_with_dur_ns, e.dur_ns);
       }
     }
-    if (e.flags & SH_CATCH_F_DETAIL && (e.probe != SH_P_BCAST_WAIT || holder_tracked_))
+    if (caught_detail_shown(e, holder_tracked_))
       ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
   }
 }
 
 std::string TailAccumulator::detail_of(const CaughtEvent& e) const {
-  return (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || holder_tracked_)
-             ? caught_detail_text(e.probe, e.detail, nr_prios_)
-             : "";
+  return caught_detail_shown(e, holder_tracked_) ? caught_detail_text(e.probe, e.detail, nr_prios_) : "";
 }
 
 nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top,

@@ -42,6 +42,11 @@ int cpupri_nr_prios(const Meta& meta);
 /// Whether bcast_lock kept each CPU's holder state in the run of meta (its note "holder
 /// state: N of M ..." with N > 0): else a caught bcast_wait's detail says nothing.
 bool holder_tracked(const Meta& meta);
+/// Whether caught event e's detail is shown: it carries one (SH_CATCH_F_DETAIL), and for
+/// bcast_wait the run kept the holder state (holder_tracked(meta) as `tracked`).
+inline bool caught_detail_shown(const CaughtEvent& e, bool tracked) {
+  return (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || tracked);
+}
 /// A rule's steal figures (its JSON "steal", null: not kept) in one sentence, after
 /// "steal: ": "of 9 caught, 2 had steal inside, 4.4us total (3 % of their time): the vCPU
 /// waited for the host", or why there is none. The report's text and top's tails view.

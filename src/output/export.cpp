@@ -538,7 +538,7 @@ class PerfettoSink : public Sink {
                              {"comm", e.comm},
                              {"pid", e.tgid},
                              {"tid", e.pid}};
-      const bool detail = (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || holder_tracked_);
+      const bool detail = caught_detail_shown(e, holder_tracked_);
       args["detail"] = detail ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_)) : nlohmann::json(nullptr);
       if (detail) args.update(caught_detail_fields(e.probe, e.detail));
       const bool irq = e.flags & SH_CATCH_F_IRQ;  // else not measured: null, not 0

@@ -237,6 +237,13 @@ TEST(Attach, SiteThatFailsInTheFinalObjectIsNotCounted) {
   EXPECT_EQ(st.sites[3].error, "fentry on tick_broadcast_offline refused: EBUSY (too many trampolines on it)");
 }
 
+/// bcast_lock alone, as with a bcast_wait rule at start (AttachOptions::bcast_holder).
+AttachOptions holder_options() {
+  AttachOptions o = only({"bcast_lock"});
+  o.bcast_holder = true;
+  return o;
+}
+
 // A bcast_wait rule at start: the final object has each site's exit program, exits
 // first; an exit that fails leaves its site counted, without the holder state.
 TEST(Attach, SiteExitsForTheHolderStateComeFirstAndMayFailAlone) {
@@ -252,9 +259,7 @@ TEST(Attach, SiteExitsForTheHolderStateComeFirstAndMayFailAlone) {
     }
   } L;
   L.fail_load[{Backend::fentry, "tick_broadcast_offline"}] = EBUSY;  // site 3 is a kprobe
-  AttachOptions o = only({"bcast_lock"});
-  o.bcast_holder = true;
-  auto v = attach_all(f, HostInfo{}, o, L);
+  auto v = attach_all(f, HostInfo{}, holder_options(), L);
   const ProbeStatus& st = v[SH_P_BCAST_LOCK].status;
   EXPECT_TRUE(st.attached);
   EXPECT_EQ(st.symbol, "2 of 8 functions");
@@ -297,9 +302,7 @@ TEST(Attach, SiteExitsThatDoNotLoadCostNoCounts) {
       return FakeLoader::load_attach(req);
     }
   } L;
-  AttachOptions o = only({"bcast_lock"});
-  o.bcast_holder = true;
-  auto v = attach_all(f, HostInfo{}, o, L);
+  auto v = attach_all(f, HostInfo{}, holder_options(), L);
   const ProbeStatus& st = v[SH_P_BCAST_LOCK].status;
   EXPECT_TRUE(st.attached);
   EXPECT_EQ(st.symbol, "2 of 8 functions");
