@@ -8,7 +8,7 @@ One real sshd on a loopback port (sshd_hosts.py) plays the hosts, by alias:
   dead      a port nobody listens on                -> unreachable
   missing   PATH without schedhot                   -> schedhot missing
   hang      the remote command sleeps past -t       -> timeout
-  cut       its recorder is killed 1 s into the window -> partial recording, what it wrote
+  cut       its recorder is killed 1.0 s into the 2 s window -> partial recording, what it wrote
             collected, checked and reported as partial
   fails     record fails at once, a stale file where it records -> record failed, nothing collected
   nopriv    the real schedhot run as nobody (setpriv)  -> not privileged
@@ -59,14 +59,17 @@ try:
     os.mkdir(bindir)
     os.mkdir(cutdir)
     os.symlink(os.path.join(build, "schedhot"), os.path.join(bindir, "schedhot"))
-    # The "cut" host's schedhot: its recorder is killed (SIGKILL) a second into the window.
+    # The "cut" host's schedhot: its recorder is killed (SIGKILL) 1.0 s into the window.
     with open(os.path.join(cutdir, "schedhot"), "w") as f:
         f.write("""#!/bin/sh
 prev=; at=
 for a in "$@"; do [ "$prev" = --start-at ] && at=$a; prev=$a; done
 if [ "$1" = record ] && [ -n "$at" ]; then
   %s "$@" & p=$!
-  sleep $((at - $(date +%%s) + 1))
+  # Killed 1.0 s after the window's start (fractional: a whole-second sleep landed
+  # anywhere up to the window's end at 2 s, and once after the recorder had closed).
+  d=$(awk -v a="$at" -v n="$(date +%%s.%%N)" 'BEGIN { d = a + 1.0 - n; printf "%%.3f", (d > 0 ? d : 0) }')
+  sleep "$d"
   kill -9 $p
   wait $p
   exit $?
