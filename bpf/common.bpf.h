@@ -152,28 +152,24 @@ static __always_inline __u64 sh_steal_addr(struct sh_steal_marks *m)
 	return a;
 }
 
-/* This CPU's steal clock into *out, as the kernel's kvm_steal_clock() reads it (version
- * even and unchanged around the read of steal; one retry). 0 when not readable: the clock
- * is being written, or was never written (version 0: a hypervisor that does not keep it,
- * as QEMU's TCG), or this CPU's steal_time was not found. */
+/* This CPU's steal clock into *out: steal and version in one read. The kernel's
+ * kvm_steal_clock() reads version, steal, version (a seqcount); one read is enough here
+ * because this CPU reads its own steal_time, which the host writes only while this vCPU
+ * is not running (arch/x86/kvm/x86.c record_steal_time() at vCPU entry). A read that
+ * straddles a deschedule sees the old steal with the new version: the steal of that
+ * deschedule, which fell inside the event being timed, is then counted in it, as it
+ * should be. 0 when not readable: the version is odd (a host writing, which this vCPU
+ * cannot observe unless the host is broken) or 0 (a hypervisor that does not keep the
+ * clock, as QEMU's TCG), or this CPU's steal_time was not found. */
 static __always_inline int sh_steal_read(struct sh_steal_marks *m, __u64 *out)
 {
 	struct sh_kvm_steal_time st;
 	__u64 a = sh_steal_addr(m);
-	__u32 v, i;
 
-	if (!a)
+	if (!a || bpf_probe_read_kernel(&st, sizeof(st), (void *)a) || !st.version || (st.version & 1))
 		return 0;
-	for (i = 0; i < 2; i++) {
-		if (bpf_probe_read_kernel(&v, sizeof(v), (void *)(a + 8)) ||
-		    bpf_probe_read_kernel(&st, sizeof(st), (void *)a))
-			return 0;
-		if (v && !(v & 1) && v == st.version) {
-			*out = st.steal;
-			return 1;
-		}
-	}
-	return 0;
+	*out = st.steal;
+	return 1;
 }
 
 /* The start (ts) of an event of probe at timing depth d on this CPU: its steal clock, for
