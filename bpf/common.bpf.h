@@ -88,6 +88,13 @@ struct {
 } sh_catch_events SEC(".maps") __weak;
 SH_PERCPU_ONE(sh_irq_rings, struct sh_irq_ring);
 SH_PERCPU_ONE(sh_catch_scratch, struct sh_catch_rec);
+/* Caught events bpf_perf_event_output() refused for another reason than a full buffer
+ * (no perf event on this CPU: it went offline and came back, or was offline when the
+ * buffers were opened), per CPU: user space (probe/perf_drain.h) opens a new buffer for a
+ * CPU whose count moved. Also counted in full_drops. Shared, as sh_exact_fails. */
+SH_PERCPU_ONE(sh_catch_fails, __u64);
+
+#define SH_ENOSPC 28  /* ENOSPC: no errno.h for BPF */
 
 /*
  * This CPU's struct rq without the runqueues per-CPU symbol (absent from
@@ -334,9 +341,19 @@ static __always_inline void sh_catch_note(void *ctx, __u32 probe, struct sh_catc
 	r->pad = 0;
 	bpf_get_current_comm(r->comm, sizeof(r->comm));
 	r->stack_bytes = bpf_get_stack(ctx, r->stack, sizeof(r->stack), 0);
-	if (bpf_perf_event_output(ctx, &sh_catch_events, BPF_F_CURRENT_CPU, r, sizeof(*r))) {
-		SH_INC(&c->full_drops);
-		return;
+	{
+		long e = bpf_perf_event_output(ctx, &sh_catch_events, BPF_F_CURRENT_CPU, r, sizeof(*r));
+
+		if (e) {
+			SH_INC(&c->full_drops);
+			if (e != -SH_ENOSPC) {
+				__u64 *n = bpf_map_lookup_elem(&sh_catch_fails, &z);
+
+				if (n)
+					*n += 1;
+			}
+			return;
+		}
 	}
 	c->win_sent += 1;
 	SH_INC(&c->caught);
@@ -446,8 +463,6 @@ extern int sh_gap_note(__u32 probe, __u32 word, __u64 now);
 
 /* Word offset of member in slot struct T (abi.h): struct sh_exact_rec.word. */
 #define SH_WORD(T, member) ((__u16)(__builtin_offsetof(T, member) / 8))
-
-#define SH_ENOSPC 28  /* ENOSPC: no errno.h for BPF */
 
 /* Sends one --exact record: counter `word` of probe `probe` was incremented on
  * this CPU at now (0: read the clock). ctx: the program's context (any tracing program type). */

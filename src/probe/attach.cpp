@@ -96,7 +96,9 @@ class LibbpfLoader : public BpfLoader {
                                         sizeof(uint32_t), ncpus, nullptr);
       irq_rings_fd_ = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sh_irq_rings", sizeof(uint32_t), sizeof(sh_irq_ring),
                                      1, nullptr);
-      if (catch_rules_fd_ < 0 || catch_events_fd_ < 0 || irq_rings_fd_ < 0)
+      catch_fails_fd_ = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "sh_catch_fails", sizeof(uint32_t),
+                                       sizeof(uint64_t), 1, nullptr);
+      if (catch_rules_fd_ < 0 || catch_events_fd_ < 0 || irq_rings_fd_ < 0 || catch_fails_fd_ < 0)
         throw std::runtime_error(fmt::format("--catch: cannot create its maps: {}", strerror(errno)));
       const StealClock sc = find_steal_clock(facts_.btf_path);
       steal_reason_ = sc.reason;
@@ -127,12 +129,15 @@ class LibbpfLoader : public BpfLoader {
     if (fails_fd_ >= 0) close(fails_fd_);
     if (gap_fd_ >= 0) close(gap_fd_);
     if (routes_fd_ >= 0) close(routes_fd_);
-    for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_, holders_fd_})
+    for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_, holders_fd_, catch_fails_fd_})
       if (fd >= 0) close(fd);
   }
   /// --catch's shared maps (bpf/common.bpf.h), -1 without --catch.
   int catch_rules_fd() const { return catch_rules_fd_; }
   int catch_events_fd() const { return catch_events_fd_; }
+  /// The shared per-CPU count of caught events the perf map refused (bpf/common.bpf.h
+  /// sh_catch_fails), -1 without --catch.
+  int catch_fails_fd() const { return catch_fails_fd_; }
   /// --catch: "" when every object reads the paravirt steal clock (sh_catch_steal = 1), else why not.
   const std::string& steal_reason() const { return steal_reason_; }
 
@@ -371,6 +376,7 @@ class LibbpfLoader : public BpfLoader {
     int e = bpf_map__reuse_fd(s->maps.sh_catch_rules, catch_rules_fd_);
     if (!e) e = bpf_map__reuse_fd(s->maps.sh_catch_events, catch_events_fd_);
     if (!e) e = bpf_map__reuse_fd(s->maps.sh_irq_rings, irq_rings_fd_);
+    if (!e) e = bpf_map__reuse_fd(s->maps.sh_catch_fails, catch_fails_fd_);
     return e;
   }
 
@@ -385,7 +391,7 @@ class LibbpfLoader : public BpfLoader {
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
   int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1;
-  int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1;
+  int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1, catch_fails_fd_ = -1;
   int holders_fd_ = -1;  ///< bcast_wait's holder state (AttachOptions::bcast_holder), -1 without
   bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
   std::string steal_reason_;  ///< --catch: "" when the programs read the steal clock (sh_catch_steal != 0)
@@ -408,7 +414,7 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     catch_rules_fd_ = loader->catch_rules_fd();
     catch_steal_reason_ = loader->steal_reason();
   }
-  const int catch_events_fd = loader->catch_events_fd();
+  const int catch_events_fd = loader->catch_events_fd(), catch_fails_fd = loader->catch_fails_fd();
   const int exact_fd = loader->exact_fd(), fails_fd = loader->fails_fd();
   gap_routes_fd_ = loader->routes_fd();
   if (loader->gap_fd() >= 0) {
@@ -427,7 +433,8 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
   for (auto& p : probes_) status_.push_back(p.status);
   if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_, 0, fails_fd);
   if (catch_events_fd >= 0)
-    catch_ = std::make_unique<CatchReader>(catch_events_fd, ncpus_, facts.kallsyms.empty() ? nullptr : &facts.kallsyms);
+    catch_ = std::make_unique<CatchReader>(catch_events_fd, ncpus_, facts.kallsyms.empty() ? nullptr : &facts.kallsyms,
+                                           0, catch_fails_fd);
 }
 
 void ProbeSet::set_catch_rule(uint32_t probe, uint64_t threshold_ns, uint32_t per_sec) {

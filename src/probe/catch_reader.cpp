@@ -106,8 +106,8 @@ size_t CatchReader::default_pages(uint32_t ncpus) {
   return pages;
 }
 
-CatchReader::CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages)
-    : PerfDrain(map_fd, ncpus, pages ? pages : default_pages(ncpus), "--catch"), sym_(syms) {
+CatchReader::CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages, int fails_fd)
+    : PerfDrain(map_fd, ncpus, pages ? pages : default_pages(ncpus), "--catch", fails_fd), sym_(syms) {
   start("schedhot-catch");
 }
 

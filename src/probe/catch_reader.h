@@ -63,9 +63,10 @@ class CatchReader : public CatchSource, public PerfDrain {
  public:
   /// map_fd: sh_catch_events (one entry per possible CPU); syms: the host's kallsyms for
   /// the stacks (may be null: every frame unknown); pages: per-CPU buffer pages (0:
-  /// default_pages(ncpus)). Throws std::runtime_error (one line) when the buffers cannot
-  /// be opened.
-  CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages = 0);
+  /// default_pages(ncpus)); fails_fd: sh_catch_fails (the per-CPU count of refused
+  /// outputs, which makes the reader reopen that CPU's buffer: PerfDrain), -1 for none.
+  /// Throws std::runtime_error (one line) when the buffers cannot be opened.
+  CatchReader(int map_fd, uint32_t ncpus, const SymbolTable* syms, size_t pages = 0, int fails_fd = -1);
   ~CatchReader() override;
   CatchBatch take(uint64_t upto_ns) override;
   /// Most events one take() hands out (the rest of its interval count as lost): a CATCH

@@ -21,7 +21,7 @@
 namespace schedhot {
 
 ExactReader::ExactReader(int map_fd, uint32_t ncpus, size_t pages, int fails_fd)
-    : PerfDrain(map_fd, ncpus, pages, "--exact"), fails_fd_(fails_fd), pending_(ncpus) {
+    : PerfDrain(map_fd, ncpus, pages, "--exact", fails_fd), fails_fd_(fails_fd), pending_(ncpus) {
   start("schedhot-exact");
 }
 

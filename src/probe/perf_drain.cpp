@@ -12,7 +12,10 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <bpf/bpf.h>
 #include <fmt/format.h>
+
+#include "sys/host.h"
 
 namespace schedhot {
 
@@ -35,8 +38,13 @@ void PerfDrain::fail(const char* why) {
   throw std::runtime_error(fmt::format("{}: {}: {}", what_, why, strerror(e)));
 }
 
-PerfDrain::PerfDrain(int map_fd, uint32_t ncpus, size_t pages, std::string what)
-    : what_(std::move(what)), pages_(pages ? pages : default_pages(ncpus)) {
+PerfDrain::PerfDrain(int map_fd, uint32_t ncpus, size_t pages, std::string what, int fails_fd)
+    : what_(std::move(what)), pages_(pages ? pages : default_pages(ncpus)), map_fd_(map_fd), fails_fd_(fails_fd),
+      ncpus_(ncpus),
+      cpu_state_(ncpus, kNone), reopened_pb_(ncpus, nullptr) {
+  // libbpf opens a buffer for each CPU online now (the same file read here, just before).
+  for (int c : read_online_cpus())
+    if (c >= 0 && uint32_t(c) < ncpus) cpu_state_[size_t(c)] = kLive;
   // perf_buffer__new() wakes the reader at every record (wakeup_events = 1): an irq_work
   // per record, most of --exact's cost. Here the kernel wakes the reader thread only when
   // a buffer is a quarter full, and the thread drains every buffer each kDrainMs anyway
@@ -48,6 +56,7 @@ PerfDrain::PerfDrain(int map_fd, uint32_t ncpus, size_t pages, std::string what)
   attr.sample_period = 1;
   attr.watermark = 1;
   attr.wakeup_watermark = static_cast<uint32_t>(pages_ * size_t(sysconf(_SC_PAGESIZE)) / 4);
+  attr_ = attr;
   LIBBPF_OPTS(perf_buffer_raw_opts, ro);
   pb_ = perf_buffer__new_raw(map_fd, pages_, &attr, &PerfDrain::event, this, &ro);
   if (!pb_) fail("cannot open the perf buffers");
@@ -89,7 +98,76 @@ PerfDrain::~PerfDrain() {
   stop();
   if (epoll_fd_ >= 0) close(epoll_fd_);
   if (stop_fd_ >= 0) close(stop_fd_);
+  for (perf_buffer* b : reopened_pb_) perf_buffer__free(b);
   perf_buffer__free(pb_);
+}
+
+uint64_t PerfDrain::reopened() const {
+  std::lock_guard lk(mu_);
+  return reopened_;
+}
+
+void PerfDrain::follow_hotplug() {
+  std::vector<uint8_t> online(ncpus_, 0);
+  for (int c : read_online_cpus())
+    if (c >= 0 && uint32_t(c) < ncpus_) online[size_t(c)] = 1;
+  std::vector<uint64_t> fails;
+  if (read_fails(fails))
+    for (size_t c = 0; c < fails.size() && c < ncpus_; ++c)
+      if (fails[c] != fails_seen_[c]) {
+        fails_seen_[c] = fails[c];
+        if (cpu_state_[c] == kLive) cpu_state_[c] = kDead;
+      }
+  std::vector<uint32_t> opened;
+  for (uint32_t c = 0; c < ncpus_; ++c) {
+    uint8_t& st = cpu_state_[c];
+    if (!online[c]) {
+      if (st == kLive) st = kDead;
+      continue;
+    }
+    if (st == kLive) continue;
+    // Its old single-CPU buffer first: drained, then freed (which deletes the map's entry
+    // for the CPU, so it must go before the new one is put there).
+    if (perf_buffer* old = reopened_pb_[c]) {
+      perf_buffer__consume(old);
+      perf_buffer__free(old);
+      reopened_pb_[c] = nullptr;
+    }
+    int cpu = int(c), key = int(c);
+    LIBBPF_OPTS(perf_buffer_raw_opts, ro, .cpu_cnt = 1, .cpus = &cpu, .map_keys = &key);
+    perf_buffer* b = perf_buffer__new_raw(map_fd_, pages_, &attr_, &PerfDrain::event, this, &ro);
+    if (!b) continue;  // offline again already, or out of locked memory: tried at the next drain
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = c;
+    (void)epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, perf_buffer__buffer_fd(b, 0), &ev);  // if not: drained each kDrainMs
+    reopened_pb_[c] = b;
+    st = kLive;
+    ++reopened_;
+    opened.push_back(c);
+  }
+  // The outputs refused while a CPU had no buffer (between the old one's free and the new
+  // one's open) moved its count: taken as seen, or the next drain would reopen it again.
+  if (!opened.empty() && read_fails(fails))
+    for (uint32_t c : opened)
+      if (c < fails.size()) fails_seen_[c] = fails[c];
+}
+
+bool PerfDrain::read_fails(std::vector<uint64_t>& v) {
+  if (fails_fd_ < 0) return false;
+  const int n = libbpf_num_possible_cpus();  // a per-CPU array's value: one u64 per possible CPU
+  if (n <= 0) return false;
+  v.assign(size_t(n), 0);
+  const uint32_t key = 0;
+  if (bpf_map_lookup_elem(fails_fd_, &key, v.data()) != 0) return false;
+  fails_seen_.resize(v.size(), 0);
+  return true;
+}
+
+void PerfDrain::consume_all() {
+  perf_buffer__consume(pb_);
+  for (perf_buffer* b : reopened_pb_)
+    if (b) perf_buffer__consume(b);
 }
 
 void PerfDrain::stop() {
@@ -110,11 +188,12 @@ void PerfDrain::run() {
     // Every buffer, not only the ones that woke it: a buffer under its watermark is
     // drained as well (the wakeups are an early start, the period the guarantee).
     std::lock_guard lk(mu_);
-    perf_buffer__consume(pb_);
+    consume_all();
+    follow_hotplug();
   }
 }
 
-void PerfDrain::consume() { perf_buffer__consume(pb_); }
+void PerfDrain::consume() { consume_all(); }
 
 enum bpf_perf_event_ret PerfDrain::event(void* ctx, int cpu, struct perf_event_header* e) {
   auto* self = static_cast<PerfDrain*>(ctx);

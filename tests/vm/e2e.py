@@ -648,9 +648,9 @@ def check_tails(ck, tag, kver, variant, binary, d, rec_path, report, probes, job
     tails = {t["probe"]: t for t in report["tails"]}
     ck.expect(sorted(tails) == sorted(rules), tag, f"tails for {sorted(tails)}, rules were {sorted(rules)}")
     # Full drops before the hotplug job (printed, not checked): a CPU that went offline and
-    # came back has no perf event in sh_catch_events any more, so every event it catches
-    # after that fails to go out and counts as a full drop (2026-12-06: all of them came
-    # after the hotplug job); before it they are the perf buffers' own overflows.
+    # came back has no perf event in sh_catch_events until the reader opens a new one
+    # (probe/perf_drain.h), and what it catches meanwhile counts as a full drop; before the
+    # job they are the perf buffers' own overflows.
     marks = {j["mark"]: j["mono_ns"] for j in jobs if "mark" in j}
     pre = {}
     start = report.get("window", {}).get("start_mono_ns")
@@ -975,7 +975,8 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
             ck.expect(ex["skipped"] == 0, tag, f"{ex['skipped']} exact records out of order or out of range")
             # Every counted event sent a record, or the record is counted lost: records of a
             # plain counter (one record per increment) against its total over the same window.
-            # A CPU's perf event is gone once it went offline (the hotplug job): its refused
+            # A CPU's perf event is gone once it went offline (the hotplug job), until the
+            # reader opens a new one: its refused
             # records must show up as lost, never as a silent shortfall.
             for pname, field in (("nohz_enter", "calls"), ("nohz_exit", "worked")):
                 n, rec = total(probes.get(pname), field), ex["by_probe"].get(pname, {}).get(field, 0)
