@@ -976,8 +976,8 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
             # Every counted event sent a record, or the record is counted lost: records of a
             # plain counter (one record per increment) against its total over the same window.
             # A CPU's perf event is gone once it went offline (the hotplug job), until the
-            # reader opens a new one: its refused
-            # records must show up as lost, never as a silent shortfall.
+            # reader opens a new one: its refused records must show up as lost, never as a
+            # silent shortfall.
             for pname, field in (("nohz_enter", "calls"), ("nohz_exit", "worked")):
                 n, rec = total(probes.get(pname), field), ex["by_probe"].get(pname, {}).get(field, 0)
                 if not n:
