@@ -12,10 +12,10 @@
 //   sampling LiveSource taking a sample from fake BPF maps + `record`'s write_sample of it,
 //            CPU ms per interval (tests/bench/fake_slots.h, as bench_scale), as % of a core
 //            at 1 s
-//   export   the real `schedhot export --format perfetto FILE` as a child: wall time; where
-//            fewer samples are exported (--export-samples; by default 20 at 8192 busy, where
-//            100 took 147 s), the window is --to and the time is scaled to 100 samples by
-//            the intervals (99 / (n-1)), said in the row
+//   export   the real `schedhot export --format perfetto FILE` as a child: wall time; with
+//            --export-samples N (for a slow machine: 100 at 8192 busy took 52-147 s) only the
+//            first N samples (--to) and the time scaled to 100 by the intervals (99 / (N-1)),
+//            said in the row
 //   serve    a scrape with --per-cpu: render_metrics() (src/output/metrics.*) of a
 //            MetricsState of the machine, in this process. The real `schedhot serve` needs
 //            root and BPF and samples the running kernel's CPUs, so it cannot serve a
@@ -26,7 +26,8 @@
 // `w` landing elsewhere).
 //
 // usage: schedhot_bench_goals [--short] [--schedhot PATH] [--cpus N,M] [--samples N]
-//                             [--export-samples N] [--only busy|idle] [--tmp DIR]
+//                             [--export-samples N] [--only busy|idle] [--rows LIST] [--tmp DIR]
+//   --rows: some of frames,w,report,sampling,export,serve (default all; for a profiler)
 //   default 8192,480 CPUs, 100 samples, 5 frame runs (20 at 480), 10 sampler intervals;
 //   --short (CI): 1024,480 CPUs, 10 samples, 3 runs, 3 intervals (1024: no goal at that
 //   size, the 8192 goal shown). Without --schedhot the report and export rows are skipped.
@@ -101,6 +102,13 @@ class Bench {
         export_samples_(export_samples), short_(short_mode) {}
 
   int status = 0;
+  std::string rows;  ///< --rows: a comma-separated list of the rows to run; empty: all
+
+  bool want(const char* row) const {
+    if (rows.empty()) return true;
+    const std::string r = "," + rows + ",";
+    return r.find(std::string(",") + row + ",") != std::string::npos;
+  }
 
   Case run(uint32_t n, bool idle) {
     Case c{n, idle, {}};
@@ -133,7 +141,7 @@ class Bench {
     auto goal_ms = [&](double ms8192) { return fmt_ms(ms8192 * (g > 0 ? g : 1)); };
 
     // ---- every top/replay view ----
-    {
+    if (want("frames")) {
       TuiOptions o;
       o.utf8 = true;
       ReplayFeed feed(RecordingReader::open(path));
@@ -162,7 +170,7 @@ class Bench {
     }
 
     // ---- w over the samples ----
-    {
+    if (want("w")) {
       TuiOptions o;
       o.utf8 = true;
       ReplayFeed feed(RecordingReader::open(path));
@@ -186,7 +194,7 @@ class Bench {
     }
 
     // ---- report of the samples (child) ----
-    if (!schedhot_.empty()) {
+    if (!schedhot_.empty() && want("report")) {
       const ChildRun r = run_child({schedhot_, "report", path});
       if (r.status != 0) {
         fmt::print(stderr, "schedhot: bench_goals: `schedhot report` exited with {}\n", r.status);
@@ -207,7 +215,7 @@ class Bench {
     }
 
     // ---- sampling + record's write ----
-    {
+    if (want("sampling")) {
       const Meta m = big_meta(n);
       const int intervals = short_ ? 3 : 10;
       const SamplerCost cost = sampler_cost(m, intervals, busy_every, tmp_);
@@ -223,10 +231,9 @@ class Bench {
     }
 
     // ---- export --format perfetto (child) ----
-    if (!schedhot_.empty()) {
+    if (!schedhot_.empty() && want("export")) {
       int k = samples_;
       if (export_samples_ > 0) k = std::min(export_samples_, samples_);
-      else if (n >= 8192 && !idle && samples_ > 20) k = 20;
       std::vector<std::string> args{schedhot_, "export", "--format", "perfetto", path};
       if (k < samples_) {
         args.push_back("--to");
@@ -245,7 +252,7 @@ class Bench {
     }
 
     // ---- serve scrape with --per-cpu (the renderer) ----
-    {
+    if (want("serve")) {
       const Meta m = big_meta(n);
       Sample prev = make_sample(m);
       advance(m, prev, 0, busy_every);
@@ -332,7 +339,7 @@ void print_summary(FILE* out, const std::vector<Case>& cases) {
 
 int usage() {
   fmt::print(stderr, "usage: schedhot_bench_goals [--short] [--schedhot PATH] [--cpus N,M] [--samples N] "
-                     "[--export-samples N] [--only busy|idle] [--tmp DIR]\n");
+                     "[--export-samples N] [--only busy|idle] [--rows LIST] [--tmp DIR]\n");
   return 2;
 }
 
@@ -343,7 +350,7 @@ int main(int argc, char** argv) {
   std::vector<uint32_t> sizes;
   int samples = 100, export_samples = 0;
   bool short_mode = false;
-  std::string schedhot, only, tmp_parent = "/tmp";
+  std::string schedhot, only, rows, tmp_parent = "/tmp";
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--short") {
@@ -362,6 +369,8 @@ int main(int argc, char** argv) {
       samples = std::atoi(argv[++i]);
     } else if (a == "--export-samples" && i + 1 < argc) {
       export_samples = std::atoi(argv[++i]);
+    } else if (a == "--rows" && i + 1 < argc) {
+      rows = argv[++i];
     } else if (a == "--only" && i + 1 < argc) {
       only = argv[++i];
     } else if (a == "--tmp" && i + 1 < argc) {
@@ -397,6 +406,7 @@ int main(int argc, char** argv) {
   fflush(out);
   auto t0 = Clock::now();
   Bench b(out, schedhot, g_tmp, samples, export_samples, short_mode);
+  b.rows = rows;
   std::vector<Case> cases;
   for (uint32_t n : sizes)
     for (bool idle : {false, true}) {

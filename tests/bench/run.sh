@@ -7,7 +7,7 @@
 #               (--short: 2 MiB, scaled), report/export/diff of 60 s
 #   goals       bench_goals.cpp: issue 32's goals table, every row at 8192 and 480 CPUs, busy and idle
 #               (frames, w, report, sampling, export --format perfetto, serve --per-cpu's renderer;
-#               --short: 1024 and 480 CPUs, 10 samples; full about N min)
+#               --short: 1024 and 480 CPUs, 10 samples; full about 2-3 min)
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
 #   holder      holder_scan.cpp: bcast_wait's holder scan against the possible CPUs (root, raw_tp)
 #   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
