@@ -29,8 +29,6 @@
 #include "command/report.h"
 #include "output/report_text.h"
 
-extern char** environ;
-
 using namespace schedhot;
 using namespace schedhot::bench;
 
@@ -44,24 +42,6 @@ double cpu_us() {
   timespec ts{};
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return double(ts.tv_sec) * 1e6 + double(ts.tv_nsec) / 1e3;
-}
-
-/// Runs argv with stdout to /dev/null; its exit status and wall seconds (-1 when it did not start).
-std::pair<int, double> run_child(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  pid_t pid;
-  auto t0 = Clock::now();
-  const int rc = posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) return {-1, 0};
-  int st = 0;
-  waitpid(pid, &st, 0);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st), ms_since(t0) / 1e3};
 }
 
 /// d to probe p's field (element idx) on cpu; nothing when the layout lacks the field.
@@ -163,6 +143,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  start_spawner();  // children spawned from a small process: their own peak RSS
   double mib = 64;
   bool keep = false;
   std::string schedhot;
@@ -188,7 +169,9 @@ int main(int argc, char** argv) {
              mib == 64 ? "" : fmt::format(": --short, figures scaled to a 64 MiB file (x{:.0f}) are marked so", scale));
   double child_s = -1;
   if (!schedhot.empty()) {
-    const auto [rc, s] = run_child({schedhot, "report", path});
+    const ChildRun cr = run_child({schedhot, "report", path});
+    const int rc = cr.status;
+    const double s = cr.wall_s;
     if (rc != 0) {
       fmt::print(stderr, "schedhot: bench_interval: `schedhot report` exited with {}\n", rc);
       status = 1;
@@ -246,7 +229,9 @@ int main(int argc, char** argv) {
         {"diff --a 0:30s --b 30s:60s", {schedhot, "diff", p60, "--a", "0:30s", "--b", "30s:60s"}},
     };
     for (const auto& [name, args] : runs) {
-      const auto [rc, s] = run_child(args);
+      const ChildRun cr = run_child(args);
+      const int rc = cr.status;
+      const double s = cr.wall_s;
       if (rc != 0 && !(rc == 3 && args[1] == "diff")) {  // diff: 3 is "a significant change"
         fmt::print(stderr, "schedhot: bench_interval: `schedhot {}` exited with {}\n", name, rc);
         status = 1;

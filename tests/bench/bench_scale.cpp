@@ -18,25 +18,16 @@
 //   default 8192 CPUs, 100 samples, 10 sampler intervals (the sampler also at 480 and
 //   1024 CPUs), 100 fleet hosts; --short (CI): 1024 CPUs, 10 samples, 3 intervals, 8 fleet
 //   hosts. Without --schedhot the child-process report and the fleet are skipped.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "bench/fake_slots.h"
 #include "bench/synthetic.h"
-#include "sample/sampler.h"
 #include "command/report.h"
 #include "output/report_text.h"
-
-extern char** environ;
 
 using namespace schedhot;
 using namespace schedhot::bench;
@@ -45,95 +36,19 @@ namespace {
 
 constexpr double kReportGoalS = 2, kReportGoalMB = 300, kSampleGoalPct = 2;
 
-double cpu_ms() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return double(ts.tv_sec) * 1e3 + double(ts.tv_nsec) / 1e6;
-}
-
-/// The BPF maps of a machine, as a SlotReader: one CPU-major array per probe that
-/// advance() changes between samples, copied out like ProbeSet::read copies the mapped maps.
-class FakeSlots : public SlotReader {
- public:
-  explicit FakeSlots(const Meta& m) : meta_(m), maps_(make_sample(m)) {
-    for (const ProbeMeta& p : m.probes) statuses_.push_back(p.status);
-  }
-  const std::vector<ProbeStatus>& statuses() const override { return statuses_; }
-  void read(Sample& s) const override {
-    for (size_t i = 0; i < s.probes.size() && i < maps_.probes.size(); ++i) {
-      s.probes[i].present = maps_.probes[i].present;
-      if (s.probes[i].present)
-        copy_slots(maps_.probes[i].words.data(), meta_.ncpus, meta_.probes[i].slot, s.probes[i].words);
-      else
-        s.probes[i].words.clear();
-    }
-  }
-  std::vector<int> poll(int) override { return {}; }
-  /// One interval of activity on every busy_every-th CPU.
-  void advance(int k, int busy_every) { bench::advance(meta_, maps_, k, busy_every); }
-
- private:
-  const Meta& meta_;
-  Sample maps_;
-  std::vector<ProbeStatus> statuses_;
-};
-
-struct ChildRun {
-  int status = -1;
-  double wall_s = 0;
-  double peak_mb = 0;
-};
-
-/// Runs argv with stdout to /dev/null; its exit status, wall time and peak RSS.
-ChildRun run_child(const std::vector<std::string>& args) {
-  std::vector<char*> argv;
-  for (const auto& a : args) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, "/dev/null", O_WRONLY, 0);
-  ChildRun r;
-  pid_t pid;
-  auto t0 = Clock::now();
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) return r;
-  int st = 0;
-  rusage ru{};
-  wait4(pid, &st, 0, &ru);
-  r.wall_s = ms_since(t0) / 1e3;
-  r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
-  r.peak_mb = double(ru.ru_maxrss) / 1024.0;
-  posix_spawn_file_actions_destroy(&fa);
-  return r;
-}
-
 /// The sampler at nc possible CPUs: prints its figures; false when no sample came.
 bool bench_sampler(uint32_t nc, int intervals) {
   fmt::print("sampling {} possible CPUs, CPU ms per interval (median of {}); goal < {}% of a core at 1 s = {:.0f} ms\n",
              nc, intervals, kSampleGoalPct, kSampleGoalPct * 10);
   const Meta m = big_meta(nc);
   for (int busy_every : {1, 64}) {
-    FakeSlots slots(m);
-    LiveSource live(slots, m, 1, 0, nullptr);  // a 1 ns interval: every poll takes a sample
-    const std::string rpath = fmt::format("/tmp/schedhot-bench-sampler-{}.shot", getpid());
-    std::remove(rpath.c_str());
-    RecordingWriter w(rpath, m);
-    std::vector<double> take, write;
-    Sample s;
-    for (int k = 0; k <= intervals; ++k) {
-      slots.advance(k, busy_every);
-      double c0 = cpu_ms();
-      if (!live.poll(s)) {
-        fmt::print(stderr, "schedhot: bench_scale: the live source gave no sample\n");
-        return false;
-      }
-      double c1 = cpu_ms();
-      w.write_sample(s);
-      double c2 = cpu_ms();
-      if (k == 0) continue;  // the baseline: allocations of the first sample
-      take.push_back(c1 - c0);
-      write.push_back(c2 - c1);
+    const SamplerCost cost = sampler_cost(m, intervals, busy_every);
+    if (!cost.ok) {
+      fmt::print(stderr, "schedhot: bench_scale: the live source gave no sample\n");
+      return false;
     }
-    w.close();
+    FakeSlots slots(m);
+    slots.advance(0, busy_every);
     // Where take's time goes: a new zeroed Sample (LiveSource::take makes one per
     // interval), the copy into its fresh pages, and the same copy into reused buffers.
     std::vector<double> fresh, copy, reuse, release;
@@ -151,14 +66,13 @@ bool bench_sampler(uint32_t nc, int intervals) {
       copy.push_back(c2 - c1);
       reuse.push_back(c3 - c2);
     }
-    const double t = median(take), wr = median(write);
+    const double t = cost.take, wr = cost.write;
     fmt::print("  {:<24} take a sample {:7.1f}   + record's write_sample {:7.1f}   = {:7.1f} ms = {:.1f}% of a core ({})\n",
                busy_every == 1 ? "busy (every CPU)" : "idle (1 CPU in 64 busy)", t, wr, t + wr, (t + wr) / 10,
                verdict((t + wr) / 10, kSampleGoalPct));
     fmt::print("  {:<24} of which: make_sample {:.1f}, copy_slots into its new pages {:.1f} (into reused buffers {:.1f}),\n"
                "  {:<24} freeing the previous sample {:.1f}\n", "", median(fresh), median(copy), median(reuse), "",
                median(release));
-    std::remove(rpath.c_str());
   }
   return true;
 }
@@ -199,6 +113,7 @@ int usage() {
 }  // namespace
 
 int main(int argc, char** argv) {
+  start_spawner();  // children spawned from a small process: their own peak RSS
   uint32_t ncpus = 8192;
   int nsamples = 100, intervals = 10, fleet_hosts = 100;
   std::string schedhot;

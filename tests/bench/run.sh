@@ -5,6 +5,9 @@
 #   scale       bench_scale.cpp: report of 100 samples (time, peak RSS), report --fleet (480 CPUs) and sampling (8192 CPUs)
 #   interval    bench_interval.cpp: per-interval cost at 2 CPUs, -i 10ms: report of a 64 MiB rotated file
 #               (--short: 2 MiB, scaled), report/export/diff of 60 s
+#   goals       bench_goals.cpp: issue 32's goals table, every row at 8192 and 480 CPUs, busy and idle
+#               (frames, w, report, sampling, export --format perfetto, serve --per-cpu's renderer;
+#               --short: 1024 and 480 CPUs, 10 samples; full about 2-3 min)
 #   probe_cost  probe_cost.cpp: kernel-side cost of the probe handlers (root, raw_tp)
 #   holder      holder_scan.cpp: bcast_wait's holder scan against the possible CPUs (root, raw_tp)
 #   guest       guest_cost.py: workload throughput under each tool in one QEMU TCG guest
@@ -12,7 +15,7 @@
 #               VM (tests/vm's packages and cache; --short about 1.6 min, full about 5.5 min)
 # Each must exit 0 and print its table (a line of figures); probe_cost without root is
 # skipped (exit 77 when it is the only one asked for).
-# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all seven)
+# usage: tests/bench/run.sh [--short] [--build DIR] [NAME...]     (default: all eight)
 #   --short: CI mode, a few seconds each; DIR: the build directory (default build/).
 set -uo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
@@ -23,13 +26,13 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --short) short=1 ;;
     --build) build="$2"; shift ;;
-    -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
     -*) echo "schedhot: run.sh: unknown option $1" >&2; exit 2 ;;
     *) names+=("$1") ;;
   esac
   shift
 done
-[ ${#names[@]} -gt 0 ] || names=(recording tui scale interval probe_cost holder guest)
+[ ${#names[@]} -gt 0 ] || names=(recording tui scale interval goals probe_cost holder guest)
 bin="$build/tests"
 
 # name -> command line; and a pattern that a line of its figures matches.
@@ -39,6 +42,7 @@ cmd_of() {
     tui) echo "$bin/schedhot_bench_tui ${short:+--short}" ;;
     scale) echo "$bin/schedhot_bench_scale ${short:+--short} --schedhot $build/schedhot" ;;
     interval) echo "$bin/schedhot_bench_interval ${short:+--short} --schedhot $build/schedhot" ;;
+    goals) echo "$bin/schedhot_bench_goals ${short:+--short} --schedhot $build/schedhot" ;;
     probe_cost) echo "$bin/schedhot_bench_probe_cost ${short:+--short}" ;;
     holder) echo "$bin/schedhot_bench_holder_scan ${short:+--short}" ;;
     guest) echo "python3 $root/tests/bench/guest_cost.py ${short:+--short} --build $build" ;;
@@ -51,6 +55,7 @@ figures_of() {
     tui) echo '^ +[0-9]+ per-CPU, by idle/s +[0-9.]+ +[0-9.]+ +[0-9.]+' ;;
     scale) echo 'take a sample +[0-9.]+' ;;
     interval) echo 'per interval at 2 CPUs, in process: [0-9.]+ us' ;;
+    goals) echo '^\| `serve` scrape with `--per-cpu` \| [0-9.]+ m?s' ;;
     probe_cost) echo '^ +1 +timed \+ sh_hist \(per-CPU\) +[0-9.]+' ;;
     holder) echo '^ +8192 +[0-9.]+ +-?[0-9.]+ +-?[0-9.]+' ;;
     guest) echo '^  schedhot record \(default, fentry\) +[0-9]+\.[0-9]{3} \(' ;;

@@ -1,0 +1,81 @@
+// The sampler without a kernel (bench_scale.cpp, bench_goals.cpp): a SlotReader whose
+// per-probe arrays stand for the BPF maps, and the CPU time per interval of LiveSource
+// taking a sample from it plus `record`'s RecordingWriter::write_sample of that sample.
+#pragma once
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bench/synthetic.h"
+#include "sample/sampler.h"
+
+namespace schedhot::bench {
+
+/// The BPF maps of a machine, as a SlotReader: one CPU-major array per probe that
+/// advance() changes between samples, copied out like ProbeSet::read copies the mapped maps.
+class FakeSlots : public SlotReader {
+ public:
+  explicit FakeSlots(const Meta& m) : meta_(m), maps_(make_sample(m)) {
+    for (const ProbeMeta& p : m.probes) statuses_.push_back(p.status);
+  }
+  const std::vector<ProbeStatus>& statuses() const override { return statuses_; }
+  void read(Sample& s) const override {
+    for (size_t i = 0; i < s.probes.size() && i < maps_.probes.size(); ++i) {
+      s.probes[i].present = maps_.probes[i].present;
+      if (s.probes[i].present)
+        copy_slots(maps_.probes[i].words.data(), meta_.ncpus, meta_.probes[i].slot, s.probes[i].words);
+      else
+        s.probes[i].words.clear();
+    }
+  }
+  std::vector<int> poll(int) override { return {}; }
+  /// One interval of activity on every busy_every-th CPU.
+  void advance(int k, int busy_every) { bench::advance(meta_, maps_, k, busy_every); }
+
+ private:
+  const Meta& meta_;
+  Sample maps_;
+  std::vector<ProbeStatus> statuses_;
+};
+
+/// CPU ms per interval (medians), of taking a sample and of writing it.
+struct SamplerCost {
+  double take = 0, write = 0;
+  bool ok = false;  ///< false when the live source gave no sample
+};
+
+/// intervals intervals (after a first, not counted: its allocations) of LiveSource::poll
+/// over FakeSlots advanced on every busy_every-th CPU, each sample written by a
+/// RecordingWriter to a file in dir (removed after).
+inline SamplerCost sampler_cost(const Meta& m, int intervals, int busy_every, const std::string& dir = "/tmp") {
+  SamplerCost r;
+  FakeSlots slots(m);
+  LiveSource live(slots, m, 1, 0, nullptr);  // a 1 ns interval: every poll takes a sample
+  const std::string rpath = fmt::format("{}/schedhot-bench-sampler-{}.shot", dir, getpid());
+  std::remove(rpath.c_str());
+  RecordingWriter w(rpath, m);
+  std::vector<double> take, write;
+  Sample s;
+  for (int k = 0; k <= intervals; ++k) {
+    slots.advance(k, busy_every);
+    const double c0 = cpu_ms();
+    if (!live.poll(s)) {
+      std::remove(rpath.c_str());
+      return r;
+    }
+    const double c1 = cpu_ms();
+    w.write_sample(s);
+    const double c2 = cpu_ms();
+    if (k == 0) continue;
+    take.push_back(c1 - c0);
+    write.push_back(c2 - c1);
+  }
+  w.close();
+  std::remove(rpath.c_str());
+  r.take = median(take);
+  r.write = median(write);
+  r.ok = true;
+  return r;
+}
+
+}  // namespace schedhot::bench
