@@ -261,7 +261,8 @@ PerCpu parse_per_cpu(std::string_view spec) {
 std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   const Meta& m = st.meta;
   Out out(o.openmetrics);
-  const Sample zero = make_sample(m);
+  std::optional<Sample> made;
+  const Sample& zero = st.zero ? *st.zero : made.emplace(make_sample(m));
   const Interval iv(m, zero, st.last);  // cumulative since attach
 
   std::vector<int> cpus;  // the CPUs labelled with --per-cpu
@@ -417,7 +418,9 @@ std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu) {
   const size_t each = ncpus ? labelled / ncpus : 0;
   std::string nothing;
   if (!per_cpu.families.empty()) {
-    const Interval iv(st.meta, make_sample(st.meta), st.last);
+    std::optional<Sample> made;
+    const Sample& zero = st.zero ? *st.zero : made.emplace(make_sample(st.meta));
+    const Interval iv(st.meta, zero, st.last);
     const std::vector<Exported> fams = exported_families(st.meta, iv);
     PerCpu one;
     one.on = true;
