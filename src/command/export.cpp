@@ -190,8 +190,7 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     if (const int e = tmp.replace(dest))  // the temporary file removed
       return fail(1, fmt::format("cannot rename {} to {}: {}", tmp.path(), dest, strerror(e)));
   if (r->damage())
-    res.errors.push_back(
-        fmt::format("{} is damaged {}; exported the {} samples before it", req.file, damage_text(*r), done.samples));
+    res.errors.push_back(damage_line(req.file, *r->damage(), "exported", done.samples));
   return res;
 }
 

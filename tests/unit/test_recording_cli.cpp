@@ -387,7 +387,7 @@ TEST(RecordingCli, DeeplyNestedJsonIsDamageNotACrash) {
                           meta + ": not readable metadata: JSON nested deeper than 64 levels");
   const uint64_t at = sample_offset(f, 5);
   spit(note, with_frame_before_sample(f, 5, make_frame(FrameType::note, 0, 0, nested_json(40000))));
-  const std::string why = fmt::format("damaged at byte {} (bad note frame: JSON nested deeper than 64 levels)", at);
+  const std::string why = fmt::format("damaged at byte {}: bad note frame: JSON nested deeper than 64 levels", at);
   CliRun r = run_cli("report --json " + note);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, fmt::format("schedhot: {} is {}; reported the 5 samples before it\n", note, why));
@@ -1667,4 +1667,55 @@ TEST(RecordingCli, DocgenRunsOnlyForTheBuildAndReadsNoPrivateFile) {
     EXPECT_EQ(r.status, 0) << r.err;  // the real user's own file
   }
   unsetenv("SCHEDHOT_DOCGEN");
+}
+
+TEST(RecordingCli, AnOrphanedStealFrameIsTheSameDamageInReportAndExport) {
+  // F4: a STEAL frame whose CATCH frame is gone (here retyped to an unknown type, CRCs and
+  // index intact), with a CRC failure later in the file. report, export and info name the
+  // STEAL frame, in the same words, with or without a window: the frame scan a window makes
+  // (check_all_frames) named the later CRC failure, and a seek jumped over the STEAL frame.
+  const std::string src = kData + "/v1.6-catch.shot";
+  std::string d = slurp(src);
+  uint64_t catch_at = 0, steal_at = 0, steal_ns = 0;
+  int steals = 0;
+  for (uint64_t at = RecordingReader::open(src)->data_start(), prev = 0; at + kFrameHeaderBytes <= d.size();) {
+    uint32_t len;
+    std::memcpy(&len, d.data() + at + 4, 4);
+    if (static_cast<FrameType>(d[at + 8]) == FrameType::steal && ++steals == 2) {
+      ASSERT_EQ(static_cast<FrameType>(d[prev + 8]), FrameType::caught);
+      catch_at = prev;
+      steal_at = at;
+      std::memcpy(&steal_ns, d.data() + at + 16, 8);
+      break;
+    }
+    prev = at;
+    at += kFrameHeaderBytes + len;
+  }
+  ASSERT_GT(steal_at, 0u);
+  d[catch_at + 8] = char(200);  // a frame type of a later minor: skipped
+  fix_frame_crc(d, catch_at);
+  TempDir dir("cli_orphan_steal");
+  const std::string orphan = dir / "orphan.shot", both = dir / "both.shot";
+  spit(orphan, d);
+  d[sample_offset(src, 40) + kFrameHeaderBytes + 8] ^= 0x10;  // sample 40's payload: its CRC fails
+  spit(both, d);
+  const std::string why =
+      fmt::format("damaged at byte {}: bad steal frame: no catch frame for the sample at {} ns before it", steal_at, steal_ns);
+  for (const std::string& f : {orphan, both}) {
+    for (const char* window : {"", "--to 30s ", "--to 60s "}) {
+      CliRun rep = run_cli(fmt::format("report --json {}{}", window, f));
+      CliRun exp = run_cli(fmt::format("export --format json {}{}", window, f));
+      EXPECT_EQ(rep.status, 0) << window << rep.err;
+      EXPECT_EQ(exp.status, 0) << window << exp.err;
+      EXPECT_EQ(rep.err, fmt::format("schedhot: {} is {}; reported the 2 samples before it\n", f, why)) << window;
+      EXPECT_EQ(exp.err, fmt::format("schedhot: {} is {}; exported the 2 samples before it\n", f, why)) << window;
+    }
+    // A window after the STEAL frame: the seek does not jump over it, the file is read to it.
+    CliRun rep = run_cli("report --from 65s " + f), exp = run_cli("export --from 65s " + f);
+    expect_one_line_error(rep, 1, "where reading stopped (" + why + ")");
+    expect_one_line_error(exp, 1, "(reading stopped: " + why + ")");
+    CliRun info = run_cli("info --json " + f);
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_EQ(nlohmann::json::parse(info.out)["integrity"]["damage"]["offset"], steal_at);
+  }
 }
