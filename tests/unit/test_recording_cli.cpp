@@ -21,7 +21,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/synthetic.h"
 #include "model/lines.h"
+#include "output/export.h"
 #include "store/recording.h"
 #include "test_recording_util.h"
 
@@ -1718,4 +1720,45 @@ TEST(RecordingCli, AnOrphanedStealFrameIsTheSameDamageInReportAndExport) {
     ASSERT_EQ(info.status, 0) << info.err;
     EXPECT_EQ(nlohmann::json::parse(info.out)["integrity"]["damage"]["offset"], steal_at);
   }
+}
+
+TEST(RecordingCli, ExportCsvOfManyCpusNeedsLinesOrFewerCpus) {
+  // F2: the CSV's per-CPU line columns are rows x lines an interval, and the lines grow
+  // with the CPUs (cpumasks, cpu_to_pri): 8192 CPUs x 2172 lines made 2 GB for 20 samples.
+  const std::string f = bench::write_recording(1024, 3, "cli_wide");
+  const Meta m = RecordingReader::open(f)->meta();
+  const size_t nlines = possible_lines(m, layout_of(m)).size();
+  ASSERT_GT(nlines * 1024, kCsvLineCellsMax) << nlines;
+  const std::string cells = fmt::format("1024 CPUs x {} modeled lines would be {} per-CPU line cells an interval", nlines,
+                                        nlines * 1024);
+  CliRun r = run_cli("export " + f);
+  expect_one_line_error(r, 2, cells);
+  EXPECT_NE(r.err.find("pass --lines none"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing written";
+  auto header = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+  auto columns = [](const std::string& line) { return 1 + size_t(std::count(line.begin(), line.end(), ',')); };
+  const size_t metrics = export_metrics(m).size();
+  // --lines none: time_s, cpu and the metrics, one row per CPU and interval.
+  r = run_cli("export --lines none " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(lines(r.out), 1u + 2 * 1024);
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics);
+  EXPECT_EQ(r.out.find("xfers_per_s"), std::string::npos);
+  std::istringstream rows(r.out);
+  std::string row;
+  while (std::getline(rows, row)) EXPECT_EQ(columns(row), 2 + metrics) << row;
+  // --lines cpu: all of them, as asked.
+  r = run_cli("export --lines cpu --to 1 " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics + nlines);
+  EXPECT_EQ(lines(r.out), 1u + 1024);
+  // Fewer CPUs under the bound: the default has them.
+  r = run_cli("export --cpus 0-15 " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics + nlines);
+  EXPECT_EQ(lines(r.out), 1u + 2 * 16);
+  // Not a CSV: a usage error.
+  expect_one_line_error(run_cli("export --format json --lines none " + f), 2, "--lines: only --format csv");
+  std::remove(f.c_str());
 }
