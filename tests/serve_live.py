@@ -51,6 +51,17 @@ try:
         check(head.startswith(b"HTTP/1.1 200") and m and int(m.group(1)) > 0 and rest == b"",
               f"HEAD {path}: 200, Content-Length {m and int(m.group(1))}, body {len(rest)} bytes (want 0)")
     check(get("/nope")[0] == 404, "GET /nope: 404")
+    # F6: only the exact paths; libmicrohttpd decoded %00 to a NUL that cut the path to /metrics
+    def status(target):
+        reply = raw(f"GET {target} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+        return reply.split(" ")[1] if reply.startswith("HTTP/1.1 ") else reply[:40]
+    for target in ("/metrics%00.txt", "/metrics%00", "/metrics%3Fx", "//metrics", "/metrics/", "/metrics.txt",
+                   "/metrics%2F", "/./metrics", "/METRICS", "%2Fmetrics"):
+        check(status(target) == "404", f"GET {target}: 404 ({status(target)})")
+    for target in ("/metrics%zz", "/metrics%4"):
+        check(status(target) == "400", f"GET {target}: 400, a malformed escape ({status(target)})")
+    for target in ("/metrics?x=1", "/metric%73", f"http://127.0.0.1:{port}/metrics?a=%00"):
+        check(status(target) == "200", f"GET {target}: 200, the same path ({status(target)})")
     check(raw(b"GET /../etc/passwd HTTP/1.1\r\nHost: x\r\n\r\n").split(" ")[1:2] in (["404"], ["400"]), "GET /../etc/passwd: 404 or 400")
     big = raw(b"GET /metrics HTTP/1.1\r\nX: " + b"a" * (1 << 20) + b"\r\n\r\n")
     check(" 200 " not in big, f"1 MB header refused: {big[:40]!r}")

@@ -355,7 +355,10 @@ nlohmann::json tails_diff(const Side& a, const Side& b) {
         {"caught", ab(caught(ta), caught(tb))},
         {"caught_per_s", ab(sec_a > 0 ? caught(ta) / sec_a : 0.0, sec_b > 0 ? caught(tb) / sec_b : 0.0)},
         {"events_received", ab(na, nb)},
-        {"p99_ns", ab(p99(ta), p99(tb))}};
+        {"p99_ns", ab(p99(ta), p99(tb))},
+        // Each side's steal figures (report's tails[].steal, 1.6 recordings on a host with a
+        // paravirt steal clock); null: not kept on that side.
+        {"steal", ab(ta.value("steal", nlohmann::json(nullptr)), tb.value("steal", nlohmann::json(nullptr)))}};
     // The top stacks of each side, merged by content (frames with offsets); each one's count
     // on both sides (not only among the other's top), shares of the events received.
     std::map<std::string, std::vector<std::string>> merged;

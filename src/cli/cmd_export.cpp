@@ -20,6 +20,7 @@ struct ExportCmd {
   std::string from, to;       ///< window, time since the recording's first sample
   std::string cpus;           ///< CPU list ("0-3,8"), "" = the recording's online CPUs
   bool force = false;         ///< replace an existing regular file
+  std::string lines;          ///< --lines cpu|none, "" = not given (CSV only)
 };
 
 int run_export(const ExportCmd& o) {
@@ -41,6 +42,9 @@ int run_export(const ExportCmd& o) {
     return usage_error(std::string("--cpus: ") + e.what());  // as top's and replay's
   }
   if (int rc = parse_window(o.from, o.to, req.opts.from_s, req.opts.to_s)) return rc;
+  if (!o.lines.empty() && req.opts.format != ExportFormat::csv)
+    return usage_error("--lines: only --format csv has per-CPU line columns");
+  req.lines = o.lines;
   req.opts.stop = &g_stop;
   req.file = o.file;
   req.output = o.output;
@@ -63,6 +67,10 @@ CommandCall define(CLI::App& c) {
   c.add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
   c.add_option("--to", exp.to, "window end, time since the recording's start");
   c.add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
+  c.add_option("--lines", exp.lines,
+               "CSV: the per-CPU line columns (xfers_per_s:LINE...): cpu (every row has them; the default unless "
+               "CPUs x lines is over 65536 an interval, then refused), none (no line columns)")
+      ->check(CLI::IsMember({"cpu", "none"}));
   return [o](const CommandLine&) { return run_export(*o); };
 }
 

@@ -75,6 +75,18 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
                                    opts.from_s < 0 && opts.to_s < 0 ? "recording" : "window", format_cpulist(online)));
     opts.cpus = req.cpus.empty() ? online : req.cpus;
   }
+  // The CSV's per-CPU line columns: rows x lines cells an interval, and the lines grow with
+  // the CPUs (a cpumask is CPUs / 512 lines): refused past the bound unless --lines says.
+  if (opts.format == ExportFormat::csv && req.lines.empty()) {
+    const uint64_t nlines = possible_lines(r->meta(), layout_of(r->meta())).size(), rows = opts.cpus.size();
+    if (nlines * rows > kCsvLineCellsMax)
+      return fail(2, fmt::format("{}: {} CPUs x {} modeled lines would be {} per-CPU line cells an interval in the CSV "
+                                 "(~{} MB an interval; at most {} without --lines): pass --lines none (no line columns; "
+                                 "--format json has each line's figures), --lines cpu (all of them), or fewer --cpus",
+                                 req.file, rows, nlines, nlines * rows, (nlines * rows * 6 + 999'999) / 1'000'000,
+                                 kCsvLineCellsMax));
+  }
+  opts.line_columns = req.lines != "none";
   if (WindowProblem wp = cur.seek_start())
     return fail(1, fmt::format("{}: no samples at or after --from {}{}", req.file, req.from,
                                wp.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *wp.span_s) : std::string()));
@@ -190,8 +202,7 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     if (const int e = tmp.replace(dest))  // the temporary file removed
       return fail(1, fmt::format("cannot rename {} to {}: {}", tmp.path(), dest, strerror(e)));
   if (r->damage())
-    res.errors.push_back(
-        fmt::format("{} is damaged {}; exported the {} samples before it", req.file, damage_text(*r), done.samples));
+    res.errors.push_back(damage_line(req.file, *r->damage(), "exported", done.samples));
   return res;
 }
 

@@ -20,6 +20,9 @@ struct ExportRequest {
   bool force = false;      ///< --force: an existing regular file may be replaced
   std::string from;        ///< --from as given (for messages)
   std::string to;          ///< --to as given (for messages)
+  /// --lines: "" (not given: the CSV's per-CPU line columns unless they would be more than
+  /// kCsvLineCellsMax cells an interval, then status 2), "cpu" (always) or "none" (never).
+  std::string lines;
 };
 
 /// `schedhot export`: opens req.file, reads it through a WindowedCursor

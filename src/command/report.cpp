@@ -53,8 +53,7 @@ CommandOutput report_command(SampleSource& src, RecordingReader* reader, const R
   nlohmann::json r = b.build(src.meta(), info);
   res.out = render_document(r, req.format);
   if (damage)
-    res.errors.push_back(fmt::format("{} is damaged at byte {} ({}); reported the {} samples before it", req.file,
-                                     damage->offset, damage->reason, b.samples()));
+    res.errors.push_back(damage_line(req.file, *damage, "reported", b.samples()));
   return res;
 }
 

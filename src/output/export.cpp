@@ -267,8 +267,9 @@ class CsvSink : public Sink {
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "time_s,cpu");
     for (auto& m : metrics_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell(m.name));
-    for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("xfers_per_s:" + l.name));
-    if (exact_) {
+    if (line_columns_)
+      for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("xfers_per_s:" + l.name));
+    if (exact_ && line_columns_) {
       for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("exact_xfers_per_s:" + l.name));
       for (auto& l : lines_) fmt::format_to(std::back_inserter(b), ",{}", csv_cell("gap_xfers_per_s:" + l.name));
     }
@@ -285,12 +286,12 @@ class CsvSink : public Sink {
         if (const Cell& c = v.cells[m * nc + i]) append_value(b, metrics_[m], *c);
       }
       const bool online = v.online[i];
-      for (size_t l = 0; l < lines_.size(); ++l) {
+      for (size_t l = 0; line_columns_ && l < lines_.size(); ++l) {
         b.push_back(',');
         if (!online) continue;
         if (const Cell c = line_cpu_xfers(v, l, cpus_[i])) fmt::format_to(std::back_inserter(b), "{:.3f}", *c);
       }
-      if (exact_)
+      if (exact_ && line_columns_)
         for (const std::vector<LineTraffic>* f : {&v.exact, &v.gap})
           for (size_t l = 0; l < lines_.size(); ++l) {
             b.push_back(',');
@@ -304,9 +305,12 @@ class CsvSink : public Sink {
     flush(b);
   }
   void end(const SourceInfo&, const ExportResult&, uint64_t) override {}
+  /// false: no per-CPU line columns (ExportOptions::line_columns).
+  void set_line_columns(bool on) { line_columns_ = on; }
 
  private:
   bool exact_ = false;
+  bool line_columns_ = true;
 };
 
 nlohmann::json source_json(const SourceInfo& src) {
@@ -635,6 +639,8 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
   std::vector<char> measuring(meta.probes.size(), 0);  // not blind: its counters count
   for (size_t p = 0; p < meta.probes.size(); ++p) measuring[p] = blind_reason(meta, static_cast<int>(p)).empty();
   auto sink = make_sink(o.format, meta, metrics, cpus, lines, out);
+  if (auto* csv = dynamic_cast<CsvSink*>(sink.get())) csv->set_line_columns(o.line_columns);
+  const bool need_lines = o.format != ExportFormat::csv || o.line_columns;
   bool begun = false;  // the header only once there is an interval: a failed export writes nothing
   ExportResult res;
   IntervalCursor ic(meta, {SampleWindow{o.from_s, o.to_s, meta.interval_ns}, o.t0_mono_ns});
@@ -645,8 +651,10 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     if (!iv) continue;
     const Sample &prev = *ic.prev(), &cur = ic.cur();
     compute(*iv, metrics, cpus, v);
-    compute_lines(*iv, model, lines, measuring, v);
-    compute_exact(prev, cur, iv->seconds(), exact, lines, v);
+    if (need_lines) {  // a CSV without line columns runs no model
+      compute_lines(*iv, model, lines, measuring, v);
+      compute_exact(prev, cur, iv->seconds(), exact, lines, v);
+    }
     v.time_s = ic.t();
     v.seconds = iv->seconds();
     v.start_mono_ns = prev.mono_ns;

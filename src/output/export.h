@@ -71,7 +71,14 @@ struct ExportOptions {
   std::vector<int> cpus;
   /// When it becomes true (Ctrl-C), export_samples() throws std::runtime_error("interrupted").
   const std::atomic<bool>* stop = nullptr;
+  /// CSV: the per-CPU line columns (xfers_per_s:LINE, and with --exact exact_ and
+  /// gap_xfers_per_s:LINE) on every row; false: none (`--lines none`).
+  bool line_columns = true;
 };
+
+/// CSV: the most per-CPU line cells (rows x modeled lines) an interval may have without
+/// `--lines`: a wider export is refused (8192 CPUs x 2172 lines wrote 2 GB for 19 intervals).
+inline constexpr uint64_t kCsvLineCellsMax = uint64_t(1) << 16;
 
 /// What an export wrote.
 struct ExportResult {

@@ -20,6 +20,7 @@
 
 #include <fmt/format.h>
 
+#include "serve/route.h"
 #include "sys/console.h"
 
 namespace schedhot {
@@ -369,22 +370,10 @@ MHD_Result send(MHD_Connection* c, const HttpCtx& ctx, unsigned code, const char
 
 constexpr const char* kText = "text/plain; charset=utf-8";
 
-/// The path of a request target: origin-form as is; absolute-form ("http://host:port/path",
-/// RFC 9112 3.2.2, which a server must accept) without its scheme and authority; the query
-/// dropped. "*" (OPTIONS's asterisk-form) stays "*".
-std::string target_path(const char* url) {
-  std::string u = url ? url : "";
-  for (const char* scheme : {"http://", "https://"}) {
-    const size_t n = std::strlen(scheme);
-    if (u.size() >= n && strncasecmp(u.c_str(), scheme, n) == 0) {
-      const size_t slash = u.find('/', n);
-      u = slash == std::string::npos ? "/" : u.substr(slash);
-      break;
-    }
-  }
-  if (const size_t q = u.find('?'); q != std::string::npos) u.resize(q);
-  return u;
-}
+/// libmicrohttpd's unescape callback: leaves the target as it came (route_target() decodes
+/// it). Its default decoded "%00" to a NUL, which cut the C string the handler gets: a
+/// request for "/metrics%00.txt" was answered as /metrics.
+size_t keep_escaped(void*, MHD_Connection*, char* s) { return std::strlen(s); }
 
 /// Every request: client_auth_type (403), HTTP/1.1 without Host (400), then without the credentials basic_auth_users
 /// asks for, 401 (any path, any method; 429 when the client's failed checks are over its
@@ -451,18 +440,19 @@ MHD_Result handle(void* cls, MHD_Connection* c, const char* url, const char* met
     if (!allowed)
       return send(c, *ctx, MHD_HTTP_UNAUTHORIZED, kText, "unauthorized\n", {{"WWW-Authenticate", "Basic realm=\"schedhot\""}});
   }
-  const std::string path = target_path(url);
+  const Route route = route_target(url ? url : "");
   const std::string m = method ? method : "";
-  if (path == "*") {
+  if (route == Route::asterisk) {
     if (m == "OPTIONS") return send(c, *ctx, MHD_HTTP_OK, kText, "", {{"Allow", "GET, HEAD, OPTIONS"}});
     return send(c, *ctx, MHD_HTTP_BAD_REQUEST, kText, "bad request: '*' is OPTIONS's target only\n");
   }
-  if (path != "/" && path != "/metrics")
+  if (route == Route::bad) return send(c, *ctx, MHD_HTTP_BAD_REQUEST, kText, "bad request: malformed percent-escape\n");
+  if (route == Route::not_found)
     return send(c, *ctx, MHD_HTTP_NOT_FOUND, kText, "not found: only /metrics and / are served\n");
   if (m == "OPTIONS") return send(c, *ctx, MHD_HTTP_OK, kText, "", {{"Allow", "GET, HEAD, OPTIONS"}});
   if (m != "GET" && m != "HEAD")
     return send(c, *ctx, MHD_HTTP_METHOD_NOT_ALLOWED, kText, "method not allowed: only GET\n", {{"Allow", "GET, HEAD, OPTIONS"}});
-  if (path == "/")
+  if (route == Route::index)
     return send(c, *ctx, MHD_HTTP_OK, "text/html; charset=utf-8",
                 "<html><head><title>schedhot</title></head><body><h1>schedhot</h1>"
                 "<p><a href=\"/metrics\">/metrics</a></p></body></html>\n");
@@ -544,6 +534,7 @@ class HttpServer::Impl {
         {MHD_OPTION_NOTIFY_COMPLETED, reinterpret_cast<intptr_t>(&request_done), nullptr},
         {MHD_OPTION_NOTIFY_CONNECTION, reinterpret_cast<intptr_t>(&connection_event), &deadlines_},
         {MHD_OPTION_EXTERNAL_LOGGER, reinterpret_cast<intptr_t>(&log_message), &verbose_},
+        {MHD_OPTION_UNESCAPE_CALLBACK, reinterpret_cast<intptr_t>(&keep_escaped), nullptr},
     };
     if (tls.enabled()) {
       opts.push_back({MHD_OPTION_HTTPS_MEM_CERT, 0, const_cast<char*>(tls.cert_pem.c_str())});

@@ -169,6 +169,22 @@ void RecordingReader::scan_positions() {
         scan_done_ = true;
         return;
       }
+      // A STEAL frame out of its place (steal_frame_misplaced: from the headers alone), as
+      // next() finds it: a window's seek must not jump over it.
+      if (f.type == FrameType::sample) scan_catch_ns_.reset();
+      if (f.type == FrameType::caught && minor_ >= 5) {
+        scan_catch_ns_ = f.mono_ns;
+        scan_steal_ = false;
+      }
+      if (f.type == FrameType::steal && minor_ >= 6) {
+        why = steal_frame_misplaced(scan_catch_ns_, scan_steal_, f.mono_ns);
+        if (!why.empty()) {
+          set_damage(scan_pos_, why);
+          scan_done_ = true;
+          return;
+        }
+        scan_steal_ = true;
+      }
       ProbeStatus note;
       if (f.type == FrameType::note && !parse_note(f.payload, note, why)) {
         set_damage(scan_pos_, why);  // as next() finds it (a NOTE too deep, not JSON...)
@@ -203,6 +219,8 @@ void RecordingReader::check_all_frames() {
   if (scan_done_ && scan_pos_ != 0) return;  // already scanned frame by frame
   positions_.clear();                          // (rebuilt by the scan, as without an index)
   scan_pos_ = 0;
+  scan_catch_ns_.reset();
+  scan_steal_ = false;
   scan_done_ = false;
   scan_positions();
 }

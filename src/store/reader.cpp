@@ -146,8 +146,17 @@ RecordingReader::~RecordingReader() {
   if (fd_ >= 0) ::close(fd_);
 }
 
+std::string damage_line(const std::string& file, const Damage& d, const char* verb, uint64_t samples) {
+  return fmt::format("{} is damaged at byte {}: {}; {} the {} samples before it", file, d.offset, d.reason, verb, samples);
+}
+
 void RecordingReader::set_damage(uint64_t at, std::string why) {
-  if (!damage_) damage_ = Damage{at, scrub_controls(why)};
+  // The first bad frame of the file wins, whichever way it was found: the frame scan
+  // (check_all_frames, CRCs and what it can check without decoding) may have named a later
+  // one before decoding from the start found this one.
+  if (damage_ && damage_->offset <= at) return;
+  damage_ = Damage{at, scrub_controls(why)};
+  while (!positions_.empty() && positions_.back().offset >= at) positions_.pop_back();
 }
 
 uint64_t RecordingReader::refresh_size() {
@@ -372,14 +381,9 @@ bool RecordingReader::decode_caught(const Frame& f, std::string& why) {
 }
 
 bool RecordingReader::decode_steal(const Frame& f, std::string& why) {
-  if (!pending_caught_ || pending_caught_ns_ != f.mono_ns) {
-    why = fmt::format("bad steal frame: no catch frame for the sample at {} ns before it", f.mono_ns);
-    return false;
-  }
-  if (pending_steal_) {
-    why = fmt::format("bad steal frame: a second one for the sample at {} ns", f.mono_ns);
-    return false;
-  }
+  why = steal_frame_misplaced(pending_caught_ ? std::optional<uint64_t>(pending_caught_ns_) : std::nullopt, pending_steal_,
+                              f.mono_ns);
+  if (!why.empty()) return false;
   std::string raw;
   if (!unpack_frame(f, "steal", raw, why)) return false;
   if (!schedhot::decode_steal(raw, *pending_caught_, why)) return false;

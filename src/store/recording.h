@@ -304,6 +304,11 @@ struct Damage {
   std::string reason;    ///< one line
 };
 
+/// The one line every command says about a damaged file it read up to the damage:
+/// "FILE is damaged at byte N: REASON; VERB the K samples before it" (verb: "reported",
+/// "exported"), so report and export word it alike.
+std::string damage_line(const std::string& file, const Damage& d, const char* verb, uint64_t samples);
+
 /// Following a recording that is still being written (tail -f): at the end of the file,
 /// or at a last frame that is not complete yet, the reader waits and retries instead of
 /// reporting damage. It stops at the END frame (the writer closed the file, which
@@ -416,8 +421,12 @@ class RecordingReader : public SampleSource {
   /// call extends the list with the frames written since.
   const std::vector<SamplePos>& sample_positions();
   /// Reads and CRC-checks every frame to the end of the file, index or not (sample
-  /// payloads are not decoded; NOTE frames are parsed, as next() does): afterwards damage() and saw_end() say what next() would find by reading
-  /// everything. Leaves next()'s position alone. Not for a followed file.
+  /// payloads are not decoded; NOTE frames are parsed, ONLINE frames decoded and each STEAL
+  /// frame's place checked, as next() does): afterwards damage() and saw_end() say what next() would find by reading
+  /// everything, but for what only decoding finds (a bad EXACT, GAPS, CATCH or STEAL
+  /// payload). Whichever finds damage, damage() is the earliest bad frame found (a later
+  /// one the scan named is replaced when next() meets an earlier one). Leaves next()'s
+  /// position alone. Not for a followed file.
   void check_all_frames();
   /// Number of samples: the index's count when present, else sample_positions().size().
   size_t sample_count();
@@ -540,6 +549,8 @@ class RecordingReader : public SampleSource {
 
   bool scan_done_ = false;
   uint64_t scan_pos_ = 0;
+  std::optional<uint64_t> scan_catch_ns_;  ///< the scan's CATCH frame since its last SAMPLE frame (mono_ns)
+  bool scan_steal_ = false;                ///< the scan saw a STEAL frame after scan_catch_ns_'s CATCH frame
   std::vector<SamplePos> positions_;
 };
 

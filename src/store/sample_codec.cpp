@@ -638,6 +638,13 @@ std::string encode_steal(const CatchBatch& batch) {
   return b;
 }
 
+std::string steal_frame_misplaced(std::optional<uint64_t> catch_ns, bool steal_seen, uint64_t mono_ns) {
+  if (!catch_ns || *catch_ns != mono_ns)
+    return fmt::format("bad steal frame: no catch frame for the sample at {} ns before it", mono_ns);
+  if (steal_seen) return fmt::format("bad steal frame: a second one for the sample at {} ns", mono_ns);
+  return "";
+}
+
 bool decode_steal(const std::string& raw, CatchBatch& b, std::string& why) {
   ByteReader c(raw);
   const uint64_t n = c.varint();

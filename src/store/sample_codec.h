@@ -5,6 +5,7 @@
 // problem is a one-line `why` (the reader's damage reason). Internal to src/store.
 #pragma once
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -98,6 +99,14 @@ std::string encode_steal(const CatchBatch& batch);
 /// steal_ns and SH_CATCH_F_STEAL of each event it says was measured. false with why (one
 /// line, b unchanged) when it breaks the frame's rules or is truncated.
 bool decode_steal(const std::string& raw, CatchBatch& b, std::string& why);
+
+/// Where a STEAL frame stands, from the frame headers alone: catch_ns is the mono_ns of
+/// the CATCH frame read since the last SAMPLE frame (none: no CATCH frame there),
+/// steal_seen says a STEAL frame already followed it. "" when a STEAL frame at mono_ns is
+/// in its place, else the one line of damage (`bad steal frame: ...`) that the reader's
+/// decoding and its frame scan (check_all_frames) both give, so every view names the same
+/// frame and words.
+std::string steal_frame_misplaced(std::optional<uint64_t> catch_ns, bool steal_seen, uint64_t mono_ns);
 
 // ---- ONLINE (1.2) -----------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 // file that cannot be read is one line and status 1, and 2x latency on a probe is
 // significant with the right ratio (status 3).
 #include <filesystem>
+#include <optional>
 #include <functional>
 #include <regex>
 #include <sstream>
@@ -329,8 +330,10 @@ const std::vector<StackFrame> kS2 = {fr("cpupri_set", 0x10), fr("dequeue_rt_stac
 const std::vector<StackFrame> kS3 = {fr("cpupri_set", 0x10), fr("", 0)};
 
 /// 4 one-second intervals of 2 CPUs; with `rule`, cpupri_set>20us armed and the first
-/// interval's caught events `events` (stack, duration), counted by the slot's caught counter.
-std::string write_tails_rec(const std::string& name, bool rule, const std::vector<std::pair<int, uint64_t>>& events) {
+/// interval's caught events `events` (stack, duration), counted by the slot's caught counter;
+/// steals[k], when given and set, is event k's steal time (SH_CATCH_F_STEAL: a STEAL frame).
+std::string write_tails_rec(const std::string& name, bool rule, const std::vector<std::pair<int, uint64_t>>& events,
+                            const std::vector<std::optional<uint64_t>>& steals = {}) {
   Meta m = synthetic_meta(2);
   if (rule) apply_catch_rules(m, {fixed_catch_rule("cpupri_set", 20'000)});
   const std::string path = (std::filesystem::temp_directory_path() / name).string();
@@ -357,6 +360,10 @@ std::string write_tails_rec(const std::string& name, bool rule, const std::vecto
         e.ts_ns = from + 1'000'000 * (k + 1);  // in time order
         e.stack = uint32_t(events[k].first);
         e.comm = "rtapp";
+        if (k < steals.size() && steals[k]) {
+          e.flags |= SH_CATCH_F_STEAL;
+          e.steal_ns = *steals[k];
+        }
         b.events.push_back(e);
         s.probes[p].words[word(m, p, 1, "caught")] += 1;
       }
@@ -436,4 +443,40 @@ TEST(Diff, TailsOnOneSideOnlyIsOneLine) {
   EXPECT_TRUE(nlohmann::json::parse(diff_command(req, format).out)["tails"].is_null());
   format = "text";
   EXPECT_EQ(diff_command(req, format).out.find("Tails"), std::string::npos);
+}
+
+TEST(Diff, TailsStealShareOfEachSideOrNotKept) {
+  DiffRequest req;
+  // A: 4 events; 3 with a steal reading (3 us, 0, 6 us; the third event has none): 9 us of
+  // the 120 us those 3 took, 2 had steal inside. B: no steal reading (no paravirt clock).
+  req.a.file = write_tails_rec("diff_steal_a.shot", true, {{1, 30'000}, {1, 40'000}, {2, 25'000}, {1, 50'000}},
+                               {3'000, 0, std::nullopt, 6'000});
+  req.b.file = write_tails_rec("diff_steal_b.shot", true, {{1, 21'000}, {1, 60'000}});
+  std::string format = "json";
+  CommandOutput o = diff_command(req, format);
+  ASSERT_TRUE(o.status == 0 || o.status == 3) << (o.errors.empty() ? "" : o.errors[0]);
+  const nlohmann::json r = nlohmann::json::parse(o.out)["tails"]["rules"].at(0);
+  const nlohmann::json want_a = {{"events", 3}, {"not_kept", 1}, {"with", 2}, {"share", 2.0 / 3},
+                                 {"ns", 9'000}, {"time_share", 0.075}, {"time_share_of_those", 9'000.0 / 80'000}};
+  EXPECT_EQ(r["steal"]["a"], want_a) << r["steal"].dump();
+  EXPECT_TRUE(r["steal"]["b"].is_null()) << r["steal"].dump();
+  format = "text";
+  o = diff_command(req, format);
+  EXPECT_NE(o.out.find(" us\n"  // right after the caught/s line
+                       "  steal share of the caught time: A 7.5 % (2 of 3 with steal inside, 9000 ns), B not kept\n"),
+            std::string::npos)
+      << o.out;
+  // Swapped: B's figures on B's side.
+  std::swap(req.a.file, req.b.file);
+  o = diff_command(req, format);
+  EXPECT_NE(o.out.find("  steal share of the caught time: A not kept, B 7.5 % (2 of 3 with steal inside, 9000 ns)\n"),
+            std::string::npos)
+      << o.out;
+  // Neither side kept any: no steal line, and null on both sides.
+  req.a.file = req.b.file = write_tails_rec("diff_steal_none.shot", true, {{1, 30'000}});
+  o = diff_command(req, format);
+  EXPECT_EQ(o.out.find("steal share"), std::string::npos) << o.out;
+  format = "json";
+  const nlohmann::json n = nlohmann::json::parse(diff_command(req, format).out)["tails"]["rules"].at(0)["steal"];
+  EXPECT_EQ(n, (nlohmann::json{{"a", nullptr}, {"b", nullptr}}));
 }

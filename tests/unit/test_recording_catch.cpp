@@ -838,3 +838,53 @@ TEST(StealFrame, WithoutItsCatchFrameOrTwiceIsDamage) {
     EXPECT_NE(r->damage()->reason.find("bad steal frame: a second one"), std::string::npos) << r->damage()->reason;
   }
 }
+
+TEST(StealFrame, TheFrameScanFindsAMisplacedOneAndTheEarliestDamageWins) {
+  const Meta m = catch_meta();
+  TempDir dir("steal_scan");
+  std::vector<Sample> w = make_samples(m, 6);
+  w[2].caught = steal_batch(w[1].mono_ns);
+  write_samples(dir / "a.shot", m, w, false);
+  const uint64_t at = sample_offset(dir / "a.shot", 3);
+  std::string d = with_frame_before_sample(dir / "a.shot", 3,
+                                           make_frame(FrameType::steal, 0, w[3].mono_ns, encode_steal(steal_batch(w[2].mono_ns))));
+  const std::string want = fmt::format("bad steal frame: no catch frame for the sample at {} ns before it", w[3].mono_ns);
+  spit(dir / "b.shot", d);
+  {
+    // The scan alone (no payload decoded) stops at it, and the positions with it.
+    auto r = RecordingReader::open(dir / "b.shot");
+    r->check_all_frames();
+    ASSERT_TRUE(r->damage().has_value());
+    EXPECT_EQ(r->damage()->offset, at);
+    EXPECT_EQ(r->damage()->reason, want);
+    EXPECT_EQ(r->sample_positions().size(), 3u);
+  }
+  // A STEAL frame in its place whose count is wrong (only decoding finds it) and a CRC
+  // failure later: the scan names the CRC failure, next() meets the STEAL frame before it,
+  // and damage() becomes that earlier frame.
+  std::string e = slurp(dir / "a.shot");
+  uint64_t steal_at = 0;
+  for (uint64_t f = RecordingReader::open(dir / "a.shot")->data_start(); f + kFrameHeaderBytes <= e.size();) {
+    uint32_t len;
+    std::memcpy(&len, e.data() + f + 4, 4);
+    if (static_cast<FrameType>(e[f + 8]) == FrameType::steal) {
+      steal_at = f;
+      break;
+    }
+    f += kFrameHeaderBytes + len;
+  }
+  ASSERT_GT(steal_at, 0u);
+  e[steal_at + kFrameHeaderBytes] ^= 0x01;  // n: 5 events becomes 4
+  fix_frame_crc(e, steal_at);
+  e[sample_offset(dir / "a.shot", 4) + kFrameHeaderBytes + 2] ^= 0x10;
+  spit(dir / "c.shot", e);
+  auto r = RecordingReader::open(dir / "c.shot");
+  r->check_all_frames();
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_GT(r->damage()->offset, steal_at) << "the scan decodes no STEAL payload: " << r->damage()->reason;
+  EXPECT_EQ(read_all(*r).size(), 2u);
+  ASSERT_TRUE(r->damage().has_value());
+  EXPECT_EQ(r->damage()->offset, steal_at);
+  EXPECT_EQ(r->damage()->reason, "bad steal frame: 4 events, its catch frame has 5");
+  EXPECT_EQ(r->sample_positions().size(), 2u) << "the positions stop there too";
+}

@@ -21,7 +21,9 @@
 #include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/synthetic.h"
 #include "model/lines.h"
+#include "output/export.h"
 #include "store/recording.h"
 #include "test_recording_util.h"
 
@@ -387,7 +389,7 @@ TEST(RecordingCli, DeeplyNestedJsonIsDamageNotACrash) {
                           meta + ": not readable metadata: JSON nested deeper than 64 levels");
   const uint64_t at = sample_offset(f, 5);
   spit(note, with_frame_before_sample(f, 5, make_frame(FrameType::note, 0, 0, nested_json(40000))));
-  const std::string why = fmt::format("damaged at byte {} (bad note frame: JSON nested deeper than 64 levels)", at);
+  const std::string why = fmt::format("damaged at byte {}: bad note frame: JSON nested deeper than 64 levels", at);
   CliRun r = run_cli("report --json " + note);
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, fmt::format("schedhot: {} is {}; reported the 5 samples before it\n", note, why));
@@ -1667,4 +1669,96 @@ TEST(RecordingCli, DocgenRunsOnlyForTheBuildAndReadsNoPrivateFile) {
     EXPECT_EQ(r.status, 0) << r.err;  // the real user's own file
   }
   unsetenv("SCHEDHOT_DOCGEN");
+}
+
+TEST(RecordingCli, AnOrphanedStealFrameIsTheSameDamageInReportAndExport) {
+  // F4: a STEAL frame whose CATCH frame is gone (here retyped to an unknown type, CRCs and
+  // index intact), with a CRC failure later in the file. report, export and info name the
+  // STEAL frame, in the same words, with or without a window: the frame scan a window makes
+  // (check_all_frames) named the later CRC failure, and a seek jumped over the STEAL frame.
+  const std::string src = kData + "/v1.6-catch.shot";
+  std::string d = slurp(src);
+  uint64_t catch_at = 0, steal_at = 0, steal_ns = 0;
+  int steals = 0;
+  for (uint64_t at = RecordingReader::open(src)->data_start(), prev = 0; at + kFrameHeaderBytes <= d.size();) {
+    uint32_t len;
+    std::memcpy(&len, d.data() + at + 4, 4);
+    if (static_cast<FrameType>(d[at + 8]) == FrameType::steal && ++steals == 2) {
+      ASSERT_EQ(static_cast<FrameType>(d[prev + 8]), FrameType::caught);
+      catch_at = prev;
+      steal_at = at;
+      std::memcpy(&steal_ns, d.data() + at + 16, 8);
+      break;
+    }
+    prev = at;
+    at += kFrameHeaderBytes + len;
+  }
+  ASSERT_GT(steal_at, 0u);
+  d[catch_at + 8] = char(200);  // a frame type of a later minor: skipped
+  fix_frame_crc(d, catch_at);
+  TempDir dir("cli_orphan_steal");
+  const std::string orphan = dir / "orphan.shot", both = dir / "both.shot";
+  spit(orphan, d);
+  d[sample_offset(src, 40) + kFrameHeaderBytes + 8] ^= 0x10;  // sample 40's payload: its CRC fails
+  spit(both, d);
+  const std::string why =
+      fmt::format("damaged at byte {}: bad steal frame: no catch frame for the sample at {} ns before it", steal_at, steal_ns);
+  for (const std::string& f : {orphan, both}) {
+    for (const char* window : {"", "--to 30s ", "--to 60s "}) {
+      CliRun rep = run_cli(fmt::format("report --json {}{}", window, f));
+      CliRun exp = run_cli(fmt::format("export --format json {}{}", window, f));
+      EXPECT_EQ(rep.status, 0) << window << rep.err;
+      EXPECT_EQ(exp.status, 0) << window << exp.err;
+      EXPECT_EQ(rep.err, fmt::format("schedhot: {} is {}; reported the 2 samples before it\n", f, why)) << window;
+      EXPECT_EQ(exp.err, fmt::format("schedhot: {} is {}; exported the 2 samples before it\n", f, why)) << window;
+    }
+    // A window after the STEAL frame: the seek does not jump over it, the file is read to it.
+    CliRun rep = run_cli("report --from 65s " + f), exp = run_cli("export --from 65s " + f);
+    expect_one_line_error(rep, 1, "where reading stopped (" + why + ")");
+    expect_one_line_error(exp, 1, "(reading stopped: " + why + ")");
+    CliRun info = run_cli("info --json " + f);
+    ASSERT_EQ(info.status, 0) << info.err;
+    EXPECT_EQ(nlohmann::json::parse(info.out)["integrity"]["damage"]["offset"], steal_at);
+  }
+}
+
+TEST(RecordingCli, ExportCsvOfManyCpusNeedsLinesOrFewerCpus) {
+  // F2: the CSV's per-CPU line columns are rows x lines an interval, and the lines grow
+  // with the CPUs (cpumasks, cpu_to_pri): 8192 CPUs x 2172 lines made 2 GB for 20 samples.
+  const std::string f = bench::write_recording(1024, 3, "cli_wide");
+  const Meta m = RecordingReader::open(f)->meta();
+  const size_t nlines = possible_lines(m, layout_of(m)).size();
+  ASSERT_GT(nlines * 1024, kCsvLineCellsMax) << nlines;
+  const std::string cells = fmt::format("1024 CPUs x {} modeled lines would be {} per-CPU line cells an interval", nlines,
+                                        nlines * 1024);
+  CliRun r = run_cli("export " + f);
+  expect_one_line_error(r, 2, cells);
+  EXPECT_NE(r.err.find("pass --lines none"), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "") << "nothing written";
+  auto header = [](const std::string& out) { return out.substr(0, out.find('\n')); };
+  auto columns = [](const std::string& line) { return 1 + size_t(std::count(line.begin(), line.end(), ',')); };
+  const size_t metrics = export_metrics(m).size();
+  // --lines none: time_s, cpu and the metrics, one row per CPU and interval.
+  r = run_cli("export --lines none " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(lines(r.out), 1u + 2 * 1024);
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics);
+  EXPECT_EQ(r.out.find("xfers_per_s"), std::string::npos);
+  std::istringstream rows(r.out);
+  std::string row;
+  while (std::getline(rows, row)) EXPECT_EQ(columns(row), 2 + metrics) << row;
+  // --lines cpu: all of them, as asked.
+  r = run_cli("export --lines cpu --to 1 " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics + nlines);
+  EXPECT_EQ(lines(r.out), 1u + 1024);
+  // Fewer CPUs under the bound: the default has them.
+  r = run_cli("export --cpus 0-15 " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics + nlines);
+  EXPECT_EQ(lines(r.out), 1u + 2 * 16);
+  // Not a CSV: a usage error.
+  expect_one_line_error(run_cli("export --format json --lines none " + f), 2, "--lines: only --format csv");
+  std::remove(f.c_str());
 }
