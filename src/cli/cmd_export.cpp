@@ -69,7 +69,7 @@ CommandCall define(CLI::App& c) {
   c.add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
   c.add_option("--lines", exp.lines,
                "CSV: the per-CPU line columns (xfers_per_s:LINE...): cpu (every row has them; the default unless "
-               "CPUs x lines is over 65536 an interval, then refused), none (no line columns)")
+               "CPUs x lines is over 65536 an interval, then left out, said on stderr), none (no line columns)")
       ->check(CLI::IsMember({"cpu", "none"}));
   return [o](const CommandLine&) { return run_export(*o); };
 }

@@ -76,17 +76,20 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     opts.cpus = req.cpus.empty() ? online : req.cpus;
   }
   // The CSV's per-CPU line columns: rows x lines cells an interval, and the lines grow with
-  // the CPUs (a cpumask is CPUs / 512 lines): refused past the bound unless --lines says.
+  // the CPUs (a cpumask is CPUs / 512 lines): left out past the bound unless --lines says,
+  // and said so on stderr (as perf stat aggregates unless -A asks for every CPU).
+  opts.line_columns = req.lines != "none";
   if (opts.format == ExportFormat::csv && req.lines.empty()) {
     const uint64_t nlines = possible_lines(r->meta(), layout_of(r->meta())).size(), rows = opts.cpus.size();
-    if (nlines * rows > kCsvLineCellsMax)
-      return fail(2, fmt::format("{}: {} CPUs x {} modeled lines would be {} per-CPU line cells an interval in the CSV "
-                                 "(~{} MB an interval; at most {} without --lines): pass --lines none (no line columns; "
-                                 "--format json has each line's figures), --lines cpu (all of them), or fewer --cpus",
-                                 req.file, rows, nlines, nlines * rows, (nlines * rows * 6 + 999'999) / 1'000'000,
-                                 kCsvLineCellsMax));
+    if (nlines * rows > kCsvLineCellsMax) {
+      opts.line_columns = false;
+      res.errors.push_back(fmt::format(
+          "note: {}: no per-CPU line columns in the CSV: {} CPUs x {} modeled lines would be {} cells an interval "
+          "(~{} MB; at most {} by default): --lines cpu writes them, fewer --cpus shrink them, --format json has "
+          "each line's figures",
+          req.file, rows, nlines, nlines * rows, (nlines * rows * 6 + 999'999) / 1'000'000, kCsvLineCellsMax));
+    }
   }
-  opts.line_columns = req.lines != "none";
   if (WindowProblem wp = cur.seek_start())
     return fail(1, fmt::format("{}: no samples at or after --from {}{}", req.file, req.from,
                                wp.span_s ? fmt::format("; the samples span +0..+{:.2f} s", *wp.span_s) : std::string()));

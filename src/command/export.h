@@ -21,7 +21,8 @@ struct ExportRequest {
   std::string from;        ///< --from as given (for messages)
   std::string to;          ///< --to as given (for messages)
   /// --lines: "" (not given: the CSV's per-CPU line columns unless they would be more than
-  /// kCsvLineCellsMax cells an interval, then status 2), "cpu" (always) or "none" (never).
+  /// kCsvLineCellsMax cells an interval, then left out with a note in errors and status 0),
+  /// "cpu" (always) or "none" (never).
   std::string lines;
 };
 

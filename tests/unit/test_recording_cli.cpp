@@ -1722,26 +1722,31 @@ TEST(RecordingCli, AnOrphanedStealFrameIsTheSameDamageInReportAndExport) {
   }
 }
 
-TEST(RecordingCli, ExportCsvOfManyCpusNeedsLinesOrFewerCpus) {
+TEST(RecordingCli, ExportCsvOfManyCpusLeavesTheLineColumnsOutUnlessAsked) {
   // F2: the CSV's per-CPU line columns are rows x lines an interval, and the lines grow
   // with the CPUs (cpumasks, cpu_to_pri): 8192 CPUs x 2172 lines made 2 GB for 20 samples.
   const std::string f = bench::write_recording(1024, 3, "cli_wide");
   const Meta m = RecordingReader::open(f)->meta();
   const size_t nlines = possible_lines(m, layout_of(m)).size();
   ASSERT_GT(nlines * 1024, kCsvLineCellsMax) << nlines;
-  const std::string cells = fmt::format("1024 CPUs x {} modeled lines would be {} per-CPU line cells an interval", nlines,
+  const std::string cells = fmt::format("1024 CPUs x {} modeled lines would be {} cells an interval", nlines,
                                         nlines * 1024);
-  CliRun r = run_cli("export " + f);
-  expect_one_line_error(r, 2, cells);
-  EXPECT_NE(r.err.find("pass --lines none"), std::string::npos) << r.err;
-  EXPECT_EQ(r.out, "") << "nothing written";
   auto header = [](const std::string& out) { return out.substr(0, out.find('\n')); };
   auto columns = [](const std::string& line) { return 1 + size_t(std::count(line.begin(), line.end(), ',')); };
   const size_t metrics = export_metrics(m).size();
-  // --lines none: time_s, cpu and the metrics, one row per CPU and interval.
+  // The default: the export is written without them, and one line says so and how to get them.
+  CliRun r = run_cli("export " + f);
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(lines(r.err), 1u) << r.err;
+  EXPECT_NE(r.err.find(cells), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--lines cpu writes them"), std::string::npos) << r.err;
+  EXPECT_EQ(columns(header(r.out)), 2 + metrics);
+  const std::string by_default = r.out;
+  // --lines none: time_s, cpu and the metrics, one row per CPU and interval, and no note.
   r = run_cli("export --lines none " + f);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.err, "");
+  EXPECT_EQ(r.out, by_default);
   EXPECT_EQ(lines(r.out), 1u + 2 * 1024);
   EXPECT_EQ(columns(header(r.out)), 2 + metrics);
   EXPECT_EQ(r.out.find("xfers_per_s"), std::string::npos);
