@@ -1,5 +1,6 @@
 #include "model/histogram.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "schedhot/abi.h"
@@ -44,11 +45,26 @@ HistSummary summarize(std::span<const uint64_t> buckets, uint64_t sum_ns, uint64
     max_ns = sh_hist_lower(top) + sh_hist_width(top) - 1;
   }
   s.max_ns = max_ns;
-  s.p10 = hist_percentile(buckets, 10, max_ns);
-  s.p50 = hist_percentile(buckets, 50, max_ns);
-  s.p90 = hist_percentile(buckets, 90, max_ns);
-  s.p98 = hist_percentile(buckets, 98, max_ns);
-  s.p99 = hist_percentile(buckets, 99, max_ns);
+  // The five percentiles in one cumulative pass (as hist_percentile finds each: the
+  // nearest rank ceil(p/100 * n), at least 1; the bucket's middle, at most max_ns), not
+  // five passes that each count the buckets again: a p99 column summarizes every CPU's
+  // histogram, every interval (issue 32's profile of export: 36 % of its time).
+  static constexpr double kP[5] = {10, 50, 90, 98, 99};
+  double* const out[5] = {&s.p10, &s.p50, &s.p90, &s.p98, &s.p99};
+  uint64_t rank[5];
+  for (int k = 0; k < 5; ++k)
+    rank[k] = std::max<uint64_t>(1, static_cast<uint64_t>(std::ceil(kP[k] / 100.0 * static_cast<double>(s.count))));
+  uint64_t seen = 0;
+  int k = 0;
+  for (size_t i = 0; i < buckets.size() && k < 5; ++i) {
+    if (!buckets[i]) continue;
+    seen += buckets[i];
+    if (seen < rank[k]) continue;
+    const double lo = static_cast<double>(sh_hist_lower(static_cast<uint32_t>(i)));
+    const double w = static_cast<double>(sh_hist_width(static_cast<uint32_t>(i)));
+    const double mid = std::min(lo + (w - 1) / 2.0, static_cast<double>(max_ns));
+    while (k < 5 && seen >= rank[k]) *out[k++] = mid;
+  }
   return s;
 }
 
