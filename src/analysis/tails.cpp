@@ -9,6 +9,7 @@
 
 #include "model/histogram.h"
 #include "probe/catalog.h"
+#include "probe/module.h"
 #include "probe/catch_rules.h"
 #include "probe/steal_clock.h"
 #include "sys/units.h"
@@ -31,53 +32,34 @@ std::string caught_probe_name(uint16_t id) {
   return id < cat.size() ? cat[id].name : fmt::format("probe{}", id);
 }
 
-namespace {
-
-/// cpupri_set's class of a converted priority, as bpf/cpupri.bpf.c sh_cpupri_class().
-const char* cpupri_class(int pri, int nr_prios) {
-  if (pri < 0) return "INVALID";
-  if (nr_prios == 101) return pri == 0 ? "NORMAL" : pri == 100 ? "HIGHER" : "RT";
-  return pri <= 1 ? "NORMAL" : "RT";
-}
-
-}  // namespace
-
 std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios) {
-  if (probe == SH_P_CPUPRI_SET) {
-    const int oldp = static_cast<int>((detail >> 16) & 0xffff) - 1, newp = static_cast<int>(detail & 0xffff) - 1;
-    return fmt::format("{}->{}", cpupri_class(oldp, nr_prios), cpupri_class(newp, nr_prios));
-  }
-  if (probe == SH_P_IDLE) return fmt::format("state {}", detail);
-  if (probe == SH_P_BCAST_WAIT) {
-    // abi.h SH_HOLD_D_*: who held tick_broadcast_lock when the wait began.
-    const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail), cands = SH_HOLD_D_CANDS(detail);
-    if (!cpu) return "holder not seen (no other CPU inside a lock-taking site and not waiting: the lock may have just passed to a waiter)";
-    const std::string where = site < kBcastSites.size() ? kBcastSites[site] : fmt::format("site {}", site);
-    return cands > 1 ? fmt::format("holder CPU {} in {} (the earliest in of {} CPUs inside a site)", cpu - 1, where, cands)
-                     : fmt::format("holder CPU {} in {}", cpu - 1, where);
-  }
-  return std::to_string(detail);
+  CaughtRun run;
+  run.cpupri_nr_prios = nr_prios;
+  return probe < probe_modules().size() ? probe_modules()[probe]->caught_detail_text(detail, run) : std::to_string(detail);
 }
 
-nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail) {
+CaughtDetails::CaughtDetails(const Meta& meta) {
+  run_.cpupri_nr_prios = cpupri_nr_prios(meta);
+  CaughtRun with = run_;
+  with.status = [&meta](uint16_t id) -> const ProbeStatus* {
+    const int i = id < probe_catalog().size() ? meta.probe_index(probe_catalog()[id].name) : -1;
+    return i < 0 ? nullptr : &meta.probes[size_t(i)].status;
+  };
+  for (const ProbeModule* m : probe_modules()) kept_.push_back(m->caught_detail_kept(with));
+}
+
+bool CaughtDetails::shown(const CaughtEvent& e) const {
+  return (e.flags & SH_CATCH_F_DETAIL) && e.probe < kept_.size() && kept_[e.probe];
+}
+
+std::string CaughtDetails::text(const CaughtEvent& e) const {
+  return shown(e) ? probe_modules()[e.probe]->caught_detail_text(e.detail, run_) : "";
+}
+
+nlohmann::json CaughtDetails::fields(const CaughtEvent& e) const {
   nlohmann::json o = nlohmann::json::object();
-  if (probe != SH_P_BCAST_WAIT) return o;
-  const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail);
-  o["holder_cpu"] = cpu ? nlohmann::json(cpu - 1) : nlohmann::json(nullptr);
-  o["holder_site"] = !cpu ? nlohmann::json(nullptr)
-                     : site < kBcastSites.size() ? nlohmann::json(kBcastSites[site]) : nlohmann::json(site);
-  o["holder_candidates"] = SH_HOLD_D_CANDS(detail);
-  o["holder_inside_ns"] = cpu ? nlohmann::json(SH_HOLD_D_INSIDE_NS(detail)) : nlohmann::json(nullptr);
+  if (shown(e)) probe_modules()[e.probe]->caught_detail_fields(e.detail, o);
   return o;
-}
-
-bool holder_tracked(const Meta& meta) {
-  const int bl = meta.probe_index(probe_catalog()[SH_P_BCAST_LOCK].name);
-  if (bl < 0) return false;
-  for (const std::string& n : meta.probes[size_t(bl)].status.notes)
-    if (n.rfind(kHolderNote, 0) == 0 && n.size() > kHolderNote.size() + 2)  // "holder state: N of M ..."
-      return std::strtoull(n.c_str() + kHolderNote.size() + 2, nullptr, 10) > 0;
-  return false;
 }
 
 std::string steal_sentence(const nlohmann::json& sl) {
@@ -146,8 +128,7 @@ TailAccumulator::TailAccumulator(const Meta& meta) {
   for (size_t r = 0; r < meta.catch_rules.size(); ++r)
     for (size_t id = 0; id < cat.size(); ++id)
       if (cat[id].name == meta.catch_rules[r].probe && rule_of_probe_[id] < 0) rule_of_probe_[id] = static_cast<int>(r);
-  nr_prios_ = cpupri_nr_prios(meta);
-  holder_tracked_ = holder_tracked(meta);
+  details_.emplace(meta);
 }
 
 void TailAccumulator::add_interval(const Meta& meta, const Sample& prev, const Interval& iv) {
@@ -260,13 +241,12 @@ void TailAccumulator::add(const CatchBatch& b) {
         sat_add(r.steal_with_dur_ns, e.dur_ns);
       }
     }
-    if (caught_detail_shown(e, holder_tracked_))
-      ++r.detail[caught_detail_text(e.probe, e.detail, nr_prios_)];
+    if (details_->shown(e)) ++r.detail[details_->text(e)];
   }
 }
 
 std::string TailAccumulator::detail_of(const CaughtEvent& e) const {
-  return caught_detail_shown(e, holder_tracked_) ? caught_detail_text(e.probe, e.detail, nr_prios_) : "";
+  return details_->text(e);
 }
 
 nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_t top,

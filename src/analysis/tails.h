@@ -7,6 +7,7 @@
 #pragma once
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <vector>
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "model/interval.h"
+#include "probe/module.h"
 #include "probe/records.h"
 #include "sample/sample.h"
 
@@ -25,28 +27,35 @@ std::string frame_text(const StackFrame& f);
 /// The name of probe id (enum sh_probe_id) in this build's catalog, "probe<id>" when unknown.
 std::string caught_probe_name(uint16_t id);
 
-/// A caught event's detail (SH_CATCH_F_DETAIL) in words: the cpupri transition
-/// ("RT->NORMAL") for cpupri_set, "state 2" for idle, the holder ("holder CPU 3 in
-/// __tick_broadcast_oneshot_control", abi.h SH_HOLD_D_*) for bcast_wait, the number for
-/// any other probe.
+/// A caught event's detail word in words, as probe id `probe`'s module reads it
+/// (ProbeModule::caught_detail_text): the cpupri transition ("RT->NORMAL") for
+/// cpupri_set, "state 2" for idle, the holder ("holder CPU 3 in
+/// __tick_broadcast_oneshot_control") for bcast_wait, the number for any other probe.
 /// nr_prios: cpupri_nr_prios(meta).
 std::string caught_detail_text(uint16_t probe, uint64_t detail, int nr_prios);
-/// A caught event's detail as fields, for a per-event document (export's Perfetto args):
-/// bcast_wait's holder_cpu (null: not seen), holder_site (kBcastSites name),
-/// holder_candidates and holder_inside_ns (how long the holder had been inside its site
-/// when the wait began); an empty object for the other probes.
-nlohmann::json caught_detail_fields(uint16_t probe, uint64_t detail);
 
 /// cpupri's pri_to_cpu[] length in meta's layout (101 when not recorded: since v5.11).
 int cpupri_nr_prios(const Meta& meta);
-/// Whether bcast_lock kept each CPU's holder state in the run of meta (its note "holder
-/// state: N of M ..." with N > 0): else a caught bcast_wait's detail says nothing.
-bool holder_tracked(const Meta& meta);
-/// Whether caught event e's detail is shown: it carries one (SH_CATCH_F_DETAIL), and for
-/// bcast_wait the run kept the holder state (holder_tracked(meta) as `tracked`).
-inline bool caught_detail_shown(const CaughtEvent& e, bool tracked) {
-  return (e.flags & SH_CATCH_F_DETAIL) && (e.probe != SH_P_BCAST_WAIT || tracked);
-}
+
+/// How a run's caught events' detail words read (each probe module's caught_detail_*),
+/// made once from the run's META: report's tails, top's tails view, export's Perfetto args.
+class CaughtDetails {
+ public:
+  explicit CaughtDetails(const Meta& meta);
+  /// Whether e's detail is shown: it carries one (SH_CATCH_F_DETAIL) and its probe's
+  /// detail says something in this run (bcast_wait's holder: only where bcast_lock kept
+  /// each CPU's holder state).
+  bool shown(const CaughtEvent& e) const;
+  /// e's detail in words; "" when not shown.
+  std::string text(const CaughtEvent& e) const;
+  /// e's detail as fields of a per-event document (an object: bcast_wait's holder_cpu,
+  /// holder_site, holder_candidates, holder_inside_ns); empty when not shown or none.
+  nlohmann::json fields(const CaughtEvent& e) const;
+
+ private:
+  CaughtRun run_;           ///< without status: what the words need after construction
+  std::vector<char> kept_;  ///< by probe id: caught_detail_kept() in this run
+};
 /// A rule's steal figures (its JSON "steal", null: not kept) in one sentence, after
 /// "steal: ": "of 9 caught, 2 had steal inside, 4.4us total (3 % of their time): the vCPU
 /// waited for the host", or why there is none. The report's text and top's tails view.
@@ -136,10 +145,9 @@ class TailAccumulator {
   uint64_t batches_ = 0;
   uint64_t lost_ = 0;                 ///< CatchBatch::lost, summed (every probe's)
   uint64_t rng_ = 0x9e3779b97f4a7c15ull;
-  int nr_prios_ = 101;
-  /// bcast_lock kept each CPU's holder state in the run (its kHolderNote with N > 0): else a
-  /// caught wait's detail ("holder not seen") says nothing and is not counted.
-  bool holder_tracked_ = false;  ///< cpupri's pri_to_cpu[] length (the META layout's; 101 since v5.11)
+  /// The run's detail words (a detail its probe does not keep in the run, as bcast_wait's
+  /// "holder not seen" where the holder state was not kept, is not counted).
+  std::optional<CaughtDetails> details_;
 };
 
 /// `export --format folded`: caught events counted by (probe, stack of function names),

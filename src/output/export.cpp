@@ -453,8 +453,7 @@ class PerfettoSink : public Sink {
     tail_track_.assign(meta_.ncpus, 0);
     rule_of_.clear();
     for (const CatchRule& r : meta_.catch_rules) rule_of_.emplace(r.probe, r.text);
-    nr_prios_ = cpupri_nr_prios(meta_);
-    holder_tracked_ = holder_tracked(meta_);
+    details_.emplace(meta_);
     fmt::memory_buffer b;
     fmt::format_to(std::back_inserter(b), "{{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
     fmt::format_to(std::back_inserter(b), "{{\"ph\":\"M\",\"pid\":{},\"name\":\"process_name\",\"args\":{{\"name\":{}}}}}",
@@ -542,9 +541,9 @@ class PerfettoSink : public Sink {
                              {"comm", e.comm},
                              {"pid", e.tgid},
                              {"tid", e.pid}};
-      const bool detail = caught_detail_shown(e, holder_tracked_);
-      args["detail"] = detail ? nlohmann::json(caught_detail_text(e.probe, e.detail, nr_prios_)) : nlohmann::json(nullptr);
-      if (detail) args.update(caught_detail_fields(e.probe, e.detail));
+      const bool detail = details_->shown(e);
+      args["detail"] = detail ? nlohmann::json(details_->text(e)) : nlohmann::json(nullptr);
+      if (detail) args.update(details_->fields(e));
       const bool irq = e.flags & SH_CATCH_F_IRQ;  // else not measured: null, not 0
       args["irq_ns"] = irq ? nlohmann::json(e.irq_ns) : nlohmann::json(nullptr);
       args["softirq_ns"] = irq ? nlohmann::json(e.softirq_ns) : nlohmann::json(nullptr);
@@ -568,8 +567,7 @@ class PerfettoSink : public Sink {
   std::vector<char> line_started_;
   std::vector<char> exported_cpu_, tail_track_;  ///< by CPU: in cpus_; its tail track named
   std::map<std::string, std::string> rule_of_;   ///< probe -> its rule's text
-  int nr_prios_ = 101;
-  bool holder_tracked_ = false;  ///< bcast_wait's detail means something (holder_tracked)
+  std::optional<CaughtDetails> details_;  ///< the run's caught events' detail words
   uint64_t slices_ = 0;
   IntervalValues last_;
   bool have_last_ = false;

@@ -94,6 +94,10 @@ std::vector<std::string> ProbeModule::meta_labels() const { return {}; }
 std::string ProbeModule::blind_reason(const HostInfo&, const ProbeStatus&) const { return ""; }
 void ProbeModule::add_report_section(const WindowTotals&, nlohmann::json&) const {}
 std::string ProbeModule::report_section_text(const nlohmann::json&) const { return ""; }
+bool ProbeModule::caught_detail_kept(const CaughtRun&) const { return true; }
+std::string ProbeModule::caught_detail_text(uint64_t detail, const CaughtRun&) const { return std::to_string(detail); }
+void ProbeModule::caught_detail_fields(uint64_t, nlohmann::json&) const {}
+std::string ProbeModule::caught_detail_error(uint64_t, uint32_t) const { return ""; }
 
 const std::vector<ProbeSpec>& probe_catalog() {
   static const std::vector<ProbeSpec> c = [] {

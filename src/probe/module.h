@@ -12,6 +12,7 @@
 // finds both files by glob, and probe_modules() orders the registered modules by the
 // sh_probe_id each was registered with.
 #pragma once
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -56,6 +57,14 @@ struct AttachContext {
   const HostInfo& host;
   schedhot_bpf* skel = nullptr;            ///< the probe's (first) loaded object
   std::unique_ptr<ProbePoller>* poller = nullptr;  ///< set it to keep servicing the probe
+};
+
+/// --catch: what a caught event's detail word (abi.h sh_catch_rec.detail) is read with,
+/// from the run's META (a recording's, or the live run's).
+struct CaughtRun {
+  int cpupri_nr_prios = 101;  ///< cpupri's pri_to_cpu[] length (101 since v5.11)
+  /// The run's status of probe id (enum sh_probe_id), null when the run did not have it.
+  std::function<const ProbeStatus*(uint16_t id)> status;
 };
 
 /// A probe's counts over a report's window, summed over all CPUs, as a module's report
@@ -110,6 +119,19 @@ class ProbeModule {
   /// ("vectors written: [3] +5/-5"), from its report object; "" when there is nothing to
   /// show. Default "".
   virtual std::string report_section_text(const nlohmann::json& report) const;
+
+  /// --catch: whether this probe's caught events' detail word says something in `run`
+  /// (bcast_wait's: only where bcast_lock kept each CPU's holder state). Default true.
+  virtual bool caught_detail_kept(const CaughtRun& run) const;
+  /// A caught event's detail in words ("RT->NORMAL", "state 2", "holder CPU 3 in
+  /// __tick_broadcast_oneshot_control"). Default: the number.
+  virtual std::string caught_detail_text(uint64_t detail, const CaughtRun& run) const;
+  /// The detail as fields of a per-event document (export's Perfetto args) added to out
+  /// (an object): bcast_wait's holder_cpu, holder_site, ... Default none.
+  virtual void caught_detail_fields(uint64_t detail, nlohmann::json& out) const;
+  /// Why a decoded detail word cannot be this probe's on a machine of ncpus possible CPUs
+  /// (a recording's damage: a holder CPU past them); "" when it can. Default "".
+  virtual std::string caught_detail_error(uint64_t detail, uint32_t ncpus) const;
 
  protected:
   ProbeSpec spec_;

@@ -11,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "probe/module.h"
 #include "store/frame.h"
 
 namespace schedhot {
@@ -590,14 +591,11 @@ bool decode_caught(const std::string& raw, uint64_t since_ns, uint64_t mono_ns, 
       why = fmt::format("bad catch frame: event {} names stack {} of {}", i, stack, nstacks);
       return false;
     }
-    if (probe == SH_P_BCAST_WAIT && (flags & SH_CATCH_F_DETAIL) &&
-        (SH_HOLD_D_CPU(e.detail) > ncpus || SH_HOLD_D_SITE(e.detail) >= SH_BCAST_SITES ||
-         SH_HOLD_D_CANDS(e.detail) > ncpus)) {
-      why = fmt::format("bad catch frame: event {} names holder CPU {} site {} of {} candidates ({} CPUs, {} sites)", i,
-                        int64_t(SH_HOLD_D_CPU(e.detail)) - 1, SH_HOLD_D_SITE(e.detail), SH_HOLD_D_CANDS(e.detail), ncpus,
-                        SH_BCAST_SITES);
-      return false;
-    }
+    if ((flags & SH_CATCH_F_DETAIL) && probe < probe_modules().size())
+      if (std::string bad = probe_modules()[probe]->caught_detail_error(e.detail, ncpus); !bad.empty()) {
+        why = fmt::format("bad catch frame: event {} {}", i, bad);
+        return false;
+      }
     e.ts_ns = ts;
     e.dur_ns = dur;
     e.cpu = static_cast<uint32_t>(cpu);

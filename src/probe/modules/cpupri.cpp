@@ -96,6 +96,18 @@ class CpupriSet : public ProbeModule {
       items += fmt::format(" [{}] +{}/-{}", idx, v["set"].get<uint64_t>(), v["clear"].get<uint64_t>());
     return "vectors written:" + items;
   }
+  /// The caught call's transition, old->new priority class ("RT->NORMAL"): the detail word
+  /// is (old priority + 1) << 16 | (new priority + 1), classed as bpf/cpupri.bpf.c
+  /// sh_cpupri_class() does for the run's number of priorities.
+  std::string caught_detail_text(uint64_t detail, const CaughtRun& run) const override {
+    const int oldp = static_cast<int>((detail >> 16) & 0xffff) - 1, newp = static_cast<int>(detail & 0xffff) - 1;
+    auto cls = [&run](int pri) -> const char* {
+      if (pri < 0) return "INVALID";
+      if (run.cpupri_nr_prios == 101) return pri == 0 ? "NORMAL" : pri == 100 ? "HIGHER" : "RT";
+      return pri <= 1 ? "NORMAL" : "RT";
+    };
+    return fmt::format("{}->{}", cls(oldp), cls(newp));
+  }
 };
 
 class CpupriFind : public ProbeModule {

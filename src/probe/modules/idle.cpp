@@ -1,5 +1,6 @@
 // The idle probe (bpf/idle.bpf.c): power:cpu_idle entries, exits, states and residency.
 #include <bpf/libbpf.h>
+#include <fmt/format.h>
 
 #include "probe/modules/fields.h"
 #include "schedhot.skel.h"
@@ -41,6 +42,10 @@ class Idle : public ProbeModule {
     return b == Backend::tracepoint && role == ProgRole::tracepoint && index == 0 ? s->progs.idle__tp_cpu_idle : nullptr;
   }
   bpf_map* slots_map(schedhot_bpf* s) const override { return s->maps.idle_slots; }
+  /// The idle state index of the residency (power:cpu_idle's state).
+  std::string caught_detail_text(uint64_t detail, const CaughtRun&) const override {
+    return fmt::format("state {}", detail);
+  }
 
 };
 

@@ -3,9 +3,11 @@
 // the lock's address from kallsyms/System.map or learned from contention stacks).
 #include <algorithm>
 #include <bit>
+#include <cstdlib>
 
 #include <bpf/libbpf.h>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "probe/learn.h"
 #include "probe/modules/fields.h"
@@ -200,6 +202,46 @@ class BcastWait : public ProbeModule {
       return "tick_broadcast_lock's address was not learned (no contention stack with a tick-broadcast function as "
              "its first non-lock frame): its contentions cannot be told from other locks'";
     return "";
+  }
+
+  /// A caught wait's detail (abi.h SH_HOLD_D_*: who held the lock when the wait began)
+  /// says something only where bcast_lock kept each CPU's holder state: its note
+  /// "holder state: N of M ..." with N > 0.
+  bool caught_detail_kept(const CaughtRun& run) const override {
+    const ProbeStatus* bl = run.status ? run.status(SH_P_BCAST_LOCK) : nullptr;
+    if (!bl) return false;
+    for (const std::string& n : bl->notes)
+      if (n.rfind(kHolderNote, 0) == 0 && n.size() > kHolderNote.size() + 2)
+        return std::strtoull(n.c_str() + kHolderNote.size() + 2, nullptr, 10) > 0;
+    return false;
+  }
+  /// "holder CPU 3 in __tick_broadcast_oneshot_control", or why none was seen.
+  std::string caught_detail_text(uint64_t detail, const CaughtRun&) const override {
+    const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail), cands = SH_HOLD_D_CANDS(detail);
+    if (!cpu)
+      return "holder not seen (no other CPU inside a lock-taking site and not waiting: the lock may have just passed "
+             "to a waiter)";
+    const std::string where = site < kBcastSites.size() ? kBcastSites[site] : fmt::format("site {}", site);
+    return cands > 1 ? fmt::format("holder CPU {} in {} (the earliest in of {} CPUs inside a site)", cpu - 1, where, cands)
+                     : fmt::format("holder CPU {} in {}", cpu - 1, where);
+  }
+  /// holder_cpu (null: not seen), holder_site (a kBcastSites name), holder_candidates and
+  /// holder_inside_ns (how long the holder had been inside its site when the wait began).
+  void caught_detail_fields(uint64_t detail, nlohmann::json& o) const override {
+    const uint64_t cpu = SH_HOLD_D_CPU(detail), site = SH_HOLD_D_SITE(detail);
+    o["holder_cpu"] = cpu ? nlohmann::json(cpu - 1) : nlohmann::json(nullptr);
+    o["holder_site"] = !cpu ? nlohmann::json(nullptr)
+                       : site < kBcastSites.size() ? nlohmann::json(kBcastSites[site]) : nlohmann::json(site);
+    o["holder_candidates"] = SH_HOLD_D_CANDS(detail);
+    o["holder_inside_ns"] = cpu ? nlohmann::json(SH_HOLD_D_INSIDE_NS(detail)) : nlohmann::json(nullptr);
+  }
+  /// A holder CPU or a candidate count past the machine's CPUs, or a site that is none.
+  std::string caught_detail_error(uint64_t detail, uint32_t ncpus) const override {
+    if (SH_HOLD_D_CPU(detail) <= ncpus && SH_HOLD_D_SITE(detail) < SH_BCAST_SITES && SH_HOLD_D_CANDS(detail) <= ncpus)
+      return "";
+    return fmt::format("names holder CPU {} site {} of {} candidates ({} CPUs, {} sites)",
+                       int64_t(SH_HOLD_D_CPU(detail)) - 1, SH_HOLD_D_SITE(detail), SH_HOLD_D_CANDS(detail), ncpus,
+                       SH_BCAST_SITES);
   }
 
 };
