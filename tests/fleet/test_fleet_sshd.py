@@ -208,6 +208,24 @@ exec %s "$@"
     for h, name in expect.items():
         check(rows.get(h, {}).get("status") == "failed" and name in (rows.get(h, {}).get("why") or ""),
               "report: %s failed with why '%s' (got %s)" % (h, name, rows.get(h, {}).get("why")))
+    # The report step alone is read-only: fleet.json stays as the run wrote it (a report that
+    # rewrote it made the directory's hosts stale), and a named host no run recorded is said.
+    fj = os.path.join(out, "fleet.json")
+    with open(fj) as f:
+        before = f.read()
+    r3 = subprocess.run([fleet, "report", "-o", out, "-F", ssh_config, "-w", "h1,ghost",
+                         "--local-schedhot", os.path.join(build, "schedhot"), "--json"],
+                        capture_output=True, text=True, timeout=120)
+    with open(fj) as f:
+        check(f.read() == before, "report step: fleet.json left as the run wrote it")
+    check(r3.returncode == 1 and "ghost: not in" in r3.stderr and "h1:" not in r3.stderr,
+          "report step: the unknown host named, exit 1 (got %d: %s)" % (r3.returncode, r3.stderr.strip()[-300:]))
+    try:
+        rows3 = {h["host"]: h for h in json.loads(r3.stdout).get("hosts", [])}
+    except ValueError:
+        rows3 = {}
+    check(rows3.get("h1", {}).get("status") == "reported" and rows3.get("cut", {}).get("status") == "partial",
+          "report step: the run's hosts still reported (got %s)" % {h: v.get("status") for h, v in rows3.items()})
     # Usage errors before any host is contacted.
     for bad in (["-d", "0"], ["-d", "5x"], ["--start-at", "nan"], ["-w", "fleet.json"]):
         hosts = [] if bad[0] == "-w" else ["-w", "h1"]  # fleet.json: a bad host name, nobody contacted
