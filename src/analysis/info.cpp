@@ -21,6 +21,7 @@
 #include "model/interval.h"
 #include "model/lines.h"
 #include "probe/catalog.h"
+#include "probe/catch_rules.h"
 #include "store/recording.h"
 #include "store/window.h"
 #include "sys/cpulist.h"
@@ -83,9 +84,11 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
   j["start_mono_ns"] = m.start_mono_ns;
   nlohmann::json probes = nlohmann::json::array();
   int attached = 0;
-  for (auto& p : m.probes) {
+  for (size_t i = 0; i < m.probes.size(); ++i) {
+    const ProbeMeta& p = m.probes[i];
     const ProbeStatus& st = p.status;
     attached += st.attached;
+    const std::string blind = st.attached ? blind_reason(m, int(i)) : "";
     probes.push_back({{"name", p.name},
                       {"target", st.target},
                       {"status", st.attached ? "attached" : "unavailable"},
@@ -93,12 +96,18 @@ nlohmann::json recording_info(RecordingReader& r, const std::string& file, const
                       {"symbol", st.symbol},
                       {"via", st.via},
                       {"proxy", st.proxy},
-                      {"reason", st.reason}});
+                      {"reason", st.reason},
+                      {"blind", blind.empty() ? nlohmann::json(nullptr) : nlohmann::json(blind)}});
   }
   j["probes"] = probes;
   j["probes_attached"] = attached;
   nlohmann::json notes = nlohmann::json::array();
-  for (auto& n : r.status_notes()) notes.push_back({{"probe", n.probe}, {"summary", n.summary()}});
+  for (auto& n : r.status_notes()) {
+    // top's live rule edit is a NOTE whose status is the same attach with the edit's note
+    // last (live/session.cpp): said as the edit, not as a re-attach.
+    const bool edit = !n.notes.empty() && n.notes.back().rfind(kCatchEditedNote, 0) == 0;
+    notes.push_back({{"probe", n.probe}, {"summary", edit ? n.notes.back() : n.summary()}});
+  }
   j["status_changes"] = notes;
 
   const ReadStats& st = r.stats();

@@ -79,6 +79,12 @@ int record_flight(const RecordRequest& r) {
                     r.duration_ns ? "Ctrl-C stops early" : "Ctrl-C or SIGTERM stops it"));
     for (auto& p : sess.statuses())
       if (!p.attached) say(fmt::format("  {} unavailable: {}", p.probe, p.reason));
+    // Attached but unable to see its events here (bcast_wait without the lock's address):
+    // its figures and rules will say nothing, so said now, not only by report.
+    for (size_t i = 0; i < sess.meta().probes.size(); ++i)
+      if (sess.meta().probes[i].status.attached)
+        if (std::string why = blind_reason(sess.meta(), int(i)); !why.empty())
+          say(fmt::format("  {} blind: {}", sess.meta().probes[i].name, why));
   }
   while (sess.next(s)) fr->add(s, sess.meta(), sess.take_status_changes());
   fr->close();  // the stop's final sample came from next(): the file in progress ends with it
@@ -156,8 +162,17 @@ int record(const RecordRequest& r) {
   }
   while (sess.next(s)) {
   }
+  // Blind at the end though not at the start (a lock address never learned): said too.
+  std::vector<std::string> blind_at_end;
+  for (size_t i = 0; i < sess.meta().probes.size(); ++i)
+    if (sess.meta().probes[i].status.attached)
+      if (std::string why = blind_reason(sess.meta(), int(i)); !why.empty())
+        blind_at_end.push_back(fmt::format("  {} blind: {}", sess.meta().probes[i].name, why));
   const std::string wrote = sess.close(true);  // the stop's final sample is taken by next(); this closes the file
-  if (!r.quiet) say(wrote + (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
+  if (!r.quiet) {
+    say(wrote + (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
+    for (const std::string& b : blind_at_end) say(b);
+  }
   return 0;
 }
 

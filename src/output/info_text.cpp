@@ -76,6 +76,7 @@ std::string render_info_text(const nlohmann::json& j) {
       if (!where.empty() && backend.find(where) != std::string::npos) where.clear();
       std::string row = fmt::format("  {:<12} attached     {:<12} {}", p["name"].get<std::string>(), backend, where);
       row.erase(row.find_last_not_of(' ') + 1);
+      if (p.contains("blind") && p["blind"].is_string()) row += "; blind: " + p["blind"].get<std::string>();
       out += row + "\n";
     } else
       out += fmt::format("  {:<12} unavailable  {}\n", p["name"].get<std::string>(), p["reason"].get<std::string>());

@@ -175,6 +175,14 @@ check(ij.get("fixes") == fx, f"info --json fixes = probes --json fixes ({ij.get(
 check((ij.get("layout") or {}).get("btf_source") == "/sys/kernel/btf/vmlinux", "info --json: layout recorded")
 itext = run("info", rec).stdout
 check(f"fixes      {fx.get('text', '')[len('fixes: '):]}\n" in itext, f"info prints the fixes: {itext}")
+# A probe blind at the recording's end: report, info (text and JSON) and record's own
+# stderr all say so, with the same reason.
+for name, p in probes_rep.items():
+    if p["status"] == "attached" and p.get("blind"):
+        ip = next((x for x in ij.get("probes", []) if x["name"] == name), {})
+        check(ip.get("blind") == p["blind"], f"info --json: {name} blind as report says ({ip.get('blind')})")
+        check(f"; blind: {p['blind']}" in itext, f"info: {name}'s row says blind")
+        check(f"  {name} blind: {p['blind']}" in r.stderr, f"record's stderr says {name} is blind: {r.stderr}")
 
 # Every probe: attached with numbers, attached but blind (why, and no numbers), or
 # unavailable with a reason and no numbers.
