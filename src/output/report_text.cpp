@@ -137,7 +137,7 @@ std::string cpu_table_text(const nlohmann::json& r) {
 
 /// "61 %": a share (0..1) as a whole percentage.
 /// format_ns with "ns" on the values it prints bare (under 10 us): a time in a sentence.
-std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
+std::string pct(double share) { return format_share_pct(share); }
 
 /// One rule's block of the Tails section.
 std::string tail_text(const nlohmann::json& t) {

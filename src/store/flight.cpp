@@ -164,6 +164,8 @@ void FlightRecorder::start(const CaughtEvent& e, const Sample& s, const Meta& me
   ++st_.files;
   files_.push_back(path_);
   fire_ns_ = last_fire_ns_ = e.ts_ns;
+  // The firing's wall time, from the sample's pair of clocks (both read together).
+  fire_wall_ns_ = s.wall_ns + e.ts_ns >= s.mono_ns ? s.wall_ns + e.ts_ns - s.mono_ns : 0;
   have_fire_ = true;
   until_ns_ = e.ts_ns + o_.window_ns;
   inside_now_ = 0;
@@ -204,8 +206,8 @@ void FlightRecorder::finish() {
   }
   st_.bytes += w_->bytes();
   if (o_.say)
-    o_.say(fmt::format("flight: wrote {}: {} samples, {} bytes, {} firing at {:.3f} s{}", path_, w_->samples(),
-                       w_->bytes(), probe_, fire_ns_ / 1e9,
+    o_.say(fmt::format("flight: wrote {}: {} samples, {} bytes, {} firing at {} (CLOCK_MONOTONIC {:.3f} s){}", path_,
+                       w_->samples(), w_->bytes(), probe_, format_utc_time(fire_wall_ns_), fire_ns_ / 1e9,
                        inside_now_ ? fmt::format(" ({} later firing{} inside)", inside_now_, inside_now_ == 1 ? "" : "s")
                                    : std::string()));
   w_.reset();

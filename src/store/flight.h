@@ -124,6 +124,7 @@ class FlightRecorder {
   std::string path_;            ///< of w_
   std::string probe_;           ///< the firing probe of w_
   uint64_t fire_ns_ = 0;        ///< the firing of w_ (CLOCK_MONOTONIC)
+  uint64_t fire_wall_ns_ = 0;   ///< the same instant, CLOCK_REALTIME (for what it says)
   uint64_t until_ns_ = 0;       ///< fire_ns_ + D
   uint64_t inside_now_ = 0;     ///< firings inside w_
   bool have_fire_ = false;

@@ -141,4 +141,10 @@ std::string format_ns(double x) {
 
 std::string format_ns_unit(double x) { return x < 1e4 ? format_ns(x) + " ns" : format_ns(x); }
 
+std::string format_share_pct(double share) {
+  if (share > 0 && share < 0.005) return "<1 %";
+  if (share < 1 && share >= 0.995) return ">99 %";
+  return fmt::format("{:.0f} %", share * 100);
+}
+
 }  // namespace schedhot

@@ -48,6 +48,9 @@ std::string format_rate(double r);
 std::string format_ns(double ns);
 /// format_ns with its unit always said: "850 ns", "5120 ns", "12.3us" (for sentences).
 std::string format_ns_unit(double ns);
+/// A share (0..1) as a whole percent, "37 %"; a share above 0 that rounds to 0 is "<1 %"
+/// (not "0 %", which would read as none), and one below 1 that rounds to 100 is ">99 %".
+std::string format_share_pct(double share);
 
 /// Checks that a run of dur_ns (as written: d) has a second sample at interval iv_ns
 /// (written: i), which rates need. until_stopped (record): a -d written as 0 means "until

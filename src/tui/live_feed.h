@@ -136,7 +136,7 @@ class LiveFeed : public TuiFeed {
     edited_.resize(rules.size(), 0);
     for (size_t i = 0; i < rules.size(); ++i)
       if (rules[i].probe == probe) edited_[i] = mono_now_ns();
-    return fmt::format("{} re-armed at >= {}{}", probe, format_ns(double(th)),
+    return fmt::format("{} re-armed at >= {}{}", probe, format_ns_unit(double(th)),
                        recording() ? "; the recording's META keeps the start's threshold: report's check holds before "
                                      "this edit only"
                                    : "");

@@ -14,7 +14,7 @@ namespace schedhot::tui {
 
 namespace {
 
-std::string pct(double share) { return fmt::format("{:.0f} %", share * 100); }
+std::string pct(double share) { return format_share_pct(share); }
 
 uint64_t u64(const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<uint64_t>() : 0; }
 

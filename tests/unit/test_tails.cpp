@@ -691,3 +691,14 @@ TEST(Tails, ABlindProbesRuleCountsNothingAndSaysWhy) {
   EXPECT_NE(text.find(" ns (asked 5000 ns): not counted: the probe is blind here (hypervisor"), std::string::npos)
       << text;
 }
+
+TEST(Tails, SharesThatRoundToNoneOrAllSayLessOrMore) {
+  // "100 % had a hard IRQ inside (0 % of their time)" read as none: a share above 0 that
+  // rounds to 0 is "<1 %", one below 1 that rounds to 100 is ">99 %".
+  EXPECT_EQ(format_share_pct(0), "0 %");
+  EXPECT_EQ(format_share_pct(0.001), "<1 %");
+  EXPECT_EQ(format_share_pct(0.005), "0 %") << "rounds half to even: fmt's {:.0f} of 0.5";
+  EXPECT_EQ(format_share_pct(0.37), "37 %");
+  EXPECT_EQ(format_share_pct(0.999), ">99 %");
+  EXPECT_EQ(format_share_pct(1), "100 %");
+}
