@@ -123,7 +123,13 @@ class Out {
     if (!om_ && std::string_view(type) == "counter") n += "_total";
     if (!om_ && std::string_view(type) == "info") n += "_info";
     const char* t = (!om_ && std::string_view(type) == "info") ? "gauge" : type;
-    s_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", n, help, n, t);
+    // HELP text escapes backslash and newline (Prometheus' text format), and the double
+    // quote too in OpenMetrics (its escaped-string).
+    std::string h;
+    for (char c : help)
+      h += c == '\\' ? std::string("\\\\") : c == '\n' ? std::string("\\n")
+           : (om_ && c == '"') ? std::string("\\\"") : std::string(1, c);
+    s_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", n, h, n, t);
     if (om_ && std::string_view(type) == "seconds") s_ += "";  // (units are in the names)
   }
   void sample(const std::string& name, const std::string& labels, const std::string& value) {
@@ -290,6 +296,9 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     const Field& f = *e.field;
     const std::string& base = e.base;
     const bool per_cpu = o.per_cpu.covers(pm.name, base);
+    // A proxy's counts are not the function's: its HELP says what counts them on this host
+    // (HELP may differ between targets; schedhot_probe_info{proxy="true"} says it as well).
+    const std::string help = help_text(f) + (pm.status.proxy ? "; here a proxy counts it, " + pm.status.backend_label() : "");
     auto each_cpu = [&](auto&& fn) {
       if (per_cpu)
         for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
@@ -297,10 +306,10 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
         fn(-1, std::string());
     };
     if (f.kind == FieldKind::counter) {
-      out.family(base, "counter", help_text(f));
+      out.family(base, "counter", help);
       each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
     } else if (f.kind == FieldKind::counter_array) {
-      out.family(base, "counter", help_text(f));
+      out.family(base, "counter", help);
       const uint32_t n = array_elements(m, pm, f);  // not the slot's padding
       each_cpu([&](int c, const std::string& l) {
         for (uint32_t i = 0; i < n; ++i) {
@@ -311,7 +320,7 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
       });
     } else if (f.kind == FieldKind::hist) {
       const std::string& hb = base;
-      out.family(hb, "histogram", help_text(f) + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
+      out.family(hb, "histogram", help + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
       each_cpu([&](int c, const std::string& l) {
         const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
         const HistSummary h = iv.hist(pi, f.name, c);

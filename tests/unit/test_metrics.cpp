@@ -446,3 +446,23 @@ TEST(Metrics, LineTransfersArePresentFromTheFirstSample) {
   EXPECT_GT(sum, 0);
 }
 
+
+TEST(Metrics, AProxysFamiliesSayWhatCountsThemHere) {
+  // A proxy's counts are not the function's: its HELP says so on this host, escaped as the
+  // format wants (a backslash and a newline in the label; a quote in OpenMetrics).
+  Known k;
+  const int cs = k.st.meta.probe_index("cpupri_set");
+  ProbeStatus& st = k.st.meta.probes[size_t(cs)].status;
+  st.proxy = true;
+  st.proxy_label = "proxy: cpu_to_pri \"changes\"\\seen\nat sched_switch";
+  const std::string prom = render_metrics(k.st, MetricsOptions{false, {}});
+  EXPECT_TRUE(has_line(prom, "# HELP schedhot_cpupri_set_calls_total function entries; here a proxy counts it, proxy: "
+                             "cpu_to_pri \"changes\"\\\\seen\\nat sched_switch"))
+      << prom;
+  const std::string om = render_metrics(k.st, MetricsOptions{true, {}});
+  EXPECT_TRUE(has_line(om, "# HELP schedhot_cpupri_set_calls function entries; here a proxy counts it, proxy: "
+                           "cpu_to_pri \\\"changes\\\"\\\\seen\\nat sched_switch"))
+      << om;
+  // A probe that is not a proxy keeps its HELP as it was.
+  EXPECT_TRUE(has_line(prom, "# HELP schedhot_idle_exits_total idle exits")) << prom;
+}
