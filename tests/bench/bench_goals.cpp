@@ -171,19 +171,9 @@ class Bench {
 
     // ---- w over the samples ----
     if (want("w")) {
-      TuiOptions o;
-      o.utf8 = true;
-      ReplayFeed feed(RecordingReader::open(path));
-      TuiApp app(feed, o);
-      for (char k : std::string(">>>>>>>>")) app.on_key(k);  // sort by set_p99
-      app.render(160, 50);
-      auto w0 = Clock::now();
-      app.on_key('w');
-      const double w_ms = ms_since(w0);
-      Screen ws = app.render(160, 50);
-      std::string text;
-      for (const auto& l : ws) text += l.text + "\n";
-      const bool found = text.find(fmt::format("worst is sample {}/{}", worst_k + 1, samples_)) != std::string::npos;
+      const WRun wr = time_w_key(path, worst_k, samples_);
+      const double w_ms = wr.ms;
+      const bool found = wr.found;
       if (!found) status = 1;
       const double per100 = w_ms * 100.0 / samples_;
       row("`w` over 100 samples", "`w` over 100 samples",

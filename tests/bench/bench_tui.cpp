@@ -136,18 +136,9 @@ int main(int argc, char** argv) {
     auto t0 = Clock::now();
     std::string wpath = write_recording(n, worst_samples, "worst", worst_k);
     const double wwrite_ms = ms_since(t0);
-    ReplayFeed wfeed(RecordingReader::open(wpath));
-    TuiApp wapp(wfeed, o);
-    for (char k : std::string(">>>>>>>>")) wapp.on_key(k);  // sort by set_p99
-    wapp.render(160, 50);
-    auto w0 = Clock::now();
-    wapp.on_key('w');
-    const double w_ms = ms_since(w0);
-    Screen ws = wapp.render(160, 50);
-    std::string text;
-    for (const auto& l : ws) text += l.text + "\n";
-    const std::string want = fmt::format("worst is sample {}/{}", worst_k + 1, worst_samples);
-    const bool found = text.find(want) != std::string::npos;
+    const WRun wr = time_w_key(wpath, worst_k, worst_samples);
+    const double w_ms = wr.ms;
+    const bool found = wr.found;
     const double per100 = w_ms * 100.0 / worst_samples;
     fmt::print(out, "{:>6} w over {} samples (sorted by set_p99): {:.0f} ms{}; goal {} ms per 100 samples: {}{}\n", n,
                worst_samples, w_ms,

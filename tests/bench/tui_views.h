@@ -7,8 +7,12 @@
 
 #include <fmt/format.h>
 
+#include "bench/synthetic.h"
 #include "probe/catalog.h"
 #include "sample/sample.h"
+#include "store/recording.h"
+#include "tui/app.h"
+#include "tui/replay_feed.h"
 
 namespace schedhot::bench {
 
@@ -39,6 +43,30 @@ inline std::vector<BenchView> all_views(const Meta& m) {
   v.push_back({"per-CPU, by xfer/s", "c>>>>"});  // the model's column, last
   v.push_back({"cachelines (l)", "l"});
   return v;
+}
+
+/// The `w` key timed on a replay of the recording at path, sorted by set_p99 (the worst
+/// interval by the sort column): ms the key took, and whether it landed on sample worst_k
+/// (0-based) of samples, the one the recording planted.
+struct WRun {
+  double ms = 0;
+  bool found = false;
+};
+inline WRun time_w_key(const std::string& path, int worst_k, int samples) {
+  tui::TuiOptions o;
+  o.utf8 = true;
+  tui::ReplayFeed feed(RecordingReader::open(path));
+  tui::TuiApp app(feed, o);
+  for (char k : std::string(">>>>>>>>")) app.on_key(k);  // sort by set_p99
+  app.render(160, 50);
+  const auto w0 = Clock::now();
+  app.on_key('w');
+  WRun r;
+  r.ms = ms_since(w0);
+  std::string text;
+  for (const auto& l : app.render(160, 50)) text += l.text + "\n";
+  r.found = text.find(fmt::format("worst is sample {}/{}", worst_k + 1, samples)) != std::string::npos;
+  return r;
 }
 
 }  // namespace schedhot::bench
