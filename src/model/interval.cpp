@@ -36,8 +36,9 @@ Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(m
     if (p >= a_.probes.size() || p >= b_.probes.size()) continue;
     const auto& pa = a_.probes[p];
     const auto& pb = b_.probes[p];
-    const size_t need = size_t(meta_.ncpus) * meta_.probes[p].slot.slot_words;
-    present_[p] = pa.present && pb.present && pa.words.size() == need && pb.words.size() == need;
+    const uint32_t sw = meta_.probes[p].slot.slot_words;
+    present_[p] = pa.present && pb.present && sw && meta_.ncpus && pa.words.shaped(meta_.ncpus, sw) &&
+                  pb.words.shaped(meta_.ncpus, sw);
   }
 }
 
@@ -56,17 +57,16 @@ bool Interval::online(int cpu) const {
   for (size_t p = 0; !on && p < meta_.probes.size(); ++p) {
     if (!present(static_cast<int>(p))) continue;
     const size_t sw = meta_.probes[p].slot.slot_words;
-    const uint64_t* wa = a_.probes[p].words.data() + size_t(cpu) * sw;
-    const uint64_t* wb = b_.probes[p].words.data() + size_t(cpu) * sw;
-    on = !std::equal(wa, wa + sw, wb);
+    const uint64_t* wa = a_.probes[p].words.cpu(uint32_t(cpu));
+    const uint64_t* wb = b_.probes[p].words.cpu(uint32_t(cpu));
+    on = wa != wb && !std::equal(wa, wa + sw, wb);  // a shared block: equal
   }
   v = on ? 1 : 0;
   return on;
 }
 
 uint64_t Interval::word_delta(int probe, int cpu, uint32_t word) const {
-  size_t i = size_t(cpu) * meta_.probes[probe].slot.slot_words + word;
-  uint64_t x = a_.probes[probe].words[i], y = b_.probes[probe].words[i];
+  const uint64_t x = a_.probes[probe].words.cpu(uint32_t(cpu))[word], y = b_.probes[probe].words.cpu(uint32_t(cpu))[word];
   return y >= x ? y - x : 0;  // counters only grow; a reset reads as 0
 }
 
@@ -81,23 +81,26 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
     hi = lo + 1;
   }
   // Plain pointers: this runs per CPU and field in the coherence model's inner loop.
-  const size_t sw = meta_.probes[size_t(probe)].slot.slot_words;
-  const uint64_t* wa = a_.probes[size_t(probe)].words.data();
-  const uint64_t* wb = b_.probes[size_t(probe)].words.data();
+  const SlotWords& wa = a_.probes[size_t(probe)].words;
+  const SlotWords& wb = b_.probes[size_t(probe)].words;
   uint64_t sum = 0;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-    const uint64_t* pa = wa + size_t(c) * sw;
-    const uint64_t* pb = wb + size_t(c) * sw;
+    const uint64_t* pa = wa.cpu(uint32_t(c));
+    const uint64_t* pb = wb.cpu(uint32_t(c));
+    if (pa == pb) continue;  // a block both samples share: every delta 0
     for (uint32_t w = lo; w < hi; ++w) sum += pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
   }
   return sum;
 }
 
 void Interval::word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const {
-  const size_t base = size_t(cpu) * meta_.probes[size_t(probe)].slot.slot_words;
-  const uint64_t* pa = a_.probes[size_t(probe)].words.data() + base;
-  const uint64_t* pb = b_.probes[size_t(probe)].words.data() + base;
+  const uint64_t* pa = a_.probes[size_t(probe)].words.cpu(uint32_t(cpu));
+  const uint64_t* pb = b_.probes[size_t(probe)].words.cpu(uint32_t(cpu));
+  if (pa == pb) {  // a block both samples share
+    for (uint32_t w : words) out[w] = 0;
+    return;
+  }
   for (uint32_t w : words) out[w] = pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
 }
 
@@ -108,14 +111,17 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
   if (!f || f->kind != FieldKind::hist) return out;
   // The hot loop of every percentile (8192 CPUs x 512 buckets for a whole-machine
   // histogram): plain pointers so that it vectorizes.
-  const size_t sw = meta_.probes[probe].slot.slot_words;
-  const uint64_t* wa = a_.probes[probe].words.data() + f->offset + 2;
-  const uint64_t* wb = b_.probes[probe].words.data() + f->offset + 2;
+  const SlotWords& wa = a_.probes[probe].words;
+  const SlotWords& wb = b_.probes[probe].words;
+  const uint32_t at = f->offset + 2;
   uint64_t* o = out.data();
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-    const uint64_t* pa = wa + size_t(c) * sw;
-    const uint64_t* pb = wb + size_t(c) * sw;
+    const uint64_t* pa = wa.cpu(uint32_t(c));
+    const uint64_t* pb = wb.cpu(uint32_t(c));
+    if (pa == pb) continue;  // a block both samples share: every delta 0
+    pa += at;
+    pb += at;
     // No value was added on this CPU when sum_ns (2 words before the buckets) and bucket 0
     // (the only bucket a 0 ns value reaches without moving sum_ns) did not move: an idle
     // CPU costs two words, not 512.
@@ -133,12 +139,15 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   auto b = buckets_over(probe, f, cpus);
   if (keep) *keep = b;
   uint64_t sum = 0, max_a = 0, max_b = 0;
-  const uint32_t sw = meta_.probes[probe].slot.slot_words;
+  const SlotWords& wa = a_.probes[probe].words;
+  const SlotWords& wb = b_.probes[probe].words;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-    sum += word_delta(probe, c, f->offset);
-    max_a = std::max(max_a, a_.probes[probe].words[size_t(c) * sw + f->offset + 1]);
-    max_b = std::max(max_b, b_.probes[probe].words[size_t(c) * sw + f->offset + 1]);
+    const uint64_t* pa = wa.cpu(uint32_t(c)) + f->offset;
+    const uint64_t* pb = wb.cpu(uint32_t(c)) + f->offset;
+    sum += pb[0] >= pa[0] ? pb[0] - pa[0] : 0;  // see word_delta
+    max_a = std::max(max_a, pa[1]);
+    max_b = std::max(max_b, pb[1]);
   }
   uint64_t max_ns = 0;  // unknown: summarize() falls back to the top bucket's bound
   if (max_b > max_a) max_ns = max_b;

@@ -562,7 +562,7 @@ std::vector<int> ProbeSet::program_fds() const {
   return fds;
 }
 
-bool ProbeSet::read(size_t i, std::vector<uint64_t>& words) const {
+bool ProbeSet::read(size_t i, SlotWords& words) const {
   const uint64_t* slots = i < probes_.size() ? probes_[i].slots : nullptr;
   if (!slots) {
     words.clear();

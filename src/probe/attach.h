@@ -36,8 +36,9 @@ class ProbeSet {
   /// Probes (= statuses().size()).
   size_t size() const { return probes_.size(); }
   /// Copies probe i's slots, ncpus * slot_words words CPU-major with private words zeroed,
-  /// into words; false (words cleared) when it is not attached.
-  bool read(size_t i, std::vector<uint64_t>& words) const;
+  /// into words, writing only the blocks that differ from what words holds (copy_slots);
+  /// false (words cleared) when it is not attached.
+  bool read(size_t i, SlotWords& words) const;
   /// Services the modules' pollers (bcast_wait's address learner) for up to timeout_ms
   /// (sleeps that long when there is none). Returns the indices of probes whose status changed.
   std::vector<int> poll(int timeout_ms);

@@ -46,15 +46,48 @@ void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng) {
     }
 }
 
-void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, std::vector<uint64_t>& words) {
-  const size_t n = size_t(ncpus) * L.slot_words;
-  words.resize(n);
-  std::memcpy(words.data(), slots, n * sizeof(uint64_t));
-  for (auto& f : L.fields) {
-    if (f.kind != FieldKind::priv) continue;
-    for (uint32_t c = 0; c < ncpus; ++c)
-      std::memset(words.data() + size_t(c) * L.slot_words + f.offset, 0, f.nwords * sizeof(uint64_t));
+size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, SlotWords& words) {
+  const uint32_t sw = L.slot_words;
+  if (!words.shaped(ncpus, sw)) words.assign(ncpus, sw);
+  if (words.empty()) return 0;
+  // The slot's words that are not private, as [lo, hi) runs: what is compared.
+  std::vector<char> priv(sw, 0);
+  for (auto& f : L.fields)
+    if (f.kind == FieldKind::priv)
+      for (uint32_t w = f.offset; w < f.offset + f.nwords && w < sw; ++w) priv[w] = 1;
+  std::vector<std::pair<uint32_t, uint32_t>> runs;
+  for (uint32_t w = 0; w < sw;) {
+    if (priv[w]) {
+      ++w;
+      continue;
+    }
+    uint32_t e = w;
+    while (e < sw && !priv[e]) ++e;
+    runs.emplace_back(w, e);
+    w = e;
   }
+  size_t written = 0;
+  for (size_t b = 0; b < words.nblocks(); ++b) {
+    const uint32_t nc = words.block_cpus(b);
+    const uint64_t* src = slots + (b << SlotWords::kBlockShift) * sw;
+    const uint64_t* cur = words.block(b);
+    bool same = true;
+    for (uint32_t k = 0; same && k < nc; ++k)
+      for (auto [lo, hi] : runs)
+        if (std::memcmp(src + size_t(k) * sw + lo, cur + size_t(k) * sw + lo, (hi - lo) * sizeof(uint64_t)) != 0) {
+          same = false;
+          break;
+        }
+    if (same) continue;
+    uint64_t* dst = words.mut_block(b, /*keep=*/false);
+    std::memcpy(dst, src, size_t(nc) * sw * sizeof(uint64_t));
+    for (auto& f : L.fields) {
+      if (f.kind != FieldKind::priv) continue;
+      for (uint32_t k = 0; k < nc; ++k) std::memset(dst + size_t(k) * sw + f.offset, 0, f.nwords * sizeof(uint64_t));
+    }
+    ++written;
+  }
+  return written;
 }
 
 }  // namespace schedhot

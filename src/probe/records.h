@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "probe/catalog.h"
+#include "probe/slot_words.h"
 #include "schedhot/abi.h"
 
 namespace schedhot {
@@ -131,8 +132,12 @@ class ExactSource {
 };
 
 /// Copies one probe's slot array (ncpus * slot.slot_words u64 words, CPU-major, as the
-/// BPF array map holds it) into words, resized to fit, with the private words zeroed:
-/// what ProbeSet::read does with a mapped map (and the user-space benchmark with a fake).
-void copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, std::vector<uint64_t>& words);
+/// BPF array map holds it) into words (made all-zero of that shape first when its shape
+/// differs), with the private words zeroed: what ProbeSet::read does with a mapped map
+/// (and the user-space benchmark with a fake). Only the blocks whose words differ (private
+/// words aside) are written, each unshared first (SlotWords::mut_block): when words start
+/// as a copy of the previous sample's, an idle interval compares and allocates nothing.
+/// Returns the number of blocks written.
+size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, SlotWords& words);
 
 }  // namespace schedhot

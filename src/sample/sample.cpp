@@ -23,7 +23,7 @@ int Meta::probe_index(std::string_view name) const {
 
 size_t sample_bytes(const Sample& s) {
   size_t n = sizeof(Sample) + s.probes.capacity() * sizeof(ProbeSample) + s.online.capacity() * sizeof(int);
-  for (const ProbeSample& p : s.probes) n += p.words.capacity() * sizeof(uint64_t);
+  for (const ProbeSample& p : s.probes) n += p.words.size() * sizeof(uint64_t);
   if (s.exact) n += s.exact->records.capacity() * sizeof(ExactRecord);
   if (s.gaps) n += s.gaps->counts.capacity() * sizeof(GapCounts);
   if (s.caught) {
@@ -91,11 +91,11 @@ std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p,
   const Field* h = pm.slot.find(field);
   if (!h || h->kind != FieldKind::hist) return {};
   std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);
-  const std::vector<uint64_t>& w = s.probes[size_t(p)].words;
-  for (size_t c = 0; c < meta.ncpus; ++c) {
-    const size_t at = c * pm.slot.slot_words + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
-    if (at + SH_HIST_BUCKETS > w.size()) break;
-    for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += w[at + i];
+  const SlotWords& w = s.probes[size_t(p)].words;
+  if (!w.shaped(meta.ncpus, pm.slot.slot_words) || h->offset + 2 + SH_HIST_BUCKETS > pm.slot.slot_words) return b;
+  for (uint32_t c = 0; c < meta.ncpus; ++c) {
+    const uint64_t* at = w.cpu(c) + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
+    for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += at[i];
   }
   return b;
 }
@@ -105,7 +105,7 @@ Sample make_sample(const Meta& meta) {
   s.probes.resize(meta.probes.size());
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     s.probes[i].present = meta.probes[i].status.attached;
-    if (s.probes[i].present) s.probes[i].words.assign(size_t(meta.ncpus) * meta.probes[i].slot.slot_words, 0);
+    if (s.probes[i].present) s.probes[i].words.assign(meta.ncpus, meta.probes[i].slot.slot_words);
   }
   return s;
 }
@@ -121,8 +121,11 @@ void reshape_sample(const Meta& meta, Sample& s) {
   for (size_t i = 0; i < meta.probes.size(); ++i) {
     ProbeSample& p = s.probes[i];
     p.present = meta.probes[i].status.attached;
-    const size_t n = p.present ? size_t(meta.ncpus) * meta.probes[i].slot.slot_words : 0;
-    if (p.words.size() != n) p.words.assign(n, 0);
+    const uint32_t sw = p.present ? meta.probes[i].slot.slot_words : 0;
+    if (!p.present || !sw || !meta.ncpus)
+      p.words.clear();
+    else if (!p.words.shaped(meta.ncpus, sw))
+      p.words.assign(meta.ncpus, sw);
   }
 }
 

@@ -13,16 +13,19 @@
 #include "probe/catalog.h"
 #include "probe/layout.h"
 #include "probe/records.h"
+#include "probe/slot_words.h"
 #include "probe/status.h"
 #include "sys/host.h"
 
 namespace schedhot {
 
-/// One probe's slots at one instant: ncpus * slot.slot_words u64 words, CPU-major.
-/// Private words are zero. present is false for a probe that is not attached.
+/// One probe's slots at one instant: ncpus * slot.slot_words u64 words, CPU-major, in
+/// copy-on-write blocks (SlotWords): a copy of a sample shares them, and two samples
+/// share the blocks that did not change between them. Private words are zero. present
+/// is false for a probe that is not attached (words then empty).
 struct ProbeSample {
   bool present = false;
-  std::vector<uint64_t> words;
+  SlotWords words;
 };
 
 /// All probes at one instant.
@@ -115,7 +118,9 @@ bool catch_field(std::string_view name);
 
 /// The heap bytes a Sample holds, about (its vectors' capacities and strings: probe words,
 /// online CPUs, --exact records, gap counts, caught events and their stacks), for memory
-/// caps (the flight recorder's --flight-mem). O(probes + stacks' frames).
+/// caps (the flight recorder's --flight-mem). O(probes + stacks' frames). Probe words
+/// count in full (8 bytes each), blocks shared with other samples too: an upper bound of
+/// what dropping the sample frees.
 size_t sample_bytes(const Sample& s);
 
 /// Probe p's histogram `field` in sample s summed over every CPU: SH_HIST_BUCKETS counts,
@@ -127,9 +132,9 @@ std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p,
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
 /// make_sample(meta) in s's buffers, for a loop that takes a sample each interval: the
-/// probes' word vectors of the right size are kept as they are (not zeroed), so the
-/// caller must overwrite every word (SlotReader::read does); others become zeros. At 8192
-/// CPUs this saves allocating and zeroing 225 MB per interval.
+/// probes' words of the right shape are kept as they are (not zeroed), so the caller
+/// must write every word that differs (SlotReader::read does); others become zeros (shared
+/// zero blocks: no words allocated).
 void reshape_sample(const Meta& meta, Sample& s);
 
 

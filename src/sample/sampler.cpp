@@ -82,11 +82,18 @@ bool LiveSource::finish(Sample& out) {
 }
 
 void LiveSource::take(Sample& out) {
-  reshape_sample(meta_, out);  // the caller's buffers: read() overwrites every word
+  reshape_sample(meta_, out);  // the caller's buffers
+  // Start from the last sample's blocks: read() writes (unshares) only the blocks that
+  // changed, so the two samples share the rest.
+  last_words_.resize(out.probes.size());
+  for (size_t i = 0; i < out.probes.size(); ++i)
+    if (out.probes[i].present && last_words_[i].shaped(out.probes[i].words.ncpus(), out.probes[i].words.slot_words()))
+      out.probes[i].words = last_words_[i];
   out.seq = seq_;
   out.mono_ns = mono_now_ns();
   out.wall_ns = wall_now_ns();
   reader_.read(out);
+  for (size_t i = 0; i < out.probes.size(); ++i) last_words_[i] = out.probes[i].words;
   out.online = read_online_cpus();
   if (seq_ == 0) {
     meta_.start_mono_ns = out.mono_ns;

@@ -98,8 +98,10 @@ class SlotReader {
   virtual ~SlotReader() = default;
   /// Status of every probe, in catalog order (ProbeSet::statuses).
   virtual const std::vector<ProbeStatus>& statuses() const = 0;
-  /// Copies the probes' slots into s (ProbeSet::read): every word of a probe that is
-  /// read, its words cleared for one that is not (LiveSource reuses s's buffers).
+  /// Copies the probes' slots into s (ProbeSet::read): s's words hold the previous
+  /// sample's (LiveSource shares them), and every word that differs is written (the
+  /// blocks that differ unshared, copy_slots), so an idle interval copies nothing; its
+  /// words cleared for a probe that is not read.
   virtual void read(Sample& s) const = 0;
   /// Waits up to timeout_ms, servicing the lock-address learner; returns the probes whose
   /// status changed (ProbeSet::poll). A signal ends the wait early.
@@ -168,6 +170,9 @@ class LiveSource : public LiveCursor {
   const std::atomic<bool>* stop_;
   SampleSchedule sched_;
   uint32_t seq_ = 0;
+  /// Each probe's words of the last sample taken (blocks shared with it): the next
+  /// sample starts from them, so the blocks that did not change are shared, not copied.
+  std::vector<SlotWords> last_words_;
   bool finished_ = false;  ///< the final sample is taken: next() returns false
   std::vector<int> changed_;
 };

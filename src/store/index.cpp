@@ -309,11 +309,15 @@ std::vector<int> RecordingReader::online_cpus(uint64_t from_ns, uint64_t to_ns) 
     for (size_t p = 0; p < a.probes.size() && p < b.probes.size() && p < meta_.probes.size(); ++p) {
       const auto& wa = a.probes[p].words;
       const auto& wb = b.probes[p].words;
-      const size_t sw = meta_.probes[p].slot.slot_words;
-      if (!a.probes[p].present || !b.probes[p].present || wa.size() != wb.size() || !sw) continue;
-      for (size_t c = 0; c < meta_.ncpus && (c + 1) * sw <= wa.size(); ++c)
-        if (!on[c] && !std::equal(wa.begin() + long(c * sw), wa.begin() + long((c + 1) * sw), wb.begin() + long(c * sw)))
-          on[c] = 1;
+      const uint32_t sw = meta_.probes[p].slot.slot_words;
+      if (!a.probes[p].present || !b.probes[p].present || !sw || !wa.shaped(meta_.ncpus, sw) || !wb.shaped(meta_.ncpus, sw))
+        continue;
+      for (uint32_t c = 0; c < meta_.ncpus; ++c) {
+        if (on[c]) continue;
+        const uint64_t* x = wa.cpu(c);
+        const uint64_t* y = wb.cpu(c);
+        if (x != y && !std::equal(x, x + sw, y)) on[c] = 1;  // a shared block: equal
+      }
     }
   }
   std::vector<int> out;

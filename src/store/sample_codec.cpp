@@ -43,11 +43,11 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
     const ProbeSample& cur = s.probes[i];
     if (!cur.present) continue;
     const uint32_t sw = meta.probes[i].slot.slot_words;
-    if (cur.words.size() != size_t(meta.ncpus) * sw)
+    if (cur.words.size() != size_t(meta.ncpus) * sw || (!cur.words.empty() && !cur.words.shaped(meta.ncpus, sw)))
       throw std::runtime_error(fmt::format("sample for {} has {} words, expected {}", meta.probes[i].name,
                                            cur.words.size(), size_t(meta.ncpus) * sw));
     const ProbeSample* base = nullptr;
-    if (prev && i < prev->probes.size() && prev->probes[i].present && prev->probes[i].words.size() == cur.words.size())
+    if (prev && i < prev->probes.size() && prev->probes[i].present && prev->probes[i].words.shaped(meta.ncpus, sw))
       base = &prev->probes[i];
     put<uint16_t>(b, static_cast<uint16_t>(i));
     std::string cpus;
@@ -55,8 +55,13 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
     int64_t last_cpu = -1;
     std::string words;
     for (uint32_t c = 0; c < meta.ncpus; ++c) {
-      const uint64_t* w = cur.words.data() + size_t(c) * sw;
-      const uint64_t* o = base ? base->words.data() + size_t(c) * sw : nullptr;
+      // A block the previous sample shares (CPUs that did not change) is skipped unread.
+      if (base && (c & (SlotWords::kBlockCpus - 1)) == 0 && cur.words.same_block(base->words, c >> SlotWords::kBlockShift)) {
+        c += cur.words.block_cpus(c >> SlotWords::kBlockShift) - 1;
+        continue;
+      }
+      const uint64_t* w = cur.words.cpu(c);
+      const uint64_t* o = base ? base->words.cpu(c) : nullptr;
       // An unchanged slot (an idle CPU) is one memcmp; in a changed one, runs of 8 equal
       // words (the empty part of a histogram) are skipped 8 at a time.
       if (o && std::memcmp(w, o, size_t(sw) * sizeof(uint64_t)) == 0) continue;
@@ -117,9 +122,9 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     }
     listed[pi] = true;
     const uint32_t sw = meta.probes[pi].slot.slot_words;
-    const size_t need = size_t(meta.ncpus) * sw;
     ProbeSample& ps = state.probes[pi];
-    if (keyframe || !ps.present || ps.words.size() != need) ps.words.assign(need, 0);
+    // A keyframe starts from zeros: shared zero blocks, unshared as CPUs are written.
+    if (keyframe || !ps.present || !ps.words.shaped(meta.ncpus, sw)) ps.words.assign(meta.ncpus, sw);
     ps.present = true;
     uint64_t ncpu = cur.varint();
     if (!cur.ok || ncpu > meta.ncpus) {
@@ -139,7 +144,9 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       }
       uint64_t w = 0;
       bool first_w = true;
-      uint64_t* slot = ps.words.data() + size_t(cpu) * sw;
+      // Unshares the CPU's block (next() handed out a copy sharing it); nw <= sw, so a
+      // CPU with words has a block.
+      uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
       for (uint64_t x = 0; x < nw; ++x) {
         uint64_t wg = cur.varint();
         w = first_w ? wg : w + 1 + wg;

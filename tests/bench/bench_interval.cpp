@@ -49,7 +49,7 @@ void bump(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t 
   if (p < 0 || s.probes[size_t(p)].words.empty()) return;  // unavailable in the fixture's Meta
   const Field* f = m.probes[size_t(p)].slot.find(field);
   if (!f || idx >= f->nwords) return;
-  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx] += d;
+  s.probes[size_t(p)].words.mut(size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx) += d;
 }
 
 void values(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t v, uint64_t n) {

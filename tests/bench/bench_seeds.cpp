@@ -52,7 +52,7 @@ Meta meta_for(int ncpus, int packages, const std::string& release) {
 void set(const Meta& m, Sample& s, const char* probe, int cpu, const char* field, uint64_t v, uint32_t idx = 0) {
   const int p = m.probe_index(probe);
   const Field* f = m.probes[size_t(p)].slot.find(field);
-  s.probes[size_t(p)].words[size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx] = v;
+  s.probes[size_t(p)].words.mut(size_t(cpu) * m.probes[size_t(p)].slot.slot_words + f->offset + idx) = v;
 }
 
 void print(const char* title, const CoherenceSummary& s, const XferCost& cost) {

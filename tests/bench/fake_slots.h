@@ -17,24 +17,40 @@ class FakeSlots : public SlotReader {
  public:
   explicit FakeSlots(const Meta& m) : meta_(m), maps_(make_sample(m)) {
     for (const ProbeMeta& p : m.probes) statuses_.push_back(p.status);
+    flatten();
   }
   const std::vector<ProbeStatus>& statuses() const override { return statuses_; }
   void read(Sample& s) const override {
     for (size_t i = 0; i < s.probes.size() && i < maps_.probes.size(); ++i) {
       s.probes[i].present = maps_.probes[i].present;
       if (s.probes[i].present)
-        copy_slots(maps_.probes[i].words.data(), meta_.ncpus, meta_.probes[i].slot, s.probes[i].words);
+        copy_slots(flat_[i].data(), meta_.ncpus, meta_.probes[i].slot, s.probes[i].words);
       else
         s.probes[i].words.clear();
     }
   }
   std::vector<int> poll(int) override { return {}; }
-  /// One interval of activity on every busy_every-th CPU.
-  void advance(int k, int busy_every) { bench::advance(meta_, maps_, k, busy_every); }
+  /// One interval of activity on every busy_every-th CPU (the dense map arrays updated
+  /// too, not counted as the sampler's time).
+  void advance(int k, int busy_every) {
+    bench::advance(meta_, maps_, k, busy_every);
+    flatten();
+  }
 
  private:
+  /// maps_ as the BPF maps hold it: one dense CPU-major array per probe.
+  void flatten() {
+    flat_.resize(maps_.probes.size());
+    for (size_t i = 0; i < maps_.probes.size(); ++i) {
+      const SlotWords& w = maps_.probes[i].words;
+      flat_[i].resize(w.size());
+      for (uint32_t c = 0; c < w.ncpus(); ++c)
+        std::copy_n(w.cpu(c), w.slot_words(), flat_[i].data() + size_t(c) * w.slot_words());
+    }
+  }
   const Meta& meta_;
   Sample maps_;
+  std::vector<std::vector<uint64_t>> flat_;
   std::vector<ProbeStatus> statuses_;
 };
 

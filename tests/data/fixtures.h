@@ -28,7 +28,7 @@ inline uint64_t hash_sample(uint64_t h, const Sample& s) {
   for (const auto& p : s.probes) {
     h = fnv1a(h, p.present ? 1 : 0);
     h = fnv1a(h, p.words.size());
-    for (uint64_t w : p.words) h = fnv1a(h, w);
+    for (size_t i = 0; i < p.words.size(); ++i) h = fnv1a(h, p.words[i]);
   }
   return h;
 }

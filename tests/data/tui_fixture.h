@@ -111,7 +111,7 @@ inline Meta fixture_meta() {
 inline void add_values(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t v, uint64_t n) {
   if (!n) return;
   const ProbeMeta& pm = m.probes[p];
-  uint64_t* w = s.probes[p].words.data() + size_t(cpu) * pm.slot.slot_words + pm.slot.find(field)->offset;
+  uint64_t* w = s.probes[p].words.mut_cpu(uint32_t(cpu)) + pm.slot.find(field)->offset;
   w[0] += v * n;               // sum_ns
   if (v > w[1]) w[1] = v;      // max_ns
   w[2 + sh_hist_index(v)] += n;
@@ -120,7 +120,7 @@ inline void add_values(const Meta& m, Sample& s, int p, int cpu, const char* fie
 /// Adds d to counter `field` (element idx) of probe p on cpu in s.
 inline void add_count(const Meta& m, Sample& s, int p, int cpu, const char* field, uint64_t d, uint32_t idx = 0) {
   const ProbeMeta& pm = m.probes[p];
-  s.probes[p].words[size_t(cpu) * pm.slot.slot_words + pm.slot.find(field)->offset + idx] += d;
+  s.probes[p].words.mut(size_t(cpu) * pm.slot.slot_words + pm.slot.find(field)->offset + idx) += d;
 }
 
 /// Adds interval k's deltas (see the header comment) to s.

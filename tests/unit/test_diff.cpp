@@ -35,7 +35,7 @@ std::string write_rec(const std::string& name, Meta m, uint64_t seed, uint64_t l
     s.wall_ns += m.interval_ns;
     for (int c = 0; c < int(m.ncpus); ++c)
       for (int k = 0; k < 200; ++k) {
-        s.probes[p].words[word(m, p, c, "calls")] += 1;
+        s.probes[p].words.mut(word(m, p, c, "calls")) += 1;
         add_hist(m, s, p, c, "lat", (500 + rng() % 1000) * lat_scale);
       }
     w.write_sample(s);
@@ -60,11 +60,11 @@ std::string write_rec_with(const std::string& name, Meta m, uint64_t seed, const
     s.wall_ns += m.interval_ns;
     for (int c = 0; c < int(m.ncpus); ++c) {
       for (int k = 0; k < 200; ++k) {
-        s.probes[p].words[word(m, p, c, "calls")] += 1;
+        s.probes[p].words.mut(word(m, p, c, "calls")) += 1;
         add_hist(m, s, p, c, "lat", lat(rng));
       }
       for (int k = 0; k < 50; ++k) {
-        s.probes[id].words[word(m, id, c, "exits")] += 1;
+        s.probes[id].words.mut(word(m, id, c, "exits")) += 1;
         add_hist(m, s, id, c, "lat", 10 * lat(rng));
       }
     }
@@ -365,7 +365,7 @@ std::string write_tails_rec(const std::string& name, bool rule, const std::vecto
           e.steal_ns = *steals[k];
         }
         b.events.push_back(e);
-        s.probes[p].words[word(m, p, 1, "caught")] += 1;
+        s.probes[p].words.mut(word(m, p, 1, "caught")) += 1;
       }
       s.caught = b;
     }

@@ -54,7 +54,7 @@ std::vector<std::pair<LineKey, bool>> model_lines(const Meta& m, const char* pro
   a.mono_ns = m.start_mono_ns;
   b.mono_ns = a.mono_ns + 1'000'000'000;
   const int p = m.probe_index(probe);
-  for (auto [f, e, n] : counts) b.probes[size_t(p)].words[word(m, p, cpu, f, e)] += n;
+  for (auto [f, e, n] : counts) b.probes[size_t(p)].words.mut(word(m, p, cpu, f, e)) += n;
   Interval iv(m, a, b);
   std::vector<std::pair<LineKey, bool>> out;
   for (const LineAccesses& l : line_accesses(iv, *m.layout)) {
@@ -338,8 +338,8 @@ nlohmann::json exact_report(const ExactBatch& b) {
   a.mono_ns = m.start_mono_ns;
   s.seq = 1;
   s.mono_ns = a.mono_ns + 2'000'000'000;  // a 2 s interval
-  s.probes[size_t(p)].words[word(m, p, 0, "calls")] = 3;
-  s.probes[size_t(p)].words[word(m, p, 2, "calls")] = 1;
+  s.probes[size_t(p)].words.mut(word(m, p, 0, "calls")) = 3;
+  s.probes[size_t(p)].words.mut(word(m, p, 2, "calls")) = 1;
   s.exact = b;
   ReportBuilder rb(m, ReportOptions{});
   rb.add(a);
@@ -400,7 +400,7 @@ TEST(ExactReport, NoExactFramesNoExactKeys) {
   Sample a = make_sample(m), s = make_sample(m);
   a.mono_ns = m.start_mono_ns;
   s.mono_ns = a.mono_ns + 1'000'000'000;
-  s.probes[size_t(p)].words[word(m, p, 0, "calls")] = 3;
+  s.probes[size_t(p)].words.mut(word(m, p, 0, "calls")) = 3;
   ReportBuilder rb(m, ReportOptions{});
   rb.add(a);
   rb.add(s);

@@ -15,11 +15,11 @@ TEST(Interval, CountsRatesAndArrays) {
   a.mono_ns = 1'000'000'000;
   b.mono_ns = 3'000'000'000;  // 2 s later
   int p = m.probe_index("cpupri_set");
-  a.probes[p].words[word(m, p, 1, "calls")] = 100;
-  b.probes[p].words[word(m, p, 1, "calls")] = 700;
-  b.probes[p].words[word(m, p, 3, "calls")] = 200;
-  b.probes[p].words[word(m, p, 2, "trans", SH_CP_NORMAL * 4 + SH_CP_RT)] = 9;
-  b.probes[p].words[word(m, p, 0, "trans", SH_CP_RT * 4 + SH_CP_NORMAL)] = 5;
+  a.probes[p].words.mut(word(m, p, 1, "calls")) = 100;
+  b.probes[p].words.mut(word(m, p, 1, "calls")) = 700;
+  b.probes[p].words.mut(word(m, p, 3, "calls")) = 200;
+  b.probes[p].words.mut(word(m, p, 2, "trans", SH_CP_NORMAL * 4 + SH_CP_RT)) = 9;
+  b.probes[p].words.mut(word(m, p, 0, "trans", SH_CP_RT * 4 + SH_CP_NORMAL)) = 5;
   Interval iv(m, a, b);
   EXPECT_DOUBLE_EQ(iv.seconds(), 2.0);
   EXPECT_EQ(iv.count(p, "calls"), 800u);
@@ -66,7 +66,7 @@ TEST(Interval, ResolvedFieldsGiveTheSameFigures) {
   Sample a = make_sample(m), b = make_sample(m);
   b.mono_ns = 2'000'000'000;
   const int p = m.probe_index("cpupri_find");
-  b.probes[p].words[word(m, p, 1, "calls")] = 40;
+  b.probes[p].words.mut(word(m, p, 1, "calls")) = 40;
   for (int i = 0; i < 10; ++i) add_hist(m, b, p, 0, "lat", 800);
   Interval iv(m, a, b);
   const FieldRef calls = field_ref(m, p, "calls"), lat = field_ref(m, p, "lat");
@@ -100,8 +100,8 @@ TEST(Interval, WordDeltasEqualCountsOnRandomSamples) {
     b.mono_ns = 2'000'000'000;
     for (size_t p = 0; p < m.probes.size(); ++p)
       for (size_t w = 0; w < a.probes[p].words.size(); ++w) {
-        a.probes[p].words[w] = rng() % 1000;
-        b.probes[p].words[w] = rng() % 4 ? a.probes[p].words[w] + rng() % 1000 : rng() % 1000;
+        a.probes[p].words.mut(w) = rng() % 1000;
+        b.probes[p].words.mut(w) = rng() % 4 ? a.probes[p].words[w] + rng() % 1000 : rng() % 1000;
       }
     Interval iv(m, a, b);
     for (int p = 0; p < static_cast<int>(m.probes.size()); ++p) {
@@ -140,8 +140,8 @@ TEST(Interval, HistogramSumsSkipOnlyCpusThatAddedNothing) {
     b.mono_ns = 1'000'000'000;
     std::vector<uint64_t> naive(SH_HIST_BUCKETS, 0);
     for (uint32_t c = 0; c < m.ncpus; ++c) {
-      uint64_t* wa = a.probes[size_t(p)].words.data() + size_t(c) * sw + f->offset;
-      uint64_t* wb = b.probes[size_t(p)].words.data() + size_t(c) * sw + f->offset;
+      uint64_t* wa = a.probes[size_t(p)].words.mut_cpu(c) + f->offset;
+      uint64_t* wb = b.probes[size_t(p)].words.mut_cpu(c) + f->offset;
       for (uint32_t k = 0; k < 2 + SH_HIST_BUCKETS; ++k) wa[k] = wb[k] = rng() % 50;
       switch (rng() % 3) {
         case 0: break;  // idle

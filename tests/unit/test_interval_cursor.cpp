@@ -41,7 +41,7 @@ std::vector<Sample> seconds(const Meta& m, int count = 9) {
     s.mono_ns = 10'000'000'000 + uint64_t(k) * 1'000'000'000 + (k ? 900'000 : 0);
     s.seq = uint32_t(k);
     calls += 10 * uint64_t(k);
-    s.probes[size_t(m.probe_index("cpupri_set"))].words[word(m, m.probe_index("cpupri_set"), 1, "calls")] = calls;
+    s.probes[size_t(m.probe_index("cpupri_set"))].words.mut(word(m, m.probe_index("cpupri_set"), 1, "calls")) = calls;
     v.push_back(std::move(s));
   }
   return v;
@@ -157,14 +157,14 @@ TEST(IntervalCursor, ReusesItsTwoBuffers) {
   IntervalCursor c(m);
   const int p = m.probe_index("cpupri_set");
   ASSERT_TRUE(c.next(src));
-  const uint64_t* a = c.cur().probes[size_t(p)].words.data();
+  const Sample* a = &c.cur();
   ASSERT_TRUE(c.next(src));
-  const uint64_t* b = c.cur().probes[size_t(p)].words.data();
+  const Sample* b = &c.cur();
   EXPECT_NE(a, b);
-  EXPECT_EQ(c.prev()->probes[size_t(p)].words.data(), a);
+  EXPECT_EQ(c.prev(), a);
   for (int k = 2; k < 9; ++k) {
     ASSERT_TRUE(c.next(src));
-    EXPECT_EQ(c.cur().probes[size_t(p)].words.data(), k % 2 ? b : a) << "sample " << k << " read into the spare buffer";
+    EXPECT_EQ(&c.cur(), k % 2 ? b : a) << "sample " << k << " read into the spare buffer";
   }
 }
 
@@ -176,9 +176,9 @@ TEST(IntervalCursor, TakeSwapsTheSampleIn) {
   Sample s = v[0];
   EXPECT_FALSE(c.take(s)) << "+0 s is before --from 1";
   s = v[1];
-  const uint64_t* words = s.probes[size_t(p)].words.data();
+  const uint64_t* words = s.probes[size_t(p)].words.block(0);
   EXPECT_TRUE(c.take(s));
-  EXPECT_EQ(c.cur().probes[size_t(p)].words.data(), words) << "taken, not copied";
+  EXPECT_EQ(c.cur().probes[size_t(p)].words.block(0), words) << "taken, not copied";
   s = v[2];
   EXPECT_TRUE(c.take(s));
   ASSERT_NE(c.interval(), nullptr);

@@ -55,7 +55,7 @@ struct Fixture {
   }
   void set(const char* probe, int cpu, const char* field, uint64_t v, uint32_t idx = 0) {
     const int p = m.probe_index(probe);
-    b.probes[size_t(p)].words[word(m, p, cpu, field, idx)] = v;
+    b.probes[size_t(p)].words.mut(word(m, p, cpu, field, idx)) = v;
   }
   std::vector<LineAccesses> lines(const CoherenceLayout& L) const { return line_accesses(Interval(m, a, b), L); }
 };
@@ -591,7 +591,7 @@ TEST(GapLines, EstimatesAreLabelledPerLineAndOverTheSpan) {
   c.mono_ns = f.b.mono_ns + 2'000'000'000;
   c.gaps.reset();
   for (size_t p = 0; p < c.probes.size(); ++p)
-    for (size_t i = 0; i < c.probes[p].words.size(); ++i) c.probes[p].words[i] += f.b.probes[p].words[i] - f.a.probes[p].words[i];
+    for (size_t i = 0; i < c.probes[p].words.size(); ++i) c.probes[p].words.mut(i) += f.b.probes[p].words[i] - f.a.probes[p].words[i];
   CoherenceSummary one = acc.summary();
   const LineSummary* lock = nullptr;
   for (const LineSummary& l : one.lines)

@@ -35,10 +35,10 @@ struct Known {
     m.probes[m.probe_index("nohz_kick")].status.reason = "kprobe \"nohz_balancer_kick\" refused\\EPERM\nsee dmesg";
     st.last = make_sample(m);
     const int cs = m.probe_index("cpupri_set"), id = m.probe_index("idle");
-    st.last.probes[cs].words[word(m, cs, 1, "calls")] = 100;
+    st.last.probes[cs].words.mut(word(m, cs, 1, "calls")) = 100;
     for (uint64_t v : {10, 10, 10, 12}) add_hist(m, st.last, cs, 1, "lat", v);
-    st.last.probes[id].words[word(m, id, 0, "exits")] = 50;
-    st.last.probes[id].words[word(m, id, 2, "exits")] = 7;
+    st.last.probes[id].words.mut(word(m, id, 0, "exits")) = 50;
+    st.last.probes[id].words.mut(word(m, id, 2, "exits")) = 7;
     for (uint64_t v : {70, 100, 1000, 1000000}) add_hist(m, st.last, id, 2, "lat", v);
     st.last.wall_ns = 1796539515197123456ull;
     st.samples = 12;
@@ -200,11 +200,11 @@ TEST(Metrics, ArrayElementsAreNamedAsReportNamesThem) {
   Known k;
   Meta& m = k.st.meta;
   const int ik = m.probe_index("ilb_kick"), cs = m.probe_index("cpupri_set");
-  k.st.last.probes[ik].words[word(m, ik, 0, "flags", 3)] = 5;   // BALANCE|STATS
-  k.st.last.probes[ik].words[word(m, ik, 1, "flags", 0)] = 2;   // none
+  k.st.last.probes[ik].words.mut(word(m, ik, 0, "flags", 3)) = 5;   // BALANCE|STATS
+  k.st.last.probes[ik].words.mut(word(m, ik, 1, "flags", 0)) = 2;   // none
   const Field* tr = m.probes[cs].slot.find("trans");
   ASSERT_NE(tr, nullptr);
-  k.st.last.probes[cs].words[word(m, cs, 0, "trans", 1)] = 9;
+  k.st.last.probes[cs].words.mut(word(m, cs, 0, "trans", 1)) = 9;
   const std::string t = render_metrics(k.st, MetricsOptions{});
   EXPECT_EQ(value(t, "schedhot_ilb_kick_flags_total", "element=\"BALANCE|STATS\""), 5) << t;
   EXPECT_EQ(value(t, "schedhot_ilb_kick_flags_total", "element=\"none\""), 2) << t;

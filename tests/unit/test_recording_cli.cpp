@@ -1443,11 +1443,11 @@ TEST(RecordingCli, FleetReportRanksASyntheticCorpusOfKernelsAndSizes) {
         for (uint32_t c = 0; c < h.cpus; ++c) {
           auto& v = s.probes[cs].words;
           const uint64_t tail = h.calls / 20, body = h.calls - tail;
-          v[word(m, cs, int(c), "calls")] += h.calls;
-          v[word(m, cs, int(c), "lat", 0)] += body * 900 + tail * h.tail_ns;
-          v[word(m, cs, int(c), "lat", 1)] = std::max<uint64_t>(v[word(m, cs, int(c), "lat", 1)], h.tail_ns);
-          v[word(m, cs, int(c), "lat", 2 + sh_hist_index(900))] += body;
-          v[word(m, cs, int(c), "lat", 2 + sh_hist_index(h.tail_ns))] += tail;
+          v.mut(word(m, cs, int(c), "calls")) += h.calls;
+          v.mut(word(m, cs, int(c), "lat", 0)) += body * 900 + tail * h.tail_ns;
+          v.mut(word(m, cs, int(c), "lat", 1)) = std::max<uint64_t>(v[word(m, cs, int(c), "lat", 1)], h.tail_ns);
+          v.mut(word(m, cs, int(c), "lat", 2 + sh_hist_index(900))) += body;
+          v.mut(word(m, cs, int(c), "lat", 2 + sh_hist_index(h.tail_ns))) += tail;
         }
       }
       w.write_sample(s);

@@ -91,7 +91,7 @@ TEST(RecordingCompat, FixturesReadBackExactly) {
       const Field* fld = m.probes[p].slot.find(c["field"].get<std::string>());
       ASSERT_NE(fld, nullptr);
       size_t w = size_t(c["cpu"].get<uint32_t>()) * m.probes[p].slot.slot_words + fld->offset + c["idx"].get<uint32_t>();
-      EXPECT_EQ(got.at(c["sample"].get<uint32_t>()).probes[p].words.at(w), c["value"].get<uint64_t>()) << c.dump();
+      EXPECT_EQ(got.at(c["sample"].get<uint32_t>()).probes[p].words[w], c["value"].get<uint64_t>()) << c.dump();
     }
     // 1.2 on: the online CPUs of some samples (CPU hotplug in v1.2-hotplug).
     if (e.contains("online"))

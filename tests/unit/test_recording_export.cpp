@@ -40,15 +40,15 @@ struct Known {
     a.seq = 1;
     a.mono_ns += 1'000'000'000;
     a.wall_ns += 1'000'000'000;
-    a.probes[cs].words[word(m, cs, 1, "calls")] += 100;
+    a.probes[cs].words.mut(word(m, cs, 1, "calls")) += 100;
     for (uint64_t v : {10, 10, 10, 12}) add_hist(m, a, cs, 1, "lat", v);
-    a.probes[id].words[word(m, id, 0, "exits")] += 50;
+    a.probes[id].words.mut(word(m, id, 0, "exits")) += 50;
     s.push_back(a);
     a.seq = 2;
     a.mono_ns += 2'000'000'000;
     a.wall_ns += 2'000'000'000;
-    a.probes[cs].words[word(m, cs, 1, "calls")] += 300;
-    a.probes[id].words[word(m, id, 0, "exits")] += 10;
+    a.probes[cs].words.mut(word(m, cs, 1, "calls")) += 300;
+    a.probes[id].words.mut(word(m, id, 0, "exits")) += 10;
     s.push_back(a);
   }
   std::string write(const std::string& path) const {
@@ -457,7 +457,7 @@ struct TwoWriters {
     a.seq = 1;
     a.mono_ns += 1'000'000'000;
     if (m.probes[size_t(cs)].status.attached)
-      for (int cpu : {1, 2}) a.probes[cs].words[word(m, cs, cpu, "calls")] += 100;
+      for (int cpu : {1, 2}) a.probes[cs].words.mut(word(m, cs, cpu, "calls")) += 100;
     s.push_back(a);
   }
   std::string write(const std::string& path) const {
@@ -857,7 +857,7 @@ TEST(RecordingExport, ExactFiguresOfKnownRecords) {
   Sample c = k.s[1];
   c.seq = 2;
   c.mono_ns += 1'000'000'000;
-  for (int cpu : {1, 2}) c.probes[cs].words[word(k.m, cs, cpu, "calls")] += 100;
+  for (int cpu : {1, 2}) c.probes[cs].words.mut(word(k.m, cs, cpu, "calls")) += 100;
   c.exact = batch(c.mono_ns);
   k.s.push_back(c);
   TempDir dir("exact_known");

@@ -108,7 +108,7 @@ inline std::vector<Sample> make_hotplug_samples(const Meta& m, int n, int cpu, i
         for (size_t p = 0; p < m.probes.size(); ++p) {
           const size_t sw = m.probes[p].slot.slot_words;
           if (s.probes[p].present)
-            std::copy_n(before.probes[p].words.begin() + long(c * sw), sw, s.probes[p].words.begin() + long(c * sw));
+            std::copy_n(before.probes[p].words.cpu(c), sw, s.probes[p].words.mut_cpu(c));
         }
       }
     }

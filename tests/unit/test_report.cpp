@@ -34,9 +34,9 @@ Built build(SpinlockMode mode, const std::string& bcast_wait_note = "") {
   Sample a = make_sample(m), b = make_sample(m);
   a.mono_ns = 5'000'000'000;
   b.mono_ns = 7'000'000'000;
-  a.probes[m.probe_index("bcast_wait")].words[word(m, m.probe_index("bcast_wait"), 1, "contentions")] = 10;
-  b.probes[m.probe_index("bcast_wait")].words[word(m, m.probe_index("bcast_wait"), 1, "contentions")] = 40;
-  b.probes[m.probe_index("cpupri_set")].words[word(m, m.probe_index("cpupri_set"), 2, "calls")] = 40;
+  a.probes[m.probe_index("bcast_wait")].words.mut(word(m, m.probe_index("bcast_wait"), 1, "contentions")) = 10;
+  b.probes[m.probe_index("bcast_wait")].words.mut(word(m, m.probe_index("bcast_wait"), 1, "contentions")) = 40;
+  b.probes[m.probe_index("cpupri_set")].words.mut(word(m, m.probe_index("cpupri_set"), 2, "calls")) = 40;
   ReportOptions o;
   o.all_cpus = true;
   ReportBuilder rb(m, o);
@@ -135,8 +135,8 @@ TEST(Report, CpusOnlineMidRunAreRowsSoRowsAddUpToTotals) {
   Sample a = make_sample(m), b = make_sample(m);
   a.mono_ns = 1'000'000'000;
   b.mono_ns = 2'000'000'000;
-  b.probes[idle].words[word(m, idle, 0, "exits")] = 10;
-  b.probes[idle].words[word(m, idle, 3, "exits")] = 30;
+  b.probes[idle].words.mut(word(m, idle, 0, "exits")) = 10;
+  b.probes[idle].words.mut(word(m, idle, 3, "exits")) = 30;
   ReportOptions o;
   o.all_cpus = true;
   ReportBuilder rb(m, o);
@@ -168,7 +168,7 @@ TEST(Report, ProxyCountersItCannotSeeAreNullNotZero) {
     Sample a = make_sample(m), b = make_sample(m);
     a.mono_ns = 1'000'000'000;
     b.mono_ns = 2'000'000'000;
-    b.probes[cs].words[word(m, cs, 0, "calls")] = 12;
+    b.probes[cs].words.mut(word(m, cs, 0, "calls")) = 12;
     ReportBuilder rb(m, ReportOptions{});
     rb.add(a);
     rb.add(b);

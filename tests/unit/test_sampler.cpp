@@ -313,7 +313,8 @@ TEST(CopySlots, CopiesEveryWordButThePrivateOnes) {
   const uint32_t ncpus = 3;
   std::vector<uint64_t> map(size_t(ncpus) * L.slot_words);
   for (size_t i = 0; i < map.size(); ++i) map[i] = i + 1;
-  std::vector<uint64_t> words = {42};
+  SlotWords words(1, 1);
+  words.mut(0) = 42;
   copy_slots(map.data(), ncpus, L, words);
   ASSERT_EQ(words.size(), map.size());
   size_t priv = 0;

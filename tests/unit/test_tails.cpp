@@ -79,7 +79,7 @@ Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
   a.mono_ns = 10'000'000'000;
   a.wall_ns = 1'700'000'000'000'000'000;
   // Baseline: something before the window that must not count.
-  a.probes[p].words[word(c.m, p, 1, "caught")] = 7;
+  a.probes[p].words.mut(word(c.m, p, 1, "caught")) = 7;
   add_hist(c.m, a, p, 1, "lat", 50'000);
   Sample b = a, d = a;
   b.mono_ns += 1'000'000'000;
@@ -124,9 +124,9 @@ Case make_case(uint64_t extra = 0, uint64_t rate_drops = 3) {
   add_hist(c.m, d, p, 1, "lat", 19'000);
   for (uint64_t i = 0; i < extra; ++i) add_hist(c.m, d, p, 1, "lat", 21'000);
   // Counters: 5 caught, `rate_drops` dropped (each also in the histogram above).
-  b.probes[p].words[word(c.m, p, 1, "caught")] += 3;
-  d.probes[p].words[word(c.m, p, 1, "caught")] = b.probes[p].words[word(c.m, p, 1, "caught")] + 2;
-  d.probes[p].words[word(c.m, p, 2, "catch_rate_drops")] = rate_drops;
+  b.probes[p].words.mut(word(c.m, p, 1, "caught")) += 3;
+  d.probes[p].words.mut(word(c.m, p, 1, "caught")) = b.probes[p].words[word(c.m, p, 1, "caught")] + 2;
+  d.probes[p].words.mut(word(c.m, p, 2, "catch_rate_drops")) = rate_drops;
   for (uint64_t i = 0; i < rate_drops; ++i) add_hist(c.m, d, p, 2, "lat", 60'000);
   // Each event ends inside its interval (a recording's CATCH frame checks it).
   for (size_t k = 0; k < b1.events.size(); ++k) b1.events[k].ts_ns = a.mono_ns + 100'000'000 * (k + 1);
@@ -620,12 +620,12 @@ Case percentile_case(uint64_t caught1, uint64_t counted2, uint32_t first_seq = 0
   b.mono_ns += 1'000'000'000;
   d.mono_ns += 2'000'000'000;
   for (int i = 0; i < 10; ++i) add_hist(c.m, b, p, 1, "lat", 200'000);
-  b.probes[p].words[word(c.m, p, 1, "caught")] = caught1;
+  b.probes[p].words.mut(word(c.m, p, 1, "caught")) = caught1;
   d.probes[p].words = b.probes[p].words;
   for (int i = 0; i < 50; ++i) add_hist(c.m, d, p, 1, "lat", 1'000);
   for (int i = 0; i < 5; ++i) add_hist(c.m, d, p, 1, "lat", 200'000);
-  d.probes[p].words[word(c.m, p, 1, "caught")] = caught1 + std::min<uint64_t>(counted2, 5);
-  d.probes[p].words[word(c.m, p, 2, "catch_rate_drops")] = counted2 - std::min<uint64_t>(counted2, 5);
+  d.probes[p].words.mut(word(c.m, p, 1, "caught")) = caught1 + std::min<uint64_t>(counted2, 5);
+  d.probes[p].words.mut(word(c.m, p, 2, "catch_rate_drops")) = counted2 - std::min<uint64_t>(counted2, 5);
   b.caught = CatchBatch{};
   d.caught = CatchBatch{};
   c.samples = {a, b, d};

@@ -58,7 +58,7 @@ std::vector<Sample> samples(const Meta& m, const std::vector<std::optional<Exact
     s.exact = k < exact.size() ? exact[k] : std::nullopt;
     if (s.exact)
       for (const ExactRecord& r : s.exact->records)
-        ++s.probes[r.probe].words[size_t(r.cpu) * m.probes[r.probe].slot.slot_words + r.word];
+        ++s.probes[r.probe].words.mut(size_t(r.cpu) * m.probes[r.probe].slot.slot_words + r.word);
     s.caught = k < caught.size() ? caught[k] : std::nullopt;
     v.push_back(s);
   }

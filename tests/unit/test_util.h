@@ -53,10 +53,10 @@ inline size_t word(const Meta& m, int probe, int cpu, const char* field, uint32_
 /// Adds one histogram value v to (probe, field, cpu) in s.
 inline void add_hist(const Meta& m, Sample& s, int probe, int cpu, const char* field, uint64_t v) {
   auto& w = s.probes[probe].words;
-  w[word(m, probe, cpu, field, 0)] += v;                            // sum_ns
+  w.mut(word(m, probe, cpu, field, 0)) += v;                        // sum_ns
   size_t mx = word(m, probe, cpu, field, 1);
-  if (v > w[mx]) w[mx] = v;                                         // max_ns
-  w[word(m, probe, cpu, field, 2 + sh_hist_index(v))] += 1;         // bucket
+  if (v > w[mx]) w.mut(mx) = v;                                     // max_ns
+  w.mut(word(m, probe, cpu, field, 2 + sh_hist_index(v))) += 1;     // bucket
 }
 
 /// Advances every attached probe of s by pseudo-random amounts on a few CPUs, as a busy
@@ -71,9 +71,9 @@ inline void advance(const Meta& m, Sample& s, std::mt19937_64& rng, double busy_
     for (uint32_t c = 0; c < m.ncpus; ++c) {
       if (u(rng) > busy_fraction) continue;
       for (auto& f : m.probes[p].slot.fields) {
-        if (f.kind == FieldKind::counter) s.probes[p].words[word(m, int(p), int(c), f.name.c_str())] += rng() % 1000;
+        if (f.kind == FieldKind::counter) s.probes[p].words.mut(word(m, int(p), int(c), f.name.c_str())) += rng() % 1000;
         if (f.kind == FieldKind::counter_array)
-          s.probes[p].words[word(m, int(p), int(c), f.name.c_str(), uint32_t(rng() % f.nwords))] += rng() % 100;
+          s.probes[p].words.mut(word(m, int(p), int(c), f.name.c_str(), uint32_t(rng() % f.nwords))) += rng() % 100;
         if (f.kind == FieldKind::hist)
           for (int k = 0; k < 5; ++k) add_hist(m, s, int(p), int(c), f.name.c_str(), 100 + rng() % 100000);
       }

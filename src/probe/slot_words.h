@@ -1,0 +1,118 @@
+// SlotWords: one probe's per-CPU slot words (ncpus * slot_words u64 words, CPU-major) in
+// copy-on-write blocks of kBlockCpus CPUs, so that a copy of a sample shares every block
+// and a new sample costs only the blocks that changed (issue 32: cost proportional to what
+// changed, not to the CPU count).
+#pragma once
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace schedhot {
+
+/// ncpus * slot_words u64 words, CPU-major, held as blocks of kBlockCpus CPUs (the last
+/// block may hold fewer). Each block is immutable while shared: copying a SlotWords copies
+/// block pointers (no words), and a write (mut_cpu(), mut(), mut_block()) first unshares
+/// the one block it touches (a copy of kBlockCpus * slot_words words, or none when this
+/// object is the block's only holder). Every all-zero block made by assign() is one
+/// process-wide zero block per block size (never written: writing unshares it).
+///
+/// Reads: by CPU (cpu(c): slot_words words) or by flat index (operator[](i), i = c *
+/// slot_words + w). Two SlotWords that hold the same block for CPU c have equal words on
+/// it (cpu(c) == other.cpu(c) as pointers): Interval and the recording writer skip such
+/// CPUs without reading them.
+///
+/// Not thread-safe for concurrent use of one object; copies may be read and written from
+/// different threads (the blocks' reference counts are atomic, a shared block is never
+/// written).
+class SlotWords {
+ public:
+  /// log2 of the CPUs per block. 16 CPUs, measured at 8192 CPUs (sampler-like compare and
+  /// copy, interval sums, reader-like unsharing, 2026-12-06): with every CPU busy 4, 8, 16
+  /// and 64 cost about the same; with 1 CPU in 64 busy (every 64th) 64-CPU blocks rewrite
+  /// every block, 16-CPU blocks a quarter (decode 14 ms against 113 ms with 64), 8 an
+  /// eighth (9 ms) for a few percent more on a busy machine (more blocks, more pointers).
+  /// Freed blocks are kept for reuse (up to 256 MB), so a busy interval's new blocks are
+  /// not fresh pages.
+#ifdef SCHEDHOT_SLOT_BLOCK_SHIFT  // a benchmark's override (one translation unit's build of it)
+  static constexpr uint32_t kBlockShift = SCHEDHOT_SLOT_BLOCK_SHIFT;
+#else
+  static constexpr uint32_t kBlockShift = 4;
+#endif
+  static constexpr uint32_t kBlockCpus = 1u << kBlockShift;
+
+  SlotWords() = default;
+  /// All zeros, ncpus * slot_words words (see assign()).
+  SlotWords(uint32_t ncpus, uint32_t slot_words) { assign(ncpus, slot_words); }
+
+  /// Makes this ncpus * slot_words words, all zero: every block is the shared zero block,
+  /// so this allocates only the block table (and the zero block, once per block size per
+  /// process). ncpus or slot_words 0: empty.
+  void assign(uint32_t ncpus, uint32_t slot_words);
+  /// Empty: no CPU, no word, no block.
+  void clear();
+
+  uint32_t ncpus() const { return ncpus_; }
+  uint32_t slot_words() const { return sw_; }
+  /// ncpus() * slot_words(): the number of words.
+  size_t size() const { return size_t(ncpus_) * sw_; }
+  bool empty() const { return size() == 0; }
+  /// Whether the shape is ncpus x slot_words.
+  bool shaped(uint32_t ncpus, uint32_t slot_words) const { return ncpus_ == ncpus && sw_ == slot_words; }
+
+  /// CPU c's slot_words words (read only; valid until this object's block for c is
+  /// unshared or released). Requires c < ncpus().
+  const uint64_t* cpu(uint32_t c) const { return blocks_[c >> kBlockShift].get() + size_t(c & (kBlockCpus - 1)) * sw_; }
+  /// Word i, i = cpu * slot_words + word. Requires i < size().
+  uint64_t operator[](size_t i) const {
+    const uint32_t c = static_cast<uint32_t>(i / sw_);
+    return cpu(c)[i - size_t(c) * sw_];
+  }
+  /// CPU c's words, writable: unshares c's block first (copies it when shared). Requires
+  /// c < ncpus(). The pointer is valid until this object is copied or assigned: a write
+  /// through it after a copy would change the copy too.
+  uint64_t* mut_cpu(uint32_t c) { return mut_block(c >> kBlockShift) + size_t(c & (kBlockCpus - 1)) * sw_; }
+  /// Word i, writable (mut_cpu()'s unsharing and validity). Requires i < size().
+  uint64_t& mut(size_t i) {
+    const uint32_t c = static_cast<uint32_t>(i / sw_);
+    return mut_cpu(c)[i - size_t(c) * sw_];
+  }
+
+  /// Blocks: block b holds CPUs [b * kBlockCpus, b * kBlockCpus + block_cpus(b)).
+  size_t nblocks() const { return blocks_.size(); }
+  uint32_t block_cpus(size_t b) const {
+    const uint32_t first = static_cast<uint32_t>(b) << kBlockShift;
+    return ncpus_ - first < kBlockCpus ? ncpus_ - first : kBlockCpus;
+  }
+  /// Block b's block_cpus(b) * slot_words words, read only.
+  const uint64_t* block(size_t b) const { return blocks_[b].get(); }
+  /// Block b, writable: when shared, replaced by a new block of this object's own, holding
+  /// a copy of the old words when keep (else undefined words: the caller overwrites all
+  /// of them). Requires b < nblocks().
+  uint64_t* mut_block(size_t b, bool keep = true);
+  /// Whether this and o hold the very same block b (then its words are equal).
+  bool same_block(const SlotWords& o, size_t b) const {
+    return b < blocks_.size() && b < o.blocks_.size() && blocks_[b] == o.blocks_[b];
+  }
+  /// Whether block b is the shared zero block (all zero, never written).
+  bool zero_block(size_t b) const { return b < blocks_.size() && blocks_[b].get() == zero_; }
+
+  /// Same shape and words (shared blocks are not read).
+  bool operator==(const SlotWords& o) const;
+
+  /// Bytes of words allocated for blocks by every SlotWords of the process so far (a
+  /// counter for the tests and benchmarks: what an interval cost), and bytes copied from
+  /// a shared block when unsharing one.
+  static uint64_t allocated_bytes() { return allocated_.load(std::memory_order_relaxed); }
+  static uint64_t copied_bytes() { return copied_.load(std::memory_order_relaxed); }
+
+ private:
+  uint32_t ncpus_ = 0;
+  uint32_t sw_ = 0;
+  const uint64_t* zero_ = nullptr;  ///< the zero block of this shape's block size
+  std::vector<std::shared_ptr<uint64_t[]>> blocks_;
+  static std::atomic<uint64_t> allocated_, copied_;
+};
+
+}  // namespace schedhot

@@ -1,0 +1,304 @@
+// SlotWords (probe/slot_words.h), the copy-on-write per-CPU words of a sample, and what it
+// buys (issue 32): a copy shares every block, a write unshares one, and the sampler,
+// the recording writer and the reader cost what changed in an interval, nothing when
+// nothing did.
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <random>
+#include <vector>
+
+#include "model/interval.h"
+#include "probe/records.h"
+#include "probe/slot_words.h"
+#include "sample/sampler.h"
+#include "store/recording.h"
+#include "test_recording_util.h"
+#include "test_util.h"
+
+namespace schedhot {
+namespace {
+
+using testing::synthetic_meta;
+using testing::tmp_path;
+using testing::word;
+
+constexpr uint32_t K = SlotWords::kBlockCpus;
+
+TEST(SlotWords, AssignIsSharedZeroBlocksAndAllocatesNoWords) {
+  const uint64_t before = SlotWords::allocated_bytes();
+  SlotWords w(3 * K + 5, 7);
+  EXPECT_EQ(SlotWords::allocated_bytes(), before) << "zeros are the shared zero block (made once per size)";
+  EXPECT_EQ(w.ncpus(), 3 * K + 5);
+  EXPECT_EQ(w.slot_words(), 7u);
+  EXPECT_EQ(w.size(), size_t(3 * K + 5) * 7);
+  ASSERT_EQ(w.nblocks(), 4u);
+  EXPECT_EQ(w.block_cpus(0), K);
+  EXPECT_EQ(w.block_cpus(3), 5u) << "the last block holds the remainder";
+  for (size_t b = 0; b < w.nblocks(); ++b) EXPECT_TRUE(w.zero_block(b));
+  EXPECT_EQ(w.block(0), w.block(3)) << "one zero block for every block of the size";
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_EQ(w[i], 0u);
+  SlotWords v(K, 7);
+  EXPECT_EQ(v.block(0), w.block(0)) << "the same zero block in another SlotWords of the same slot width";
+  w.clear();
+  EXPECT_TRUE(w.empty());
+  EXPECT_EQ(w.nblocks(), 0u);
+  SlotWords e(0, 7);
+  EXPECT_TRUE(e.empty());
+}
+
+TEST(SlotWords, FlatIndexAndByCpuAgree) {
+  const uint32_t ncpus = 2 * K + 3, sw = 5;
+  SlotWords w(ncpus, sw);
+  std::vector<uint64_t> dense(size_t(ncpus) * sw);
+  std::mt19937_64 rng(3);
+  for (size_t i = 0; i < dense.size(); ++i) {
+    dense[i] = rng();
+    if (i % 3) w.mut(i) = dense[i];
+    else w.mut_cpu(uint32_t(i / sw))[i % sw] = dense[i];
+  }
+  for (uint32_t c = 0; c < ncpus; ++c)
+    for (uint32_t k = 0; k < sw; ++k) {
+      ASSERT_EQ(w.cpu(c)[k], dense[size_t(c) * sw + k]) << "cpu " << c << " word " << k;
+      ASSERT_EQ(w[size_t(c) * sw + k], dense[size_t(c) * sw + k]);
+    }
+  for (size_t b = 0; b < w.nblocks(); ++b)
+    EXPECT_EQ(w.block(b), w.cpu(uint32_t(b * K))) << "a block starts with its first CPU's words";
+}
+
+TEST(SlotWords, CopySharesAndAWriteUnsharesOnlyItsBlock) {
+  const uint32_t ncpus = 4 * K, sw = 9;
+  SlotWords a(ncpus, sw);
+  for (uint32_t c = 0; c < ncpus; ++c) a.mut_cpu(c)[c % sw] = c + 1;  // every block a's own
+  for (size_t b = 0; b < a.nblocks(); ++b) EXPECT_FALSE(a.zero_block(b));
+
+  const uint64_t alloc0 = SlotWords::allocated_bytes(), copied0 = SlotWords::copied_bytes();
+  SlotWords b = a;
+  EXPECT_EQ(SlotWords::allocated_bytes(), alloc0) << "a copy copies block pointers, no words";
+  for (size_t k = 0; k < a.nblocks(); ++k) EXPECT_TRUE(b.same_block(a, k));
+  EXPECT_TRUE(a == b);
+
+  b.mut_cpu(K + 2)[4] = 12345;  // block 1
+  EXPECT_EQ(SlotWords::allocated_bytes() - alloc0, size_t(K) * sw * 8) << "one block unshared";
+  EXPECT_EQ(SlotWords::copied_bytes() - copied0, size_t(K) * sw * 8);
+  EXPECT_TRUE(b.same_block(a, 0));
+  EXPECT_FALSE(b.same_block(a, 1));
+  EXPECT_TRUE(b.same_block(a, 2));
+  EXPECT_TRUE(b.same_block(a, 3));
+  EXPECT_EQ(a.cpu(K + 2)[4], 0u) << "the original is unchanged";
+  EXPECT_EQ(b.cpu(K + 2)[4], 12345u);
+  EXPECT_EQ(b.cpu(K + 2)[(K + 2) % sw], K + 3) << "the rest of the block was copied";
+  EXPECT_FALSE(a == b);
+
+  const uint64_t alloc1 = SlotWords::allocated_bytes();
+  b.mut(size_t(K + 5) * sw) = 1;  // the same block again: b's own now, written in place
+  EXPECT_EQ(SlotWords::allocated_bytes(), alloc1);
+
+  // A zero block unshared is zeros, not a copy.
+  SlotWords z(2 * K, sw), y = z;
+  const uint64_t copied2 = SlotWords::copied_bytes();
+  y.mut_cpu(0)[0] = 1;
+  EXPECT_EQ(SlotWords::copied_bytes(), copied2);
+  EXPECT_TRUE(z.zero_block(0));
+  EXPECT_FALSE(y.zero_block(0));
+  EXPECT_TRUE(y.zero_block(1));
+  for (uint32_t k = 1; k < K * sw; ++k) ASSERT_EQ(y.block(0)[k], 0u);
+
+  // mut_block without keep: the caller overwrites it
+  SlotWords x = a;
+  uint64_t* d = x.mut_block(3, false);
+  for (size_t k = 0; k < size_t(K) * sw; ++k) d[k] = 7;
+  EXPECT_EQ(x.cpu(3 * K + 1)[2], 7u);
+  EXPECT_NE(a.cpu(3 * K + 1)[2], 7u);
+}
+
+// copy_slots writes only the blocks that differ, private words aside.
+TEST(SlotWords, CopySlotsWritesOnlyChangedBlocks) {
+  const ProbeSpec* spec = find_probe("nohz_exit");
+  ASSERT_NE(spec, nullptr);
+  const SlotFields& L = spec->slot;
+  const uint32_t ncpus = 4 * K;
+  std::vector<uint64_t> map(size_t(ncpus) * L.slot_words, 0);
+  SlotWords w;
+  EXPECT_EQ(copy_slots(map.data(), ncpus, L, w), 0u) << "all zero: the zero blocks stay";
+  const Field* priv = nullptr;
+  for (const Field& f : L.fields)
+    if (f.kind == FieldKind::priv) priv = &f;
+  ASSERT_NE(priv, nullptr);
+  map[size_t(K + 1) * L.slot_words + priv->offset] = 99;  // a private word moves: nothing to copy
+  EXPECT_EQ(copy_slots(map.data(), ncpus, L, w), 0u);
+  map[size_t(2 * K + 3) * L.slot_words + L.find("calls")->offset] = 5;
+  SlotWords before = w;
+  EXPECT_EQ(copy_slots(map.data(), ncpus, L, w), 1u);
+  EXPECT_FALSE(w.same_block(before, 2));
+  for (size_t b : {0, 1, 3}) EXPECT_TRUE(w.same_block(before, b));
+  EXPECT_EQ(w.cpu(2 * K + 3)[L.find("calls")->offset], 5u);
+  EXPECT_EQ(copy_slots(map.data(), ncpus, L, w), 0u) << "nothing changed since";
+}
+
+/// The BPF maps as a SlotReader: dense CPU-major arrays copied out as ProbeSet::read does.
+class DenseMaps : public SlotReader {
+ public:
+  explicit DenseMaps(const Meta& m) : m_(m) {
+    for (const ProbeMeta& p : m.probes) {
+      st_.push_back(p.status);
+      maps_.emplace_back(size_t(m.ncpus) * p.slot.slot_words, 0);
+    }
+  }
+  const std::vector<ProbeStatus>& statuses() const override { return st_; }
+  void read(Sample& s) const override {
+    for (size_t i = 0; i < s.probes.size(); ++i)
+      if (s.probes[i].present) copy_slots(maps_[i].data(), m_.ncpus, m_.probes[i].slot, s.probes[i].words);
+  }
+  std::vector<int> poll(int) override { return {}; }
+  /// Counts on every every-th CPU of every probe's first counter (and a histogram value).
+  void tick(uint32_t every, uint64_t k) {
+    for (size_t p = 0; p < m_.probes.size(); ++p) {
+      const SlotFields& L = m_.probes[p].slot;
+      const Field* counter = nullptr;
+      for (const Field& f : L.fields)
+        if (f.kind == FieldKind::counter && !counter) counter = &f;
+      for (uint32_t c = 0; c < m_.ncpus; c += every) {
+        if (counter) maps_[p][size_t(c) * L.slot_words + counter->offset] += k + c;
+        for (const Field& f : L.fields)
+          if (f.kind == FieldKind::hist) maps_[p][size_t(c) * L.slot_words + f.offset + 2 + (k % 8)] += 1;
+      }
+    }
+  }
+
+ private:
+  const Meta& m_;
+  std::vector<ProbeStatus> st_;
+  std::vector<std::vector<uint64_t>> maps_;
+};
+
+/// The words of every present probe of s, dense (what a sample cost before SlotWords).
+size_t dense_bytes(const Sample& s) {
+  size_t n = 0;
+  for (const ProbeSample& p : s.probes) n += p.words.size() * sizeof(uint64_t);
+  return n;
+}
+
+// Issue 32's "Done when": the sampler (LiveSource over the maps) and record's writer
+// (RecordingWriter::write_sample) allocate and copy words only for the blocks that
+// changed: nothing on an idle interval, and with 1 CPU in 64 changed at most
+// kBlockCpus/64 of the sample. The reader (RecordingReader::next, what report/export/w
+// read through) likewise.
+TEST(SlotWords, AnIntervalCostsTheBlocksThatChanged) {
+  const uint32_t ncpus = 1024;
+  const Meta m = synthetic_meta(ncpus);
+  DenseMaps maps(m);
+  LiveSource live(maps, m, 1, 0, nullptr);  // a 1 ns interval: every poll takes a sample
+  const std::string path = tmp_path("slot_words_cost.shot");
+  std::remove(path.c_str());
+  RecordingWriter w(path, m);
+  Sample s;
+  maps.tick(1, 1);
+  ASSERT_TRUE(live.poll(s));  // the baseline: every block written
+  w.write_sample(s);
+  const size_t dense = dense_bytes(s);
+  ASSERT_GT(dense, 0u);
+
+  struct Cost {
+    uint64_t sample_alloc, sample_copied, write_alloc, write_copied;
+  };
+  auto interval = [&](uint32_t every, uint64_t k) {
+    if (every) maps.tick(every, k);
+    const uint64_t a0 = SlotWords::allocated_bytes(), c0 = SlotWords::copied_bytes();
+    EXPECT_TRUE(live.poll(s));
+    const uint64_t a1 = SlotWords::allocated_bytes(), c1 = SlotWords::copied_bytes();
+    w.write_sample(s);
+    const uint64_t a2 = SlotWords::allocated_bytes(), c2 = SlotWords::copied_bytes();
+    return Cost{a1 - a0, c1 - c0, a2 - a1, c2 - c1};
+  };
+
+  // An idle interval: no word allocated or copied, by the sampler or the writer.
+  const Cost idle = interval(0, 0);
+  EXPECT_EQ(idle.sample_alloc, 0u);
+  EXPECT_EQ(idle.sample_copied, 0u);
+  EXPECT_EQ(idle.write_alloc, 0u);
+  EXPECT_EQ(idle.write_copied, 0u);
+
+  // 1 CPU in 64 changed: the sampler writes one block of kBlockCpus CPUs per changed CPU
+  // (freshly: no copy of the old words), the writer keeps the sample by its pointers.
+  const Cost one = interval(64, 2);
+  const uint64_t blocks = ncpus / 64;  // CPUs 0, 64, ...: each in a block of its own
+  uint64_t expect = 0;
+  for (const ProbeMeta& p : m.probes) {
+    bool ticks = false;  // DenseMaps::tick moves its first counter and its histograms
+    for (const Field& f : p.slot.fields) ticks |= f.kind == FieldKind::counter || f.kind == FieldKind::hist;
+    if (ticks) expect += blocks * K * p.slot.slot_words * sizeof(uint64_t);
+  }
+  EXPECT_EQ(one.sample_alloc, expect);
+  EXPECT_LE(one.sample_alloc * 64, dense * K) << "at most kBlockCpus/64 of the sample";
+  EXPECT_EQ(one.sample_copied, 0u);
+  EXPECT_EQ(one.write_alloc, 0u);
+  EXPECT_EQ(one.write_copied, 0u);
+  fmt::print("{} CPUs, a sample of {} bytes dense: an idle interval allocates {} bytes, one with 1 CPU in 64 changed {} "
+             "({:.1f} %)\n",
+             ncpus, dense, idle.sample_alloc + idle.write_alloc, one.sample_alloc + one.write_alloc,
+             100.0 * double(one.sample_alloc) / double(dense));
+  interval(0, 0);  // one more idle interval, then the end
+  w.close();
+
+  // Reading it back: each sample after the first costs the blocks it changed (a copy of
+  // each, the previous sample holding the old one), an idle one nothing.
+  auto r = RecordingReader::open(path);
+  Sample a, b;
+  ASSERT_TRUE(r->next(a));
+  ASSERT_TRUE(r->next(b));  // idle
+  const uint64_t a0 = SlotWords::allocated_bytes();
+  ASSERT_TRUE(r->next(a));  // 1 in 64
+  const uint64_t a1 = SlotWords::allocated_bytes();
+  ASSERT_TRUE(r->next(b));  // idle
+  const uint64_t a2 = SlotWords::allocated_bytes();
+  EXPECT_EQ(a1 - a0, expect);
+  EXPECT_EQ(a2 - a1, 0u);
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    for (size_t k = 0; k < b.probes[p].words.nblocks(); ++k) ASSERT_TRUE(b.probes[p].words.same_block(a.probes[p].words, k));
+  }
+  std::remove(path.c_str());
+}
+
+// Interval skips the CPUs of a shared block: its figures equal those over the same words
+// held in blocks of their own.
+TEST(SlotWords, IntervalOverSharedBlocksEqualsUnshared) {
+  const Meta m = synthetic_meta(3 * K + 1);
+  std::mt19937_64 rng(11);
+  Sample a = make_sample(m);
+  testing::advance(m, a, rng, 0.5);
+  Sample b = a;  // shares every block
+  b.mono_ns = a.mono_ns + m.interval_ns;
+  const int cs = m.probe_index("cpupri_set");
+  testing::add_hist(m, b, cs, int(K) + 1, "lat", 5000);
+  b.probes[size_t(cs)].words.mut(word(m, cs, int(K) + 1, "calls")) += 4;
+  Sample deep = b;  // the same words, every block its own
+  for (ProbeSample& p : deep.probes)
+    for (size_t k = 0; k < p.words.nblocks(); ++k) {
+      const std::vector<uint64_t> keep(p.words.block(k), p.words.block(k) + size_t(p.words.block_cpus(k)) * p.words.slot_words());
+      std::copy(keep.begin(), keep.end(), p.words.mut_block(k, false));
+    }
+  for (size_t k = 0; k < deep.probes[size_t(cs)].words.nblocks(); ++k)
+    ASSERT_TRUE(!deep.probes[size_t(cs)].words.same_block(a.probes[size_t(cs)].words, k));
+  const Interval shared(m, a, b), unshared(m, a, deep);
+  for (int p = 0; p < int(m.probes.size()); ++p)
+    for (const Field& f : m.probes[size_t(p)].slot.fields) {
+      const FieldRef ref{p, &f};
+      for (int c = -1; c < int(m.ncpus); ++c) {
+        if (f.kind == FieldKind::hist) {
+          const HistSummary x = shared.hist(ref, c), y = unshared.hist(ref, c);
+          ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c;
+          ASSERT_EQ(x.p99, y.p99);
+          ASSERT_EQ(x.max_ns, y.max_ns);
+        } else {
+          ASSERT_EQ(shared.count(ref, c), unshared.count(ref, c)) << f.name << " cpu " << c;
+        }
+        if (c >= 0) ASSERT_EQ(shared.online(c), unshared.online(c));
+      }
+    }
+  EXPECT_EQ(shared.count(cs, "calls"), 4u);
+  EXPECT_EQ(shared.hist(cs, "lat").count, 1u);
+}
+
+}  // namespace
+}  // namespace schedhot
