@@ -179,7 +179,12 @@ std::string render_diff_text(const nlohmann::json& d) {
                        ratio_text(p["rate"]), rat("p10"), rat("p50"), rat("p90"), rat("p98"), rat("p99"), rat("max"),
                        verdict_text(p));
   }
-  if (!d["lines"].empty()) {
+  if (d["lines"].empty() && d.contains("by") && d["by"].is_string()) {
+    // --by asked for a per-group split of the lines, and neither side modeled a transfer:
+    // said, rather than a section that silently is not there.
+    out += fmt::format("\nCachelines: no modeled transfers on either side: nothing to split --by {}\n",
+                       d["by"].get<std::string>());
+  } else if (!d["lines"].empty()) {
     out += "\nCachelines (modeled transfers/s)\n";
     out += fmt::format("{:<40} {:>9} {:>9} {:>7}\n", "line", "A", "B", "B/A");
     for (auto& l : d["lines"]) {

@@ -480,3 +480,25 @@ TEST(Diff, TailsStealShareOfEachSideOrNotKept) {
   const nlohmann::json n = nlohmann::json::parse(diff_command(req, format).out)["tails"]["rules"].at(0)["steal"];
   EXPECT_EQ(n, (nlohmann::json{{"a", nullptr}, {"b", nullptr}}));
 }
+
+// A fresh user's `diff --by cpu` on two runs with no modeled transfer printed no per-CPU
+// section and no word why: the text says there was nothing to split.
+TEST(Diff, ByWithNoModeledTransfersSaysSo) {
+  Meta m = synthetic_meta(4);
+  DiffRequest req;
+  std::string format = "json";
+  req.a.file = write_rec_with("diff_by_a.shot", m, 11, uniform);
+  req.b.file = write_rec_with("diff_by_b.shot", m, 12, uniform);
+  req.by = TopoLevel::cpu;
+  CommandOutput o = diff_command(req, format);
+  auto d = nlohmann::json::parse(o.out);
+  ASSERT_EQ(d["by"], "cpu");
+  ASSERT_FALSE(d["lines"].empty()) << "the synthetic runs model transfers";
+  EXPECT_EQ(render_diff_text(d).find("nothing to split"), std::string::npos);
+  d["lines"] = nlohmann::json::array();  // as two runs of a host whose probes touch no modeled line
+  EXPECT_NE(render_diff_text(d).find("\nCachelines: no modeled transfers on either side: nothing to split --by cpu\n"),
+            std::string::npos)
+      << render_diff_text(d);
+  d["by"] = nullptr;  // without --by: no such line
+  EXPECT_EQ(render_diff_text(d).find("Cachelines"), std::string::npos);
+}
