@@ -9,6 +9,13 @@ namespace schedhot {
 
 namespace {
 
+/// A slot word's growth from x to y: counters only grow, so a reset reads as 0.
+inline uint64_t grown(uint64_t x, uint64_t y) { return y >= x ? y - x : 0; }
+
+}  // namespace
+
+namespace {
+
 /// CPU ids for the single-CPU overloads: one CPU, all CPUs (cpu < 0), or none when out of range.
 auto cpu_range(int cpu, uint32_t ncpus) {
   const int n = static_cast<int>(ncpus);
@@ -65,11 +72,6 @@ bool Interval::online(int cpu) const {
   return on;
 }
 
-uint64_t Interval::word_delta(int probe, int cpu, uint32_t word) const {
-  const uint64_t x = a_.probes[probe].words.cpu(uint32_t(cpu))[word], y = b_.probes[probe].words.cpu(uint32_t(cpu))[word];
-  return y >= x ? y - x : 0;  // counters only grow; a reset reads as 0
-}
-
 template <class Cpus>
 uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int idx) const {
   if (!present(probe)) return 0;
@@ -89,7 +91,7 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
     const uint64_t* pa = wa.cpu(uint32_t(c));
     const uint64_t* pb = wb.cpu(uint32_t(c));
     if (pa == pb) continue;  // a block both samples share: every delta 0
-    for (uint32_t w = lo; w < hi; ++w) sum += pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
+    for (uint32_t w = lo; w < hi; ++w) sum += grown(pa[w], pb[w]);
   }
   return sum;
 }
@@ -101,7 +103,7 @@ void Interval::word_deltas(int probe, int cpu, std::span<const uint32_t> words, 
     for (uint32_t w : words) out[w] = 0;
     return;
   }
-  for (uint32_t w : words) out[w] = pb[w] >= pa[w] ? pb[w] - pa[w] : 0;  // see word_delta
+  for (uint32_t w : words) out[w] = grown(pa[w], pb[w]);
 }
 
 template <class Cpus>
@@ -126,7 +128,7 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
     // (the only bucket a 0 ns value reaches without moving sum_ns) did not move: an idle
     // CPU costs two words, not 512.
     if (pa[-2] == pb[-2] && pa[0] == pb[0]) continue;
-    for (uint32_t b = 0; b < SH_HIST_BUCKETS; ++b) o[b] += pb[b] >= pa[b] ? pb[b] - pa[b] : 0;  // see word_delta
+    for (uint32_t b = 0; b < SH_HIST_BUCKETS; ++b) o[b] += grown(pa[b], pb[b]);
   }
   return out;
 }
@@ -145,7 +147,7 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     const uint64_t* pa = wa.cpu(uint32_t(c)) + f->offset;
     const uint64_t* pb = wb.cpu(uint32_t(c)) + f->offset;
-    sum += pb[0] >= pa[0] ? pb[0] - pa[0] : 0;  // see word_delta
+    sum += grown(pa[0], pb[0]);
     max_a = std::max(max_a, pa[1]);
     max_b = std::max(max_b, pb[1]);
   }

@@ -98,7 +98,6 @@ class Interval {
   const Sample& last() const { return b_; }
 
  private:
-  uint64_t word_delta(int probe, int cpu, uint32_t word) const;
   /// The bodies of count/buckets/hist over any range of CPU ids (iota or span).
   template <class Cpus>
   uint64_t count_over(int probe, const Field* f, const Cpus& cpus, int idx) const;

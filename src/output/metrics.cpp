@@ -267,9 +267,10 @@ PerCpu parse_per_cpu(std::string_view spec) {
 std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   const Meta& m = st.meta;
   Out out(o.openmetrics);
-  std::optional<Sample> made;
-  const Sample& zero = st.zero ? *st.zero : made.emplace(make_sample(m));
-  const Interval iv(m, zero, st.last);  // cumulative since attach
+  // Cumulative since attach: from the all-zero sample (its blocks are the shared zero
+  // blocks, SlotWords: no words made).
+  const Sample zero = make_sample(m);
+  const Interval iv(m, zero, st.last);
 
   std::vector<int> cpus;  // the CPUs labelled with --per-cpu
   if (o.per_cpu.on) {
@@ -427,8 +428,7 @@ std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu) {
   const size_t each = ncpus ? labelled / ncpus : 0;
   std::string nothing;
   if (!per_cpu.families.empty()) {
-    std::optional<Sample> made;
-    const Sample& zero = st.zero ? *st.zero : made.emplace(make_sample(st.meta));
+    const Sample zero = make_sample(st.meta);
     const Interval iv(st.meta, zero, st.last);
     const std::vector<Exported> fams = exported_families(st.meta, iv);
     PerCpu one;

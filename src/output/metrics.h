@@ -56,10 +56,6 @@ struct MetricsState {
   /// schedhot's BPF programs' run time and runs (bpf_prog_info run_time_ns / run_cnt);
   /// nullopt when kernel.bpf_stats_enabled is off (then the metric is absent).
   std::optional<uint64_t> bpf_run_ns, bpf_runs;
-  /// make_sample(meta), the all-zero baseline the cumulative values are an Interval from:
-  /// made once and shared by every state of a run (225 MB at 8192 busy CPUs, which a
-  /// scrape made anew each time: issue 32's profile). Null: render_metrics makes one.
-  std::shared_ptr<const Sample> zero;
 };
 
 /// serve --per-cpu[=LIST]: which per-probe metric families carry a cpu label (one series

@@ -137,7 +137,6 @@ std::string cpu_table_text(const nlohmann::json& r) {
 
 /// "61 %": a share (0..1) as a whole percentage.
 /// format_ns with "ns" on the values it prints bare (under 10 us): a time in a sentence.
-std::string pct(double share) { return format_share_pct(share); }
 
 /// One rule's block of the Tails section.
 std::string tail_text(const nlohmann::json& t) {
@@ -250,8 +249,8 @@ std::string tail_text(const nlohmann::json& t) {
     for (auto& [key, words] : kinds) {
       const auto& k = in[key];
       if (!k["events"].get<uint64_t>()) continue;
-      parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", pct(k["share"].get<double>()),
-                           words, pct(k["time_share_of_those"].get<double>()));
+      parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", format_share_pct(k["share"].get<double>()),
+                           words, format_share_pct(k["time_share_of_those"].get<double>()));
     }
     if (parts.empty() && t.value("duration_is", "runtime") == "runtime")
       out += fmt::format("  of {} caught, none had an interrupt inside: the time was the function's own (cache misses, "

@@ -61,16 +61,9 @@ int serve(const ServeRequest& req) {
   uint64_t n = 0;
   std::unique_ptr<CoherenceAccumulator> acc;
   LineTransferTotals line_totals(sess->meta());  // every line the attached probes can touch, at 0
-  std::shared_ptr<const Sample> zero;
   while (sess->next(s)) {
     auto st = std::make_shared<MetricsState>();
     st->meta = sess->meta();
-    // Made again only when a probe's attach status changed (its words come or go).
-    bool same = zero && zero->probes.size() == st->meta.probes.size();
-    for (size_t p = 0; same && p < st->meta.probes.size(); ++p)
-      same = zero->probes[p].present == st->meta.probes[p].status.attached;
-    if (!same) zero = std::make_shared<const Sample>(make_sample(st->meta));
-    st->zero = zero;
     if (!acc) acc = std::make_unique<CoherenceAccumulator>(sess->meta());
     if (have_prev) {
       const Interval last(sess->meta(), prev, s);

@@ -14,7 +14,6 @@ namespace schedhot::tui {
 
 namespace {
 
-std::string pct(double share) { return format_share_pct(share); }
 
 uint64_t u64(const nlohmann::json& j, const char* k) { return j.contains(k) && j[k].is_number() ? j[k].get<uint64_t>() : 0; }
 
@@ -62,8 +61,8 @@ std::string interrupt_text(const nlohmann::json& in, const std::string& duration
   for (auto& [key, words] : kinds) {
     const auto& k = in[key];
     if (!u64(k, "events")) continue;
-    parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", pct(k["share"].get<double>()),
-                         words, pct(k["time_share_of_those"].get<double>()));
+    parts += fmt::format("{}{} had {} inside ({} of their time)", parts.empty() ? "" : ", ", format_share_pct(k["share"].get<double>()),
+                         words, format_share_pct(k["time_share_of_those"].get<double>()));
   }
   std::string out = !parts.empty()              ? fmt::format("of {} caught, {}", n, parts)
                     : duration_is == "runtime" ? fmt::format("of {} caught, none had an interrupt inside: the time was the function's own", n)
@@ -174,7 +173,7 @@ std::vector<Line> render_tails(const TailsFrame& f, int width) {
                                              u64(agg, "stacks_unique")),
                                  Role::label));
         for (size_t i = 0; i < n; ++i)
-          out.push_back(Line().add(fmt::format("  {:>9} {:>5}  {}", u64(st[i], "count"), pct(st[i]["share"].get<double>()),
+          out.push_back(Line().add(fmt::format("  {:>9} {:>5}  {}", u64(st[i], "count"), format_share_pct(st[i]["share"].get<double>()),
                                                frames_text(st[i]["frames"].get<std::vector<std::string>>(), 0))));
       }
       if (const uint64_t ns = u64(agg, "no_stack")) out.push_back(Line().add(fmt::format("  {:>9} without a stack", ns), Role::dim));

@@ -261,7 +261,6 @@ class Bench {
       st.samples = 2;
       st.bpf_run_ns = 123456789;
       st.bpf_runs = 4242;
-      st.zero = std::make_shared<const Sample>(make_sample(m));  // made once per run, as serve does
       MetricsOptions per_cpu{false, parse_per_cpu("all")}, summed{false, {}};
       const int runs = short_ ? 3 : 5;
       std::vector<double> with, without;
