@@ -31,6 +31,12 @@ double hist_percentile(std::span<const uint64_t> buckets, double p, uint64_t max
 /// max_ns (0 = unknown) caps the percentiles and is reported as max.
 HistSummary summarize(std::span<const uint64_t> buckets, uint64_t sum_ns, uint64_t max_ns);
 
+/// summarize() of a histogram given by its non-empty buckets: counts[j] in bucket
+/// index[j], index ascending (zero counts allowed, skipped). Equal to summarize() of the
+/// dense buckets, to the bit.
+HistSummary summarize_sparse(std::span<const uint32_t> index, std::span<const uint64_t> counts, uint64_t sum_ns,
+                             uint64_t max_ns);
+
 /// Index of the highest non-empty bucket, or -1.
 int hist_top_bucket(std::span<const uint64_t> buckets);
 

@@ -12,6 +12,16 @@ namespace {
 /// A slot word's growth from x to y: counters only grow, so a reset reads as 0.
 inline uint64_t grown(uint64_t x, uint64_t y) { return y >= x ? y - x : 0; }
 
+/// s (summarized with max_ns, 0 = not known) capped at the cumulative maximum max_b.
+HistSummary capped(HistSummary s, uint64_t max_ns, uint64_t max_b) {
+  if (max_ns == 0 && s.count && max_b && s.max_ns > max_b) {
+    // The cumulative maximum bounds every value of the interval: percentiles too.
+    s.max_ns = max_b;
+    for (double* p : {&s.p10, &s.p50, &s.p90, &s.p98, &s.p99}) *p = std::min(*p, double(max_b));
+  }
+  return s;
+}
+
 }  // namespace
 
 namespace {
@@ -39,6 +49,7 @@ const Field* Interval::find(int probe, std::string_view field) const {
 Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(meta), a_(a), b_(b) {
   seconds_ = b.mono_ns > a.mono_ns ? static_cast<double>(b.mono_ns - a.mono_ns) / 1e9 : 0.0;
   present_.resize(meta_.probes.size());
+  delta_.assign(meta_.probes.size(), nullptr);
   for (size_t p = 0; p < meta_.probes.size(); ++p) {
     if (p >= a_.probes.size() || p >= b_.probes.size()) continue;
     const auto& pa = a_.probes[p];
@@ -46,6 +57,10 @@ Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(m
     const uint32_t sw = meta_.probes[p].slot.slot_words;
     present_[p] = pa.present && pb.present && sw && meta_.ncpus && pa.words.shaped(meta_.ncpus, sw) &&
                   pb.words.shaped(meta_.ncpus, sw);
+    if (present_[p]) {
+      const SlotDelta* d = pb.words.delta_from(pa.words);
+      if (d && d->first.size() == size_t(meta_.ncpus) + 1) delta_[p] = d;
+    }
   }
 }
 
@@ -113,10 +128,18 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
   if (!f || f->kind != FieldKind::hist) return out;
   // The hot loop of every percentile (8192 CPUs x 512 buckets for a whole-machine
   // histogram): plain pointers so that it vectorizes.
-  const SlotWords& wa = a_.probes[probe].words;
-  const SlotWords& wb = b_.probes[probe].words;
   const uint32_t at = f->offset + 2;
   uint64_t* o = out.data();
+  if (const SlotDelta* d = delta_[size_t(probe)]) {  // consecutive states: only the words that grew
+    for (int c : cpus) {
+      if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
+      for (uint32_t i = d->first[size_t(c)], e = d->first[size_t(c) + 1]; i < e; ++i)
+        if (d->word[i] - at < SH_HIST_BUCKETS) o[d->word[i] - at] += d->grown[i];
+    }
+    return out;
+  }
+  const SlotWords& wa = a_.probes[probe].words;
+  const SlotWords& wb = b_.probes[probe].words;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     const uint64_t* pa = wa.cpu(uint32_t(c));
@@ -138,11 +161,33 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   if (keep) keep->assign(SH_HIST_BUCKETS, 0);
   if (!present(probe)) return {};
   if (!f || f->kind != FieldKind::hist) return {};
+  const SlotWords& wa = a_.probes[probe].words;
+  const SlotWords& wb = b_.probes[probe].words;
+  const SlotDelta* d = delta_[size_t(probe)];
+  // One CPU of consecutive states (a per-CPU p99 column, 8192 of them a frame): its
+  // buckets that grew, without a dense histogram.
+  if (d && !keep && std::ranges::size(cpus) == 1) {
+    const int c = *std::ranges::begin(cpus);
+    if (c < 0 || c >= static_cast<int>(meta_.ncpus)) return {};
+    const uint32_t i0 = d->first[size_t(c)], i1 = d->first[size_t(c) + 1];
+    if (i0 == i1) return {};  // nothing grew: count 0
+    const uint32_t at = f->offset + 2;
+    uint32_t lo = i0;
+    uint64_t sum = 0;  // sum_ns's growth: the word before max_ns and the buckets
+    for (; lo < i1 && d->word[lo] < at; ++lo)
+      if (d->word[lo] == f->offset) sum = d->grown[lo];
+    uint32_t hi = lo;
+    while (hi < i1 && d->word[hi] - at < SH_HIST_BUCKETS) ++hi;
+    if (lo == hi) return {};
+    uint32_t index[SH_HIST_BUCKETS];
+    for (uint32_t i = lo; i < hi; ++i) index[i - lo] = d->word[i] - at;
+    const uint64_t max_a = wa.cpu(uint32_t(c))[f->offset + 1], max_b = wb.cpu(uint32_t(c))[f->offset + 1];
+    const uint64_t max_ns = max_b > max_a ? max_b : 0;
+    return capped(summarize_sparse({index, hi - lo}, {d->grown.data() + lo, hi - lo}, sum, max_ns), max_ns, max_b);
+  }
   auto b = buckets_over(probe, f, cpus);
   if (keep) *keep = b;
   uint64_t sum = 0, max_a = 0, max_b = 0;
-  const SlotWords& wa = a_.probes[probe].words;
-  const SlotWords& wb = b_.probes[probe].words;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     const uint64_t* pa = wa.cpu(uint32_t(c)) + f->offset;
@@ -153,13 +198,7 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   }
   uint64_t max_ns = 0;  // unknown: summarize() falls back to the top bucket's bound
   if (max_b > max_a) max_ns = max_b;
-  HistSummary s = summarize(b, sum, max_ns);
-  if (max_ns == 0 && s.count && max_b && s.max_ns > max_b) {
-    // The cumulative maximum bounds every value of the interval: percentiles too.
-    s.max_ns = max_b;
-    for (double* p : {&s.p10, &s.p50, &s.p90, &s.p98, &s.p99}) *p = std::min(*p, double(max_b));
-  }
-  return s;
+  return capped(summarize(b, sum, max_ns), max_ns, max_b);
 }
 
 uint64_t Interval::count(int probe, std::string_view field, int cpu, int idx) const {

@@ -112,6 +112,9 @@ class Interval {
   const Sample& b_;
   double seconds_ = 0;
   std::vector<char> present_;  ///< per probe: present(), decided once
+  /// per probe: what changed from a to b when b's state was made from exactly a's
+  /// (SlotWords::delta_from), else null: the histograms then read only the words that grew
+  std::vector<const SlotDelta*> delta_;
   mutable std::vector<int8_t> online_;  ///< per CPU: -1 not asked yet, else online()
 };
 

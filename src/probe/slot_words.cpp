@@ -83,15 +83,27 @@ void SlotWords::assign(uint32_t ncpus, uint32_t slot_words) {
   sw_ = slot_words;
   zero_ = zero.get();
   blocks_.assign((size_t(ncpus) + kBlockCpus - 1) >> kBlockShift, zero);
+  stamp_ = 0;
+  delta_.reset();
 }
 
 void SlotWords::clear() {
   ncpus_ = sw_ = 0;
   zero_ = nullptr;
   blocks_.clear();
+  stamp_ = 0;
+  delta_.reset();
+}
+
+void SlotWords::stamp_state(std::shared_ptr<SlotDelta> d) {
+  static std::atomic<uint64_t> next{1};
+  stamp_ = next.fetch_add(1, std::memory_order_relaxed);
+  if (d) d->after = stamp_;
+  delta_ = std::move(d);
 }
 
 uint64_t* SlotWords::mut_block(size_t b, bool keep) {
+  stamp_ = 0;  // a word may be written through the pointer returned
   std::shared_ptr<uint64_t[]>& p = blocks_[b];
   if (p.get() != zero_ && p.use_count() == 1) {
     // Ours alone: whoever held it before has let go (pairs with the release of their

@@ -11,6 +11,21 @@
 
 namespace schedhot {
 
+/// What one state of a probe's slot words changed to the next, as the code that made the
+/// next state applied it (the recording decoder): per CPU, the words that grew and by how
+/// much. A word that shrank (a reset) grew by 0 and is left out, as Interval counts it.
+/// Interval reads this instead of comparing every CPU's words when its two samples are
+/// consecutive states (SlotWords::delta_from): a busy 8192-CPU interval's whole-machine
+/// histogram is then the words that moved, not 8192 x 512 buckets (issue 32).
+struct SlotDelta {
+  uint64_t before = 0;  ///< the stamp of the state it applies to (SlotWords::stamp())
+  uint64_t after = 0;   ///< the stamp of the state it made
+  /// ncpus + 1 offsets: CPU c's entries are [first[c], first[c + 1]).
+  std::vector<uint32_t> first;
+  std::vector<uint32_t> word;   ///< slot word index, ascending within a CPU
+  std::vector<uint64_t> grown;  ///< how much that word grew (> 0)
+};
+
 /// ncpus * slot_words u64 words, CPU-major, held as blocks of kBlockCpus CPUs (the last
 /// block may hold fewer). Each block is immutable while shared: copying a SlotWords copies
 /// block pointers (no words), and a write (mut_cpu(), mut(), mut_block()) first unshares
@@ -98,6 +113,20 @@ class SlotWords {
   /// Whether block b is the shared zero block (all zero, never written).
   bool zero_block(size_t b) const { return b < blocks_.size() && blocks_[b].get() == zero_; }
 
+  /// The state's stamp: a process-unique number its producer gave it (stamp_state()), kept
+  /// by copies, 0 once any word may have been written since (every mut_*(), assign(),
+  /// clear()). Two SlotWords with the same non-zero stamp hold the same words.
+  uint64_t stamp() const { return stamp_; }
+  /// Gives this state a fresh stamp; with d (d->before the stamp of the state it was made
+  /// from), keeps d as what changed to make it (d->after is set to the new stamp).
+  void stamp_state(std::shared_ptr<SlotDelta> d = nullptr);
+  /// What changed from a to this state, when this state was made from exactly a's by the
+  /// kept delta (stamps match, neither written since); else null.
+  const SlotDelta* delta_from(const SlotWords& a) const {
+    return delta_ && stamp_ && a.stamp_ && delta_->after == stamp_ && delta_->before == a.stamp_ ? delta_.get()
+                                                                                                 : nullptr;
+  }
+
   /// Same shape and words (shared blocks are not read).
   bool operator==(const SlotWords& o) const;
 
@@ -112,6 +141,8 @@ class SlotWords {
   uint32_t sw_ = 0;
   const uint64_t* zero_ = nullptr;  ///< the zero block of this shape's block size
   std::vector<std::shared_ptr<uint64_t[]>> blocks_;
+  uint64_t stamp_ = 0;
+  std::shared_ptr<const SlotDelta> delta_;
   static std::atomic<uint64_t> allocated_, copied_;
 };
 

@@ -124,13 +124,24 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     const uint32_t sw = meta.probes[pi].slot.slot_words;
     ProbeSample& ps = state.probes[pi];
     // A keyframe starts from zeros: shared zero blocks, unshared as CPUs are written.
-    if (keyframe || !ps.present || !ps.words.shaped(meta.ncpus, sw)) ps.words.assign(meta.ncpus, sw);
+    const bool from_zero = keyframe || !ps.present || !ps.words.shaped(meta.ncpus, sw);
+    const uint64_t before = from_zero ? 0 : ps.words.stamp();
+    if (from_zero) ps.words.assign(meta.ncpus, sw);
     ps.present = true;
     uint64_t ncpu = cur.varint();
     if (!cur.ok || ncpu > meta.ncpus) {
       why = fmt::format("probe {}: {} changed CPUs out of {}", meta.probes[pi].name, ncpu, meta.ncpus);
       return false;
     }
+    // What this sample changed, for Interval (SlotDelta): kept when it applies to a
+    // stamped state (not a keyframe's zeros) and changed something.
+    std::shared_ptr<SlotDelta> delta;
+    if (before && ncpu) {
+      delta = std::make_shared<SlotDelta>();
+      delta->before = before;
+      delta->first.resize(size_t(meta.ncpus) + 1);
+    }
+    uint32_t next_first = 0;  // the next CPU whose delta->first is not set yet
     uint64_t cpu = 0;
     bool first_cpu = true;
     for (uint64_t k = 0; k < ncpu; ++k) {
@@ -147,6 +158,8 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       // Unshares the CPU's block (next() handed out a copy sharing it); nw <= sw, so a
       // CPU with words has a block.
       uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
+      if (delta)
+        while (next_first <= cpu) delta->first[next_first++] = uint32_t(delta->word.size());
       for (uint64_t x = 0; x < nw; ++x) {
         uint64_t wg = cur.varint();
         w = first_w ? wg : w + 1 + wg;
@@ -156,9 +169,20 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
           why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
           return false;
         }
+        const uint64_t was = slot[w];
         slot[w] += static_cast<uint64_t>(d);
         if (slot[w]) nonzero_cpu[cpu] = 1;
+        if (delta && slot[w] > was) {
+          delta->word.push_back(uint32_t(w));
+          delta->grown.push_back(slot[w] - was);
+        }
       }
+    }
+    if (delta) {
+      while (next_first <= meta.ncpus) delta->first[next_first++] = uint32_t(delta->word.size());
+      ps.words.stamp_state(std::move(delta));
+    } else if (!ps.words.stamp()) {
+      ps.words.stamp_state();  // a keyframe's state: what the next sample's delta applies to
     }
   }
   if (cur.left() != 0) {

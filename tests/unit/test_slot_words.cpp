@@ -300,5 +300,70 @@ TEST(SlotWords, IntervalOverSharedBlocksEqualsUnshared) {
   EXPECT_EQ(shared.hist(cs, "lat").count, 1u);
 }
 
+// The recording decoder keeps what each sample changed (SlotDelta), and Interval reads
+// only those words for two consecutive states: its figures equal the dense compare's to
+// the bit, resets (a word that shrank) and keyframes included, and the delta is there.
+TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
+  const Meta m = synthetic_meta(3 * K + 5);
+  std::mt19937_64 rng(17);
+  const std::string path = tmp_path("slot_words_delta.shot");
+  std::remove(path.c_str());
+  const int nsamples = int(kKeyframeEvery) + 6;  // a second keyframe inside
+  {
+    RecordingWriter w(path, m);
+    Sample s = make_sample(m);
+    for (int k = 0; k < nsamples; ++k) {
+      testing::advance(m, s, rng, k % 5 == 3 ? 0.02 : 0.6);
+      if (k % 7 == 5)  // a reset: a few CPUs' words go back to a smaller value
+        for (size_t p = 0; p < m.probes.size(); ++p)
+          for (uint32_t c = 0; c < m.ncpus; c += 9)
+            for (uint32_t x = 0; x < m.probes[p].slot.slot_words; x += 3) s.probes[p].words.mut_cpu(c)[x] /= 2;
+      w.write_sample(s);
+    }
+    w.close();
+  }
+  auto r = RecordingReader::open(path);
+  Sample a, b;
+  ASSERT_TRUE(r->next(a));
+  int sparse = 0, pairs = 0;
+  std::vector<int> group;
+  for (uint32_t c = 1; c < m.ncpus; c += 3) group.push_back(int(c));
+  while (r->next(b)) {
+    ++pairs;
+    Sample dense = b;  // the same words, its stamp dropped: Interval compares every CPU
+    for (ProbeSample& p : dense.probes)
+      if (p.words.nblocks()) p.words.mut_block(0);
+    const Interval fast(m, a, b), slow(m, a, dense);
+    bool any = false;
+    for (int p = 0; p < int(m.probes.size()); ++p) {
+      ASSERT_FALSE(dense.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words));
+      any |= b.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words) != nullptr;
+      for (const Field& f : m.probes[size_t(p)].slot.fields) {
+        if (f.kind != FieldKind::hist) continue;
+        const FieldRef ref{p, &f};
+        auto same = [&](const HistSummary& x, const HistSummary& y, int c) {
+          ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c << " sample " << b.seq;
+          ASSERT_EQ(x.mean_ns, y.mean_ns);
+          ASSERT_EQ(x.max_ns, y.max_ns);
+          for (auto q : {&HistSummary::p10, &HistSummary::p50, &HistSummary::p90, &HistSummary::p98, &HistSummary::p99})
+            ASSERT_EQ(x.*q, y.*q) << f.name << " cpu " << c;
+        };
+        for (int c = -1; c < int(m.ncpus); ++c) same(fast.hist(ref, c), slow.hist(ref, c), c);
+        same(fast.hist(ref, std::span<const int>(group)), slow.hist(ref, std::span<const int>(group)), -2);
+        std::vector<uint64_t> kf, ks;
+        same(fast.hist(p, f.name, std::span<const int>(group), kf), slow.hist(p, f.name, std::span<const int>(group), ks), -3);
+        ASSERT_EQ(kf, ks);
+        ASSERT_EQ(fast.buckets(p, f.name), slow.buckets(p, f.name));
+      }
+    }
+    sparse += any;
+    a = b;
+  }
+  EXPECT_EQ(pairs, nsamples - 1);
+  // Every pair but the one into the second keyframe (its deltas are against zero).
+  EXPECT_EQ(sparse, nsamples - 2);
+  std::remove(path.c_str());
+}
+
 }  // namespace
 }  // namespace schedhot
