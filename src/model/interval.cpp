@@ -97,10 +97,18 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
     lo = f->offset + idx;
     hi = lo + 1;
   }
+  uint64_t sum = 0;
+  if (const SlotDelta* d = delta_[size_t(probe)]) {  // consecutive states: only the words that moved
+    for (int c : cpus) {
+      if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
+      for (uint32_t i = d->first[size_t(c)], e = d->first[size_t(c) + 1]; i < e && d->word[i] < hi; ++i)
+        if (d->word[i] >= lo) sum += d->grown[i];
+    }
+    return sum;
+  }
   // Plain pointers: this runs per CPU and field in the coherence model's inner loop.
   const SlotWords& wa = a_.probes[size_t(probe)].words;
   const SlotWords& wb = b_.probes[size_t(probe)].words;
-  uint64_t sum = 0;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
     const uint64_t* pa = wa.cpu(uint32_t(c));
@@ -112,6 +120,11 @@ uint64_t Interval::count_over(int probe, const Field* f, const Cpus& cpus, int i
 }
 
 void Interval::word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const {
+  if (const SlotDelta* d = delta_[size_t(probe)]) {  // consecutive states: only the words that moved
+    for (uint32_t w : words) out[w] = 0;
+    for (uint32_t i = d->first[size_t(cpu)], e = d->first[size_t(cpu) + 1]; i < e; ++i) out[d->word[i]] = d->grown[i];
+    return;
+  }
   const uint64_t* pa = a_.probes[size_t(probe)].words.cpu(uint32_t(cpu));
   const uint64_t* pb = b_.probes[size_t(probe)].words.cpu(uint32_t(cpu));
   if (pa == pb) {  // a block both samples share

@@ -89,8 +89,9 @@ class Interval {
 
   /// Deltas of chosen words of probe's slot on one CPU, for hot loops that read many
   /// fields per CPU (the coherence model): out[w] = the delta of word w (a reset reads as
-  /// 0) for each w in words; other entries of out are left alone. Requires present(probe),
-  /// 0 <= cpu < ncpus and every w < slot_words.
+  /// 0) for each w in words; other entries of out may be written too (with their words'
+  /// deltas), so out holds slot_words entries. Requires present(probe), 0 <= cpu < ncpus
+  /// and every w < slot_words.
   void word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const;
 
   const Meta& meta() const { return meta_; }

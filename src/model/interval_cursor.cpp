@@ -10,7 +10,11 @@ IntervalCursor::IntervalCursor(const Meta& meta, IntervalCursorOptions opts)
 Sample& IntervalCursor::spare() {
   iv_.reset();
   have_prev_ = false;
-  return buf_[1 - cur_];
+  // Let go of its words before the source makes the next sample: a recording's decoder
+  // then reuses their blocks instead of copying (SlotWords::begin_next).
+  Sample& s = buf_[1 - cur_];
+  for (ProbeSample& p : s.probes) p.words.clear();
+  return s;
 }
 
 IntervalCursor::Fate IntervalCursor::place() {

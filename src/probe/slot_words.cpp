@@ -8,6 +8,7 @@ namespace schedhot {
 
 std::atomic<uint64_t> SlotWords::allocated_{0};
 std::atomic<uint64_t> SlotWords::copied_{0};
+std::atomic<uint64_t> SlotWords::recycled_{0};
 
 namespace {
 
@@ -85,6 +86,7 @@ void SlotWords::assign(uint32_t ncpus, uint32_t slot_words) {
   blocks_.assign((size_t(ncpus) + kBlockCpus - 1) >> kBlockShift, zero);
   stamp_ = 0;
   delta_.reset();
+  older_ = Older{};
 }
 
 void SlotWords::clear() {
@@ -93,6 +95,7 @@ void SlotWords::clear() {
   blocks_.clear();
   stamp_ = 0;
   delta_.reset();
+  older_ = Older{};
 }
 
 void SlotWords::stamp_state(std::shared_ptr<SlotDelta> d) {
@@ -112,6 +115,25 @@ uint64_t* SlotWords::mut_block(size_t b, bool keep) {
     return p.get();
   }
   const size_t n = size_t(block_cpus(b)) * sw_;
+  if (keep && b < older_.recycle.size() && older_.recycle[b] && older_.recycle[b].use_count() == 1 &&
+      older_.recycle[b] != p) {
+    // The block of the state before this one, held by no one else: its words plus the
+    // changes from it to this state (the kept delta) are this block's words.
+    std::shared_ptr<uint64_t[]> r = std::move(older_.recycle[b]);
+    std::atomic_thread_fence(std::memory_order_acquire);
+    const SlotDelta& d = *older_.recycle_delta;
+    const uint32_t c0 = static_cast<uint32_t>(b) << kBlockShift;
+    uint64_t* dst = r.get();
+    const uint64_t* src = p.get();
+    for (uint32_t k = 0; k < block_cpus(b); ++k)
+      for (uint32_t i = d.first[c0 + k], e = d.first[c0 + k + 1]; i < e; ++i) {
+        const size_t at = size_t(k) * sw_ + d.word[i];
+        dst[at] = src[at];
+      }
+    recycled_.fetch_add(n * sizeof(uint64_t), std::memory_order_relaxed);
+    p = std::move(r);
+    return p.get();
+  }
   std::shared_ptr<uint64_t[]> fresh(pool().take(n), [n](uint64_t* q) { pool().give(q, n); });
   allocated_.fetch_add(n * sizeof(uint64_t), std::memory_order_relaxed);
   if (keep) {
@@ -124,6 +146,25 @@ uint64_t* SlotWords::mut_block(size_t b, bool keep) {
   }
   p = std::move(fresh);
   return p.get();
+}
+
+void SlotWords::begin_next() {
+  older_.recycle.clear();
+  older_.recycle_delta.reset();
+  // The blocks kept at the last begin_next() are the state the kept delta was made from:
+  // with it they can be caught up to the current state.
+  if (delta_ && stamp_ && older_.base_stamp && delta_->before == older_.base_stamp && delta_->after == stamp_ &&
+      older_.base.size() == blocks_.size() && delta_->first.size() == size_t(ncpus_) + 1) {
+    older_.recycle = std::move(older_.base);
+    older_.recycle_delta = delta_;
+  }
+  older_.base = blocks_;
+  older_.base_stamp = stamp_;
+}
+
+void SlotWords::end_next() {
+  older_.recycle.clear();  // what was not reused goes back to the pool
+  older_.recycle_delta.reset();
 }
 
 bool SlotWords::operator==(const SlotWords& o) const {

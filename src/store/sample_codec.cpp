@@ -126,7 +126,10 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     // A keyframe starts from zeros: shared zero blocks, unshared as CPUs are written.
     const bool from_zero = keyframe || !ps.present || !ps.words.shaped(meta.ncpus, sw);
     const uint64_t before = from_zero ? 0 : ps.words.stamp();
-    if (from_zero) ps.words.assign(meta.ncpus, sw);
+    if (from_zero)
+      ps.words.assign(meta.ncpus, sw);
+    else
+      ps.words.begin_next();
     ps.present = true;
     uint64_t ncpu = cur.varint();
     if (!cur.ok || ncpu > meta.ncpus) {
@@ -172,9 +175,9 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
         const uint64_t was = slot[w];
         slot[w] += static_cast<uint64_t>(d);
         if (slot[w]) nonzero_cpu[cpu] = 1;
-        if (delta && slot[w] > was) {
+        if (delta && slot[w] != was) {
           delta->word.push_back(uint32_t(w));
-          delta->grown.push_back(slot[w] - was);
+          delta->grown.push_back(slot[w] > was ? slot[w] - was : 0);
         }
       }
     }
@@ -184,6 +187,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     } else if (!ps.words.stamp()) {
       ps.words.stamp_state();  // a keyframe's state: what the next sample's delta applies to
     }
+    ps.words.end_next();
   }
   if (cur.left() != 0) {
     why = fmt::format("{} trailing bytes in sample", cur.left());

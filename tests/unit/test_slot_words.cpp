@@ -5,10 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <numeric>
 #include <random>
 #include <vector>
 
 #include "model/interval.h"
+#include "model/interval_cursor.h"
 #include "probe/records.h"
 #include "probe/slot_words.h"
 #include "sample/sampler.h"
@@ -338,9 +340,28 @@ TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
     for (int p = 0; p < int(m.probes.size()); ++p) {
       ASSERT_FALSE(dense.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words));
       any |= b.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words) != nullptr;
+      if (fast.present(p)) {  // every word's delta on every CPU, as the coherence model reads them
+        const uint32_t sw = m.probes[size_t(p)].slot.slot_words;
+        std::vector<uint32_t> all(sw);
+        std::iota(all.begin(), all.end(), 0u);
+        std::vector<uint64_t> df(sw, 7), ds(sw, 7);
+        for (int c = 0; c < int(m.ncpus); ++c) {
+          fast.word_deltas(p, c, all, df.data());
+          slow.word_deltas(p, c, all, ds.data());
+          ASSERT_EQ(df, ds) << "probe " << p << " cpu " << c << " sample " << b.seq;
+        }
+      }
       for (const Field& f : m.probes[size_t(p)].slot.fields) {
-        if (f.kind != FieldKind::hist) continue;
         const FieldRef ref{p, &f};
+        if (f.kind != FieldKind::hist) {
+          for (int c = -1; c < int(m.ncpus); ++c) {
+            ASSERT_EQ(fast.count(ref, c), slow.count(ref, c)) << f.name << " cpu " << c << " sample " << b.seq;
+            if (f.kind == FieldKind::counter_array)
+              for (int k = 0; k < int(f.nwords); ++k) ASSERT_EQ(fast.count(ref, c, k), slow.count(ref, c, k));
+          }
+          ASSERT_EQ(fast.count(ref, std::span<const int>(group)), slow.count(ref, std::span<const int>(group)));
+          continue;
+        }
         auto same = [&](const HistSummary& x, const HistSummary& y, int c) {
           ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c << " sample " << b.seq;
           ASSERT_EQ(x.mean_ns, y.mean_ns);
@@ -362,6 +383,55 @@ TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
   EXPECT_EQ(pairs, nsamples - 1);
   // Every pair but the one into the second keyframe (its deltas are against zero).
   EXPECT_EQ(sparse, nsamples - 2);
+  std::remove(path.c_str());
+}
+
+// Read through an IntervalCursor (which lets go of the sample before the one it holds),
+// the decoder makes each busy sample from the blocks of the sample before last, caught up
+// by the words that changed, not by copying every block: no word copied but by the first
+// sample after a keyframe, every sample equal to one read on its own (resets and a
+// keyframe inside).
+TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
+  const Meta m = synthetic_meta(2 * K + 3);
+  std::mt19937_64 rng(5);
+  const std::string path = tmp_path("slot_words_reuse.shot");
+  std::remove(path.c_str());
+  const int nsamples = int(kKeyframeEvery) + 10;
+  {
+    RecordingWriter w(path, m);
+    Sample s = make_sample(m);
+    for (int k = 0; k < nsamples; ++k) {
+      testing::advance(m, s, rng, 1.0);
+      if (k % 6 == 4)
+        for (uint32_t c = 0; c < m.ncpus; c += 5) s.probes[0].words.mut_cpu(c)[0] /= 3;
+      w.write_sample(s);
+    }
+    w.close();
+  }
+  std::vector<Sample> want;  // every sample held: nothing can be reused
+  {
+    auto r = RecordingReader::open(path);
+    Sample s;
+    while (r->next(s)) want.push_back(s);
+  }
+  ASSERT_EQ(want.size(), size_t(nsamples));
+  auto r = RecordingReader::open(path);
+  IntervalCursor ic(m, {});
+  size_t i = 0;
+  uint64_t copied_late = 0;
+  const uint64_t recycled0 = SlotWords::recycled_bytes();
+  for (uint64_t c0 = SlotWords::copied_bytes(); ic.next(*r); c0 = SlotWords::copied_bytes()) {
+    // What making sample i copied: only the first after a keyframe copies (it has no older
+    // state to reuse), every CPU being busy in every sample.
+    if (i != 1 && i != kKeyframeEvery + 1) copied_late += SlotWords::copied_bytes() - c0;
+    ASSERT_LT(i, want.size());
+    for (size_t p = 0; p < m.probes.size(); ++p)
+      ASSERT_TRUE(ic.cur().probes[p].words == want[i].probes[p].words) << "sample " << i << " probe " << p;
+    ++i;
+  }
+  EXPECT_EQ(i, want.size());
+  EXPECT_EQ(copied_late, 0u);
+  EXPECT_GT(SlotWords::recycled_bytes(), recycled0);
   std::remove(path.c_str());
 }
 
