@@ -12,6 +12,29 @@ namespace {
 /// A slot word's growth from x to y: counters only grow, so a reset reads as 0.
 inline uint64_t grown(uint64_t x, uint64_t y) { return y >= x ? y - x : 0; }
 
+/// A histogram field's entries on one CPU of a SlotDelta: its buckets' entries [lo, hi)
+/// and sum_ns's growth. Like the dense compare (buckets_over), a CPU whose sum_ns and bucket
+/// 0 did not move had no value added: its buckets count nothing (lo == hi).
+struct HistEntries {
+  uint32_t lo = 0, hi = 0;
+  uint64_t sum = 0;
+};
+HistEntries hist_entries(const SlotDelta& d, uint32_t cpu, uint32_t offset) {
+  const uint32_t at = offset + 2, i1 = d.first[size_t(cpu) + 1];
+  HistEntries h;
+  uint32_t i = d.first[size_t(cpu)];
+  bool moved = false;
+  for (; i < i1 && d.word[i] < at; ++i)
+    if (d.word[i] == offset) {
+      h.sum = d.grown[i];
+      moved = true;
+    }
+  if (!moved && !(i < i1 && d.word[i] == at)) return h;
+  h.lo = h.hi = i;
+  while (h.hi < i1 && d.word[h.hi] - at < SH_HIST_BUCKETS) ++h.hi;
+  return h;
+}
+
 /// s (summarized with max_ns, 0 = not known) capped at the cumulative maximum max_b.
 HistSummary capped(HistSummary s, uint64_t max_ns, uint64_t max_b) {
   if (max_ns == 0 && s.count && max_b && s.max_ns > max_b) {
@@ -143,11 +166,11 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
   // histogram): plain pointers so that it vectorizes.
   const uint32_t at = f->offset + 2;
   uint64_t* o = out.data();
-  if (const SlotDelta* d = delta_[size_t(probe)]) {  // consecutive states: only the words that grew
+  if (const SlotDelta* d = delta_[size_t(probe)]) {  // consecutive states: only the words that moved
     for (int c : cpus) {
       if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-      for (uint32_t i = d->first[size_t(c)], e = d->first[size_t(c) + 1]; i < e; ++i)
-        if (d->word[i] - at < SH_HIST_BUCKETS) o[d->word[i] - at] += d->grown[i];
+      const HistEntries h = hist_entries(*d, uint32_t(c), f->offset);
+      for (uint32_t i = h.lo; i < h.hi; ++i) o[d->word[i] - at] += d->grown[i];
     }
     return out;
   }
@@ -182,21 +205,15 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   if (d && !keep && std::ranges::size(cpus) == 1) {
     const int c = *std::ranges::begin(cpus);
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) return {};
-    const uint32_t i0 = d->first[size_t(c)], i1 = d->first[size_t(c) + 1];
-    if (i0 == i1) return {};  // nothing grew: count 0
+    const HistEntries h = hist_entries(*d, uint32_t(c), f->offset);
+    if (h.lo == h.hi) return {};  // no bucket moved: count 0
     const uint32_t at = f->offset + 2;
-    uint32_t lo = i0;
-    uint64_t sum = 0;  // sum_ns's growth: the word before max_ns and the buckets
-    for (; lo < i1 && d->word[lo] < at; ++lo)
-      if (d->word[lo] == f->offset) sum = d->grown[lo];
-    uint32_t hi = lo;
-    while (hi < i1 && d->word[hi] - at < SH_HIST_BUCKETS) ++hi;
-    if (lo == hi) return {};
     uint32_t index[SH_HIST_BUCKETS];
-    for (uint32_t i = lo; i < hi; ++i) index[i - lo] = d->word[i] - at;
+    for (uint32_t i = h.lo; i < h.hi; ++i) index[i - h.lo] = d->word[i] - at;
     const uint64_t max_a = wa.cpu(uint32_t(c))[f->offset + 1], max_b = wb.cpu(uint32_t(c))[f->offset + 1];
     const uint64_t max_ns = max_b > max_a ? max_b : 0;
-    return capped(summarize_sparse({index, hi - lo}, {d->grown.data() + lo, hi - lo}, sum, max_ns), max_ns, max_b);
+    return capped(summarize_sparse({index, h.hi - h.lo}, {d->grown.data() + h.lo, h.hi - h.lo}, h.sum, max_ns), max_ns,
+                  max_b);
   }
   auto b = buckets_over(probe, f, cpus);
   if (keep) *keep = b;

@@ -66,10 +66,22 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     runs.emplace_back(w, e);
     w = e;
   }
+  // What changed from the words' state before (when it has a stamp: the previous sample's,
+  // which a copy keeps) to the one made here, for Interval and the recording writer
+  // (SlotDelta): the compare of a changed block is word by word anyway.
+  const uint64_t before = words.stamp();
+  std::shared_ptr<SlotDelta> delta;
+  if (before) {
+    delta = std::make_shared<SlotDelta>();
+    delta->before = before;
+    delta->first.resize(size_t(ncpus) + 1);
+  }
+  uint32_t next_first = 0;  // the next CPU whose delta->first is not set yet
   size_t written = 0;
   for (size_t b = 0; b < words.nblocks(); ++b) {
     const uint32_t nc = words.block_cpus(b);
-    const uint64_t* src = slots + (b << SlotWords::kBlockShift) * sw;
+    const uint32_t c0 = static_cast<uint32_t>(b) << SlotWords::kBlockShift;
+    const uint64_t* src = slots + size_t(c0) * sw;
     const uint64_t* cur = words.block(b);
     bool same = true;
     for (uint32_t k = 0; same && k < nc; ++k)
@@ -79,13 +91,34 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
           break;
         }
     if (same) continue;
+    // cur stays valid: the block is either still held by the sample it was copied from, or
+    // ours alone and written in place (each CPU compared before it is overwritten).
     uint64_t* dst = words.mut_block(b, /*keep=*/false);
-    std::memcpy(dst, src, size_t(nc) * sw * sizeof(uint64_t));
-    for (auto& f : L.fields) {
-      if (f.kind != FieldKind::priv) continue;
-      for (uint32_t k = 0; k < nc; ++k) std::memset(dst + size_t(k) * sw + f.offset, 0, f.nwords * sizeof(uint64_t));
+    for (uint32_t k = 0; k < nc; ++k) {
+      const uint64_t* sk = src + size_t(k) * sw;
+      const uint64_t* ck = cur + size_t(k) * sw;
+      uint64_t* dk = dst + size_t(k) * sw;
+      if (delta) {
+        while (next_first <= c0 + k) delta->first[next_first++] = uint32_t(delta->word.size());
+        for (auto [lo, hi] : runs)
+          for (uint32_t w = lo; w < hi; ++w)
+            if (sk[w] != ck[w]) {
+              delta->word.push_back(w);
+              delta->grown.push_back(sk[w] > ck[w] ? sk[w] - ck[w] : 0);
+            }
+      }
+      std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
+      for (auto& f : L.fields)
+        if (f.kind == FieldKind::priv) std::memset(dk + f.offset, 0, f.nwords * sizeof(uint64_t));
     }
     ++written;
+  }
+  if (delta) {
+    while (next_first <= ncpus) delta->first[next_first++] = uint32_t(delta->word.size());
+    if (!written) return 0;  // unchanged: the state and its stamp stay
+    words.stamp_state(std::move(delta));
+  } else {
+    words.stamp_state();  // a first state: what the next sample's delta applies to
   }
   return written;
 }

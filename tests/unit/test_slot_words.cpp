@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdio>
+#include <fstream>
+#include <iterator>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -166,6 +168,16 @@ class DenseMaps : public SlotReader {
           if (f.kind == FieldKind::hist) maps_[p][size_t(c) * L.slot_words + f.offset + 2 + (k % 8)] += 1;
       }
     }
+  }
+  /// Changes about frac of every probe's words at random: most grow, some shrink (a
+  /// reset), private words too (which a sample zeroes).
+  void churn(std::mt19937_64& rng, double frac) {
+    std::uniform_real_distribution<double> u(0, 1);
+    for (auto& map : maps_)
+      for (uint64_t& w : map) {
+        if (u(rng) > frac) continue;
+        w = rng() % 10 == 0 ? w / 2 : w + rng() % 1000;
+      }
   }
 
  private:
@@ -433,6 +445,75 @@ TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   EXPECT_EQ(copied_late, 0u);
   EXPECT_GT(SlotWords::recycled_bytes(), recycled0);
   std::remove(path.c_str());
+}
+
+// The sampler keeps what each sample changed (copy_slots' SlotDelta): the recording writer
+// encodes from it without comparing, to the same bytes as the compare, and Interval's
+// figures over two consecutive live samples equal the dense compare's.
+TEST(SlotWords, TheSamplersDeltaWritesTheSameBytesAndFigures) {
+  const Meta m = synthetic_meta(2 * K + 7);
+  DenseMaps maps(m);
+  LiveSource live(maps, m, 1, 0, nullptr);  // a 1 ns interval: every poll takes a sample
+  std::mt19937_64 rng(23);
+  std::vector<Sample> taken;
+  Sample s;
+  for (int k = 0; k < 12; ++k) {
+    maps.churn(rng, k % 4 == 2 ? 0.0 : k % 4 == 3 ? 0.01 : 0.3);  // idle, nearly idle, busy
+    ASSERT_TRUE(live.poll(s));
+    taken.push_back(s);
+  }
+  int with_delta = 0;
+  for (size_t k = 1; k < taken.size(); ++k) {
+    for (size_t p = 0; p < m.probes.size(); ++p)
+      with_delta += taken[k].probes[p].words.delta_from(taken[k - 1].probes[p].words) != nullptr;
+    Sample dense = taken[k];
+    for (ProbeSample& p : dense.probes)
+      if (p.words.nblocks()) p.words.mut_block(0);
+    const Interval fast(m, taken[k - 1], taken[k]), slow(m, taken[k - 1], dense);
+    for (int p = 0; p < int(m.probes.size()); ++p)
+      for (const Field& f : m.probes[size_t(p)].slot.fields) {
+        const FieldRef ref{p, &f};
+        for (int c = -1; c < int(m.ncpus); ++c) {
+          if (f.kind == FieldKind::hist) {
+            const HistSummary x = fast.hist(ref, c), y = slow.hist(ref, c);
+            ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c << " sample " << k;
+            ASSERT_EQ(x.p50, y.p50);
+            ASSERT_EQ(x.p99, y.p99);
+            ASSERT_EQ(x.max_ns, y.max_ns);
+            ASSERT_EQ(x.mean_ns, y.mean_ns);
+          } else if (f.kind != FieldKind::priv) {
+            ASSERT_EQ(fast.count(ref, c), slow.count(ref, c)) << f.name << " cpu " << c << " sample " << k;
+          }
+        }
+      }
+  }
+  EXPECT_GE(with_delta, int(m.probes.size()) * 8) << "the busy and nearly idle samples keep a delta";
+  // The same samples written twice: as taken (the writer reads the deltas) and with their
+  // stamps dropped (the writer compares): the same bytes.
+  const std::string a = tmp_path("slot_words_delta_a.shot"), b = tmp_path("slot_words_delta_b.shot");
+  std::remove(a.c_str());
+  std::remove(b.c_str());
+  {
+    RecordingWriter wa(a, m), wb(b, m);
+    for (const Sample& t : taken) {
+      wa.write_sample(t);
+      Sample dense = t;
+      for (ProbeSample& p : dense.probes)
+        if (p.words.nblocks()) p.words.mut_block(0);
+      wb.write_sample(dense);
+    }
+    wa.close();
+    wb.close();
+  }
+  auto bytes = [](const std::string& path) {
+    std::ifstream f(path, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  };
+  const std::string ba = bytes(a), bb = bytes(b);
+  EXPECT_GT(ba.size(), 1000u);
+  EXPECT_TRUE(ba == bb) << "the recordings differ (" << ba.size() << " and " << bb.size() << " bytes)";
+  std::remove(a.c_str());
+  std::remove(b.c_str());
 }
 
 }  // namespace
