@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace schedhot {
@@ -24,6 +25,15 @@ struct SlotDelta {
   std::vector<uint32_t> first;
   std::vector<uint32_t> word;   ///< slot word index, ascending within a CPU
   std::vector<uint64_t> grown;  ///< how much that word grew (0: it shrank)
+  /// The entries whose word shrank, ascending: (entry index, new - old mod 2^64), so that
+  /// an encoder has every entry's change without reading the words.
+  std::vector<std::pair<uint32_t, uint64_t>> shrunk;
+  /// Adds an entry for word w, from old to now (requires old != now).
+  void add(uint32_t w, uint64_t old, uint64_t now) {
+    if (now < old) shrunk.emplace_back(uint32_t(word.size()), now - old);
+    word.push_back(w);
+    grown.push_back(now > old ? now - old : 0);
+  }
 };
 
 /// ncpus * slot_words u64 words, CPU-major, held as blocks of kBlockCpus CPUs (the last

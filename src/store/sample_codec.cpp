@@ -58,17 +58,18 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
     // decoder: SlotDelta lists exactly the words that differ): no compare at all.
     if (const SlotDelta* d = base ? cur.words.delta_from(base->words) : nullptr;
         d && d->first.size() == size_t(meta.ncpus) + 1) {
+      size_t s_at = 0;  // the next shrunk entry
       for (uint32_t c = 0; c < meta.ncpus; ++c) {
         const uint32_t i0 = d->first[c], i1 = d->first[c + 1];
         if (i0 == i1) continue;
-        const uint64_t* w = cur.words.cpu(c);
-        const uint64_t* o = base->words.cpu(c);
         words.clear();
         int64_t last_w = -1;
         for (uint32_t i = i0; i < i1; ++i) {
           const uint32_t k = d->word[i];
+          uint64_t change = d->grown[i];  // new - old: the growth, or (when it shrank) kept aside
+          if (!change && s_at < d->shrunk.size() && d->shrunk[s_at].first == i) change = d->shrunk[s_at++].second;
           put_varint(words, static_cast<uint64_t>(k - last_w - 1));
-          put_varint(words, zigzag(static_cast<int64_t>(w[k] - o[k])));
+          put_varint(words, zigzag(static_cast<int64_t>(change)));
           last_w = k;
         }
         put_varint(cpus, static_cast<uint64_t>(c - last_cpu - 1));
@@ -202,10 +203,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
         const uint64_t was = slot[w];
         slot[w] += static_cast<uint64_t>(d);
         if (slot[w]) nonzero_cpu[cpu] = 1;
-        if (delta && slot[w] != was) {
-          delta->word.push_back(uint32_t(w));
-          delta->grown.push_back(slot[w] > was ? slot[w] - was : 0);
-        }
+        if (delta && slot[w] != was) delta->add(uint32_t(w), was, slot[w]);
       }
     }
     if (delta) {

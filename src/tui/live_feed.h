@@ -101,6 +101,11 @@ class LiveFeed : public TuiFeed {
 
   std::string adjust(int dir) override {
     const uint64_t cur = sess_.interval();
+    // A recording has one interval, its META's: replay and report count lost samples
+    // against it, so a change would read as samples lost (or look like a shorter one).
+    if (recording())
+      return fmt::format("interval {:.3g} s is fixed while recording to {} (set it with -i)", double(cur) / 1e9,
+                         sess_.recording().path());
     uint64_t next = cur;
     if (dir > 0) {
       for (uint64_t v : kIntervals)

@@ -688,8 +688,8 @@ def s_live_top(t):
         check("idle tp_btf" in screen or "idle tracepoint" in screen, "the idle probe's backend", screen)
         check(f"recording to {rec}" in screen, "recording state", screen)
         check(len(table_rows(screen)) >= 1, "per-CPU rows", screen)
-        t.type("+")
-        t.wait_text("interval 0.5 s from the next sample on")
+        t.type("+")  # a recording keeps its META's interval: replay counts lost samples against it
+        t.wait_text(f"interval 0.3 s is fixed while recording to {rec} (set it with -i)")
         t.keys("Space")
         t.wait_text("paused (space resumes; sampling goes on)")
         t.keys("Space")
