@@ -79,6 +79,8 @@ try:
         check(rc == 2 and len(err) == 1 and v in err[0], f"--listen {v} ({what}): exit {rc} in {dt:.2f} s: {err}")
         if v == "[::1]":
             check("no port" in err[0], f"--listen [::1] says it has no port (not a port '1]'): {err}")
+        if v == "19894":
+            check("a port without an address" in err[0], f"--listen 19894 says what is missing (the address): {err}")
     busy = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     busy.bind(("127.0.0.1", 0))
     busy.listen(1)

@@ -170,7 +170,11 @@ int record(const RecordRequest& r) {
         blind_at_end.push_back(fmt::format("  {} blind: {}", sess.meta().probes[i].name, why));
   const std::string wrote = sess.close(true);  // the stop's final sample is taken by next(); this closes the file
   if (!r.quiet) {
-    say(wrote + (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
+    // Samples the sampler could not take on time (replay and report count them the same
+    // way, from the gaps): said here too, not only found later.
+    const uint64_t lost = sess.lost_samples();
+    say(wrote + (lost ? fmt::format("; {} sample{} missed (a late interval: replay's lost)", lost, lost == 1 ? "" : "s") : "") +
+        (r.stop && r.stop->load() ? " (stopped by signal)" : ""));
     for (const std::string& b : blind_at_end) say(b);
   }
   return 0;

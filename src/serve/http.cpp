@@ -32,6 +32,8 @@ using Clock = std::chrono::steady_clock;
 std::string parse_listen(const std::string& s, ListenAddr& out) {
   const std::string hint = "give ADDRESS:PORT: 127.0.0.1:9870, [::1]:9870, or :9870 for every address";
   const size_t colon = s.rfind(':');
+  if (colon == std::string::npos && !s.empty() && s.find_first_not_of("0123456789") == std::string::npos)
+    return fmt::format("--listen {}: a port without an address; {}", s, hint);  // "9870"
   if (colon == std::string::npos || (!s.empty() && s.front() == '[' && s.find(']') > colon))  // "[::1]": no port
     return fmt::format("--listen {}: no port; {}", s, hint);
   std::string host = s.substr(0, colon);
