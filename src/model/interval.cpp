@@ -12,6 +12,10 @@ namespace {
 /// A slot word's growth from x to y: counters only grow, so a reset reads as 0.
 inline uint64_t grown(uint64_t x, uint64_t y) { return y >= x ? y - x : 0; }
 
+/// The most CPUs whose histogram hist_over merges from a delta's entries rather than
+/// summing densely (a topology group; an LLC is 16 CPUs on the benchmark's machine).
+constexpr size_t kSparseGroup = 64;
+
 /// A histogram field's entries on one CPU of a SlotDelta: its buckets' entries [lo, hi)
 /// and sum_ns's growth. Like the dense compare (buckets_over), a CPU whose sum_ns and bucket
 /// 0 did not move had no value added: its buckets count nothing (lo == hi).
@@ -200,20 +204,34 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   const SlotWords& wa = a_.probes[probe].words;
   const SlotWords& wb = b_.probes[probe].words;
   const SlotDelta* d = delta_[size_t(probe)];
-  // One CPU of consecutive states (a per-CPU p99 column, 8192 of them a frame): its
-  // buckets that grew, without a dense histogram.
-  if (d && !keep && std::ranges::size(cpus) == 1) {
-    const int c = *std::ranges::begin(cpus);
-    if (c < 0 || c >= static_cast<int>(meta_.ncpus)) return {};
-    const HistEntries h = hist_entries(*d, uint32_t(c), f->offset);
-    if (h.lo == h.hi) return {};  // no bucket moved: count 0
-    const uint32_t at = f->offset + 2;
+  // One CPU or a few of consecutive states (a per-CPU p99 column, 8192 of them a frame; a
+  // topology group's): their moved buckets merged, without a dense histogram.
+  if (d && !keep && std::ranges::size(cpus) <= kSparseGroup) {
+    thread_local std::vector<std::pair<uint32_t, uint64_t>> moved;
+    moved.clear();
+    uint64_t sum = 0, max_a = 0, max_b = 0;
+    for (int c : cpus) {
+      if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
+      const HistEntries h = hist_entries(*d, uint32_t(c), f->offset);
+      sum += h.sum;
+      for (uint32_t i = h.lo; i < h.hi; ++i) moved.emplace_back(d->word[i] - (f->offset + 2), d->grown[i]);
+      max_a = std::max(max_a, wa.cpu(uint32_t(c))[f->offset + 1]);
+      max_b = std::max(max_b, wb.cpu(uint32_t(c))[f->offset + 1]);
+    }
+    std::sort(moved.begin(), moved.end());
     uint32_t index[SH_HIST_BUCKETS];
-    for (uint32_t i = h.lo; i < h.hi; ++i) index[i - h.lo] = d->word[i] - at;
-    const uint64_t max_a = wa.cpu(uint32_t(c))[f->offset + 1], max_b = wb.cpu(uint32_t(c))[f->offset + 1];
+    uint64_t count[SH_HIST_BUCKETS];
+    size_t n = 0;
+    for (const auto& [bucket, g] : moved) {
+      if (n && index[n - 1] == bucket) {
+        count[n - 1] += g;
+      } else {
+        index[n] = bucket;
+        count[n++] = g;
+      }
+    }
     const uint64_t max_ns = max_b > max_a ? max_b : 0;
-    return capped(summarize_sparse({index, h.hi - h.lo}, {d->grown.data() + h.lo, h.hi - h.lo}, h.sum, max_ns), max_ns,
-                  max_b);
+    return capped(summarize_sparse({index, n}, {count, n}, sum, max_ns), max_ns, max_b);
   }
   auto b = buckets_over(probe, f, cpus);
   if (keep) *keep = b;
