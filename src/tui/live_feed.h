@@ -72,7 +72,7 @@ class LiveFeed : public TuiFeed {
     const bool changed = !sess_.take_status_changes().empty();
     if (sess_.error()) throw std::runtime_error(*sess_.error());
     if (!got) return changed;
-    pair_.take(in_);  // in_ gets the oldest sample's buffers back: the next poll reuses them
+    pair_.take(in_);  // in_ gets the oldest sample back, its words let go (the next poll shares the last's)
     if (!meta().catch_rules.empty()) {  // the tails view's "since start"
       if (n_ == 0) {
         start_ = pair_.cur();

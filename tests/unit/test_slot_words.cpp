@@ -516,5 +516,49 @@ TEST(SlotWords, TheSamplersDeltaWritesTheSameBytesAndFigures) {
   std::remove(b.c_str());
 }
 
+// Crafted recordings (an attacker's, 2026-12-06) whose histograms break the BPF programs'
+// order: a bucket grows while sum_ns does not (nosum: only idle.lat's bucket 20 on CPU 0,
+// +1 at sample 5 and at the keyframe 64), buckets, sum_ns and max reset (histodd). The
+// delta path counts them as the dense compare does (a CPU whose sum_ns and bucket 0 did
+// not move adds nothing), in every interval, so the same change gives the same figure
+// wherever it falls.
+TEST(SlotWords, CraftedHistogramsCountTheSameThroughTheDelta) {
+  for (const char* name : {"delta-nosum-2.shot", "delta-histodd-4.shot"}) {
+    auto r = RecordingReader::open(std::string(SCHEDHOT_DATA) + "/" + name);
+    ASSERT_TRUE(r) << name;
+    const Meta& m = r->meta();
+    IntervalCursor ic(m, {});
+    int with_delta = 0, intervals = 0;
+    while (ic.next(*r)) {
+      if (const Interval* iv = ic.interval()) {
+        ++intervals;
+        Sample dense = ic.cur();
+        for (ProbeSample& p : dense.probes)
+          if (p.words.nblocks()) p.words.mut_block(0);
+        const Interval slow(m, *ic.prev(), dense);
+        for (int p = 0; p < int(m.probes.size()); ++p) {
+          with_delta += ic.cur().probes[size_t(p)].words.delta_from(ic.prev()->probes[size_t(p)].words) != nullptr;
+          for (const Field& f : m.probes[size_t(p)].slot.fields) {
+            if (f.kind != FieldKind::hist) continue;
+            const FieldRef ref{p, &f};
+            for (int c = -1; c < int(m.ncpus); ++c) {
+              const HistSummary x = iv->hist(ref, c), y = slow.hist(ref, c);
+              ASSERT_EQ(x.count, y.count) << name << " " << f.name << " cpu " << c << " at " << ic.t();
+              ASSERT_EQ(x.p99, y.p99);
+              ASSERT_EQ(x.max_ns, y.max_ns);
+            }
+          }
+        }
+        if (std::string(name) == "delta-nosum-2.shot") {
+          const FieldRef lat = field_ref(m, m.probe_index("idle"), "lat");
+          EXPECT_EQ(iv->hist(lat, 0).count, 0u) << "a bucket without sum_ns adds nothing, at " << ic.t();
+        }
+      }
+    }
+    EXPECT_GT(intervals, 60) << name;
+    EXPECT_GT(with_delta, 0) << name << ": the delta path was taken";
+  }
+}
+
 }  // namespace
 }  // namespace schedhot
