@@ -68,6 +68,9 @@ struct Side {
   /// The file is damaged after the window: "damaged at byte N (why) after the window",
   /// "" when intact (a window that reaches the damage is refused).
   std::string damage;
+  /// "the window asked to end at +X s ends at the last sample (+Y s)", or "" (as report's
+  /// window note).
+  std::string note;
 };
 
 /// "cpu 2" < "cpu 10": runs of digits compare as numbers.
@@ -180,6 +183,8 @@ Side read_side(const DiffSide& ds, std::optional<TopoLevel> by, const std::atomi
           "by then (--to, or --a/--b FROM:TO) is compared",
           ds.file, dmg->offset, dmg->reason, ds.window.empty() ? "the whole recording" : "the window " + ds.window, last_t));
   }
+  if (!past_window && ds.to_s >= 0 && ds.to_s > last_t + w.slack_s())
+    side.note = fmt::format("the window asked to end at +{:.2f} s ends at the last sample (+{:.2f} s)", ds.to_s, last_t);
   if (n < 1)
     throw std::runtime_error(fmt::format("{}: {} sample{} in {}, need two for an interval", ds.file, side.samples,
                                          side.samples == 1 ? "" : "s",
@@ -296,7 +301,7 @@ std::vector<std::string> host_differences(const Side& a, const Side& b) {
 nlohmann::json side_json(const DiffSide& ds, const Side& s) {
   double sec = 0;
   for (double x : s.seconds) sec += x;
-  return {{"file", ds.file},
+  nlohmann::json j = {{"file", ds.file},
           {"window", ds.window.empty() ? nlohmann::json(nullptr) : nlohmann::json(ds.window)},
           {"samples", s.samples},
           {"intervals", s.seconds.size()},
@@ -304,6 +309,8 @@ nlohmann::json side_json(const DiffSide& ds, const Side& s) {
           {"hostname", s.meta.host.hostname},
           {"kernel_release", s.meta.host.kernel_release},
           {"damage", s.damage.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.damage)}};
+  if (!s.note.empty()) j["note"] = s.note;  // only then, as report's window note
+  return j;
 }
 
 

@@ -206,6 +206,11 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
       return fail(1, fmt::format("cannot rename {} to {}: {}", tmp.path(), dest, strerror(e)));
   if (r->damage())
     res.errors.push_back(damage_line(req.file, *r->damage(), "exported", done.samples));
+  // A window asked to end past the recording ends at its last sample: said, as report says it.
+  const SampleWindow w{opts.from_s, opts.to_s, r->meta().interval_ns};
+  if (!done.past_window && opts.to_s >= 0 && opts.to_s > done.last_t + w.slack_s() && !r->damage())
+    res.errors.push_back(fmt::format("note: {}: --to {} is after the last sample (+{:.2f} s): the window ends there",
+                                     req.file, req.to, done.last_t));
   return res;
 }
 

@@ -33,9 +33,14 @@ std::string per_s(double r) {
 std::string rate_text(const nlohmann::json& f, const char* side) {
   return f[side].is_null() ? "-" : per_s(f[side].get<double>());
 }
-/// "; damaged at byte N (...) after the window: ..." for a side read before its damage, else "".
-std::string damage_text(const nlohmann::json& side) {
-  return side.contains("damage") && side["damage"].is_string() ? "; " + scrub_controls(side["damage"].get<std::string>()) : "";
+/// What a side's line adds after its figures: "; damaged at byte N (...) after the window:
+/// ..." for a side read before its damage, "; the window asked to end at +X s ends at ..." for a
+/// window asked to end past the recording; else "".
+std::string side_notes(const nlohmann::json& side) {
+  std::string out;
+  for (const char* k : {"damage", "note"})
+    if (side.contains(k) && side[k].is_string()) out += "; " + scrub_controls(side[k].get<std::string>());
+  return out;
 }
 /// A duration in ns as microseconds, the one unit of every latency column of the text and
 /// Markdown tables (a column never mixes "9472" ns with "26.1us"): "0.070", "9.47", "26.1", "4661".
@@ -147,7 +152,7 @@ std::string render_diff_text(const nlohmann::json& d) {
     return fmt::format("{}{} ({} interval{}, {:.1f} s{})", scrub_controls(j["file"].get<std::string>()),
                        j["window"].is_null() ? "" : " " + scrub_controls(j["window"].get<std::string>()), j["intervals"].get<int>(),
                        j["intervals"].get<int>() == 1 ? "" : "s",
-                       j["seconds"].get<double>(), damage_text(j));
+                       j["seconds"].get<double>(), side_notes(j));
   };
   out += fmt::format("A: {}\nB: {}\n", side("a"), side("b"));
   if (!d["host_differences"].empty()) {
@@ -210,7 +215,7 @@ std::string render_diff_markdown(const nlohmann::json& d) {
     const auto& j = d[k];
     return fmt::format("{}{}{}", md_code(scrub_controls(j["file"].get<std::string>())),
                        j["window"].is_null() ? "" : " " + md_escape(scrub_controls(j["window"].get<std::string>())),
-                       md_escape(damage_text(j)));
+                       md_escape(side_notes(j)));
   };
   std::string out = fmt::format("**A**: {}  \n**B**: {}\n\n", side("a"), side("b"));
   for (auto& h : d["host_differences"]) out += "- :warning: " + md_escape(h.get<std::string>()) + "\n";
@@ -263,7 +268,7 @@ std::string render_diff_patch(const nlohmann::json& d) {
     return fmt::format("{}{} ({}, {}, {:.3g} s{})", scrub_controls(s.value("file", std::string("?"))),
                        s["window"].is_null() ? "" : " " + scrub_controls(s["window"].get<std::string>()),
                        scrub_controls(s.value("hostname", std::string("?"))),
-                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0), damage_text(s));
+                       scrub_controls(s.value("kernel_release", std::string("?"))), s.value("seconds", 0.0), side_notes(s));
   };
   std::string out = fmt::format("A: {}\nB: {}\n\n", side("a"), side("b"));
   for (auto& h : d["host_differences"]) out += "! " + h.get<std::string>() + "\n";

@@ -609,6 +609,8 @@ ExportResult export_folded(SampleSource& src, std::ostream& out, const ExportOpt
     if (ic.cur().caught) folded.add(*ic.cur().caught, &cpus);
   }
   if (ic.stopped()) throw std::runtime_error("interrupted");
+  res.last_t = ic.t();
+  res.past_window = ic.past_window();
   res.caught = folded.events();
   if (res.caught) {
     const std::string text = folded.text();
@@ -666,6 +668,8 @@ ExportResult export_samples(SampleSource& src, std::ostream& out, const ExportOp
     if (!out) throw_write_failed();
   }
   if (ic.stopped()) throw std::runtime_error("interrupted");
+  res.last_t = ic.t();
+  res.past_window = ic.past_window();
   const uint64_t t0 = ic.t0().value_or(0);
   res.caught = sink->caught();
   if (begun) sink->end(source(), res, t0);

@@ -85,6 +85,8 @@ struct ExportResult {
   uint32_t samples = 0;      ///< samples inside the window
   uint64_t intervals = 0;    ///< intervals written (consecutive sample pairs with time between them)
   uint64_t caught = 0;       ///< folded: caught events written (0: nothing was written); perfetto: tail slices
+  double last_t = 0;         ///< the last sample's time inside the window, seconds since time zero
+  bool past_window = false;  ///< a sample after the window (--to) was read
 };
 
 /// Streams src's samples to out in opts.format. source() is called once at the end for

@@ -151,6 +151,30 @@ TEST(RecordingCli, ExportErrorsAreOneLine) {
   expect_one_line_error(r, 0, "is damaged at byte 10032");
 }
 
+// A window asked to end after the last sample ends there, and export and diff say so as
+// report does (a fresh user's finding: they were silent).
+TEST(RecordingCli, AWindowPastTheEndIsSaidByExportAndDiff) {
+  const std::string f = kData + "/tui16.shot";  // 11 samples, +0..+10 s
+  CliRun e = run_cli("export --from 2 --to 1m " + f);
+  EXPECT_EQ(e.status, 0) << e.err;
+  EXPECT_EQ(e.err, "schedhot: note: " + f + ": --to 1m is after the last sample (+10.00 s): the window ends there\n");
+  CliRun inside = run_cli("export --from 2 --to 9 " + f);
+  EXPECT_EQ(inside.status, 0);
+  EXPECT_EQ(inside.err, "") << "a window inside the recording: nothing to say";
+  CliRun d = run_cli("diff " + f + " --a 0:5 --b 5:40");
+  ASSERT_EQ(d.status, 0) << d.err;
+  EXPECT_NE(d.out.find("B: " + f + " 5:40 (5 intervals, 5.0 s; the window asked to end at +40.00 s ends at the last "
+                       "sample (+10.00 s))"),
+            std::string::npos)
+      << d.out;
+  EXPECT_EQ(d.out.find("A: " + f + " 0:5 (5 intervals, 5.0 s)\n"), 0u) << d.out;
+  CliRun dj = run_cli("diff --json " + f + " --a 0:5 --b 5:40");
+  ASSERT_EQ(dj.status, 0) << dj.err;
+  const auto j = nlohmann::json::parse(dj.out);
+  EXPECT_FALSE(j["a"].contains("note"));
+  EXPECT_EQ(j["b"]["note"], "the window asked to end at +40.00 s ends at the last sample (+10.00 s)");
+}
+
 TEST(RecordingCli, ReportErrorsAreOneLine) {
   const std::string f = kData + "/tui16.shot";  // 11 samples, +0..+10 s
   expect_one_line_error(run_cli("report --sort bogus " + f), 2, "--sort: no column 'bogus' (a probe name or one of: cpu, idle/s");
