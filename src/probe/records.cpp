@@ -92,28 +92,43 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
         }
     if (same) continue;
     // cur stays valid: the block is either still held by the sample it was copied from, or
-    // ours alone and written in place (each CPU compared before it is overwritten).
+    // ours alone and written in place (each word compared before it is overwritten).
     uint64_t* dst = words.mut_block(b, /*keep=*/false);
     for (uint32_t k = 0; k < nc; ++k) {
       const uint64_t* sk = src + size_t(k) * sw;
       const uint64_t* ck = cur + size_t(k) * sw;
       uint64_t* dk = dst + size_t(k) * sw;
-      if (delta) {
+      if (!delta) {
+        std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
+      } else {
+        // The maps are live (a mapped BPF array the programs keep writing): each word is
+        // read once, and what the delta says is what the sample holds. Words found equal
+        // keep the old sample's value (ck: not live), a run at once (an idle CPU's), else 8
+        // words at a time (most of a busy slot, its empty buckets, did not move).
         while (next_first <= c0 + k) delta->first[next_first++] = uint32_t(delta->word.size());
-        // A run at once (an idle CPU's), else 8 words at a time: most of a busy slot (the
-        // empty buckets) did not move.
+        auto keep_old = [&](uint32_t lo, uint32_t hi) {
+          if (dk != ck) std::memcpy(dk + lo, ck + lo, (hi - lo) * sizeof(uint64_t));
+        };
         for (auto [lo, hi] : runs) {
-          if (std::memcmp(sk + lo, ck + lo, (hi - lo) * sizeof(uint64_t)) == 0) continue;
+          if (std::memcmp(sk + lo, ck + lo, (hi - lo) * sizeof(uint64_t)) == 0) {
+            keep_old(lo, hi);
+            continue;
+          }
           for (uint32_t w = lo; w < hi;) {
             const uint32_t e = std::min(hi, w + 8);
-            if (std::memcmp(sk + w, ck + w, (e - w) * sizeof(uint64_t)) != 0)
-              for (uint32_t x = w; x < e; ++x)
-                if (sk[x] != ck[x]) delta->add(x, ck[x], sk[x]);
+            if (std::memcmp(sk + w, ck + w, (e - w) * sizeof(uint64_t)) == 0) {
+              keep_old(w, e);
+            } else {
+              for (uint32_t x = w; x < e; ++x) {
+                const uint64_t now = __atomic_load_n(sk + x, __ATOMIC_RELAXED), old = ck[x];
+                if (now != old) delta->add(x, old, now);
+                dk[x] = now;
+              }
+            }
             w = e;
           }
         }
       }
-      std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
       for (auto& f : L.fields)
         if (f.kind == FieldKind::priv) std::memset(dk + f.offset, 0, f.nwords * sizeof(uint64_t));
     }
