@@ -181,8 +181,9 @@ int main(int argc, char** argv) {
     auto r0 = Clock::now();
     const std::string text = render_report_text(doc);
     const double render = ms_since(r0);
-    size_t words = 0;
-    for (const auto& p : s.probes) words += p.words.size();
+    size_t words = 0;  // of the last sample (s is the builder's spare, its words let go)
+    if (const Sample* last = b.window_last())
+      for (const auto& p : last->probes) words += p.words.size();
     fmt::print("  in process, ms: decode {:.0f} ({:.1f}/sample), ReportBuilder::add {:.0f} ({:.1f}/sample), "
                "build JSON {:.0f}, render text {:.0f}; {} samples read\n",
                decode, decode / n, add, add / n, build, render, n);
