@@ -1,6 +1,7 @@
 #include "model/interval.h"
 
 #include <algorithm>
+#include <cstring>
 #include <ranges>
 
 #include "schedhot/abi.h"
@@ -17,8 +18,8 @@ inline uint64_t grown(uint64_t x, uint64_t y) { return y >= x ? y - x : 0; }
 constexpr size_t kSparseGroup = 64;
 
 /// A histogram field's entries on one CPU of a SlotDelta: its buckets' entries [lo, hi)
-/// and sum_ns's growth. Like the dense compare (buckets_over), a CPU whose sum_ns and bucket
-/// 0 did not move had no value added: its buckets count nothing (lo == hi).
+/// and sum_ns's growth. Every bucket that moved counts, as in the dense compare
+/// (buckets_over), sum_ns or not.
 struct HistEntries {
   uint32_t lo = 0, hi = 0;
   uint64_t sum = 0;
@@ -27,13 +28,8 @@ HistEntries hist_entries(const SlotDelta& d, uint32_t cpu, uint32_t offset) {
   const uint32_t at = offset + 2, i1 = d.first[size_t(cpu) + 1];
   HistEntries h;
   uint32_t i = d.first[size_t(cpu)];
-  bool moved = false;
   for (; i < i1 && d.word[i] < at; ++i)
-    if (d.word[i] == offset) {
-      h.sum = d.grown[i];
-      moved = true;
-    }
-  if (!moved && !(i < i1 && d.word[i] == at)) return h;
+    if (d.word[i] == offset) h.sum = d.grown[i];
   h.lo = h.hi = i;
   while (h.hi < i1 && d.word[h.hi] - at < SH_HIST_BUCKETS) ++h.hi;
   return h;
@@ -187,10 +183,11 @@ std::vector<uint64_t> Interval::buckets_over(int probe, const Field* f, const Cp
     if (pa == pb) continue;  // a block both samples share: every delta 0
     pa += at;
     pb += at;
-    // No value was added on this CPU when sum_ns (2 words before the buckets) and bucket 0
-    // (the only bucket a 0 ns value reaches without moving sum_ns) did not move: an idle
-    // CPU costs two words, not 512.
-    if (pa[-2] == pb[-2] && pa[0] == pb[0]) continue;
+    // Every bucket that grew counts, also when sum_ns did not move: the programs add to the
+    // bucket before sum_ns, and a sample read between the two is the only place where that
+    // value shows (the next interval sees sum_ns move without it). An idle CPU's histogram
+    // is one compare.
+    if (std::memcmp(pa, pb, SH_HIST_BUCKETS * sizeof(uint64_t)) == 0) continue;
     for (uint32_t b = 0; b < SH_HIST_BUCKETS; ++b) o[b] += grown(pa[b], pb[b]);
   }
   return out;
