@@ -83,14 +83,18 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     const uint32_t c0 = static_cast<uint32_t>(b) << SlotWords::kBlockShift;
     const uint64_t* src = slots + size_t(c0) * sw;
     const uint64_t* cur = words.block(b);
-    bool same = true;
-    for (uint32_t k = 0; same && k < nc; ++k)
+    // The first CPU of the block whose words differ (nc: none); the ones before it are equal.
+    uint32_t differs = 0;
+    for (bool same = true; same && differs < nc;) {
       for (auto [lo, hi] : runs)
-        if (std::memcmp(src + size_t(k) * sw + lo, cur + size_t(k) * sw + lo, (hi - lo) * sizeof(uint64_t)) != 0) {
+        if (std::memcmp(src + size_t(differs) * sw + lo, cur + size_t(differs) * sw + lo, (hi - lo) * sizeof(uint64_t)) !=
+            0) {
           same = false;
           break;
         }
-    if (same) continue;
+      if (same) ++differs;
+    }
+    if (differs == nc) continue;
     // cur stays valid: the block is either still held by the sample it was copied from, or
     // ours alone and written in place (each word compared before it is overwritten).
     uint64_t* dst = words.mut_block(b, /*keep=*/false);
@@ -100,6 +104,8 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
       uint64_t* dk = dst + size_t(k) * sw;
       if (!delta) {
         std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
+      } else if (k < differs) {  // found equal above: the old sample's words, not compared again
+        if (dk != ck) std::memcpy(dk, ck, size_t(sw) * sizeof(uint64_t));
       } else {
         // The maps are live (a mapped BPF array the programs keep writing): each word is
         // read once, and what the delta says is what the sample holds. Words found equal

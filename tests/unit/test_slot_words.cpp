@@ -191,6 +191,14 @@ class DenseMaps : public SlotReader {
   std::vector<std::vector<uint64_t>> maps_;
 };
 
+/// s's words with their stamps dropped (each probe's first block written once, unchanged):
+/// Interval and the writer then compare every CPU, the path a delta must agree with.
+Sample without_delta(Sample s) {
+  for (ProbeSample& p : s.probes)
+    if (p.words.nblocks()) p.words.mut_block(0);
+  return s;
+}
+
 /// The words of every present probe of s, dense (what a sample cost before SlotWords).
 size_t dense_bytes(const Sample& s) {
   size_t n = 0;
@@ -349,9 +357,7 @@ TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
   for (uint32_t c = 1; c < m.ncpus; c += 3) group.push_back(int(c));
   while (r->next(b)) {
     ++pairs;
-    Sample dense = b;  // the same words, its stamp dropped: Interval compares every CPU
-    for (ProbeSample& p : dense.probes)
-      if (p.words.nblocks()) p.words.mut_block(0);
+    const Sample dense = without_delta(b);  // the same words: Interval compares every CPU
     const Interval fast(m, a, b), slow(m, a, dense);
     bool any = false;
     for (int p = 0; p < int(m.probes.size()); ++p) {
@@ -471,9 +477,7 @@ TEST(SlotWords, TheSamplersDeltaWritesTheSameBytesAndFigures) {
   for (size_t k = 1; k < taken.size(); ++k) {
     for (size_t p = 0; p < m.probes.size(); ++p)
       with_delta += taken[k].probes[p].words.delta_from(taken[k - 1].probes[p].words) != nullptr;
-    Sample dense = taken[k];
-    for (ProbeSample& p : dense.probes)
-      if (p.words.nblocks()) p.words.mut_block(0);
+    const Sample dense = without_delta(taken[k]);
     const Interval fast(m, taken[k - 1], taken[k]), slow(m, taken[k - 1], dense);
     for (int p = 0; p < int(m.probes.size()); ++p)
       for (const Field& f : m.probes[size_t(p)].slot.fields) {
@@ -502,10 +506,7 @@ TEST(SlotWords, TheSamplersDeltaWritesTheSameBytesAndFigures) {
     RecordingWriter wa(a, m), wb(b, m);
     for (const Sample& t : taken) {
       wa.write_sample(t);
-      Sample dense = t;
-      for (ProbeSample& p : dense.probes)
-        if (p.words.nblocks()) p.words.mut_block(0);
-      wb.write_sample(dense);
+      wb.write_sample(without_delta(t));
     }
     wa.close();
     wb.close();
@@ -536,9 +537,7 @@ TEST(SlotWords, CraftedHistogramsCountTheSameThroughTheDelta) {
     while (ic.next(*r)) {
       if (const Interval* iv = ic.interval()) {
         ++intervals;
-        Sample dense = ic.cur();
-        for (ProbeSample& p : dense.probes)
-          if (p.words.nblocks()) p.words.mut_block(0);
+        const Sample dense = without_delta(ic.cur());
         const Interval slow(m, *ic.prev(), dense);
         for (int p = 0; p < int(m.probes.size()); ++p) {
           with_delta += ic.cur().probes[size_t(p)].words.delta_from(ic.prev()->probes[size_t(p)].words) != nullptr;
