@@ -31,6 +31,7 @@
 #include "sys/csv_text.h"
 #include "sys/json_text.h"
 #include "sys/output_file.h"
+#include "sys/units.h"
 #include "analysis/cachelines.h"
 
 namespace schedhot {
@@ -226,10 +227,7 @@ void compute(const Interval& iv, const std::vector<ExportMetric>& metrics, const
 std::string json_str(const std::string& s) { return json_text(nlohmann::json(s)); }
 
 void append_value(fmt::memory_buffer& b, const ExportMetric& m, double v) {
-  if (m.kind == ExportMetric::Kind::rate)
-    fmt::format_to(std::back_inserter(b), "{:.3f}", v);
-  else
-    fmt::format_to(std::back_inserter(b), "{:.1f}", v);
+  append_fixed(b, v, m.kind == ExportMetric::Kind::rate ? 3 : 1);
 }
 
 /// One output format.
@@ -280,7 +278,8 @@ class CsvSink : public Sink {
     fmt::memory_buffer b;
     const size_t nc = cpus_.size();
     for (size_t i = 0; i < nc; ++i) {
-      fmt::format_to(std::back_inserter(b), "{:.6f},{}", v.time_s, cpus_[i]);
+      append_fixed(b, v.time_s, 6);
+      fmt::format_to(std::back_inserter(b), ",{}", cpus_[i]);
       for (size_t m = 0; m < metrics_.size(); ++m) {
         b.push_back(',');
         if (const Cell& c = v.cells[m * nc + i]) append_value(b, metrics_[m], *c);
@@ -289,15 +288,14 @@ class CsvSink : public Sink {
       for (size_t l = 0; line_columns_ && l < lines_.size(); ++l) {
         b.push_back(',');
         if (!online) continue;
-        if (const Cell c = line_cpu_xfers(v, l, cpus_[i])) fmt::format_to(std::back_inserter(b), "{:.3f}", *c);
+        if (const Cell c = line_cpu_xfers(v, l, cpus_[i])) append_fixed(b, *c, 3);
       }
       if (exact_ && line_columns_)
         for (const std::vector<LineTraffic>* f : {&v.exact, &v.gap})
           for (size_t l = 0; l < lines_.size(); ++l) {
             b.push_back(',');
             // empty: no record of the interval named the line (not a measured 0)
-            if (online && v.has_exact && v.touched[l])
-              fmt::format_to(std::back_inserter(b), "{:.3f}", cpu_total((*f)[l], cpus_[i]));
+            if (online && v.has_exact && v.touched[l]) append_fixed(b, cpu_total((*f)[l], cpus_[i]), 3);
           }
       b.push_back('\n');
       if (b.size() >= (size_t(1) << 20)) flush(b);  // a row at a time past 1 MiB: bounded memory
@@ -481,7 +479,8 @@ class PerfettoSink : public Sink {
   void emit(const IntervalValues& v, uint64_t at_ns) {
     fmt::memory_buffer b;
     const size_t nc = cpus_.size();
-    const double ts = static_cast<double>(at_ns) / 1e3;
+    std::string ts;  // the interval's end, us: every event's
+    append_fixed(ts, static_cast<double>(at_ns) / 1e3, 3);
     // Metrics of one probe are consecutive: one event per (process, probe).
     for (size_t m0 = 0; m0 < metrics_.size();) {
       size_t m1 = m0;
@@ -493,7 +492,7 @@ class PerfettoSink : public Sink {
             const Cell& c = i < nc ? v.cells[m * nc + i] : v.total[m];
             if (!c) continue;
             if (!any)
-              fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{",
+              fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{},\"name\":{},\"args\":{{",
                              i < nc ? cpu_pid(cpus_[i]) : kAllPid, ts, names_[metrics_[m0].probe]);
             else
               b.push_back(',');
@@ -512,11 +511,15 @@ class PerfettoSink : public Sink {
       const Cell x = line_xfers(v, l);
       if (!x || (!line_started_[l] && v.line_index[l] < 0)) continue;
       line_started_[l] = 1;
-      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{:.3f},\"name\":{},\"args\":{{\"xfers_per_s\":{:.3f}",
-                     kAllPid, ts, line_names_[l], *x);
-      if (v.has_exact)
-        fmt::format_to(std::back_inserter(b), ",\"exact_xfers_per_s\":{:.3f},\"gap_xfers_per_s\":{:.3f}", v.exact[l].total(),
-                       v.gap[l].total());
+      fmt::format_to(std::back_inserter(b), ",\n{{\"ph\":\"C\",\"pid\":{},\"ts\":{},\"name\":{},\"args\":{{\"xfers_per_s\":",
+                     kAllPid, ts, line_names_[l]);
+      append_fixed(b, *x, 3);
+      if (v.has_exact) {
+        fmt::format_to(std::back_inserter(b), ",\"exact_xfers_per_s\":");
+        append_fixed(b, v.exact[l].total(), 3);
+        fmt::format_to(std::back_inserter(b), ",\"gap_xfers_per_s\":");
+        append_fixed(b, v.gap[l].total(), 3);
+      }
       fmt::format_to(std::back_inserter(b), "}}}}");
     }
     flush(b);

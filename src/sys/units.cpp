@@ -5,6 +5,7 @@
 #include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <iterator>
 #include <stdexcept>
 
 #include <fmt/format.h>
@@ -146,5 +147,51 @@ std::string format_share_pct(double share) {
   if (share < 1 && share >= 0.995) return ">99 %";
   return fmt::format("{:.0f} %", share * 100);
 }
+
+namespace {
+
+/// append_fixed's digits into buf (its end: the text is [return, end)); nullptr when v
+/// needs fmt's exact path.
+const char* fixed_digits(char* end, double v, int decimals) {
+  static constexpr double kScale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+  static constexpr uint64_t kScaleInt[] = {1, 10, 100, 1000, 10000, 100000, 1000000};
+  const double a = std::fabs(v);
+  if (decimals < 0 || decimals > 6 || !std::isfinite(v) || a * kScale[decimals] >= 0x1p50) {
+    return nullptr;
+  }
+  // a x scale exactly is p + err (an FMA's residual is exact); p < 2^50, so p - floor(p)
+  // and that minus 0.5 are exact, multiples of p's ulp, which |err| is at most half of.
+  const double p = a * kScale[decimals], err = std::fma(a, kScale[decimals], -p), fl = std::floor(p);
+  const double t = (p - fl) - 0.5;
+  uint64_t q = static_cast<uint64_t>(fl);
+  if (t > 0 || (t == 0 && (err > 0 || (err == 0 && (q & 1))))) ++q;
+  char* s = end;
+  const uint64_t ip = q / kScaleInt[decimals];
+  uint64_t fp = q % kScaleInt[decimals];
+  for (int d = 0; d < decimals; ++d, fp /= 10) *--s = char('0' + fp % 10);
+  if (decimals) *--s = '.';
+  uint64_t x = ip;
+  do {
+    *--s = char('0' + x % 10);
+    x /= 10;
+  } while (x);
+  if (std::signbit(v)) *--s = '-';
+  return s;
+}
+
+template <class Out>
+void append_fixed_to(Out& out, double v, int decimals) {
+  char buf[32];
+  const char* const end = buf + sizeof buf;
+  if (const char* s = fixed_digits(buf + sizeof buf, v, decimals))
+    out.append(s, end);
+  else
+    fmt::format_to(std::back_inserter(out), "{:.{}f}", v, decimals);
+}
+
+}  // namespace
+
+void append_fixed(std::string& out, double v, int decimals) { append_fixed_to(out, v, decimals); }
+void append_fixed(fmt::memory_buffer& out, double v, int decimals) { append_fixed_to(out, v, decimals); }
 
 }  // namespace schedhot

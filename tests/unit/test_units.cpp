@@ -1,8 +1,13 @@
-// Option values (src/sys/units.h): what the commands accept, and their one-line errors.
+// Option values (src/sys/units.h): what the commands accept, and their one-line errors;
+// number text (append_fixed).
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
+
+#include <fmt/format.h>
 
 #include "sys/units.h"
 
@@ -82,4 +87,56 @@ TEST(Units, BytesReadBackAsSizes) {
   EXPECT_EQ(format_bytes(uint64_t(1) << 30), "1 GiB");
   EXPECT_EQ(format_bytes(UINT64_MAX), "16 EiB");
   EXPECT_EQ(parse_size_bytes("64K", "x"), uint64_t(64) << 10);
+}
+
+// append_fixed writes what fmt's "{:.Nf}" writes, byte for byte: exact ties (k / 2^m) round
+// to even, the doubles either side of every tie and of every rounding step, random values
+// over 20 decades, signs, zeros, and the values past its fixed-point range (fmt's path).
+TEST(Units, AppendFixedIsFmtsFixedByteForByte) {
+  uint64_t rng = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    rng ^= rng << 13;
+    rng ^= rng >> 7;
+    rng ^= rng << 17;
+    return rng;
+  };
+  size_t checked = 0, mismatches = 0;
+  std::string first_bad;
+  auto check = [&](double v) {
+    for (int d = 0; d <= 6; ++d) {
+      std::string got;
+      append_fixed(got, v, d);
+      const std::string want = fmt::format("{:.{}f}", v, d);
+      fmt::memory_buffer mb;
+      append_fixed(mb, v, d);
+      ++checked;
+      if (got != want || fmt::to_string(mb) != want) {
+        if (!mismatches++) first_bad = fmt::format("{:a} at {} decimals: got {} want {}", v, d, got, want);
+      }
+    }
+  };
+  for (double v : {0.0, -0.0, 0.5, 1.5, 2.5, -2.5, 0.0625, 0.125, 0.0005, 0.00025, 1e-300, -1e-300, 5e-324,
+                   0x1p50 / 1000, 0x1p50 / 1000 - 1, 1e12, 1.1e12, 1e15, 1e300, -1e300,
+                   std::numeric_limits<double>::infinity(), -std::numeric_limits<double>::infinity(),
+                   std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::max()})
+    check(v);
+  // Exact ties and their neighbours: k / 2^m for m up to 12 (ties at 1..6 decimals are
+  // such dyadic values), and the step points (n + 0.5) / 10^d for random n.
+  for (int m = 1; m <= 12; ++m)
+    for (int k = 1; k < 4096; k += 1 + (k >> 6)) {
+      const double v = std::ldexp(double(k), -m) + double(next() % 1000);
+      for (double w : {v, std::nextafter(v, 0.0), std::nextafter(v, 1e300)}) check(w), check(-w);
+    }
+  static constexpr double kScale[] = {1, 10, 100, 1e3, 1e4, 1e5, 1e6};
+  for (int i = 0; i < 20000; ++i) {
+    const int d = int(next() % 7);
+    const double v = (double(next() % 100000000000ull) + 0.5) / kScale[d];
+    for (double w : {v, std::nextafter(v, 0.0), std::nextafter(v, 1e300)}) check(w);
+  }
+  for (int i = 0; i < 200000; ++i) {
+    const double mant = double(next() >> 11) * 0x1p-53;
+    check((next() & 1 ? -1 : 1) * mant * std::pow(10.0, double(int(next() % 24)) - 10));
+  }
+  EXPECT_EQ(mismatches, 0u) << "of " << checked << "; first: " << first_bad;
+  EXPECT_GT(checked, 1'500'000u);
 }
