@@ -117,6 +117,9 @@ std::string num(double v) {
 class Out {
  public:
   explicit Out(bool om) : om_(om) {}
+  /// Room for about `series` series (a scrape's text grown by doubling copied itself about
+  /// twice over: 0.2-0.35 s of a 229 MB 8192-CPU scrape).
+  void reserve(size_t series) { s_.reserve(series * 72 + 4096); }
   /// # HELP / # TYPE of a family. base: the name without _total (counters) or _info (info).
   void family(const std::string& base, const char* type, const std::string& help) {
     std::string n = base;
@@ -132,8 +135,25 @@ class Out {
     s_ += fmt::format("# HELP {} {}\n# TYPE {} {}\n", n, h, n, t);
     if (om_ && std::string_view(type) == "seconds") s_ += "";  // (units are in the names)
   }
-  void sample(const std::string& name, const std::string& labels, const std::string& value) {
-    s_ += labels.empty() ? fmt::format("{} {}\n", name, value) : fmt::format("{}{{{}}} {}\n", name, labels, value);
+  /// One series: name{l1,l2} value (the braces only with a label; l1 or l2 may be empty).
+  void sample(std::string_view name, std::string_view l1, std::string_view l2, std::string_view value) {
+    s_ += name;
+    if (!l1.empty() || !l2.empty()) {
+      s_ += '{';
+      s_ += l1;
+      if (!l1.empty() && !l2.empty()) s_ += ',';
+      s_ += l2;
+      s_ += '}';
+    }
+    s_ += ' ';
+    s_ += value;
+    s_ += '\n';
+  }
+  void sample(std::string_view name, std::string_view labels, std::string_view value) { sample(name, labels, {}, value); }
+  /// A whole number's series (a counter, a bucket), without a string made for it.
+  void sample(std::string_view name, std::string_view l1, std::string_view l2, uint64_t value) {
+    const fmt::format_int v(value);
+    sample(name, l1, l2, std::string_view(v.data(), v.size()));
   }
   std::string done() {
     if (om_) s_ += "# EOF\n";
@@ -144,12 +164,6 @@ class Out {
   bool om_;
   std::string s_;
 };
-
-std::string join_labels(std::string a, const std::string& b) {
-  if (a.empty()) return b;
-  if (b.empty()) return a;
-  return a + "," + b;
-}
 
 /// The family name of field f of probe `probe` without a counter's _total:
 /// schedhot_<probe>_<field>, or schedhot_<probe>_<hist_metric or field>_seconds.
@@ -291,7 +305,22 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   }
 
   const std::vector<uint64_t> bounds = metric_bounds_ns();
-  for (const Exported& e : exported_families(m, iv)) {
+  // Label text made once a scrape, not once a series: each CPU's, each bound's le.
+  std::vector<std::string> cpu_label(cpus.size());
+  for (size_t i = 0; i < cpus.size(); ++i) cpu_label[i] = fmt::format("cpu=\"{}\"", cpus[i]);
+  std::vector<std::string> le_label;
+  for (uint64_t bound : bounds) le_label.push_back(fmt::format("le=\"{}\"", num(double(bound) / 1e9)));
+  const std::vector<Exported> families = exported_families(m, iv);
+  size_t series = 0;  // about: what reserve() needs
+  for (const Exported& e : families) {
+    const size_t k = e.field->kind == FieldKind::hist ? bounds.size() + 3
+                     : e.field->kind == FieldKind::counter_array ? e.field->nwords : 1;
+    series += k * (o.per_cpu.covers(m.probes[size_t(e.probe)].name, e.base) ? std::max<size_t>(cpus.size(), 1) : 1);
+  }
+  out.reserve(series + st.lines.size() + 64);
+  std::vector<int> all_cpus(m.ncpus);  // the summed histograms' CPUs: hist() and buckets() in one pass
+  for (uint32_t c = 0; c < m.ncpus; ++c) all_cpus[c] = static_cast<int>(c);
+  for (const Exported& e : families) {
     const ProbeMeta& pm = m.probes[size_t(e.probe)];
     const int pi = e.probe;
     const Field& f = *e.field;
@@ -302,42 +331,43 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     const std::string help = help_text(f) + (pm.status.proxy ? "; here a proxy counts it, " + pm.status.backend_label() : "");
     auto each_cpu = [&](auto&& fn) {
       if (per_cpu)
-        for (int c : cpus) fn(c, fmt::format("cpu=\"{}\"", c));
+        for (size_t i = 0; i < cpus.size(); ++i) fn(cpus[i], std::string_view(cpu_label[i]));
       else
-        fn(-1, std::string());
+        fn(-1, std::string_view());
     };
     if (f.kind == FieldKind::counter) {
       out.family(base, "counter", help);
-      each_cpu([&](int c, const std::string& l) { out.sample(base + "_total", l, fmt::format("{}", iv.count(pi, f.name, c))); });
+      const std::string total = base + "_total";
+      each_cpu([&](int c, std::string_view l) { out.sample(total, l, {}, iv.count(pi, f.name, c)); });
     } else if (f.kind == FieldKind::counter_array) {
       out.family(base, "counter", help);
       const uint32_t n = array_elements(m, pm, f);  // not the slot's padding
-      each_cpu([&](int c, const std::string& l) {
-        for (uint32_t i = 0; i < n; ++i) {
-          const std::string el = element_label(pm, f, i);
-          out.sample(base + "_total", join_labels(l, fmt::format("element=\"{}\"", esc(el))),
-                     fmt::format("{}", iv.count(pi, f.name, c, static_cast<int>(i))));
-        }
+      const std::string total = base + "_total";
+      std::vector<std::string> element(n);
+      for (uint32_t i = 0; i < n; ++i) element[i] = fmt::format("element=\"{}\"", esc(element_label(pm, f, i)));
+      each_cpu([&](int c, std::string_view l) {
+        for (uint32_t i = 0; i < n; ++i) out.sample(total, l, element[i], iv.count(pi, f.name, c, static_cast<int>(i)));
       });
     } else if (f.kind == FieldKind::hist) {
       const std::string& hb = base;
       out.family(hb, "histogram", help + " (seconds; le: 2^k - 1 ns, k = 6..30: 63 ns .. 1.07 s, exact: durations are whole ns)");
-      each_cpu([&](int c, const std::string& l) {
-        const std::vector<uint64_t> b = iv.buckets(pi, f.name, c);
-        const HistSummary h = iv.hist(pi, f.name, c);
+      const std::string bucket = hb + "_bucket", sum = hb + "_sum", count = hb + "_count";
+      std::vector<uint64_t> b;
+      each_cpu([&](int c, std::string_view l) {
+        const int one[] = {c};
+        const HistSummary h = iv.hist(pi, f.name, c < 0 ? std::span<const int>(all_cpus) : std::span<const int>(one), b);
         uint64_t cum = 0;
         size_t i = 0;
-        for (uint64_t bound : bounds) {
+        for (size_t k = 0; k < bounds.size(); ++k) {
           // Every bucket whose last value (lower + width - 1) is at or below the bound.
-          for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bound;
+          for (; i < b.size() && sh_hist_lower(static_cast<uint32_t>(i)) + sh_hist_width(static_cast<uint32_t>(i)) - 1 <= bounds[k];
                ++i)
             cum += b[i];
-          out.sample(hb + "_bucket", join_labels(l, fmt::format("le=\"{}\"", num(double(bound) / 1e9))),
-                     fmt::format("{}", cum));
+          out.sample(bucket, l, le_label[k], cum);
         }
-        out.sample(hb + "_bucket", join_labels(l, "le=\"+Inf\""), fmt::format("{}", h.count));
-        out.sample(hb + "_sum", l, num(h.mean_ns * double(h.count) * 1e-9));
-        out.sample(hb + "_count", l, fmt::format("{}", h.count));
+        out.sample(bucket, l, "le=\"+Inf\"", h.count);
+        out.sample(sum, l, {}, num(h.mean_ns * double(h.count) * 1e-9));
+        out.sample(count, l, {}, h.count);
       });
     }
   }
