@@ -8,10 +8,12 @@
 #   qemu-system-x86_64 -accel tcg,thread=multi -cpu max[,-arat,-monitor][,-hypervisor]
 #     -smp N -m M -nographic -no-reboot -nic none -kernel vmlinuz -initrd FILE
 #     -append "console=ttyS0 quiet panic=-1 schedhot.watchdog=W ARGS" [-acpitable file=cst.aml]
-# VER is 6.1, 6.12, 7.3, 6.1-arm64 (under $CACHE/kernels), or a directory holding vmlinuz
+# VER is 6.1, 6.12, 7.3, 6.1-arm64, 6.12-arm64, 6.1-ppc64le, 6.12-ppc64le (under $CACHE/kernels), or a directory holding vmlinuz
 # (+ version), or a vmlinuz file. A kernel whose release ends in -arm64 boots with
 #   qemu-system-aarch64 -M virt -accel tcg,thread=multi -cpu max ... console=ttyAMA0
-# (the x86 CPU and ACPI options --no-arat, --no-hypervisor and --cst are refused there).
+# (the x86 CPU and ACPI options --no-arat, --no-hypervisor and --cst are refused there); one
+# whose release ends in -powerpc64le (6.1-ppc64le, 6.12-ppc64le: the ELF vmlinux) with
+#   qemu-system-ppc64 -M pseries,x-vof=on,cap-*=broken -cpu POWER9 ... console=hvc0
 #   --no-arat        -cpu max,-arat,-monitor: LAPIC timer keeps C3STOP, no mwait idle
 #   --no-hypervisor  also clear CPUID.hypervisor: native qspinlock instead of virt_spin_lock
 #   --idle-states    arm64: boot with QEMU's virt device tree plus a PSCI idle state marked
@@ -95,8 +97,17 @@ RELEASE=$(cat "$KDIR/version" 2>/dev/null || echo unknown)
 # an arm64 kernel (6.1-arm64: Debian's -arm64 flavour; its vmlinuz is arm64's Image) boots on
 # qemu-system-aarch64's virt machine, console on its PL011 UART
 ARCH=x86_64
-case "$RELEASE" in *-arm64) ARCH=arm64 ;; esac
-if [ "$ARCH" = arm64 ]; then
+case "$RELEASE" in *-arm64) ARCH=arm64 ;; *-powerpc64le) ARCH=ppc64le ;; esac
+if [ "$ARCH" = ppc64le ]; then
+    # pseries with QEMU's Virtual Open Firmware (x-vof: /init in about 5 s; SLOF adds 6-11 s);
+    # the cap-* settings are what TCG can give (each else warns at every boot)
+    QEMU=${QEMU:-qemu-system-ppc64}
+    command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-ppc)"
+    [ "$NOARAT" = 0 ] && [ "$NOHYP" = 0 ] && [ "$CST" = 0 ] && [ "$IDLEDT" = 0 ] ||
+        die "--no-arat, --no-hypervisor, --cst and --idle-states are x86 and arm64 options"
+    MACHINE=(-M pseries,x-vof=on,cap-cfpc=broken,cap-sbbc=broken,cap-ibs=broken,cap-ccf-assist=off)
+    CONSOLE=hvc0
+elif [ "$ARCH" = arm64 ]; then
     QEMU=${QEMU:-qemu-system-aarch64}
     command -v "$QEMU" >/dev/null || die "$QEMU not found (apt-get install qemu-system-arm)"
     [ "$NOARAT" = 0 ] && [ "$NOHYP" = 0 ] && [ "$CST" = 0 ] || die "--no-arat, --no-hypervisor and --cst are x86 CPU/ACPI options (arm64: --idle-states)"
@@ -112,6 +123,7 @@ fi
 
 # ---- CPU model
 CPU=max
+[ "$ARCH" = ppc64le ] && CPU=POWER9
 # arm64: QEMU's implementation-defined pointer-authentication hash instead of the
 # architected QARMA5, which TCG computes slowly; Debian's kernel signs and checks return
 # addresses in every function (CONFIG_ARM64_PTR_AUTH_KERNEL), and runs the same code either way

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# fetch-kernels.sh [--refresh] [6.1|6.12|7.3|6.1-arm64|all]...
+# fetch-kernels.sh [--refresh] [6.1|6.12|7.3|6.1-arm64|6.12-arm64|6.1-ppc64le|6.12-ppc64le|all]...
 #
 # Downloads Debian cloud kernels with `apt-get download` into a cache outside
 # git and leaves, per version, $CACHE/kernels/<ver>/ with:
@@ -17,6 +17,14 @@
 #        APT::Architecture=arm64 under $CACHE/apt-arm64 (the system's dpkg
 #        architecture list and /etc/apt untouched); booted by boot.sh with
 #        qemu-system-aarch64 (vmlinuz is arm64's gzip'ed Image)
+#   6.12-arm64 the dependency of linux-image-6.12-cloud-arm64 (bookworm-security's
+#        6.12.N+deb12 backport), through the same private arm64 configuration; its
+#        vmlinuz is arm64's uncompressed Image; BPF trampolines on arm64 since 6.4
+#   6.1-ppc64le, 6.12-ppc64le  newest linux-image-6.1.0-N-powerpc64le and the dependency of
+#        linux-image-6.12-powerpc64le (bookworm-security), through a PRIVATE configuration
+#        with APT::Architecture=ppc64el under $CACHE/apt-ppc64el; "vmlinuz" is then the
+#        package's ELF vmlinux (with its symbol table), which qemu-system-ppc64 -M pseries
+#        boots as it is
 #
 # Cache: ${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}. Idempotent: a version
 # whose directory is complete is skipped unless --refresh is given.
@@ -37,8 +45,8 @@ for a in "$@"; do
         -h|--help) usage 0 ;;
         --refresh) REFRESH=1 ;;
         all) VERS+=(6.1 6.12 7.3) ;;
-        6.1|6.12|7.3|6.1-arm64) VERS+=("$a") ;;
-        *) die "unknown argument '$a' (want 6.1, 6.12, 7.3, 6.1-arm64 or all)" ;;
+        6.1|6.12|7.3|6.1-arm64|6.12-arm64|6.1-ppc64le|6.12-ppc64le) VERS+=("$a") ;;
+        *) die "unknown argument '$a' (want 6.1, 6.12, 7.3, 6.1-arm64, 6.12-arm64, 6.1-ppc64le, 6.12-ppc64le or all)" ;;
     esac
 done
 [ ${#VERS[@]} -gt 0 ] || VERS=(6.1 6.12 7.3)
@@ -133,35 +141,48 @@ resolve_73() {
     echo "$p"
 }
 
-# ---------------------------------------------------------------- private apt (bookworm, arm64)
-A64="$CACHE/apt-arm64"
-a64_opts() {
-    printf '%s\n' -o APT::Architecture=arm64 -o APT::Architectures=arm64 \
-        -o "Dir::Etc::SourceList=$A64/sources.list" -o Dir::Etc::SourceParts=/dev/null \
-        -o "Dir::State::Lists=$A64/lists" -o "Dir::Cache=$A64/cache" -o Dir::State::status=/dev/null \
+# ---------------------------------------------------------------- private apt (bookworm, arm64, ppc64el)
+# The private configuration of a foreign architecture (arm64, ppc64el): bookworm, -updates and
+# -security, its own lists and cache under $CACHE/apt-ARCH.
+foreign_opts() {   # foreign_opts ARCH
+    local d="$CACHE/apt-$1"
+    printf '%s\n' -o "APT::Architecture=$1" -o "APT::Architectures=$1" \
+        -o "Dir::Etc::SourceList=$d/sources.list" -o Dir::Etc::SourceParts=/dev/null \
+        -o "Dir::State::Lists=$d/lists" -o "Dir::Cache=$d/cache" -o Dir::State::status=/dev/null \
         -o Dir::Etc::Preferences=/dev/null -o Dir::Etc::PreferencesParts=/dev/null
 }
-A64_READY=0
-a64_setup() {
-    [ "$A64_READY" = 1 ] && return 0
-    mkdir -p "$A64/lists/partial" "$A64/cache/archives/partial"
+FOREIGN_READY=""
+foreign_setup() {   # foreign_setup ARCH
+    case " $FOREIGN_READY " in *" $1 "*) return 0 ;; esac
+    local d="$CACHE/apt-$1"
+    mkdir -p "$d/lists/partial" "$d/cache/archives/partial"
     [ -r "$KEYRING" ] || die "$KEYRING missing (apt-get install debian-archive-keyring)"
     local m; m=$(debian_mirror)
     { echo "deb [signed-by=$KEYRING] $m bookworm main"
       echo "deb [signed-by=$KEYRING] $m bookworm-updates main"
-      echo "deb [signed-by=$KEYRING] ${m%/debian}/debian-security bookworm-security main"; } > "$A64/sources.list"
-    local -a o; mapfile -t o < <(a64_opts)
-    private_update "$A64" arm64 "${o[@]}"
-    A64_READY=1
+      echo "deb [signed-by=$KEYRING] ${m%/debian}/debian-security bookworm-security main"; } > "$d/sources.list"
+    local -a o; mapfile -t o < <(foreign_opts "$1")
+    private_update "$d" "$1" "${o[@]}"
+    FOREIGN_READY="$FOREIGN_READY $1"
 }
 
-resolve_61_arm64() {
-    a64_setup
-    local -a o; mapfile -t o < <(a64_opts)
+resolve_61_foreign() {   # resolve_61_foreign ARCH FLAVOUR: newest linux-image-6.1.0-N-FLAVOUR
+    foreign_setup "$1"
+    local -a o; mapfile -t o < <(foreign_opts "$1")
     local p
     p=$(apt-cache "${o[@]}" pkgnames linux-image-6.1.0- 2>/dev/null |
-        grep -E '^linux-image-6\.1\.0-[0-9]+-cloud-arm64$' | sort -V | tail -n1 || true)
-    [ -n "$p" ] || die "no linux-image-6.1.0-*-cloud-arm64 in the private arm64 lists ($A64)"
+        grep -E "^linux-image-6\.1\.0-[0-9]+-$2\$" | sort -V | tail -n1 || true)
+    [ -n "$p" ] || die "no linux-image-6.1.0-*-$2 in the private $1 lists ($CACHE/apt-$1)"
+    echo "$p"
+}
+
+resolve_612_foreign() {   # resolve_612_foreign ARCH FLAVOUR: what linux-image-6.12-FLAVOUR depends on
+    foreign_setup "$1"
+    local -a o; mapfile -t o < <(foreign_opts "$1")
+    local p
+    p=$(apt-cache "${o[@]}" depends "linux-image-6.12-$2" 2>/dev/null |
+        sed -n "s/^ *|\?Depends: *\(linux-image-6\.12\.[^ ]*-$2\)\$/\1/p" | head -n1 || true)
+    [ -n "$p" ] || die "cannot resolve the dependency of linux-image-6.12-$2 in the private $1 lists ($CACHE/apt-$1)"
     echo "$p"
 }
 
@@ -190,8 +211,11 @@ install_version() {
         7.3)  main=$(resolve_73)
               local -a o; mapfile -t o < <(tb_opts); aptopt=("${o[@]}")
               pkgs=("$main" "${main/linux-binary-/linux-base-}") ;;
-        6.1-arm64) main=$(resolve_61_arm64)
-              local -a o; mapfile -t o < <(a64_opts); aptopt=("${o[@]}")
+        6.1-arm64|6.12-arm64|6.1-ppc64le|6.12-ppc64le)
+              local fa=arm64 fl=cloud-arm64
+              case "$ver" in *-ppc64le) fa=ppc64el fl=powerpc64le ;; esac
+              if [ "${ver%%-*}" = 6.1 ]; then main=$(resolve_61_foreign $fa $fl); else main=$(resolve_612_foreign $fa $fl); fi
+              local -a o; mapfile -t o < <(foreign_opts $fa); aptopt=("${o[@]}")
               pkgs=("$main") ;;
     esac
     log "$ver: downloading ${pkgs[*]}"
@@ -205,8 +229,10 @@ install_version() {
     # find vmlinuz: /boot/vmlinuz-REL (6.1, 6.12) or usr/lib/modules/REL/vmlinuz (7.x)
     local vmlinuz rel
     vmlinuz=$(find "$tmp/boot" -maxdepth 1 -name 'vmlinuz-*' 2>/dev/null | head -n1 || true)
+    # ppc64el ships the ELF vmlinux (boot/vmlinux-REL)
+    [ -n "$vmlinuz" ] || vmlinuz=$(find "$tmp/boot" -maxdepth 1 -name 'vmlinux-*' 2>/dev/null | head -n1 || true)
     if [ -n "$vmlinuz" ]; then
-        rel=${vmlinuz##*/vmlinuz-}
+        rel=${vmlinuz##*/vmlinu[xz]-}
     else
         vmlinuz=$(find "$tmp/usr/lib/modules" "$tmp/lib/modules" -mindepth 2 -maxdepth 2 -name vmlinuz 2>/dev/null | head -n1 || true)
         [ -n "$vmlinuz" ] || die "$ver: no vmlinuz in ${pkgs[*]}"
