@@ -74,7 +74,9 @@ try:
     # ---- item 9: --listen checked before attaching
     for v, what in (("19894", "a bare port"), ("127.0.0.1:0", "port 0"), ("127.0.0.1:99999", "port 99999"),
                     ("127.0.0.1:", "no port"), ("[::1]", "an IPv6 address without a port"),
-                    ("[::1:9870", "a broken IPv6 address"), ("nosuchhost:9870", "a host name")):
+                    ("[::1:9870", "a broken IPv6 address"), ("nosuchhost:9870", "a host name"),
+                    ("127.0.0.1: 19894", "a space before the port"), ("127.0.0.1:+19894", "a signed port"),
+                    ("[::ffff:127.0.0.1]:19894", "an IPv4-mapped IPv6 address")):
         rc, err, dt = run("--listen", v)
         check(rc == 2 and len(err) == 1 and v in err[0], f"--listen {v} ({what}): exit {rc} in {dt:.2f} s: {err}")
         if v == "[::1]":

@@ -66,7 +66,7 @@ CommandCall define(CLI::App& c) {
   c.add_flag("-f,--force", exp.force, "replace FILE if it exists");
   c.add_option("--from", exp.from, "window start, time since the recording's start (e.g. 30s)");
   c.add_option("--to", exp.to, "window end, time since the recording's start");
-  c.add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)");
+  c.add_option("--cpus", exp.cpus, "CPUs to export, e.g. 0-3,8 (default: the recording's online CPUs)")->check(kNotEmpty);
   c.add_option("--lines", exp.lines,
                "CSV: the per-CPU line columns (xfers_per_s:LINE...): cpu (every row has them; the default unless "
                "CPUs x lines is over 65536 an interval, then left out, said on stderr), none (no line columns)")

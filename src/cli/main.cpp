@@ -104,10 +104,13 @@ int main(int argc, char** argv) {
   }
   // Output that could not be written is an error, not a silent exit 0 (a closed pipe,
   // the reader gone, stays quiet as with SIGPIPE). A command that returned non-zero has
-  // already said what failed: one line, not two.
+  // already said what failed: one line, not two; but diff's 3 is a verdict, not a failure,
+  // and a verdict whose report was not written is exit 1 with the reason.
+  constexpr int kVerdictStatus = 3;  // diff: a significant change (README "diff")
   if (!stdout_ok()) {
-    if (g_stdout_errno != EPIPE && rc <= 0) err(fmt::format("cannot write to stdout: {}", std::strerror(g_stdout_errno)));
-    return rc > 0 ? rc : 1;
+    const bool said = rc > 0 && rc != kVerdictStatus;
+    if (g_stdout_errno != EPIPE && !said) err(fmt::format("cannot write to stdout: {}", std::strerror(g_stdout_errno)));
+    return said ? rc : 1;
   }
   if (rc < 0) rc = 1;
   return rc;

@@ -17,10 +17,11 @@ void add_probe_options(CLI::App* c, CommonProbeOptions& o) {
   c->add_option("--backend", o.backend,
                  "auto (fentry, then kprobe, then a tracepoint proxy) | fentry | kprobe | proxy (stand-ins only)")
       ->check(CLI::IsMember({"auto", "fentry", "kprobe", "proxy"}));
-  c->add_option("--probes", o.probes, "comma-separated probes to attach, or all (the default)");
-  c->add_option("--system-map", o.system_map, "System.map of the running kernel, for tick_broadcast_lock's address");
+  c->add_option("--probes", o.probes, "comma-separated probes to attach, or all (the default)")->check(kNotEmpty);
+  c->add_option("--system-map", o.system_map, "System.map of the running kernel, for tick_broadcast_lock's address")->check(kNotEmpty);
   c->add_option("--btf", o.btf,
-                "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux");
+                "vmlinux BTF of the running kernel (raw BTF or an ELF vmlinux), when not at /sys/kernel/btf/vmlinux")
+      ->check(kNotEmpty);
   c->add_flag("-v,--verbose", o.verbose, "print libbpf and verifier messages");
   CLI::Option* on = c->add_flag_callback("--gap-state", [&o] { o.gap_state = true; },
                                          "the probes keep per-CPU gap histograms, sampled, for the cacheline figures' "
@@ -56,7 +57,7 @@ void add_catch_options(CLI::App* c, CommonProbeOptions& o) {
 
 void add_view_options(CLI::App* c, std::string& sort, std::string& cpus, std::string& xfer_cost) {
   c->add_option("--sort", sort, "initial sort column: a probe or column name, or cpu (default idle)");
-  c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)");
+  c->add_option("--cpus", cpus, "initial CPU filter, e.g. 0-7,16 (default: all)")->check(kNotEmpty);
   c->add_option("--xfer-cost", xfer_cost, "ns per cacheline transfer by distance, e.g. smt=15,llc=40,package=80,remote=150")->check(kNotEmpty);
 }
 

@@ -123,9 +123,12 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
       if (std::string why = unsafe_output_path(dest); !why.empty()) return fail(1, fmt::format("-o {}: {}", output, why));
     }
   }
-  // A dangling symlink (or a chain of them): the export creates the last target, and every
-  // link stays; a loop is an error.
+  // A dangling symlink (or a chain of them): a name that is there, so only with --force (as
+  // record's -o); then the export creates the last target, and every link stays; a loop is
+  // an error.
   struct stat link_st {};
+  if (!to_stdout && !existed && !req.force && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode))
+    return fail(1, fmt::format("{} exists (a symlink to nothing); choose another name or pass --force", output));
   // Each link is checked as it is followed (one planted since the checks above is seen
   // here, never followed), and so is the path of its target.
   for (int hops = 0; !to_stdout && !existed && ::lstat(dest.c_str(), &link_st) == 0 && S_ISLNK(link_st.st_mode); ++hops) {

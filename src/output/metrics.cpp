@@ -3,7 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <string_view>
 
 #include "model/interval.h"
 #include "probe/catalog.h"
@@ -82,7 +85,53 @@ const char* metrics_content_type(bool openmetrics) {
 }
 
 bool wants_openmetrics(const std::string& accept) {
-  return accept.find("application/openmetrics-text") != std::string::npos;
+  // Each media range: type, then ;params (q, version). The best q of the OpenMetrics ranges
+  // whose version is one this text is (none, 1.0.0; 0.0.1 reads the same) against the best
+  // of text/plain's (none, 0.0.4); q=0 is "not acceptable"; a tie is OpenMetrics
+  // (Prometheus lists it first).
+  auto trim = [](std::string_view v) {
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t')) v.remove_prefix(1);
+    while (!v.empty() && (v.back() == ' ' || v.back() == '\t')) v.remove_suffix(1);
+    return v;
+  };
+  auto lower = [](std::string_view v) {
+    std::string o(v);
+    for (char& c : o) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    return o;
+  };
+  double om = -1, text = -1;
+  std::string_view rest(accept);
+  while (!rest.empty()) {
+    const size_t comma = rest.find(',');
+    std::string_view range = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    const size_t semi = range.find(';');
+    const std::string type = lower(trim(range.substr(0, semi)));
+    double q = 1;
+    std::string version;
+    for (std::string_view params = semi == std::string_view::npos ? std::string_view() : range.substr(semi + 1);
+         !params.empty();) {
+      const size_t next = params.find(';');
+      const std::string_view p = trim(params.substr(0, next));
+      params = next == std::string_view::npos ? std::string_view() : params.substr(next + 1);
+      const size_t eq = p.find('=');
+      if (eq == std::string_view::npos) continue;
+      const std::string key = lower(trim(p.substr(0, eq)));
+      const std::string val(trim(p.substr(eq + 1)));
+      if (key == "q") {
+        char* end = nullptr;
+        const double v = std::strtod(val.c_str(), &end);
+        q = end && *end == '\0' && v >= 0 && v <= 1 ? v : 0;  // a q that is no number: not acceptable
+      } else if (key == "version") {
+        version = val;
+      }
+    }
+    if (type == "application/openmetrics-text" && (version.empty() || version == "1.0.0" || version == "0.0.1"))
+      om = std::max(om, q);
+    else if (type == "text/plain" && (version.empty() || version == "0.0.4"))
+      text = std::max(text, q);
+  }
+  return om > 0 && om >= text;
 }
 
 namespace {

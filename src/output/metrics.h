@@ -116,7 +116,9 @@ uint32_t array_elements(const Meta& meta, const ProbeMeta& pm, const Field& fiel
 /// or "text/plain; version=0.0.4; charset=utf-8".
 const char* metrics_content_type(bool openmetrics);
 
-/// True when an Accept header value asks for OpenMetrics text (what Prometheus sends first).
+/// True when an Accept header value prefers OpenMetrics text (what Prometheus sends first):
+/// an application/openmetrics-text range of version 1.0.0, 0.0.1 or none, with q > 0 and
+/// at least the q of text/plain (version 0.0.4 or none); q=0 refuses a range (RFC 9110).
 bool wants_openmetrics(const std::string& accept);
 
 /// The whole exposition text of s (README "serve" lists every metric). Probes that are

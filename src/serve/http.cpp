@@ -41,7 +41,8 @@ std::string parse_listen(const std::string& s, ListenAddr& out) {
   char* end = nullptr;
   errno = 0;
   const long port = port_s.empty() ? -1 : std::strtol(port_s.c_str(), &end, 10);
-  if (port_s.empty() || *end != '\0' || errno != 0 || port < 1 || port > 65535 || port_s[0] == '+' || port_s[0] == '-')
+  if (port_s.empty() || *end != '\0' || errno != 0 || port < 1 || port > 65535 ||
+      port_s.find_first_not_of("0123456789") != std::string::npos)  // strtol took " 9870", "+9870"
     return fmt::format("--listen {}: port '{}' is not 1..65535", s, port_s);
   const bool bracketed = host.size() >= 2 && host.front() == '[' && host.back() == ']';
   if (bracketed) host = host.substr(1, host.size() - 2);
@@ -60,6 +61,8 @@ std::string parse_listen(const std::string& s, ListenAddr& out) {
     auto* a6 = reinterpret_cast<sockaddr_in6*>(&out.addr);
     if (::inet_pton(AF_INET6, host.c_str(), &a6->sin6_addr) != 1)
       return fmt::format("--listen {}: '{}' is not an IPv6 address; {}", s, host, hint);
+    if (IN6_IS_ADDR_V4MAPPED(&a6->sin6_addr))  // the IPv6-only listener cannot bind it (EINVAL)
+      return fmt::format("--listen {}: an IPv4-mapped address: give the IPv4 address without brackets; {}", s, hint);
     a6->sin6_family = AF_INET6;
     a6->sin6_port = htons(static_cast<uint16_t>(port));
     out.len = sizeof(sockaddr_in6);

@@ -105,6 +105,18 @@ void RecordingReader::load_index() {
       info.index_offset + x.bytes != end_at)
     return bad(fmt::format("no valid INDEX frame at byte {}{}", info.index_offset, why.empty() ? "" : ": " + why));
   if (!decode_index(x.payload, data_start_, info, index_entries_, why)) return bad(std::move(why));
+  // Counts and offsets are checked against the frames before a seek or an allocation uses
+  // them (a CRC-valid trailer can still lie): each sample takes a frame header at least, and
+  // each entry must name a keyframe at its time. A disagreement means scanning instead.
+  if (info.samples > (info.index_offset - data_start_) / kFrameHeaderBytes)
+    return bad(fmt::format("END says {} samples in {} bytes of frames", info.samples, info.index_offset - data_start_));
+  for (size_t k = 0; k < index_entries_.size(); ++k) {
+    const IndexEntry& ie = index_entries_[k];
+    Frame f;
+    if (read_frame_at(ie.offset, f, why, false) != ReadStatus::ok || f.type != FrameType::sample ||
+        !(f.flags & kFlagKeyframe) || f.mono_ns != ie.mono_ns)
+      return bad(fmt::format("INDEX entry {} names no keyframe at byte {}; scanned the frames instead", k, ie.offset));
+  }
   index_ = info;
 }
 

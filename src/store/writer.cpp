@@ -61,7 +61,17 @@ int open_output(const std::string& path, bool overwrite, OwnedFile& created, std
     int fd = create_exclusive(path, created);
     if (fd >= 0) return fd;
     if (errno != EEXIST) throw std::runtime_error(fmt::format("cannot create {}: {}", path, strerror(errno)));
-    if (!overwrite) throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
+    if (!overwrite) {
+      // A terminal is refused with or without --force: said first, not after --force.
+      struct stat cs {};
+      if (::stat(path.c_str(), &cs) == 0 && S_ISCHR(cs.st_mode)) {
+        const int t = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        const bool tty = t >= 0 && isatty(t);
+        if (t >= 0) ::close(t);
+        if (tty) throw std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path));
+      }
+      throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
+    }
     if (std::string why = untrusted_symlink(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
     // Not a link when checked: opened without following one, so a link renamed over the
     // name since is not opened (ELOOP: checked again). O_NONBLOCK: a FIFO without a reader

@@ -12,7 +12,8 @@ namespace schedhot {
 /// quoted (RFC 4180) when it holds a comma, a quote or a line break.
 inline std::string csv_cell(const std::string& raw) {
   std::string s = scrub_controls(raw);
-  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s.insert(0, "'");
+  // (a new string, not s.insert(0, ...): GCC 12 warns a false -Wrestrict on that insert)
+  if (!s.empty() && std::string_view("=+-@\t\r").find(s[0]) != std::string_view::npos) s = "'" + s;
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string o = "\"";
   for (char c : s) o += c == '"' ? std::string("\"\"") : std::string(1, c);

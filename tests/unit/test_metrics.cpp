@@ -133,6 +133,23 @@ TEST(Metrics, OpenMetricsNamesCounterFamiliesWithoutTotalAndEndsWithEof) {
   EXPECT_FALSE(wants_openmetrics("text/plain"));
 }
 
+// Accept negotiation: q=0 refuses a range, a version this text is not is not chosen, the
+// higher q wins and a tie is OpenMetrics; what Prometheus sends picks OpenMetrics.
+TEST(Metrics, AcceptNegotiationHonoursQAndVersion) {
+  EXPECT_TRUE(wants_openmetrics("application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;"
+                                "q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1"));  // Prometheus 2.x
+  EXPECT_TRUE(wants_openmetrics("application/openmetrics-text"));
+  EXPECT_TRUE(wants_openmetrics("Application/OpenMetrics-Text; Version=1.0.0"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text;q=0, text/plain"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text; q=0.0"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text; version=9.9.9"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text;q=0.4, text/plain;q=0.5"));
+  EXPECT_TRUE(wants_openmetrics("text/plain;q=0.5, application/openmetrics-text;q=0.5"));
+  EXPECT_FALSE(wants_openmetrics("application/openmetrics-text;q=abc"));
+  EXPECT_FALSE(wants_openmetrics(""));
+  EXPECT_FALSE(wants_openmetrics("*/*"));
+}
+
 TEST(Metrics, PerCpuLabelsEveryOnlineCpu) {
   Known k;
   const std::string t = render_metrics(k.st, MetricsOptions{false, parse_per_cpu("all")});

@@ -256,7 +256,7 @@ TEST(RecordingCli, ExportNeverReplacesWhatIsNotItsOwn) {
   expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, dir.path)), 2, "is a directory");
 }
 
-TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
+TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLinkWithForce) {
   TempDir dir("cli_export_guard");
   const std::string in = dir / "in.shot";
   spit(in, slurp(kData + "/tui16.shot"));
@@ -265,9 +265,12 @@ TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
   EXPECT_EQ(slurp(in), slurp(kData + "/tui16.shot"));
   expect_one_line_error(run_cli("export " + in + " -o ''"), 2, "-o: an empty path");
   expect_one_line_error(run_cli("export " + in + " --cpus -1"), 2, "a range needs a CPU on each side of '-'");
-  // A dangling symlink: its target is created, the link stays a link.
+  // A dangling symlink is a name that is there: refused without --force, as record -o refuses
+  // it (nothing created); with it, its target is created and the link stays a link.
   ASSERT_EQ(::symlink("target.csv", (dir / "link.csv").c_str()), 0);
-  CliRun r = run_cli("export " + in + " -o " + dir / "link.csv");
+  expect_one_line_error(run_cli("export " + in + " -o " + dir / "link.csv"), 1, "exists (a symlink to nothing)");
+  EXPECT_FALSE(std::filesystem::exists(dir / "target.csv"));
+  CliRun r = run_cli("export " + in + " -f -o " + dir / "link.csv");
   ASSERT_EQ(r.status, 0) << r.err;
   struct stat st {};
   ASSERT_EQ(::lstat((dir / "link.csv").c_str(), &st), 0);
@@ -276,13 +279,13 @@ TEST(RecordingCli, ExportGuardsItsInputAndFollowsADanglingLink) {
   // A chain of dangling links: the last target is written, both links stay; a loop is one line.
   ASSERT_EQ(::symlink("hop2.csv", (dir / "hop1.csv").c_str()), 0);
   ASSERT_EQ(::symlink("end.csv", (dir / "hop2.csv").c_str()), 0);
-  ASSERT_EQ(run_cli("export " + in + " -o " + dir / "hop1.csv").status, 0);
+  ASSERT_EQ(run_cli("export " + in + " -f -o " + dir / "hop1.csv").status, 0);
   ASSERT_EQ(::lstat((dir / "hop2.csv").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
   EXPECT_EQ(slurp(dir / "end.csv").rfind("time_s,cpu,", 0), 0u);
   ASSERT_EQ(::symlink("loop2", (dir / "loop1").c_str()), 0);
   ASSERT_EQ(::symlink("loop1", (dir / "loop2").c_str()), 0);
-  expect_one_line_error(run_cli("export " + in + " -o " + dir / "loop1"), 1, "Too many levels of symbolic links");
+  expect_one_line_error(run_cli("export " + in + " -f -o " + dir / "loop1"), 1, "Too many levels of symbolic links");
   ASSERT_EQ(::lstat((dir / "loop2").c_str(), &st), 0);
   EXPECT_TRUE(S_ISLNK(st.st_mode));
 }
@@ -337,10 +340,11 @@ TEST(RecordingCli, OutputsNeverFollowALinkAnotherUserPlantedInASharedDirectory) 
   EXPECT_FALSE(std::filesystem::exists(rootonly + "/new.csv"));
   EXPECT_FALSE(std::filesystem::exists(rootonly + "/new.shot"));
   EXPECT_EQ(slurp(theirs), "theirs\n");
-  // root's own link in a sticky directory of root's: followed as before, and no temporary is left.
+  // root's own (dangling) link in a sticky directory of root's: followed with --force as
+  // before, and no temporary is left.
   const std::string sticky = dir / "shared1777", own = sticky + "/own.csv";
   ASSERT_EQ(::symlink((dir / "own_target.csv").c_str(), own.c_str()), 0);
-  CliRun r = run_cli("export " + in + " -o " + own);
+  CliRun r = run_cli("export " + in + " -f -o " + own);
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(slurp(dir / "own_target.csv").rfind("time_s,cpu,", 0), 0u);
   for (auto& f : std::filesystem::directory_iterator(dir.path))
