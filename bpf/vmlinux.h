@@ -12,9 +12,10 @@
  *
  * UAPI constants (map types, flags) come from the system's <linux/bpf.h>.
  * Registers (kprobe arguments) per architecture, as libbpf's bpf_tracing.h
- * reads them for -D__TARGET_ARCH_x86 or -D__TARGET_ARCH_arm64 (CMake picks one
- * from CMAKE_SYSTEM_PROCESSOR): x86-64's struct pt_regs, or arm64's UAPI
- * struct user_pt_regs, which the kernel's arm64 pt_regs begins with.
+ * reads them for -D__TARGET_ARCH_x86, -D__TARGET_ARCH_arm64 or
+ * -D__TARGET_ARCH_powerpc (CMake picks one from CMAKE_SYSTEM_PROCESSOR): x86-64's
+ * struct pt_regs, arm64's UAPI struct user_pt_regs, which the kernel's arm64 pt_regs
+ * begins with, or powerpc's UAPI pt_regs layout, which the kernel's begins with.
  */
 #ifndef __VMLINUX_H__
 #define __VMLINUX_H__
@@ -41,8 +42,16 @@ struct user_pt_regs {
 	__u64 pstate;
 };
 struct pt_regs; /* the kprobe context type; only pointed to */
+#elif defined(__TARGET_ARCH_powerpc)
+/* arch/powerpc/include/uapi/asm/ptrace.h (64-bit): the kernel's struct pt_regs begins with
+ * this layout (its user_pt_regs); bpf_tracing.h reads gpr[3..7] (arguments), nip and link
+ * through it, fixed offsets (no relocation needed). */
+struct pt_regs {
+	unsigned long gpr[32];
+	unsigned long nip, msr, orig_gpr3, ctr, link, xer, ccr, softe, trap, dar, dsisr, result;
+};
 #elif !defined(__TARGET_ARCH_x86)
-#error "bpf/vmlinux.h: define __TARGET_ARCH_x86 or __TARGET_ARCH_arm64"
+#error "bpf/vmlinux.h: define __TARGET_ARCH_x86, __TARGET_ARCH_arm64 or __TARGET_ARCH_powerpc"
 #endif
 
 #pragma clang attribute push(__attribute__((preserve_access_index)), apply_to = record)
