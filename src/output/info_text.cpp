@@ -70,11 +70,12 @@ std::string render_info_text(const nlohmann::json& j) {
   add("probes", fmt::format("{} of {} attached", j["probes_attached"].get<int>(), j["probes"].size()));
   for (const auto& p : j["probes"]) {
     if (p["status"] == "attached") {
-      // A proxy's label already names its tracepoint: not twice.
       const std::string backend = p["backend"].get<std::string>();
-      std::string where = symbol_with_via(p["symbol"].get<std::string>(), p["via"].get<std::string>());
-      if (!where.empty() && backend.find(where) != std::string::npos) where.clear();
-      std::string row = fmt::format("  {:<12} attached     {:<12} {}", p["name"].get<std::string>(), backend, where);
+      const std::string where = symbol_with_via(p["symbol"].get<std::string>(), p["via"].get<std::string>());
+      // (the column padding of "fentry" and a symbol, or a proxy's text as attach_text says it)
+      std::string row = backend.rfind("proxy:", 0) == 0
+                            ? fmt::format("  {:<12} attached     {}", p["name"].get<std::string>(), attach_text(backend, where))
+                            : fmt::format("  {:<12} attached     {:<12} {}", p["name"].get<std::string>(), backend, where);
       row.erase(row.find_last_not_of(' ') + 1);
       if (p.contains("blind") && p["blind"].is_string()) row += "; blind: " + p["blind"].get<std::string>();
       out += row + "\n";

@@ -73,10 +73,14 @@ CoherenceLayout read_coherence_layout(const struct btf* btf, const SymbolTable* 
 CoherenceLayout read_coherence_layout_from(const std::string& btf_path, const SymbolTable* syms, int line_bytes,
                                            const std::string& syms_source = "");
 
-/// The lowest kernel address: x86-64 with 5-level paging (LA57, e.g. QEMU's -cpu max) puts
-/// the direct map at 0xff11000000000000 (Documentation/arch/x86/x86_64/mm.rst), 4-level at
-/// 0xffff888000000000; arm64 with 52-bit VAs starts at 0xfff0000000000000.
-inline constexpr uint64_t kKernelLow = 0xff00000000000000ull;
+/// The lowest kernel address of the architectures schedhot runs on (a plausibility bound for
+/// learned addresses, also when an x86 host reads another's recording): x86-64 with 5-level
+/// paging (LA57, e.g. QEMU's -cpu max) puts the direct map at 0xff11000000000000
+/// (Documentation/arch/x86/x86_64/mm.rst), 4-level at 0xffff888000000000; arm64 with 52-bit
+/// VAs starts at 0xfff0000000000000; ppc64's linear map at PAGE_OFFSET 0xc000000000000000
+/// (arch/powerpc/include/asm/page.h; a 6.12 ppc64le guest's root_domain was at
+/// 0xc000000003f30000). User addresses are below 2^57 on all three.
+inline constexpr uint64_t kKernelLow = 0xc000000000000000ull;
 
 /// The line index of a byte offset: floor(offset / line_bytes) (negative offsets floor down).
 int64_t line_of(int64_t offset, int line_bytes);

@@ -216,6 +216,11 @@ std::string symbol_with_via(const std::string& symbol, const std::string& via) {
   return symbol + " " + via;
 }
 
+std::string attach_text(const std::string& label, const std::string& where) {
+  if (where.empty() || label.find(where) != std::string::npos) return label;
+  return label.rfind("proxy:", 0) == 0 ? label + " (" + where + ")" : label + " " + where;
+}
+
 std::string brief_reason(const std::string& reason) {
   std::string out;
   int depth = 0;

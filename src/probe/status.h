@@ -100,6 +100,11 @@ std::string errno_name(int err);
 /// (nohz_balancer_kick inlined)" from ("sched_balance_trigger", "via sched_balance_trigger
 /// (nohz_balancer_kick inlined)"); the label as is when it names another symbol.
 std::string symbol_with_via(const std::string& symbol, const std::string& via);
+/// Where an attached probe runs, for humans: its backend label (backend_label()) and
+/// `where` (symbol_with_via()), "fentry cpupri_set"; a proxy's label already naming `where`
+/// alone, and one that does not with `where` in parentheses: "proxy: timer:tick_stop(success=1)
+/// on the idle task (tp_btf/tick_stop)".
+std::string attach_text(const std::string& label, const std::string& where);
 /// An unavailable probe's reason for a table row: the parenthesised explanations dropped,
 /// "fentry refused: EPERM; kprobes not built into this kernel" from the full reason
 /// (which `probes`, `info` and the JSON outputs keep).

@@ -716,8 +716,7 @@ std::vector<Line> render_probes(const Meta& meta, int width) {
       wrapped(pm.name, "unavailable: " + st.reason, Role::bad);
       continue;
     }
-    std::string what = st.backend_label();
-    if (!st.symbol.empty()) what += " " + symbol_with_via(st.symbol, st.via);
+    const std::string what = attach_text(st.backend_label(), st.symbol.empty() ? "" : symbol_with_via(st.symbol, st.via));
     wrapped(pm.name, what, Role::good);
     if (ps == ProbeState::blind) wrapped("", "blind: " + blind, Role::bad);
   }
