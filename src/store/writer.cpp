@@ -55,6 +55,7 @@ void write_all(int fd, const char* p, size_t n, const std::string& path) {
 int open_output(const std::string& path, bool overwrite, OwnedFile& created, std::string& replaces, int hops = 0) {
   created = {};
   replaces.clear();
+  auto terminal = [&] { return std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path)); };
   for (int attempt = 0; attempt < 8; ++attempt) {
     // Checked before every try: a name another user planted since the last one is seen.
     if (std::string why = unsafe_output_path(path); !why.empty()) throw std::runtime_error(fmt::format("-o {}: {}", path, why));
@@ -68,7 +69,7 @@ int open_output(const std::string& path, bool overwrite, OwnedFile& created, std
         const int t = ::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
         const bool tty = t >= 0 && isatty(t);
         if (t >= 0) ::close(t);
-        if (tty) throw std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path));
+        if (tty) throw terminal();
       }
       throw std::runtime_error(fmt::format("{} exists; choose another name or pass --force", path));
     }
@@ -106,7 +107,7 @@ int open_output(const std::string& path, bool overwrite, OwnedFile& created, std
     }
     if (isatty(fd)) {
       ::close(fd);
-      throw std::runtime_error(fmt::format("{} is a terminal; a recording is binary: give a file name", path));
+      throw terminal();
     }
     if (S_ISREG(st.st_mode)) {
       // An existing regular file is replaced only once the new one holds its header and
