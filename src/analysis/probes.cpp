@@ -15,6 +15,7 @@ nlohmann::json probes_document(const Attached& a) {
           {"kernel", a.host.kernel_release},
           {"btf", a.facts.btf},
           {"btf_file", a.facts.btf_path},
+          {"btf_error", a.facts.btf ? std::string() : a.facts.btf_error},
           {"kprobes", a.facts.kprobes},
           {"kallsyms", a.facts.kallsyms_error.empty() ? "ok" : a.facts.kallsyms_error},
           {"symbols", symbols},

@@ -22,6 +22,15 @@ std::string render_probes_text(const nlohmann::json& d) {
   fmt::format_to(o, "kernel {}  BTF {}  kprobes {}  kallsyms {}\n", d.at("kernel").get<std::string>(),
              !d.at("btf").get<bool>() ? "no" : btf_file.empty() ? "yes" : "yes (--btf " + btf_file + ")",
              d.at("kprobes").get<bool>() ? "yes" : "no", d.at("kallsyms").get<std::string>());
+  // Without BTF every probe fails for the one long reason (what --btf FILE must be): said
+  // once here, and "no vmlinux BTF (above)" in each probe's line. Older documents lack it.
+  const std::string btf_error = d.contains("btf_error") ? d.at("btf_error").get<std::string>() : std::string();
+  if (!btf_error.empty()) fmt::format_to(o, "{}\n", btf_error);
+  auto shorter = [&](std::string why) {
+    if (btf_error.empty()) return why;
+    for (size_t at; (at = why.find(btf_error)) != std::string::npos;) why.replace(at, btf_error.size(), "no vmlinux BTF (above)");
+    return why;
+  };
   // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
   fmt::format_to(o, "layout {}; symbols {}\n", layout_source_text(layout), d.at("symbols").get<std::string>());
   for (const std::string& n : layout.notes) fmt::format_to(o, "  {}\n", n);
@@ -32,7 +41,7 @@ std::string render_probes_text(const nlohmann::json& d) {
       fmt::format_to(o, "{:<12}   target {}, {} {}\n", "", s.target, s.proxy ? "tracepoint" : "symbol", symbol_with_via(s.symbol, s.via));
       if (s.proxy) fmt::format_to(o, "{:<12}   known error: {}\n", "", s.proxy_error);
     } else {
-      fmt::format_to(o, "{:<12} UNAVAILABLE  {}\n", s.probe, s.reason);
+      fmt::format_to(o, "{:<12} UNAVAILABLE  {}\n", s.probe, shorter(s.reason));
       fmt::format_to(o, "{:<12}   target {}{}\n", "", s.target, s.via.empty() ? "" : ", resolved " + s.via);
     }
     for (auto& amb : s.ambiguous) fmt::format_to(o, "{:<12}   {}\n", "", describe_ambiguity(amb));
@@ -42,7 +51,7 @@ std::string render_probes_text(const nlohmann::json& d) {
     bool same = !s.sites.empty();
     for (auto& site : s.sites) same = same && !site.attached && site.error == s.sites.front().error;
     if (same)
-      fmt::format_to(o, "{:<12}   all {} sites unavailable: {}\n", "", s.sites.size(), s.sites.front().error);
+      fmt::format_to(o, "{:<12}   all {} sites unavailable: {}\n", "", s.sites.size(), shorter(s.sites.front().error));
     else
       for (auto& site : s.sites)
         fmt::format_to(o, "{:<12}   site {:<34} {}\n", "", site.site,

@@ -91,7 +91,7 @@ struct btf* read_btf(KernelFacts& f, const std::string& path) {
     if (!btf) {
       const int e = errno;
       f.btf = false;
-      f.btf_error = describe_vmlinux_btf_error(e, ::access(kSysfsVmlinuxBtf, F_OK) == 0);
+      f.btf_error = describe_vmlinux_btf_error(e, ::access(kSysfsVmlinuxBtf, F_OK) == 0, f.release);
       return nullptr;
     }
   }
@@ -152,13 +152,22 @@ void read_kprobes(KernelFacts& f) {
 
 }  // namespace
 
-std::string describe_vmlinux_btf_error(int err, bool sysfs_present) {
+std::string describe_vmlinux_btf_error(int err, bool sysfs_present, const std::string& release) {
+  // What --btf FILE must be: schedhot's programs carry CO-RE relocations, which libbpf
+  // resolves against the running kernel's own types before it loads any program (kprobes
+  // included), so nothing attaches without them.
+  const std::string rel = release.empty() ? "this kernel" : release;
+  const std::string need = fmt::format(
+      "schedhot's BPF programs are CO-RE and load only against this kernel's types, so nothing can attach; give "
+      "--btf FILE: the BTF of exactly {} (raw BTF, or an ELF vmlinux with a .BTF section), e.g. made by `pahole "
+      "--btf_encode_detached=FILE VMLINUX` from its vmlinux with debug info (Debian: linux-image-{}-dbg)",
+      rel, release.empty() ? "RELEASE" : release);
   if (!sysfs_present)
     return fmt::format("no vmlinux BTF: {} not present (kernel built without CONFIG_DEBUG_INFO_BTF?), nor a vmlinux "
-                       "with BTF under /boot or /lib/modules; give --btf FILE",
-                       kSysfsVmlinuxBtf);
-  return fmt::format("no vmlinux BTF: {} cannot be read as BTF ({}, {}); give --btf FILE", kSysfsVmlinuxBtf,
-                     errno_name(err), strerror(err));
+                       "with BTF under /boot or /lib/modules; {}",
+                       kSysfsVmlinuxBtf, need);
+  return fmt::format("no vmlinux BTF: {} cannot be read as BTF ({}, {}); {}", kSysfsVmlinuxBtf, errno_name(err),
+                     strerror(err), need);
 }
 
 KernelFacts read_kernel_facts(const std::string& system_map_path, const std::string& btf_path) {

@@ -41,8 +41,11 @@ struct KernelFacts {
 inline constexpr const char* kSysfsVmlinuxBtf = "/sys/kernel/btf/vmlinux";
 
 /// The one-line btf_error when libbpf's btf__load_vmlinux_btf() fails with err (a positive
-/// errno; ESRCH is libbpf's "no file found"), given whether kSysfsVmlinuxBtf exists.
-std::string describe_vmlinux_btf_error(int err, bool sysfs_present);
+/// errno; ESRCH is libbpf's "no file found"), given whether kSysfsVmlinuxBtf exists and the
+/// kernel's release (uname -r; "" when unknown): why, that nothing can attach without it
+/// (every program is CO-RE), and what --btf FILE must be (the BTF of exactly that release,
+/// e.g. pahole's from the vmlinux with debug info).
+std::string describe_vmlinux_btf_error(int err, bool sysfs_present, const std::string& release);
 
 /// Reads the live kernel's facts: /proc/kallsyms, vmlinux BTF (from btf_path when not
 /// empty, else libbpf's search path), kprobe support, and the System.map at

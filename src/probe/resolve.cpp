@@ -71,6 +71,8 @@ void add_function_candidates(Plan& p, const KernelFacts& f, BackendPref pref, in
   if (pref != BackendPref::fentry) {
     if (!f.kprobes) {
       p.skipped.push_back({Backend::kprobe, sym, f.kprobes_reason});
+    } else if (!f.btf) {  // the kprobe programs are CO-RE too: libbpf loads none without BTF
+      p.skipped.push_back({Backend::kprobe, sym, f.btf_error});
     } else if (!kprobe_ok) {
       p.skipped.push_back({Backend::kprobe, sym, fmt::format("kprobe: {} has {} entries and kallsyms hides their addresses", sym, n)});
     } else {
@@ -240,6 +242,8 @@ void resolve_sites(Plan& p, const ProbeSpec& spec, const KernelFacts& f, Backend
   if (pref != BackendPref::fentry) {
     if (!f.kprobes) {
       p.skipped.push_back({Backend::kprobe, "", f.kprobes_reason});
+    } else if (!f.btf) {  // CO-RE programs: none loads without BTF
+      p.skipped.push_back({Backend::kprobe, "", f.btf_error});
     } else {
       Candidate c;
       c.backend = Backend::kprobe;

@@ -20,7 +20,11 @@
 #                          a competing SCHED_FIFO load on the same CPUs, for `schedhot diff`
 #   diff-A.log diff-B.log  their record stderr and workload JSON lines
 # Kernel command line knobs (boot.sh --append):
-#   schedhot.e2e_mode=plain|noarat|noarat-nohv|demo   which workloads (default plain)
+#   schedhot.e2e_mode=plain|noarat|noarat-nohv|demo|probes   which workloads (default plain);
+#                                                     probes: no recording backend, no oracle:
+#                                                     `schedhot probes` (text, JSON) and a 1 s
+#                                                     record, each with its exit status (a kernel
+#                                                     without BTF: the host checks that they say why)
 #   schedhot.e2e_backends=auto,kprobe                 (default auto)
 #   schedhot.e2e_phase=S                              seconds per workload phase (default 2)
 #   schedhot.e2e_graph=0|1                            function_graph sample (default 0)
@@ -46,7 +50,7 @@ GRAPH=$(_gl_cmdline schedhot.e2e_graph || echo 0)
 DIFF=$(_gl_cmdline schedhot.e2e_diff || echo 0)
 PROBES=$(_gl_cmdline schedhot.e2e_probes || echo 0)
 CATCH=$(_gl_cmdline schedhot.e2e_catch | tr ':' '>' || true)
-ORACLE=1; [ "$MODE" = demo ] && ORACLE=0
+ORACLE=1; [ "$MODE" = demo ] || [ "$MODE" = probes ] && ORACLE=0
 
 # Oracle: the functions schedhot probes (and their compiler clones) that this kernel can
 # trace. nohz_balancer_kick is inlined everywhere; its callers stand in for it.
@@ -250,6 +254,19 @@ if [ "$PROBES" = 1 ]; then
     glog "e2e: schedhot probes --json"
     /bin/schedhot probes --json > /tmp/probes.json 2> /tmp/probes.err || { cat /tmp/probes.err; rc=1; }
     emit_file probes.json /tmp/probes.json
+fi
+if [ "$MODE" = probes ]; then
+    # what a user sees first: `probes` and `record` on this kernel, with their exit statuses
+    glog "e2e: schedhot probes; schedhot record -d 1"
+    { /bin/schedhot probes 2>&1; echo "exit $?"; } > /tmp/probes.txt
+    /bin/schedhot probes --json > /tmp/probes.json 2> /tmp/probes-json.err
+    echo "json exit $? $(head -c 2000 /tmp/probes-json.err)" >> /tmp/probes.txt
+    { /bin/schedhot record -d 1 -o /tmp/rec-probes.shot 2>&1; echo "exit $?"; } > /tmp/record-probes.log
+    cat /tmp/probes.txt /tmp/record-probes.log
+    emit_file probes.txt /tmp/probes.txt
+    emit_file probes.json /tmp/probes.json
+    emit_file record-probes.log /tmp/record-probes.log
+    BACKENDS=""
 fi
 for b in $(echo "$BACKENDS" | tr ',' ' '); do
     run_backend "$b" || rc=1

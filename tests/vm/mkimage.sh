@@ -4,8 +4,9 @@
 # SCHEDHOT_BIN as /bin/schedhot, plus busybox and guest-lib.sh (mkinitramfs.sh).
 # SCHEDHOT_BIN should be the static build of build-static.sh (what e2e.py and demo.sh
 # pass); a dynamically linked one is accepted for debugging, with every shared library
-# ldd names copied at its host path, and said so on stderr. An arm64 SCHEDHOT_BIN
-# (build-static-arm64.sh BUILD_DIR) takes workload, tracecount and busybox from BUILD_DIR.
+# ldd names copied at its host path, and said so on stderr. An arm64 or ppc64le SCHEDHOT_BIN
+# (build-static-cross.sh arm64|ppc64el BUILD_DIR) takes workload, tracecount and busybox from
+# BUILD_DIR.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
@@ -17,19 +18,25 @@ command -v strip >/dev/null || die "strip not found (apt-get install binutils)"
 command -v readelf >/dev/null || die "readelf not found (apt-get install binutils)"
 
 TMP=$(mktemp -d); trap 'rm -rf "$TMP"' EXIT
-if readelf -h "$BIN" | grep 'Machine:.*AArch64' >/dev/null; then
-    # an arm64 schedhot (build-static-arm64.sh): the guest's workload, tracecount and busybox
-    # are the ones cross-built and fetched next to it
+# A cross-built schedhot (build-static-cross.sh arm64|ppc64el BUILD_DIR): the guest's workload,
+# tracecount and busybox are the ones cross-built and fetched next to it.
+MACHINE=$(readelf -h "$BIN" | sed -n 's/^ *Machine: *//p')
+case "$MACHINE" in
+    AArch64) TRIPLE=aarch64-linux-gnu ARCH=arm64 ;;
+    PowerPC64*) TRIPLE=powerpc64le-linux-gnu ARCH=ppc64el ;;
+    *) TRIPLE="" ;;
+esac
+if [ -n "$TRIPLE" ]; then
     D=$(dirname "$BIN")
     for f in workload tracecount busybox busybox.list; do
-        [ -s "$D/$f" ] || die "$D/$f missing: build the arm64 guest with tests/vm/build-static-arm64.sh $D"
+        [ -s "$D/$f" ] || die "$D/$f missing: build the $ARCH guest with tests/vm/build-static-cross.sh $ARCH $D"
     done
     for f in workload tracecount busybox; do
-        readelf -h "$D/$f" | grep 'Machine:.*AArch64' >/dev/null || die "$D/$f is not an AArch64 executable"
+        [ "$(readelf -h "$D/$f" | sed -n 's/^ *Machine: *//p')" = "$MACHINE" ] || die "$D/$f is not a $MACHINE executable"
     done
-    command -v aarch64-linux-gnu-strip >/dev/null || die "aarch64-linux-gnu-strip not found (apt-get install binutils-aarch64-linux-gnu)"
-    readelf -l "$BIN" | grep INTERP >/dev/null && die "$BIN is linked dynamically: an arm64 guest needs the static build"
-    aarch64-linux-gnu-strip -o "$TMP/schedhot" "$BIN"
+    command -v "$TRIPLE-strip" >/dev/null || die "$TRIPLE-strip not found (apt-get install binutils-$TRIPLE)"
+    readelf -l "$BIN" | grep INTERP >/dev/null && die "$BIN is linked dynamically: a $ARCH guest needs the static build"
+    "$TRIPLE-strip" -o "$TMP/schedhot" "$BIN"
     files=(-f "$TMP/schedhot:/bin/schedhot" -f "$D/workload:/bin/workload" -f "$D/tracecount:/bin/tracecount"
            -b "$D/busybox" -l "$D/busybox.list")
     "$HERE/mkinitramfs.sh" -o "$OUT" -i "$HERE/e2e-init.sh" "${files[@]}"
