@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# boot.sh --kernel VER --initrd FILE [--smp N] [--maxcpus M] [--mem MB] [--no-arat]
+# boot.sh --kernel VER --initrd FILE [--smp N] [--sockets S] [--maxcpus M] [--mem MB] [--no-arat]
 #         [--no-hypervisor] [--cst] [--timeout S] [--log FILE] [--append ARGS]
 #         [--quiet] [--retries N] [--qemu-arg ARG]...
 #
@@ -14,6 +14,7 @@
 # (the x86 CPU and ACPI options --no-arat, --no-hypervisor and --cst are refused there); one
 # whose release ends in -powerpc64le (6.1-ppc64le, 6.12-ppc64le: the ELF vmlinux) with
 #   qemu-system-ppc64 -M pseries,x-vof=on,cap-*=broken -cpu POWER9 ... console=hvc0
+#   --sockets S      -smp N,sockets=S: S packages (S divides N), for topology folding
 #   --no-arat        -cpu max,-arat,-monitor: LAPIC timer keeps C3STOP, no mwait idle
 #   --no-hypervisor  also clear CPUID.hypervisor: native qspinlock instead of virt_spin_lock
 #   --idle-states    arm64: boot with QEMU's virt device tree plus a PSCI idle state marked
@@ -47,13 +48,14 @@ CACHE=${SCHEDHOT_VM_CACHE:-/var/cache/schedhot-vm}
 die() { echo "boot: error: $*" >&2; exit 2; }
 
 RETRIES=1 ARGS=("$@")
-KVER='' INITRD='' SMP=4 MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 IDLEDT=0 TIMEOUT=300 STALL=0 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
+KVER='' INITRD='' SMP=4 SOCKETS='' MAXCPUS='' MEM=1024 NOARAT=0 NOHYP=0 CST=0 IDLEDT=0 TIMEOUT=300 STALL=0 LOG='' APPEND='' QUIET=0 SUMMARY='' TCGTHREAD=${SCHEDHOT_TCG_THREAD:-multi}
 QARGS=()
 while [ $# -gt 0 ]; do
     case "$1" in
         --kernel) KVER=${2:?}; shift ;;
         --initrd) INITRD=${2:?}; shift ;;
         --smp) SMP=${2:?}; shift ;;
+        --sockets) SOCKETS=${2:?}; shift ;;
         --maxcpus) MAXCPUS=${2:?}; shift ;;
         --mem) MEM=${2:?}; shift ;;
         --no-arat) NOARAT=1 ;;
@@ -132,6 +134,11 @@ CPU=max
 [ "$NOHYP" = 1 ] && CPU="$CPU,-hypervisor"
 SMPARG=$SMP
 [ -n "$MAXCPUS" ] && SMPARG="$SMP,maxcpus=$MAXCPUS"
+if [ -n "$SOCKETS" ]; then
+    [[ "$SOCKETS" =~ ^[0-9]+$ ]] && [ "$SOCKETS" -ge 1 ] && [ $(( ${MAXCPUS:-$SMP} % SOCKETS )) -eq 0 ] ||
+        die "--sockets wants a number that divides the CPU count"
+    SMPARG="$SMPARG,sockets=$SOCKETS"
+fi
 
 # ---- arm64 --idle-states: QEMU's own virt device tree (dumped for this -smp/-m), with a PSCI idle
 # state marked local-timer-stop and the architected timer without always-on (arm64-idle-dt.py),

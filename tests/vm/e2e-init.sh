@@ -20,7 +20,8 @@
 #                          a competing SCHED_FIFO load on the same CPUs, for `schedhot diff`
 #   diff-A.log diff-B.log  their record stderr and workload JSON lines
 # Kernel command line knobs (boot.sh --append):
-#   schedhot.e2e_mode=plain|noarat|noarat-nohv|demo|probes   which workloads (default plain);
+#   schedhot.e2e_mode=plain|big|noarat|noarat-nohv|demo|probes   which workloads (default plain;
+#                                                     big: plain's on a many-CPU guest);
 #                                                     probes: no recording backend, no oracle:
 #                                                     `schedhot probes` (text, JSON) and a 1 s
 #                                                     record, each with its exit status (a kernel
@@ -112,6 +113,16 @@ workloads() {   # one recording's workload phases; JSON lines to stdout
         $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
         $W mark hotplug
         $W hotplug -n 2
+        ;;
+    big)
+        # the plain workloads on a many-CPU guest: more threads, hotplug of CPUs 1-3 once
+        sleep 1
+        $W mark load
+        $W idle-churn -d "$PHASE" -t 16 -u 50 -s 5
+        $W hackbench -d "$PHASE" -g 4 -f 4
+        $W fifo-sleepers -d "$PHASE" -t 12 -p 50 -u 1000
+        $W mark hotplug
+        $W hotplug -n 1 -c 1-3
         ;;
     noarat-nohv)
         sleep "$PHASE"

@@ -17,7 +17,8 @@ last sample's] are counted (report JSON window.start_mono_ns/end_mono_ns). Then,
   * every function probe attached with the expected backend and symbol, non-zero on every
     CPU, all of its calls timed (none nested, at most one orphan exit per CPU: a call in flight
     at attach; the timed count is the calls'
-    within one per CPU, for calls in flight at the window's edges);
+    within two per CPU: calls in flight at the window's edges, and calls completed between a
+    sample's reads of the calls word and of the histogram);
   * schedhot's totals and per-CPU counts agree with ftrace's within 2 % (at least 1 call);
     ILB kicks against csd:csd_queue_cpu filtered on nohz_csd_func; tick-broadcast sites
     one by one; tick_broadcast_offline against the hotplug workload's offline operations;
@@ -110,6 +111,10 @@ FULL_KERNELS = DEFAULT_KERNELS + " 6.12-arm64 6.12-ppc64le 6.1-ppc64le"
 # Kernels without BTF: the guest only runs `schedhot probes` (text and JSON) and a record that
 # must fail, and the host checks that they say why (no BTF) and what --btf FILE needs.
 NO_BTF = ("6.1-ppc64le",)
+# The many-CPU guest (issue 33): 66 vCPUs in 2 packages (cpumasks of 2 words), on
+# ${SCHEDHOT_VM_BIG:-} (full tier: 6.12), single-threaded TCG like every x86 guest.
+BIG_SMP = int(os.environ.get("SCHEDHOT_VM_BIG_SMP", "66"))
+BIG_SOCKETS = 2
 
 
 def arch(kver):
@@ -235,6 +240,9 @@ VARIANTS = {
     # local-timer-stop and the arch timer without always-on (boot.sh --idle-states), the
     # no-ARAT guests' workloads; the tick broadcast is bc_hrtimer, the spinlocks native
     "idle-dt": (["--idle-states"], "noarat", ["auto"], False, 420),
+    # a many-CPU guest (SCHEDHOT_VM_BIG, full tier): BIG_SMP vCPUs in BIG_SOCKETS packages, so the
+    # cpumasks hold more than one 64-bit word and the topology has packages to fold
+    "big": (["--smp", "BIG_SMP", "--sockets", "BIG_SOCKETS", "--mem", "2048"], "big", ["auto"], False, 1800),
     # a kernel without BTF (NO_BTF): `probes` and a record that must fail, no workloads
     "nobtf": ([], "probes", [], False, 300),
 }
@@ -500,7 +508,7 @@ def check_backend(ck, kver, variant, backend, d, binary):
         # guest is built to drive each one (>= MIN_CALLS); in the no-ARAT guests, made for the
         # tick broadcast, an idle-entry path can run only a few times on a loaded host (9
         # nohz_balance_enter_idle calls seen, schedhot = ftrace), so there it must only have run.
-        floor = MIN_CALLS if variant == "plain" else 1
+        floor = MIN_CALLS if variant in ("plain", "big") else 1
         ck.expect(s >= floor, tag, f"{probe}: only {s} calls: the workload did not drive it")
         if variant == "plain":
             idle = [pc["cpu"] for pc in p["per_cpu"] if pc["total"] == 0]
@@ -513,16 +521,21 @@ def check_backend(ck, kver, variant, backend, d, binary):
             # with no entry time) is a call already running when the entry program attached
             # (fentry and fexit are two links); one on a CPU whose vCPU thread was descheduled
             # past the baseline sample lands in the window (seen once on 6.1 under a loaded
-            # TCG host): at most one per CPU.
+            # TCG host): at most one per CPU. And a sample's copy of a CPU's slot is not atomic:
+            # the calls word is read before the histogram, so calls completed between the two
+            # reads are timed but not counted (at the last sample, taken while the workload
+            # runs). On hardware that is microseconds; under single-threaded TCG the reading
+            # vCPU can be switched out between them (6.12 plain, 2026-12-07: 18,010 timed of
+            # 18,005 counted calls, no nesting, no orphan exit): one more per CPU.
             c = p["counters"]
             lat = p["latency_ns"] or {}
             ncpu = len(p["per_cpu"] or [])
             timed = lat.get("count")
             ck.expect(c["nested"]["total"] == 0 and c["orphan_exits"]["total"] <= ncpu and timed is not None
-                      and abs(timed - s) <= ncpu, tag,
+                      and abs(timed - s) <= 2 * ncpu, tag,
                       f"{probe}: {s} calls but {timed} timed ({c['nested']['total']} nested, "
                       f"{c['orphan_exits']['total']} orphan exits; calls in flight at the window's edges "
-                      f"allow {ncpu}): entries and exits do not pair up")
+                      f"allow {2 * ncpu}): entries and exits do not pair up")
 
     # ILB kicks: csd_queue_cpu of nohz_csd_func (6.5+)
     ik = probes.get("ilb_kick")
@@ -539,7 +552,7 @@ def check_backend(ck, kver, variant, backend, d, binary):
     check_cachelines(ck, tag, kver, variant, backend, report, probes)
     if backend == "auto":
         check_gap_state(ck, tag, kver, variant, binary, rec_path, jobs, w)
-    if backend == "auto" and variant == "plain":
+    if backend == "auto" and variant in ("plain", "big"):
         check_learned(ck, tag, kver, binary, rec_path, report)
     if backend == "auto" and catch_rules(variant):
         check_tails(ck, tag, kver, variant, binary, d, rec_path, host, probes, jobs)
@@ -966,7 +979,8 @@ def check_learned(ck, tag, kver, binary, rec_path, report):
     if not ck.expect(a is not None, tag, f"no learned addresses in the recording's layout: {(lay or {}).get('notes')}"):
         return
     nprios = lay["cpupri"]["nr_prios"] if lay.get("cpupri") else 0
-    ck.expect(a["cpus"] == list(range(4)), tag, f"learned on CPUs {a['cpus']}, want 0-3 (one root domain)")
+    ncpus = report["host"]["online_count"]
+    ck.expect(a["cpus"] == list(range(ncpus)), tag, f"learned on CPUs {a['cpus']}, want 0-{ncpus - 1} (one root domain)")
     lb = lay["line_bytes"]
     low = kernel_low(kver)
     if not facts(kver)["offstack"]:
@@ -1096,7 +1110,7 @@ def check_cachelines(ck, tag, kver, variant, backend, report, probes):
     for w in c["what_if"]:
         if w["applies"]:
             ck.say(f"   whatif {w['id']:<14} {w['before_xfers_per_s']:.1f} -> {w['after_xfers_per_s']:.1f} xfer/s")
-    if variant == "plain":
+    if variant in ("plain", "big"):
         fam = {l["family"] for l in c["lines"] if l["xfers_per_s"] > 0}
         ck.expect({"nohz", "cpupri"} <= fam, tag, f"the workload moved no nohz or cpupri line (families with transfers: {fam})")
     else:
@@ -1179,7 +1193,11 @@ def check_bcast(ck, tag, kver, variant, backend, report, probes, counts, jobs, w
     for site in traced_sites:
         compare(ck, tag, kver, variant, backend, "bcast_lock", site, bl["arrays"]["calls"][site], counts)
     offl = sum(j.get("offline_ops", 0) for j in jobs if j.get("mode") == "hotplug")
-    if offl:
+    # ppc64le (6.12, pseries): neither the kprobe nor the function tracer sees a call of
+    # tick_broadcast_offline while CPUs go offline (0 and 0 against 6 offline operations,
+    # 2026-12-07; hotplug_cpu__broadcast_tick_pull 6 = 6 there), although tick_offline_cpu
+    # calls its local entry point: compared with ftrace above, not with the workload.
+    if offl and arch(kver) != "ppc64le":
         ck.expect(bl["arrays"]["calls"].get("tick_broadcast_offline") == offl, tag,
                   f"tick_broadcast_offline: schedhot {bl['arrays']['calls'].get('tick_broadcast_offline')} "
                   f"vs {offl} CPU offline operations")
@@ -1394,6 +1412,7 @@ def extract_files(d):
 
 def run_one(ck, binary, image, kver, variant, backends, diff=False):
     flags, mode, _, graph, timeout = VARIANTS[variant]
+    flags = [str(BIG_SMP) if f == "BIG_SMP" else str(BIG_SOCKETS) if f == "BIG_SOCKETS" else f for f in flags]
     if arch(kver) == "x86_64":
         flags = list(flags) + X86_TCG
     probes = arch(kver) != "x86_64" and variant == "plain"
@@ -1482,7 +1501,8 @@ def main(argv):
     noarat = os.environ.get("SCHEDHOT_VM_NOARAT", "6.1 6.12").split()
     proxy = os.environ.get("SCHEDHOT_VM_PROXY", "6.12")
     diff = os.environ.get("SCHEDHOT_VM_DIFF", "6.12")
-    for k in kernels + noarat + ([diff] if diff else []):
+    big = os.environ.get("SCHEDHOT_VM_BIG", "6.12" if full else "").split()
+    for k in kernels + noarat + big + ([diff] if diff else []):
         if k not in KNOWN:
             die(f"unknown kernel '{k}' (known: {' '.join(KNOWN)})", 2)
     for k in ([proxy] if proxy else []) + ([diff] if diff else []):
@@ -1524,7 +1544,9 @@ def main(argv):
     for k in kernels:
         if k in noarat and arch(k) == "arm64":
             runs.append((k, "idle-dt", VARIANTS["idle-dt"][2], False))
-        elif k in noarat and arch(k) == "x86_64":
+        if k in big and arch(k) == "x86_64":
+            runs.append((k, "big", VARIANTS["big"][2], False))
+        if k in noarat and arch(k) == "x86_64":
             runs += [(k, "noarat-nohv", VARIANTS["noarat-nohv"][2], False), (k, "noarat", VARIANTS["noarat"][2], False)]
 
     ck = Checker()
