@@ -526,31 +526,28 @@ TEST(Btf, WithoutBtfNothingIsTriedAndTracepointsAreNotSaidMissing) {
 
 // record and top said only "no probe could attach"; when every probe failed for one reason
 // it is named.
-TEST(Btf, CommonFailureNamesTheSharedCause) {
-  {  // kprobes built in (Debian's 6.1 ppc64el): still nothing loads, for the same one reason
-    KernelFacts f = no_btf_facts(true);
-    std::vector<ProbeStatus> st;
-    for (const ProbeSpec& s : probe_catalog()) {
-      Plan p = resolve_probe(s, f, BackendPref::automatic);
-      EXPECT_TRUE(p.candidates.empty()) << s.name;
-      ProbeStatus ps;
-      ps.probe = s.name;
-      ps.tried = p.skipped;
-      for (auto& t : p.skipped) ps.reason += (ps.reason.empty() ? "" : "; ") + t.error;
-      st.push_back(ps);
-    }
-    EXPECT_EQ(common_failure(st), f.btf_error);
-  }
-  KernelFacts f = no_btf_facts(false);
+namespace {
+// Every catalog probe's status as attach would leave it when the plan tried nothing.
+std::vector<ProbeStatus> unattached_statuses(const KernelFacts& f) {
   std::vector<ProbeStatus> st;
   for (const ProbeSpec& s : probe_catalog()) {
     Plan p = resolve_probe(s, f, BackendPref::automatic);
+    EXPECT_TRUE(p.candidates.empty()) << s.name;
     ProbeStatus ps;
     ps.probe = s.name;
     ps.tried = p.skipped;
     for (auto& t : p.skipped) ps.reason += (ps.reason.empty() ? "" : "; ") + t.error;
     st.push_back(ps);
   }
+  return st;
+}
+}  // namespace
+
+TEST(Btf, CommonFailureNamesTheSharedCause) {
+  // kprobes built in (Debian's 6.1 ppc64el): still nothing loads, for the same one reason
+  EXPECT_EQ(common_failure(unattached_statuses(no_btf_facts(true))), no_btf_facts(true).btf_error);
+  KernelFacts f = no_btf_facts(false);
+  std::vector<ProbeStatus> st = unattached_statuses(f);
   EXPECT_EQ(common_failure(st), f.btf_error);
   st[0].reason = "not selected (--probes)";  // left out: not a failure
   st[0].tried.clear();

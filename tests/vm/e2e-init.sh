@@ -105,24 +105,17 @@ wait_recording() {   # wait_recording PID LOG WHAT: until record says "recording
 }
 workloads() {   # one recording's workload phases; JSON lines to stdout
     case "$MODE" in
-    plain|demo)
+    plain|demo|big)
+        # big: the plain workloads on a many-CPU guest, more threads, hotplug of CPUs 1-3 once
+        _k=1; _hp="-n 2"; [ "$MODE" = big ] && { _k=4; _hp="-n 1 -c 1-3"; }
         sleep 1
         $W mark load
-        $W idle-churn -d "$PHASE" -t 4 -u 50 -s 5
-        $W hackbench -d "$PHASE" -g 2 -f 4
-        $W fifo-sleepers -d "$PHASE" -t 6 -p 50 -u 1000
+        $W idle-churn -d "$PHASE" -t $((4 * _k)) -u 50 -s 5
+        $W hackbench -d "$PHASE" -g $((2 * (_k > 1 ? 2 : 1))) -f 4
+        $W fifo-sleepers -d "$PHASE" -t $((6 * (_k > 1 ? 2 : 1))) -p 50 -u 1000
         $W mark hotplug
-        $W hotplug -n 2
-        ;;
-    big)
-        # the plain workloads on a many-CPU guest: more threads, hotplug of CPUs 1-3 once
-        sleep 1
-        $W mark load
-        $W idle-churn -d "$PHASE" -t 16 -u 50 -s 5
-        $W hackbench -d "$PHASE" -g 4 -f 4
-        $W fifo-sleepers -d "$PHASE" -t 12 -p 50 -u 1000
-        $W mark hotplug
-        $W hotplug -n 1 -c 1-3
+        # shellcheck disable=SC2086  # two words on purpose
+        $W hotplug $_hp
         ;;
     noarat-nohv)
         sleep "$PHASE"
