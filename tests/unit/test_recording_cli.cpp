@@ -1650,7 +1650,7 @@ TEST(RecordingCli, EveryDocumentCommandTakesTheRegistrysFormats) {
     CliRun a = run_cli(cmd + " --json " + f), b = run_cli(cmd + " --format json " + f);
     ASSERT_EQ(a.status, 0) << a.err;
     EXPECT_EQ(a.out, b.out) << cmd;
-    EXPECT_NO_THROW((void)nlohmann::json::parse(b.out)) << cmd;
+    EXPECT_TRUE(nlohmann::json::accept(b.out)) << cmd;
     CliRun t = run_cli(cmd + " --format text " + f), d = run_cli(cmd + " " + f);
     EXPECT_EQ(t.out, d.out) << cmd;
     EXPECT_NE(t.out.find("host "), std::string::npos) << t.out;
