@@ -160,7 +160,9 @@ std::string describe_vmlinux_btf_error(int err, bool sysfs_present, const std::s
   const std::string need = fmt::format(
       "schedhot's BPF programs are CO-RE and load only against this kernel's types, so nothing can attach; give "
       "--btf FILE: the BTF of exactly {} (raw BTF, or an ELF vmlinux with a .BTF section), e.g. made by `pahole "
-      "--btf_encode_detached=FILE VMLINUX` from its vmlinux with debug info (Debian: linux-image-{}-dbg)",
+      "--btf_encode_detached=FILE VMLINUX` from its vmlinux with debug info (Debian: linux-image-{}-dbg); with it "
+      "the kprobe and raw tracepoint programs load, not fentry or tp_btf ones (idle, bcast_wait), which need the "
+      "kernel's own BTF",
       rel, release.empty() ? "RELEASE" : release);
   if (!sysfs_present)
     return fmt::format("no vmlinux BTF: {} not present (kernel built without CONFIG_DEBUG_INFO_BTF?), nor a vmlinux "

@@ -30,7 +30,8 @@ if not os.path.exists("/sys/kernel/btf/vmlinux") or not shutil.which("unshare"):
 rel = platform.release()
 need = (f"give --btf FILE: the BTF of exactly {rel} (raw BTF, or an ELF vmlinux with a .BTF section), e.g. made "
         f"by `pahole --btf_encode_detached=FILE VMLINUX` from its vmlinux with debug info (Debian: "
-        f"linux-image-{rel}-dbg)")
+        f"linux-image-{rel}-dbg); with it the kprobe and raw tracepoint programs load, not fentry or tp_btf ones "
+        f"(idle, bcast_wait), which need the kernel's own BTF")
 
 with tempfile.TemporaryDirectory() as tmp:
     btf_copy = os.path.join(tmp, "vmlinux.btf")

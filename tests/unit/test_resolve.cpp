@@ -486,7 +486,8 @@ TEST(Btf, MissingVmlinuxBtfSaysWhereAndWhatToDo) {
       "schedhot's BPF programs are CO-RE and load only against this kernel's types, so nothing can attach; give "
       "--btf FILE: the BTF of exactly 6.1.0-57-powerpc64le (raw BTF, or an ELF vmlinux with a .BTF section), e.g. "
       "made by `pahole --btf_encode_detached=FILE VMLINUX` from its vmlinux with debug info (Debian: "
-      "linux-image-6.1.0-57-powerpc64le-dbg)";
+      "linux-image-6.1.0-57-powerpc64le-dbg); with it the kprobe and raw tracepoint programs load, not fentry or "
+      "tp_btf ones (idle, bcast_wait), which need the kernel's own BTF";
   EXPECT_EQ(describe_vmlinux_btf_error(ESRCH, false, "6.1.0-57-powerpc64le"),
             "no vmlinux BTF: /sys/kernel/btf/vmlinux not present (kernel built without CONFIG_DEBUG_INFO_BTF?), nor a "
             "vmlinux with BTF under /boot or /lib/modules; " + need);

@@ -76,15 +76,21 @@ while [ $# -gt 0 ]; do
     esac
     shift
 done
+# Numbers first, before anything is looked up or run: digits only, no leading zero, at most 6
+# digits (so that no value reaches bash arithmetic or qemu's -smp as anything but a number)
+isnum() { [[ "$1" =~ ^[1-9][0-9]{0,5}$ ]]; }
+isnum "$SMP" || die "--smp wants a number of CPUs (1-999999)"
+[ -z "$MAXCPUS" ] || { isnum "$MAXCPUS" && [ "$MAXCPUS" -ge "$SMP" ]; } || die "--maxcpus wants a number of CPUs, at least --smp"
+[ -z "$SOCKETS" ] || { isnum "$SOCKETS" && [ $(( ${MAXCPUS:-$SMP} % SOCKETS )) -eq 0 ]; } ||
+    die "--sockets wants a number that divides the CPU count"
+isnum "$MEM" || die "--mem wants megabytes"
+isnum "$TIMEOUT" && [ "$TIMEOUT" -ge 20 ] || die "--timeout wants seconds (>= 20)"
 [ -n "$KVER" ] || die "--kernel VER is required"
 [ -n "$INITRD" ] || die "--initrd FILE is required"
 [ -f "$INITRD" ] || die "initrd '$INITRD' not found"
-[[ "$SMP" =~ ^[0-9]+$ ]] && [ "$SMP" -ge 1 ] || die "--smp wants a number"
-[[ "$MEM" =~ ^[0-9]+$ ]] || die "--mem wants megabytes"
-[[ "$TIMEOUT" =~ ^[0-9]+$ ]] && [ "$TIMEOUT" -ge 20 ] || die "--timeout wants seconds (>= 20)"
-[[ "$STALL" =~ ^[0-9]+$ ]] || die "--stall wants seconds (0: off)"
+[ "$STALL" = 0 ] || isnum "$STALL" || die "--stall wants seconds (0: off)"
 case "$TCGTHREAD" in single|multi) ;; *) die "--tcg-thread wants single or multi" ;; esac
-[[ "$RETRIES" =~ ^[0-9]+$ ]] && [ "$RETRIES" -ge 1 ] || die "--retries wants a number >= 1"
+isnum "$RETRIES" || die "--retries wants a number >= 1"
 
 # ---- kernel
 if [ -f "$KVER" ]; then
@@ -134,11 +140,7 @@ CPU=max
 [ "$NOHYP" = 1 ] && CPU="$CPU,-hypervisor"
 SMPARG=$SMP
 [ -n "$MAXCPUS" ] && SMPARG="$SMP,maxcpus=$MAXCPUS"
-if [ -n "$SOCKETS" ]; then
-    [[ "$SOCKETS" =~ ^[0-9]+$ ]] && [ "$SOCKETS" -ge 1 ] && [ $(( ${MAXCPUS:-$SMP} % SOCKETS )) -eq 0 ] ||
-        die "--sockets wants a number that divides the CPU count"
-    SMPARG="$SMPARG,sockets=$SOCKETS"
-fi
+[ -z "$SOCKETS" ] || SMPARG="$SMPARG,sockets=$SOCKETS"
 
 # ---- arm64 --idle-states: QEMU's own virt device tree (dumped for this -smp/-m), with a PSCI idle
 # state marked local-timer-stop and the architected timer without always-on (arm64-idle-dt.py),
