@@ -20,7 +20,7 @@ std::string render_probes_text(const nlohmann::json& d) {
   std::string out;
   auto o = std::back_inserter(out);
   fmt::format_to(o, "kernel {}  BTF {}  kprobes {}  kallsyms {}\n", d.at("kernel").get<std::string>(),
-             !d.at("btf").get<bool>() ? "no" : btf_file.empty() ? "yes" : "yes (--btf " + btf_file + ")",
+             !d.at("btf").get<bool>() ? "no" : btf_file.empty() ? "yes" : "yes (--btf " + scrub_controls(btf_file) + ")",
              d.at("kprobes").get<bool>() ? "yes" : "no", d.at("kallsyms").get<std::string>());
   // Without BTF every probe fails for the one long reason (what --btf FILE must be): said
   // once here, and "no vmlinux BTF (above)" in each probe's line. Older documents lack it.
@@ -32,8 +32,10 @@ std::string render_probes_text(const nlohmann::json& d) {
     return why;
   };
   // The hot lines' layout (what the coherence model uses) and the seed-patch fixes it shows.
-  fmt::format_to(o, "layout {}; symbols {}\n", layout_source_text(layout), d.at("symbols").get<std::string>());
-  for (const std::string& n : layout.notes) fmt::format_to(o, "  {}\n", n);
+  // Paths the user named (--btf, --system-map) are shown with terminal controls replaced.
+  fmt::format_to(o, "layout {}; symbols {}\n", scrub_controls(layout_source_text(layout)),
+                 scrub_controls(d.at("symbols").get<std::string>()));
+  for (const std::string& n : layout.notes) fmt::format_to(o, "  {}\n", scrub_controls(n));
   fmt::format_to(o, "{}\n", to_string(fixes));
   for (const ProbeStatus& s : st) {
     if (s.attached) {

@@ -1,6 +1,7 @@
 #include "probe/kernel_facts.h"
 #include "sys/privileges.h"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
 #include <unistd.h>
@@ -17,6 +18,7 @@
 #include <fmt/format.h>
 
 #include "probe/status.h"
+#include "sys/json_text.h"
 
 namespace schedhot {
 
@@ -62,6 +64,73 @@ std::string raw_btf_size_problem(const std::string& path, uint64_t file_bytes) {
   return fmt::format("raw BTF whose header says {} bytes, in a file of {} bytes (damaged or padded)", want, file_bytes);
 }
 
+/// The ELF machine number this build runs on (EM_*), 0 when unknown.
+uint16_t running_elf_machine(const std::string& uname_machine) {
+  if (uname_machine == "x86_64") return 62;                                   // EM_X86_64
+  if (uname_machine == "aarch64") return 183;                                 // EM_AARCH64
+  if (uname_machine == "ppc64le" || uname_machine == "ppc64") return 21;      // EM_PPC64
+  return 0;
+}
+
+const char* elf_machine_name(uint16_t m) {
+  switch (m) {
+    case 3: return "i386";
+    case 21: return "PowerPC64";
+    case 40: return "ARM";
+    case 62: return "x86-64";
+    case 183: return "AArch64";
+    case 243: return "RISC-V";
+    default: return "another architecture";
+  }
+}
+
+/// An ELF --btf FILE must be a vmlinux of this machine and, when its banner ("Linux version
+/// R ...", in its first 256 MiB) names one, of the running release: another architecture's or
+/// release's types would relocate the programs and lay out the hot lines wrongly, and nothing
+/// else would say so. "" when it fits, or when the file is not ELF (raw BTF names neither).
+std::string foreign_vmlinux_problem(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0) return "";
+  std::unique_ptr<int, void (*)(int*)> closer(new int(fd), [](int* p) { ::close(*p); delete p; });
+  struct stat st {};
+  unsigned char h[20];
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || ::pread(fd, h, sizeof h, 0) != ssize_t(sizeof h) ||
+      std::memcmp(h, "\x7f" "ELF", 4) != 0)
+    return "";
+  const uint16_t mach = h[5] == 2 ? uint16_t(h[18] << 8 | h[19]) : uint16_t(h[18] | h[19] << 8);
+  struct utsname u {};
+  if (::uname(&u) != 0) return "";
+  const uint16_t want = running_elf_machine(u.machine);
+  if (want && mach != want)
+    return fmt::format("an ELF file for {} (e_machine {}), not for this {} machine", elf_machine_name(mach), mach,
+                       u.machine);
+  // The banner, read in 1 MiB pieces that overlap by the pattern's and a release's length.
+  static constexpr char kBanner[] = "Linux version ";
+  constexpr size_t kPiece = 1 << 20, kKeep = 256, kMax = size_t(256) << 20;
+  std::string buf;
+  for (off_t off = 0; off < st.st_size && size_t(off) < kMax;) {
+    const size_t keep = buf.size() > kKeep ? kKeep : buf.size();
+    buf.erase(0, buf.size() - keep);
+    const size_t old = buf.size();
+    buf.resize(old + kPiece);
+    const ssize_t n = ::pread(fd, buf.data() + old, kPiece, off);
+    if (n <= 0) break;
+    buf.resize(old + size_t(n));
+    off += n;
+    for (size_t at = buf.find(kBanner); at != std::string::npos; at = buf.find(kBanner, at + 1)) {
+      const size_t b = at + sizeof kBanner - 1, e = buf.find_first_of(" \n", b);
+      if (e == std::string::npos || e - b > 64) continue;  // cut off at the piece's end, or not a release
+      const std::string rel = buf.substr(b, e - b);
+      if (rel.find_first_not_of("0123456789") == 0) continue;  // prose, not "Linux version 6.1..."
+      if (rel != u.release)
+        return fmt::format("the vmlinux of Linux {} (its banner), not of the running {}", scrub_controls(rel),
+                           u.release);
+      return "";
+    }
+  }
+  return "";
+}
+
 /// Reads vmlinux BTF: from path (--btf) when not empty, else libbpf's search. A bad path
 /// throws; a kernel without BTF leaves f.btf false with the reason in f.btf_error.
 /// Loads the BTF and reads its facts into f; returns it (the caller frees it) or nullptr.
@@ -75,6 +144,10 @@ struct btf* read_btf(KernelFacts& f, const std::string& path) {
     if (!S_ISREG(st.st_mode)) throw std::runtime_error(fmt::format("--btf {}: not a regular file", path));
     if (std::string why = raw_btf_size_problem(path, uint64_t(st.st_size)); !why.empty())
       throw std::runtime_error(fmt::format("--btf {}: {}", path, why));
+    if (std::string why = foreign_vmlinux_problem(path); !why.empty())
+      throw std::runtime_error(fmt::format("--btf {}: {}: its types would place the probes' fields and the hot "
+                                           "lines wrongly",
+                                           path, why));
     btf = btf__parse(path.c_str(), nullptr);
     if (!btf) {
       const int e = errno;

@@ -1,9 +1,16 @@
 // Attach resolution on fixture kallsyms/BTF lists (src/probe/resolve.h).
 #include <gtest/gtest.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
 #include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "probe/catalog.h"
+#include "probe/kernel_facts.h"
 #include "probe/resolve.h"
 #include "probe/status.h"
 #include "sample/sample.h"
@@ -658,4 +665,49 @@ TEST(CopyStatus, JsonRoundTripAndOlderRecordings) {
   EXPECT_TRUE(old.copies.empty());
   EXPECT_TRUE(old.ambiguous.empty());
   EXPECT_EQ(old.symbol, "cpupri_set");
+}
+
+// --btf FILE of another machine or release (issue 33's attacker: a ppc64le vmlinux on an x86
+// host was taken, and its types silently placed the fields): an ELF's e_machine must be this
+// machine's, and its banner's release the running one; raw BTF names neither and is taken.
+TEST(Btf, AForeignVmlinuxIsRefusedByMachineAndRelease) {
+  struct utsname u {};
+  ASSERT_EQ(uname(&u), 0);
+  const uint16_t mine = std::string(u.machine) == "x86_64"    ? 62
+                        : std::string(u.machine) == "aarch64" ? 183
+                                                              : 21;
+  auto elf = [&](uint16_t machine, const std::string& banner) {
+    std::string f(64, '\0');
+    std::memcpy(f.data(), "\x7f" "ELF", 4);
+    f[4] = 2;  // 64-bit
+    f[5] = 1;  // little-endian
+    f[18] = char(machine & 0xff);
+    f[19] = char(machine >> 8);
+    f += std::string(3 << 20, 'x') + banner + " (gcc) #1 SMP\n";  // past the first 1 MiB piece
+    const std::string path = fmt::format("{}/schedhot_btf_{}_{}", ::testing::TempDir(), getpid(), machine);
+    FILE* fp = std::fopen(path.c_str(), "wb");
+    std::fwrite(f.data(), 1, f.size(), fp);
+    std::fclose(fp);
+    return path;
+  };
+  auto error_of = [](const std::string& path) {
+    try {
+      read_kernel_facts("", path);
+    } catch (const std::exception& e) {
+      std::remove(path.c_str());
+      return std::string(e.what());
+    }
+    std::remove(path.c_str());
+    return std::string();
+  };
+  const uint16_t other = mine == 21 ? 62 : 21;
+  EXPECT_NE(error_of(elf(other, std::string("Linux version ") + u.release)).find(
+                fmt::format("an ELF file for {} (e_machine {}), not for this {} machine", other == 21 ? "PowerPC64" : "x86-64",
+                            other, u.machine)),
+            std::string::npos);
+  EXPECT_NE(error_of(elf(mine, "Linux version 9.9.9-elsewhere")).find(
+                fmt::format("the vmlinux of Linux 9.9.9-elsewhere (its banner), not of the running {}", u.release)),
+            std::string::npos);
+  // this machine and release: past the check, refused by libbpf (no .BTF section in it)
+  EXPECT_NE(error_of(elf(mine, std::string("Linux version ") + u.release)).find("no BTF in it"), std::string::npos);
 }
