@@ -226,6 +226,20 @@ exec %s "$@"
         rows3 = {}
     check(rows3.get("h1", {}).get("status") == "reported" and rows3.get("cut", {}).get("status") == "partial",
           "report step: the run's hosts still reported (got %s)" % {h: v.get("status") for h, v in rows3.items()})
+    # Without -w the report step ranks the directory's hosts (it contacts none: a fresh user's
+    # `schedhot-fleet report -o DIR` said "no hosts: give -w NODESET").
+    r4 = subprocess.run([fleet, "report", "-o", out, "--local-schedhot", os.path.join(build, "schedhot"), "--json"],
+                        capture_output=True, text=True, timeout=120)
+    try:
+        rows4 = {h["host"]: h for h in json.loads(r4.stdout).get("hosts", [])}
+    except ValueError:
+        rows4 = {}
+    ref = subprocess.run([os.path.join(build, "schedhot"), "report", "--fleet", out, "--json"],
+                         capture_output=True, text=True, timeout=120)
+    check(r4.returncode == ref.returncode and r4.stdout == ref.stdout and rows4.get("h1", {}).get("status") == "reported",
+          "report step without -w: the directory's hosts ranked as `schedhot report --fleet DIR` ranks them, its exit "
+          "status (got %d, want %d: %s; %s)" % (r4.returncode, ref.returncode, r4.stderr.strip()[-200:],
+                                                 {h: v.get("status") for h, v in rows4.items()}))
     # Usage errors before any host is contacted.
     for bad in (["-d", "0"], ["-d", "5x"], ["--start-at", "nan"], ["-w", "fleet.json"]):
         hosts = [] if bad[0] == "-w" else ["-w", "h1"]  # fleet.json: a bad host name, nobody contacted
