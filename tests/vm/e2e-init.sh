@@ -107,12 +107,13 @@ workloads() {   # one recording's workload phases; JSON lines to stdout
     case "$MODE" in
     plain|demo|big)
         # big: the plain workloads on a many-CPU guest, more threads, hotplug of CPUs 1-3 once
-        _k=1; _hp="-n 2"; [ "$MODE" = big ] && { _k=4; _hp="-n 1 -c 1-3"; }
+        _t=4 _g=2 _f=6 _hp="-n 2"
+        [ "$MODE" = big ] && { _t=16 _g=4 _f=12 _hp="-n 1 -c 1-3"; }
         sleep 1
         $W mark load
-        $W idle-churn -d "$PHASE" -t $((4 * _k)) -u 50 -s 5
-        $W hackbench -d "$PHASE" -g $((2 * (_k > 1 ? 2 : 1))) -f 4
-        $W fifo-sleepers -d "$PHASE" -t $((6 * (_k > 1 ? 2 : 1))) -p 50 -u 1000
+        $W idle-churn -d "$PHASE" -t "$_t" -u 50 -s 5
+        $W hackbench -d "$PHASE" -g "$_g" -f 4
+        $W fifo-sleepers -d "$PHASE" -t "$_f" -p 50 -u 1000
         $W mark hotplug
         # shellcheck disable=SC2086  # two words on purpose
         $W hotplug $_hp
