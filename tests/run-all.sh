@@ -53,8 +53,9 @@ summarize_failures() {   # BUILD_DIR [PASS]: PASS's copies of ctest's logs, else
 tmp="$build/Testing/Temporary"
 rm -f "$tmp"/LastTestsFailed*.log
 trap 'summarize_failures "$build" main; summarize_failures "$build"' EXIT
-# Two at a time (the machine's cores): the tests that attach BPF, time themselves or use
-# every core (vm, live, fleet, serve, the fuzzer's build) are RUN_SERIAL and run alone.
+# Two at a time (the machine's cores): the tests that attach BPF to this host or time
+# themselves (live, fleet, serve) are RUN_SERIAL and run alone; vm_e2e starts first and the
+# other tests (unit, cli, tui, bpf, the fuzzer, the .deb) run beside it (tests/CMakeLists.txt).
 (cd "$build" && ctest --output-on-failure --timeout 3600 -j"$(nproc)" -LE bench "$@") || status=$?
 for l in LastTest LastTestsFailed; do
   [ ! -f "$tmp/$l.log" ] || cp "$tmp/$l.log" "$tmp/$l.main.log"
