@@ -3,11 +3,14 @@
 # untracked, not ignored, files) is staged in OUT/schedhot-VERSION/ with packaging/debian/
 # as its debian/, debian/changelog is written with CMakeLists.txt's project() version (the
 # one version: schedhot --version prints the same), then dpkg-buildpackage -b builds
-# OUT/schedhot_VERSION_amd64.deb and lintian checks it (errors fail the build; warnings
+# OUT/schedhot_VERSION_ARCH.deb (this machine's architecture) and lintian checks it (errors fail the build; warnings
 # are printed).
 # The staged tree and dh's CMake build directory (obj-*) are kept between runs, files
 # copied with their times, so a second run only rebuilds what changed.
 # Usage: packaging/build-deb.sh [OUT]   (OUT default: build-deb/; SCHEDHOT_DEB_OUT too)
+# SCHEDHOT_DEB_ARCH=arm64|ppc64el: a cross build (dpkg-buildpackage -a; the build
+# dependencies of that architecture installed, as packaging/cross-deb.sh does in a root of
+# its own), OUT/schedhot_VERSION_ARCH.deb.
 # Needs: packaging/deps.txt (its build part, and debhelper, lintian).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -25,6 +28,13 @@ for tool in dpkg-buildpackage dh lintian rsync; do
 done
 mkdir -p "$out"
 out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
+native="$(dpkg --print-architecture)"
+arch="${SCHEDHOT_DEB_ARCH:-$native}"
+case "$arch" in
+  amd64|arm64|ppc64el) ;;
+  *) echo "build-deb: SCHEDHOT_DEB_ARCH=$arch: schedhot is built for amd64, arm64 and ppc64el" >&2; exit 2 ;;
+esac
+cross=(); [ "$arch" = "$native" ] || cross=(-a "$arch")
 stage="$out/schedhot-$version"
 mkdir -p "$stage"
 
@@ -70,13 +80,13 @@ cd "$stage"
 start=$(date +%s)
 echo "build-deb: dpkg-buildpackage in $stage (minutes on a small machine; output in $out/build.log)"
 DEB_BUILD_OPTIONS="parallel=${JOBS:-$(nproc)} ${DEB_BUILD_OPTIONS:-}" \
-  dpkg-buildpackage -b -us -uc -nc > "$out/build.log" 2>&1 || {
+  dpkg-buildpackage -b -us -uc -nc "${cross[@]}" > "$out/build.log" 2>&1 || {
   tail -n 40 "$out/build.log" >&2
   echo "build-deb: dpkg-buildpackage failed (whole log: $out/build.log)" >&2
   exit 1
 }
-deb="$out/schedhot_${version}_amd64.deb"
+deb="$out/schedhot_${version}_${arch}.deb"
 echo "build-deb: $deb ($(( $(date +%s) - start )) s)"
 # lintian: errors fail; every warning is listed (the README's packaging section names them).
-lintian --fail-on error --display-info "$out/schedhot_${version}_amd64.changes" | tee "$out/lintian.txt"
+lintian --fail-on error --display-info "$out/schedhot_${version}_${arch}.changes" | tee "$out/lintian.txt"
 echo "build-deb: lintian: $(grep -c '^E:' "$out/lintian.txt" || true) errors, $(grep -c '^W:' "$out/lintian.txt" || true) warnings"
