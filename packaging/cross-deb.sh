@@ -35,7 +35,18 @@ for tool in mmdebstrap unshare chroot tar; do
 done
 [ "$(id -u)" = 0 ] || { echo "cross-deb: needs root (chroot)" >&2; exit 1; }
 mkdir -p "$out" "$cache"
-out="$(cd "$out" && pwd)"
+out="$(cd "$out" && pwd -P)"
+# root writes the results into OUT: it and its parent must be root's or the caller's (sudo's
+# user) and writable by no one else, so no other user can plant a name there (a link to
+# follow, a directory to swap) for root to write through.
+for d in "$out" "$(dirname "$out")" "$out/stage"; do
+  [ -e "$d" ] || continue
+  owner="$(stat -c %u "$d")"
+  if [ -L "$d" ] || { [ "$owner" != 0 ] && [ "$owner" != "${SUDO_UID:-0}" ]; } || [ -n "$(find "$d" -maxdepth 0 -perm /022)" ]; then
+    echo "cross-deb: $d is a link, another user's, or writable by others: give an OUT of root's or your own" >&2
+    exit 1
+  fi
+done
 version="$(sed -n 's/^project(schedhot VERSION \([0-9][0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
 
 # 1. the root, cached by ARCH and the build dependencies
