@@ -26,8 +26,6 @@ for tool in dpkg-buildpackage dh lintian rsync; do
     exit 1
   }
 done
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
 native="$(dpkg --print-architecture)"
 arch="${SCHEDHOT_DEB_ARCH:-$native}"
 case "$arch" in
@@ -35,6 +33,8 @@ case "$arch" in
   *) echo "build-deb: SCHEDHOT_DEB_ARCH=$arch: schedhot is built for amd64, arm64 and ppc64el" >&2; exit 2 ;;
 esac
 cross=(); [ "$arch" = "$native" ] || cross=(-a "$arch")
+mkdir -p "$out"
+out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
 stage="$out/schedhot-$version"
 mkdir -p "$stage"
 

@@ -30,23 +30,46 @@ esac
 [ "$(dpkg --print-architecture)" = amd64 ] || { echo "cross-deb: builds on amd64" >&2; exit 2; }
 out="${2:-$root/build-deb-$arch}"
 cache="${SCHEDHOT_PKG_CACHE:-/var/cache/schedhot-pkg}"
-for tool in mmdebstrap unshare chroot tar; do
+for tool in mmdebstrap unshare chroot tar realpath; do
   command -v "$tool" > /dev/null || { echo "cross-deb: $tool is missing (packaging/deps.txt)" >&2; exit 1; }
 done
 [ "$(id -u)" = 0 ] || { echo "cross-deb: needs root (chroot)" >&2; exit 1; }
-mkdir -p "$out" "$cache"
-out="$(cd "$out" && pwd -P)"
-# root writes the results into OUT: it and its parent must be root's or the caller's (sudo's
-# user) and writable by no one else, so no other user can plant a name there (a link to
-# follow, a directory to swap) for root to write through.
-for d in "$out" "$(dirname "$out")" "$out/stage"; do
-  [ -e "$d" ] || continue
-  owner="$(stat -c %u "$d")"
-  if [ -L "$d" ] || { [ "$owner" != 0 ] && [ "$owner" != "${SUDO_UID:-0}" ]; } || [ -n "$(find "$d" -maxdepth 0 -perm /022)" ]; then
-    echo "cross-deb: $d is a link, another user's, or writable by others: give an OUT of root's or your own" >&2
-    exit 1
-  fi
-done
+# root writes into OUT (the .deb, check.txt, logs, OUT/stage) and reads the cached root from
+# the cache directory, which it then runs chrooted. So, before anything is created: each
+# directory from there up to / that exists must be no link, root's or the caller's (sudo's
+# user), and writable by no one else unless it is sticky (as /tmp: then no other user can
+# rename what is ours in it); OUT and the cache themselves writable by no one else at all.
+# Missing directories are then made by root. No other user can plant or swap a name on the
+# way for root to write or read through.
+safe_dir() {   # safe_dir WHAT DIR: exit 1 with one line when DIR's chain is not safe
+  local what="$1" d="$2" first=1 owner
+  case "$d" in
+    -*|"") echo "cross-deb: $what '$d': give a directory path" >&2; exit 2 ;;
+  esac
+  d="$(realpath -s -m -- "$d")"
+  while :; do
+    if [ -L "$d" ]; then
+      echo "cross-deb: $what: $d is a symbolic link: give a path without links" >&2; exit 1
+    fi
+    if [ -e "$d" ]; then
+      [ -d "$d" ] || { echo "cross-deb: $what: $d is not a directory" >&2; exit 1; }
+      owner="$(stat -c %u -- "$d")"
+      if [ "$owner" != 0 ] && [ "$owner" != "${SUDO_UID:-0}" ]; then
+        echo "cross-deb: $what: $d belongs to another user (uid $owner): give a directory of root's or your own" >&2; exit 1
+      fi
+      if [ -n "$(find "$d" -maxdepth 0 -perm /022)" ] && { [ "$first" = 1 ] || [ -z "$(find "$d" -maxdepth 0 -perm -1000)" ]; }; then
+        echo "cross-deb: $what: $d is writable by others: give a directory only root or you can write" >&2; exit 1
+      fi
+      first=0
+    fi
+    [ "$d" = / ] && break
+    d="$(dirname -- "$d")"
+  done
+}
+safe_dir OUT "$out"
+safe_dir "the cache (SCHEDHOT_PKG_CACHE)" "$cache"
+out="$(realpath -s -m -- "$out")"
+mkdir -p -- "$out" "$out/stage" "$cache"
 version="$(sed -n 's/^project(schedhot VERSION \([0-9][0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
 
 # 1. the root, cached by ARCH and the build dependencies
@@ -54,7 +77,7 @@ key="$( (echo "$arch -P cross"; cat "$root/packaging/debian/control") | sha256su
 tar="$cache/bookworm-cross-$arch-$key.tar"
 if [ ! -s "$tar" ]; then
   rm -f "$cache/bookworm-cross-$arch-"*.tar   # another control file's
-  ctl="$(mktemp -d)"; trap 'rm -rf "$ctl"' EXIT
+  ctl="$(mktemp -d)"; trap 'rm -rf "$ctl"' EXIT   # (replaced below, after its last use)
   mkdir "$ctl/debian"; cp "$root/packaging/debian/control" "$ctl/debian/control"
   printf 'schedhot (%s) unstable; urgency=medium\n\n  * build-dep only.\n\n -- x <x@x>  Thu, 01 Jan 2026 00:00:00 +0000\n' \
     "$version" > "$ctl/debian/changelog"
@@ -70,6 +93,7 @@ if [ ! -s "$tar" ]; then
     --chrooted-customize-hook="apt-get -y -q -o APT::Get::Build-Dep-Automatic=true build-dep -a $arch -P cross /tmp/ctl && rm -rf /tmp/ctl" \
     bookworm "$tar.part" "${sources[@]}" < /dev/null
   mv "$tar.part" "$tar"
+  rm -rf "$ctl"
   echo "cross-deb: $tar in $(( $(date +%s) - t )) s ($(( $(stat -c %s "$tar") >> 20 )) MB)"
 fi
 
@@ -86,7 +110,7 @@ echo "cross-deb: dpkg-buildpackage -a $arch in the root (minutes on a small mach
 status=0
 # The stage and dh's build directory (OUT/stage: /out in the root) outlive the root: a second
 # run rebuilds only what changed, as build-deb.sh does.
-mkdir -p "$out/stage" "$work/out"
+mkdir -p "$work/out"
 unshare --mount --pid --fork --mount-proc="$work/proc" /bin/sh -c 'mount --bind "$1" "$2/out" && shift 2 && exec chroot "$@"' \
   cross-deb "$out/stage" "$work" "$work" /usr/bin/env -i \
   PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LC_ALL=C.UTF-8 JOBS="${JOBS:-$(nproc)}" SCHEDHOT_DEB_ARCH="$arch" \
