@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Builds schedhot with its tests and runs every test (unit, BPF in the kernel, live, the
-# recording reader's fuzzer, and the QEMU kernels when tests/vm is present), the
-# benchmarks' short mode (label bench, their figures printed), then the unit
-# tests again under ASan+UBSan. Needs root for the BPF and live tests.
+# recording reader's fuzzer, the QEMU kernels when tests/vm is present, and the unit tests
+# again under ASan+UBSan: CTest's asan_unit), then the benchmarks' short mode (label bench,
+# their figures printed). Needs root for the BPF and live tests.
 # Usage: sudo tests/run-all.sh [ctest arguments...]
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -51,8 +51,9 @@ summarize_failures() {   # BUILD_DIR [PASS]: PASS's copies of ctest's logs, else
 # The bench pass below rewrites ctest's logs in the same directory, so the main pass's
 # are kept as LastTest.main.log and LastTestsFailed.main.log.
 tmp="$build/Testing/Temporary"
-rm -f "$tmp"/LastTestsFailed*.log
-trap 'summarize_failures "$build" main; summarize_failures "$build"' EXIT
+asan="${SCHEDHOT_ASAN_BUILD:-$root/build-asan}"   # CTest's asan_unit builds there (below)
+rm -f "$tmp"/LastTestsFailed*.log "$asan/Testing/Temporary/LastTestsFailed.log"
+trap 'summarize_failures "$build" main; summarize_failures "$build"; summarize_failures "$asan"' EXIT
 # Two at a time (the machine's cores): the tests that attach BPF to this host or time
 # themselves (live, fleet, serve) are RUN_SERIAL and run alone; vm_e2e starts first and the
 # other tests (unit, cli, tui, bpf, the fuzzer, the .deb) run beside it (tests/CMakeLists.txt).
@@ -64,22 +65,6 @@ rm -f "$tmp/LastTestsFailed.log"
 # The benchmarks in their short mode (label bench, a few seconds each: tests/bench/run.sh),
 # alone on the machine and verbose so that their figures stay in the log.
 (cd "$build" && ctest -V --output-on-failure --timeout 600 -L bench "$@") || status=$?
-# The unit tests once more under ASan and UBSan, in their own build directory
-# ($SCHEDHOT_ASAN_BUILD, default build-asan/). SCHEDHOT_NO_ASAN=1 skips this pass.
-# Built with clang-16 (installed for the fuzzer) at -O1 with line tables only, as the
-# sanitizers' documentation suggests: 4 min 45 s on 2 cores against 13 min with g++ at
-# -O2 -g (measured 2026-12-03); $SCHEDHOT_ASAN_CXX picks another compiler.
-if [ -z "${SCHEDHOT_NO_ASAN:-}" ]; then
-  asan="${SCHEDHOT_ASAN_BUILD:-$root/build-asan}"
-  cxx="${SCHEDHOT_ASAN_CXX:-$(command -v clang++-16 || command -v g++)}"
-  cc="${cxx/clang++/clang}"; cc="${cc/g++/gcc}"
-  dbg=-gline-tables-only; [[ "$cxx" == *clang* ]] || dbg=-g1
-  cmake -S "$root" -B "$asan" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_C_COMPILER="$cc" \
-        -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 $dbg" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 $dbg" \
-        -DSCHEDHOT_TESTS=ON -DSCHEDHOT_SANITIZE=ON >/dev/null
-  cmake --build "$asan" -j"$(nproc)" --target unit_tests
-  rm -f "$asan/Testing/Temporary/LastTestsFailed.log"
-  trap 'summarize_failures "$build" main; summarize_failures "$build"; summarize_failures "$asan"' EXIT
-  (cd "$asan" && ctest --output-on-failure --timeout 3600 -j"$(nproc)" -L unit) || status=$?
-fi
+# The unit tests under ASan and UBSan are CTest's asan_unit (tests/asan-unit.sh, in
+# $asan), run in the main pass beside the VM suite; their failures are summarized above.
 exit "$status"
