@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """The arm64 and ppc64el .debs, cross-built and install-tested under qemu-user (label pkg; root;
-full tier: about 10-20 minutes per architecture on 2 cores, outside CI's 60).
+full tier: 14-32 minutes per architecture the first time on the shared 2-core machine,
+1-2 minutes again with OUT/stage kept; outside CI's 60).
 
 Usage: test_deb_cross.py SCHEDHOT SOURCE_DIR
 Runs for the architectures in $SCHEDHOT_PKG_CROSS ("arm64 ppc64el" when SCHEDHOT_VM_FULL=1);
@@ -74,7 +75,7 @@ for arch in arches:
     check(s.get("installed", "").startswith(f"schedhot:{arch} ") and "install ok installed" in s.get("installed", ""),
           f"{arch}: dpkg -i in the root: {s.get('installed', '').strip()}")
     m = s.get("machine", "").strip()
-    check(m and int(m, 16) == E_MACHINE[arch], f"{arch}: /usr/bin/schedhot's e_machine 0x{m} (0x{E_MACHINE[arch]:x} expected)")
+    check(all(c in "0123456789abcdef" for c in m) and m != "" and int(m, 16) == E_MACHINE[arch], f"{arch}: /usr/bin/schedhot's e_machine 0x{m} (0x{E_MACHINE[arch]:x} expected)")
     for k in ("version", "report", "info", "man"):
         if k == "man" and here["man"] is None:
             print(f"{arch}: no {man}: man page not compared")
