@@ -77,29 +77,73 @@ int BPF_KRETPROBE(nohz_exit__kretprobe)
 }
 
 /*
- * Proxy: the tick. sched_tick() sets rq->idle_balance = idle_cpu(cpu) and
- * sched_balance_trigger() -> nohz_balancer_kick() calls
- * nohz_balance_exit_idle() on every tick of an active CPU where it is clear,
- * so a tick hrtimer expiring where idle_cpu() would be false stands for one
- * call. idle_cpu() (kernel/sched/core.c): the idle task runs, nr_running == 0
- * and no wakeup is pending. rq->nohz_tick_stopped read just before tells
- * whether that call will do work. Counts only, no duration.
+ * Proxy: the tick. sched_tick() (kernel/sched/core.c) sets
+ * rq->idle_balance = idle_cpu(cpu) and sched_balance_trigger() ->
+ * nohz_balancer_kick() (kernel/sched/fair.c) returns when it is set, else
+ * calls nohz_balance_exit_idle(rq): so a tick timer that leaves
+ * rq->idle_balance clear stands for one call. Read at hrtimer_expire_exit,
+ * after the callback: the kernel's own idle_cpu() verdict of this tick, a
+ * field only this CPU writes (sched_tick, nohz_csd_func), so every program on
+ * the tracepoint reads the same value (reading idle_cpu()'s inputs at the entry
+ * raced remote wakeups: two programs differed by 2 %). rq->nohz_tick_stopped,
+ * which the call clears, is kept from hrtimer_expire_entry in the slot's
+ * private word (SH_TICK_OPEN marks it: an exit without its entry, the attach
+ * race, counts nothing). Counts only, no duration.
  */
+static __always_inline __u64 current_rq_tick_stopped(void)
+{
+	struct rq *rq = sh_current_rq();
+
+	return rq ? BPF_CORE_READ(rq, nohz_tick_stopped) : 1;
+}
+
+static __always_inline bool is_tick_timer(struct hrtimer *timer)
+{
+	__u64 fn = (__u64)BPF_CORE_READ(timer, function);
+
+	return fn && (fn == sh_tick_fn[0] || fn == sh_tick_fn[1]);
+}
+
+static __always_inline void nohz_exit_tick_entry(__u64 tick_stopped)
+{
+	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
+
+	if (s)
+		s->tick = SH_TICK_OPEN | !!tick_stopped;
+}
+
+static __always_inline void nohz_exit_tick_exit(void *ctx, __u64 idle_balance)
+{
+	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
+	__u64 open;
+
+	if (!s)
+		return;
+	open = s->tick;
+	s->tick = 0;
+	if (!(open & SH_TICK_OPEN) || idle_balance)
+		return; /* idle_cpu(): nohz_balancer_kick() returned before the call */
+	nohz_exit_enter(ctx, 0, open & 1, false);
+}
+
 SEC("tp_btf/hrtimer_expire_entry")
 int BPF_PROG(nohz_exit__tp_tick, struct hrtimer *timer, void *now)
 {
-	void *fn = BPF_CORE_READ(timer, function);
+	if (is_tick_timer(timer))
+		nohz_exit_tick_entry(current_rq_tick_stopped());
+	return 0;
+}
+
+SEC("tp_btf/hrtimer_expire_exit")
+int BPF_PROG(nohz_exit__tp_tick_exit, struct hrtimer *timer)
+{
 	struct rq *rq;
 
-	if (!fn || ((__u64)fn != sh_tick_fn[0] && (__u64)fn != sh_tick_fn[1]))
+	if (!is_tick_timer(timer))
 		return 0;
 	rq = sh_current_rq();
-	if (!rq)
-		return 0;
-	if (sh_current_pid() == 0 && BPF_CORE_READ(rq, nr_running) == 0 &&
-	    !(bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending)))
-		return 0; /* idle_cpu(): the kick path returns before the call */
-	nohz_exit_enter(ctx, 0, BPF_CORE_READ(rq, nohz_tick_stopped), false);
+	if (rq)
+		nohz_exit_tick_exit(ctx, BPF_CORE_READ(rq, idle_balance));
 	return 0;
 }
 
@@ -119,13 +163,6 @@ static __always_inline void nohz_enter_hit(void *ctx, __u64 tick_stopped)
 		SH_INC(&s->first);
 		sh_access(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, first), now);
 	}
-}
-
-static __always_inline __u64 current_rq_tick_stopped(void)
-{
-	struct rq *rq = sh_current_rq();
-
-	return rq ? BPF_CORE_READ(rq, nohz_tick_stopped) : 1;
 }
 
 SEC("fentry")
@@ -263,7 +300,8 @@ int ilb_kick__tp_entry(__u64 *ctx)
 
 /* ---- BPF_PROG_TEST_RUN wrappers (tests/bpf) --------------------------- */
 
-/* ctx: op (0 entry, 1 exit, 2 proxy count), timestamp ns, flag (nohz_tick_stopped) */
+/* ctx: op (0 entry, 1 exit, 2 proxy count, 3 tick entry, 4 tick exit), timestamp ns,
+ * flag (nohz_tick_stopped; for op 4 rq->idle_balance) */
 SEC("raw_tp")
 int test_nohz_exit(__u64 *ctx)
 {
@@ -271,6 +309,10 @@ int test_nohz_exit(__u64 *ctx)
 		nohz_exit_enter(ctx, ctx[1], ctx[2], true);
 	else if (ctx[0] == 2)
 		nohz_exit_enter(ctx, ctx[1], ctx[2], false);
+	else if (ctx[0] == 3)
+		nohz_exit_tick_entry(ctx[2]);
+	else if (ctx[0] == 4)
+		nohz_exit_tick_exit(ctx, ctx[2]);
 	else
 		nohz_exit_exit(ctx, ctx[1]);
 	return 0;

@@ -338,7 +338,12 @@ struct sh_nohz_exit_slot {
 	 * CPU from nohz.idle_cpus_mask (lock btr) and decrement nohz.nr_cpus,
 	 * i.e. that write the nohz cacheline. */
 	__u64 worked;
+	/* private to the tick proxy: SH_TICK_OPEN | rq->nohz_tick_stopped, from the tick
+	 * timer's expire_entry to its expire_exit on this CPU; 0 outside. */
+	__u64 tick;
 } __attribute__((aligned(SH_SLOT_ALIGN)));
+
+#define SH_TICK_OPEN 2ULL  /* sh_nohz_exit_slot.tick: an entry was seen */
 
 /* nohz_balance_enter_idle(int cpu) on one CPU. */
 struct sh_nohz_enter_slot {

@@ -220,6 +220,20 @@ TEST_F(Handlers, NohzExitWorkedAndProxyCounts) {
   EXPECT_EQ(total(s.f.lat), 2u);
   EXPECT_EQ(s.f.lat.sum_ns, 130u);
   EXPECT_EQ(s.f.nested, 0u) << "proxy counts must not open timing entries";
+  // The tick proxy: expire_entry keeps nohz_tick_stopped, expire_exit counts when
+  // rq->idle_balance is clear; an exit without its entry (attach race) counts nothing.
+  run(p, {3, 0, 1});
+  run(p, {4, 0, 0});  // busy tick after nohz idle: a call that worked
+  run(p, {3, 0, 0});
+  run(p, {4, 0, 0});  // busy tick: a call
+  run(p, {3, 0, 1});
+  run(p, {4, 0, 1});  // idle tick: nohz_balancer_kick() returns first
+  run(p, {4, 0, 0});  // no entry seen
+  s = slot<sh_nohz_exit_slot>(skel_->maps.nohz_exit_slots, 0);
+  EXPECT_EQ(s.f.calls, 6u);
+  EXPECT_EQ(s.worked, 3u);
+  EXPECT_EQ(s.tick, 0u) << "the exit closes the tick";
+  EXPECT_EQ(s.f.nested, 0u);
   auto e = slot<sh_nohz_enter_slot>(skel_->maps.nohz_enter_slots, 0);
   EXPECT_EQ(e.calls, 0u);
   run(skel_->progs.test_nohz_enter, {0});

@@ -154,7 +154,7 @@ TEST(Attach, KprobeFallbackWithoutRefusingFentryForOthers) {
 }
 
 TEST(Attach, ProxyWhenFentryAndKprobeAreRefusedAndTriedInOrder) {
-  KernelFacts f = make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry"});
+  KernelFacts f = make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry", "hrtimer_expire_exit"});
   FakeLoader L;
   L.fail_load[{Backend::fentry, "nohz_balance_exit_idle"}] = EPERM;
   L.fail_load[{Backend::kprobe, "nohz_balance_exit_idle"}] = EPERM;
@@ -163,14 +163,16 @@ TEST(Attach, ProxyWhenFentryAndKprobeAreRefusedAndTriedInOrder) {
   EXPECT_TRUE(st.attached);
   EXPECT_TRUE(st.proxy);
   EXPECT_EQ(st.backend, Backend::tracepoint);
-  EXPECT_EQ(st.symbol, "tp_btf/hrtimer_expire_entry");
+  EXPECT_EQ(st.symbol, "tp_btf/hrtimer_expire_entry, tp_btf/hrtimer_expire_exit");
   ASSERT_EQ(st.tried.size(), 2u);
   EXPECT_EQ(st.tried[0].error, kFentryRefused);
   EXPECT_EQ(st.tried[1].error, kKprobeRefused);
   auto reqs = L.of("nohz_exit");
   ASSERT_EQ(reqs.size(), 3u);
+  ASSERT_EQ(reqs[2].progs.size(), 2u);
   EXPECT_EQ(reqs[2].progs.at(0).role, ProgRole::tracepoint);
   EXPECT_EQ(reqs[2].progs.at(0).index, 0);
+  EXPECT_EQ(reqs[2].progs.at(1).index, 1);
   EXPECT_EQ(L.live_count(), 1);
 }
 

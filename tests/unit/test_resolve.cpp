@@ -240,13 +240,21 @@ TEST(Resolve, MissingSymbolHasNoCandidateAndSaysWhy) {
 }
 
 TEST(Resolve, ProxyIsLastAndOnlyForAuto) {
-  KernelFacts f = make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry"});
+  KernelFacts f = make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry", "hrtimer_expire_exit"});
   Plan a = resolve_probe(spec("nohz_exit"), f, BackendPref::automatic);
   ASSERT_EQ(a.candidates.size(), 3u);
   EXPECT_EQ(a.candidates[0].backend, Backend::fentry);
   EXPECT_EQ(a.candidates[1].backend, Backend::kprobe);
   EXPECT_TRUE(a.candidates[2].proxy);
+  ASSERT_EQ(a.candidates[2].programs.size(), 2u);
   EXPECT_EQ(a.candidates[2].programs[0].tracepoint, "hrtimer_expire_entry");
+  EXPECT_EQ(a.candidates[2].programs[1].tracepoint, "hrtimer_expire_exit");
+  // Without the exit tracepoint there is no proxy: it is skipped with the missing name.
+  Plan half = resolve_probe(spec("nohz_exit"), make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry"}),
+                            BackendPref::proxy);
+  EXPECT_TRUE(half.candidates.empty());
+  ASSERT_EQ(half.skipped.size(), 1u);
+  EXPECT_NE(half.skipped[0].error.find("hrtimer_expire_exit"), std::string::npos) << half.skipped[0].error;
   Plan fe = resolve_probe(spec("nohz_exit"), f, BackendPref::fentry);
   ASSERT_EQ(fe.candidates.size(), 1u);
   EXPECT_EQ(fe.candidates[0].backend, Backend::fentry);

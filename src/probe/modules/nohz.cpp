@@ -20,8 +20,8 @@ class NohzExit : public ProbeModule {
     p.what = "calls (every busy tick), duration, and calls that cleared the CPU from nohz.idle_cpus_mask";
     p.symbols = {"nohz_balance_exit_idle"};
     p.timed = true;
-    p.proxy = ProxySpec{{{"hrtimer_expire_entry", false}},
-                        "proxy: busy tick (tp_btf/hrtimer_expire_entry of the tick timer where idle_cpu() is false)",
+    p.proxy = ProxySpec{{{"hrtimer_expire_entry", false}, {"hrtimer_expire_exit", false}},
+                        "proxy: busy tick (the tick timer's tp_btf/hrtimer_expire_exit where rq->idle_balance is clear)",
                         "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
                         "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)",
@@ -43,7 +43,10 @@ class NohzExit : public ProbeModule {
     };
   }
   bpf_program* program(schedhot_bpf* s, Backend b, ProgRole role, int index) const override {
-    if (b == Backend::tracepoint) return role == ProgRole::tracepoint && index == 0 ? s->progs.nohz_exit__tp_tick : nullptr;
+    if (b == Backend::tracepoint) {
+      if (role != ProgRole::tracepoint) return nullptr;
+      return index == 0 ? s->progs.nohz_exit__tp_tick : index == 1 ? s->progs.nohz_exit__tp_tick_exit : nullptr;
+    }
     return function_program(b, role, s->progs.nohz_exit__fentry, s->progs.nohz_exit__fexit, s->progs.nohz_exit__kprobe,
                             s->progs.nohz_exit__kretprobe);
   }
