@@ -24,7 +24,7 @@ class NohzExit : public ProbeModule {
                         "proxy: busy tick (the tick timer's tp_btf/hrtimer_expire_exit where rq->idle_balance is clear)",
                         "counts ticks, not calls: misses calls from CPU hotplug, counts ticks on inactive or "
                         "null-domain CPUs where sched_balance_trigger() returns first; needs high-resolution "
-                        "timers; no duration; measured -0.3 to +0.7 % (6.12 QEMU guest, mixed load, tests/vm)",
+                        "timers; no duration; measured -0.2 to +0.0 % (6.12 QEMU guest, mixed load, tests/vm, 4 runs)",
                         {"nested", "orphan_exits", "lat"}};
     p.slot.slot_words = sizeof(sh_nohz_exit_slot) / W;
     func_fields(p.slot.fields, SH_WORDS(sh_nohz_exit_slot, f));
