@@ -327,6 +327,8 @@ TEST(CopySlots, CopiesEveryWordButThePrivateOnes) {
       EXPECT_EQ(words[i], is_priv ? 0 : map[i]) << "cpu " << c << " word " << w;
       priv += is_priv;
     }
-  // struct sh_timing (depth, ts[], detail[]) and struct sh_catch's rate window (win_ns, win_sent)
-  EXPECT_EQ(priv, ncpus * (1 + 2 * SH_MAX_DEPTH + 2));
+  // struct sh_timing (depth, ts[], detail[]), struct sh_catch's rate window (win_ns, win_sent)
+  // and the tick proxy's open tick (sh_nohz_exit_slot.tick, set and cleared every tick)
+  EXPECT_EQ(priv, ncpus * (1 + 2 * SH_MAX_DEPTH + 2 + 1));
+  EXPECT_EQ(words[offsetof(sh_nohz_exit_slot, tick) / 8], 0u) << "the tick proxy's word is not recorded";
 }

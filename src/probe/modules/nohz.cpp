@@ -30,6 +30,7 @@ class NohzExit : public ProbeModule {
     func_fields(p.slot.fields, SH_WORDS(sh_nohz_exit_slot, f));
     p.slot.fields.push_back(counter("worked", SH_WORDS(sh_nohz_exit_slot, worked),
                                       "calls with rq->nohz_tick_stopped set: wrote the nohz cacheline"));
+    p.slot.fields.push_back(priv(SH_WORDS(sh_nohz_exit_slot, tick), 1));  // the tick proxy's, entry to exit
     p.primary = "calls";
     p.fleet = FleetShow::rate_p99;
     p.secondary = {"worked"};
