@@ -142,8 +142,13 @@ int BPF_PROG(nohz_exit__tp_tick_exit, struct hrtimer *timer)
 	if (!is_tick_timer(timer))
 		return 0;
 	rq = sh_current_rq();
-	if (rq)
+	if (!rq)
+		return 0;
+	if (bpf_core_field_exists(rq->idle_balance))
 		nohz_exit_tick_exit(ctx, BPF_CORE_READ(rq, idle_balance));
+	else /* a kernel without it: idle_cpu() evaluated here (racy against remote wakeups) */
+		nohz_exit_tick_exit(ctx, sh_current_pid() == 0 && BPF_CORE_READ(rq, nr_running) == 0 &&
+					 !(bpf_core_field_exists(rq->ttwu_pending) && BPF_CORE_READ(rq, ttwu_pending)));
 	return 0;
 }
 
