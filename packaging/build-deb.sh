@@ -33,10 +33,19 @@ case "$arch" in
   *) echo "build-deb: SCHEDHOT_DEB_ARCH=$arch: schedhot is built for amd64, arm64 and ppc64el" >&2; exit 2 ;;
 esac
 cross=(); [ "$arch" = "$native" ] || cross=(-a "$arch")
-mkdir -p "$out"
-out="$(cd "$out" && pwd)"   # the build runs in the stage: OUT may be relative to here
+# Run by root, the build writes into OUT (files.txt, build.log, the .deb) and builds in
+# OUT's kept stage (a planted Makefile there would run as root): OUT's chain is checked
+# before and after it is made (packaging/safe-dir.sh). Another user builds where they like.
+if [ "$(id -u)" = 0 ]; then
+  # shellcheck source=packaging/safe-dir.sh
+  . "$root/packaging/safe-dir.sh"
+  safe_dir build-deb OUT "$out"
+fi
+mkdir -p -- "$out"
+out="$(cd -- "$out" && pwd -P)"   # the build runs in the stage: OUT may be relative to here
 stage="$out/schedhot-$version"
-mkdir -p "$stage"
+mkdir -p -- "$stage"
+[ "$(id -u)" != 0 ] || safe_dir build-deb OUT "$stage"
 
 # The source: what git would commit (tracked and untracked, not ignored), else the tree.
 list="$out/files.txt"

@@ -41,35 +41,14 @@ done
 # rename what is ours in it); OUT and the cache themselves writable by no one else at all.
 # Missing directories are then made by root. No other user can plant or swap a name on the
 # way for root to write or read through.
-safe_dir() {   # safe_dir WHAT DIR: exit 1 with one line when DIR's chain is not safe
-  local what="$1" d="$2" first=1 owner
-  case "$d" in
-    -*|"") echo "cross-deb: $what '$d': give a directory path" >&2; exit 2 ;;
-  esac
-  d="$(realpath -s -m -- "$d")"
-  while :; do
-    if [ -L "$d" ]; then
-      echo "cross-deb: $what: $d is a symbolic link: give a path without links" >&2; exit 1
-    fi
-    if [ -e "$d" ]; then
-      [ -d "$d" ] || { echo "cross-deb: $what: $d is not a directory" >&2; exit 1; }
-      owner="$(stat -c %u -- "$d")"
-      if [ "$owner" != 0 ] && [ "$owner" != "${SUDO_UID:-0}" ]; then
-        echo "cross-deb: $what: $d belongs to another user (uid $owner): give a directory of root's or your own" >&2; exit 1
-      fi
-      if [ -n "$(find "$d" -maxdepth 0 -perm /022)" ] && { [ "$first" = 1 ] || [ -z "$(find "$d" -maxdepth 0 -perm -1000)" ]; }; then
-        echo "cross-deb: $what: $d is writable by others: give a directory only root or you can write" >&2; exit 1
-      fi
-      first=0
-    fi
-    [ "$d" = / ] && break
-    d="$(dirname -- "$d")"
-  done
-}
-safe_dir OUT "$out"
-safe_dir "the cache (SCHEDHOT_PKG_CACHE)" "$cache"
+# shellcheck source=packaging/safe-dir.sh
+. "$root/packaging/safe-dir.sh"
+safe_dir cross-deb OUT "$out"
+safe_dir cross-deb "the cache (SCHEDHOT_PKG_CACHE)" "$cache"
 out="$(realpath -s -m -- "$out")"
 mkdir -p -- "$out" "$out/stage" "$cache"
+safe_dir cross-deb OUT "$out/stage"   # again, made: another user's directory made in between is refused
+safe_dir cross-deb "the cache (SCHEDHOT_PKG_CACHE)" "$cache"
 version="$(sed -n 's/^project(schedhot VERSION \([0-9][0-9.]*\).*/\1/p' "$root/CMakeLists.txt")"
 
 # 1. the root, cached by ARCH and the build dependencies

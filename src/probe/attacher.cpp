@@ -333,7 +333,7 @@ AttachedProbe attach_probe(const ProbeModule& m, const KernelFacts& facts, const
   st.notes = plan.notes;
   st.ambiguous = plan.ambiguous;
   std::vector<AttachTry> failures = plan.skipped;
-  if (!m.check(facts, st, failures)) plan.candidates.clear();
+  if (!m.check(facts, plan, st, failures)) plan.candidates.clear();
 
   if (spec.kind == ProbeKind::sites)
     attach_sites(m, plan, loader, refused, failures, nothing_to_try, out, opts.bcast_holder);

@@ -87,7 +87,7 @@ void ProbeModule::size_maps(schedhot_bpf* skel, bool kept, uint32_t ncpus) const
   bpf_map__set_max_entries(slots_map(skel), kept ? ncpus : 1);
 }
 void ProbeModule::configure(schedhot_bpf*, const KernelFacts&) const {}
-bool ProbeModule::check(const KernelFacts&, ProbeStatus&, std::vector<AttachTry>&) const { return true; }
+bool ProbeModule::check(const KernelFacts&, Plan&, ProbeStatus&, std::vector<AttachTry>&) const { return true; }
 void ProbeModule::after_attach(AttachContext&) const {}
 std::optional<std::string> ProbeModule::label(const std::string&, uint32_t) const { return std::nullopt; }
 std::vector<std::string> ProbeModule::meta_labels() const { return {}; }

@@ -98,8 +98,9 @@ class ProbeModule {
 
   /// Before trying: a failure that rules the probe out on this kernel (an address its BPF
   /// side needs is missing), appended to failures / status.ambiguous; returns false when
-  /// nothing may be tried. Default: true.
-  virtual bool check(const KernelFacts& facts, ProbeStatus& st, std::vector<AttachTry>& failures) const;
+  /// nothing may be tried. May remove from plan the candidates it rules out alone (an
+  /// address only the proxy needs), each with its failure. Default: true.
+  virtual bool check(const KernelFacts& facts, Plan& plan, ProbeStatus& st, std::vector<AttachTry>& failures) const;
   /// After a successful attach: notes that depend on the machine, and BPF state to set.
   virtual void after_attach(AttachContext& ctx) const;
 

@@ -288,6 +288,16 @@ exec %s "$@"
         check(r2.returncode == 1 and f2.get("name") == "remote dir refused" and why in f2.get("detail", "")
               and "h1: remote dir refused (record): --remote-dir %s: %s" % (rdir, why) in r2.stderr and not os.listdir(rdir),
               "--remote-dir %s: refused, nothing created in it (got %s)" % (os.path.basename(rdir), f2))
+    # The local fleet directory, run as root: one another user owns, or one reached through a
+    # link, is refused before anything is written (they could plant fleet.json or
+    # <host>/state.json.tmp as a link for root to write through).
+    os.symlink(t, os.path.join(t, "viaLink"))
+    for o2, why in ((os.path.join(theirs, "fd"), "belongs to another user (uid 65534)"),
+                    (os.path.join(t, "viaLink", "fd"), "is a symbolic link")):
+        r2 = subprocess.run(base + ["-o", o2, "-d", "2"], capture_output=True, text=True, timeout=60)
+        check(r2.returncode == 2 and why in r2.stderr and len(r2.stderr.strip().splitlines()) == 1
+              and not os.path.exists(os.path.join(theirs, "fd")) and not os.path.exists(os.path.join(t, "fd")),
+              "local -o %s: refused in one line, nothing made (%d: %s)" % (o2, r2.returncode, r2.stderr.strip()[-200:]))
     # A remote dir reached through a symlink: the user's link home/rd -> atkshared/atkd/l2, a
     # link in a directory of another user's (uid 65534, who could re-point it later) to a root
     # directory. Both walks (as given, and physical) pass such a chain: any symlink in the path

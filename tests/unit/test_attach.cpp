@@ -96,7 +96,8 @@ const char* k612 =
     "ffffffff81100710 T cpupri_find_fitness\n"
     "ffffffff81100800 T __tick_broadcast_oneshot_control\n"
     "ffffffff81100900 T tick_broadcast_offline\n"
-    "ffffffff81100a00 t nohz_csd_func\n";
+    "ffffffff81100a00 t nohz_csd_func\n"
+    "ffffffff81100b00 T tick_nohz_handler\n";
 
 AttachOptions only(std::vector<std::string> names) {
   AttachOptions o;
@@ -151,6 +152,30 @@ TEST(Attach, KprobeFallbackWithoutRefusingFentryForOthers) {
   EXPECT_EQ(set_reqs[1].progs[0].role, ProgRole::exit);
   EXPECT_TRUE(set_reqs[1].progs[0].retprobe);
   EXPECT_EQ(set_reqs[1].progs[1].role, ProgRole::entry);
+}
+
+// The tick proxy matches the tick timer by its function's address: hidden (kptr_restrict)
+// or absent, it would count nothing, so it is not tried and the probe says why.
+TEST(Attach, TickProxyNotTriedWithoutTheTickTimersAddress) {
+  KernelFacts f = make_facts("ffffffff81100400 T nohz_balance_exit_idle\n", {"nohz_balance_exit_idle"},
+                             {"hrtimer_expire_entry", "hrtimer_expire_exit"});
+  f.kallsyms_error = "addresses hidden (kptr_restrict)";
+  FakeLoader L;
+  L.fail_load[{Backend::fentry, "nohz_balance_exit_idle"}] = EPERM;
+  L.fail_load[{Backend::kprobe, "nohz_balance_exit_idle"}] = EPERM;
+  auto v = attach_all(f, HostInfo{}, only({"nohz_exit"}), L);
+  const ProbeStatus& st = v[SH_P_NOHZ_EXIT].status;
+  EXPECT_FALSE(st.attached);
+  EXPECT_EQ(L.of("nohz_exit").size(), 2u) << "fentry and kprobe tried, the proxy not";
+  bool said = false;
+  for (const auto& t : st.tried)
+    said |= t.error.find("tick timer's address is unknown") != std::string::npos &&
+            t.error.find("kptr_restrict") != std::string::npos;
+  EXPECT_TRUE(said) << st.reason;
+  EXPECT_NE(st.reason.find("tick timer's address is unknown"), std::string::npos) << st.reason;
+  // With fentry allowed the address does not matter.
+  FakeLoader ok;
+  EXPECT_TRUE(attach_all(f, HostInfo{}, only({"nohz_exit"}), ok)[SH_P_NOHZ_EXIT].status.attached);
 }
 
 TEST(Attach, ProxyWhenFentryAndKprobeAreRefusedAndTriedInOrder) {

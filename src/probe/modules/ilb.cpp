@@ -60,7 +60,7 @@ class IlbKick : public ProbeModule {
     s->rodata->sh_nohz_csd_func = nohz_csd_func_addr(facts);
   }
   /// The BPF side filters on nohz_csd_func: without its one address nothing can be tried.
-  bool check(const KernelFacts& facts, ProbeStatus& st, std::vector<AttachTry>& failures) const override {
+  bool check(const KernelFacts& facts, Plan&, ProbeStatus& st, std::vector<AttachTry>& failures) const override {
     if (nohz_csd_func_addr(facts)) return true;
     auto all = facts.kallsyms.find_all("nohz_csd_func");
     if (all.size() > 1) {

@@ -1,7 +1,9 @@
 // The nohz idle-balancing probes (bpf/nohz.bpf.c): nohz_exit, nohz_enter, nohz_kick.
 #include <bpf/libbpf.h>
+#include <fmt/format.h>
 
 #include "probe/modules/fields.h"
+#include "probe/resolve.h"
 #include "schedhot.skel.h"
 
 namespace schedhot {
@@ -56,6 +58,20 @@ class NohzExit : public ProbeModule {
   void configure(schedhot_bpf* s, const KernelFacts& facts) const override {
     s->rodata->sh_tick_fn[0] = text_addr(facts, "tick_nohz_handler");
     s->rodata->sh_tick_fn[1] = text_addr(facts, "tick_sched_timer");
+  }
+  /// Without either address (hidden by kptr_restrict, or neither symbol) the proxy would match
+  /// no timer and count nothing: it is not tried, and says why; fentry and kprobes still are.
+  bool check(const KernelFacts& facts, Plan& plan, ProbeStatus&, std::vector<AttachTry>& failures) const override {
+    if (text_addr(facts, "tick_nohz_handler") || text_addr(facts, "tick_sched_timer")) return true;
+    std::erase_if(plan.candidates, [&](const Candidate& c) {
+      if (!c.proxy) return false;
+      failures.push_back({Backend::tracepoint, "",
+                          fmt::format("proxy: the tick timer's address is unknown (tick_nohz_handler, "
+                                      "tick_sched_timer: {})",
+                                      facts.kallsyms_error.empty() ? "not in /proc/kallsyms" : facts.kallsyms_error)});
+      return true;
+    });
+    return true;
   }
 
 };
