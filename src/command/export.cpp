@@ -113,7 +113,10 @@ CommandOutput export_command(const ExportRequest& req, std::ostream& stdout_stre
     if (::stat(req.file.c_str(), &in_st) == 0 && in_st.st_dev == old_st.st_dev && in_st.st_ino == old_st.st_ino)
       return fail(2, fmt::format("-o {}: is the recording being exported", output));
     in_place = !S_ISREG(old_st.st_mode);
-    if (!in_place && !req.force) return fail(1, fmt::format("{} exists; choose another name or pass --force", output));
+    // A block device holds a filesystem or a disk: written over only with --force (as record's -o).
+    if ((!in_place || S_ISBLK(old_st.st_mode)) && !req.force)
+      return fail(1, fmt::format("{} exists{}; choose another name or pass --force", output,
+                                 S_ISBLK(old_st.st_mode) ? " (a block device)" : ""));
     if (!in_place) {
       // Replaced through a new file renamed over it: over the link's target only when the
       // link may be followed (checked now: a link planted since the checks above is not),

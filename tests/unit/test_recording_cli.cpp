@@ -252,6 +252,14 @@ TEST(RecordingCli, ExportNeverReplacesWhatIsNotItsOwn) {
     EXPECT_EQ(r.status, 0) << r.err;
     ASSERT_EQ(::stat(dev.c_str(), &st), 0);
     EXPECT_TRUE(S_ISCHR(st.st_mode)) << "the device was replaced";
+    // A block device (a disk, a filesystem) only with --force, as record's -o: refused
+    // before anything is opened (a loop device node with no loop device behind it).
+    const std::string blk = dir / "blk";
+    ASSERT_EQ(::mknod(blk.c_str(), S_IFBLK | 0600, makedev(7, 250)), 0) << strerror(errno);
+    expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, blk)), 1,
+                          "exists (a block device); choose another name or pass --force");
+    ASSERT_EQ(::stat(blk.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISBLK(st.st_mode));
   }
   expect_one_line_error(run_cli(fmt::format("export {} -o {}", f, dir.path)), 2, "is a directory");
 }
