@@ -156,15 +156,19 @@ TEST(Attach, KprobeFallbackWithoutRefusingFentryForOthers) {
 
 // The tick proxy matches the tick timer by its function's address: hidden (kptr_restrict)
 // or absent, it would count nothing, so it is not tried and the probe says why.
+/// nohz_exit attached through L where fentry and kprobes are refused (EPERM): its status.
+static ProbeStatus nohz_exit_without_function_probes(const KernelFacts& f, FakeLoader& L) {
+  L.fail_load[{Backend::fentry, "nohz_balance_exit_idle"}] = EPERM;
+  L.fail_load[{Backend::kprobe, "nohz_balance_exit_idle"}] = EPERM;
+  return attach_all(f, HostInfo{}, only({"nohz_exit"}), L)[SH_P_NOHZ_EXIT].status;
+}
+
 TEST(Attach, TickProxyNotTriedWithoutTheTickTimersAddress) {
   KernelFacts f = make_facts("ffffffff81100400 T nohz_balance_exit_idle\n", {"nohz_balance_exit_idle"},
                              {"hrtimer_expire_entry", "hrtimer_expire_exit"});
   f.kallsyms_error = "addresses hidden (kptr_restrict)";
   FakeLoader L;
-  L.fail_load[{Backend::fentry, "nohz_balance_exit_idle"}] = EPERM;
-  L.fail_load[{Backend::kprobe, "nohz_balance_exit_idle"}] = EPERM;
-  auto v = attach_all(f, HostInfo{}, only({"nohz_exit"}), L);
-  const ProbeStatus& st = v[SH_P_NOHZ_EXIT].status;
+  const ProbeStatus st = nohz_exit_without_function_probes(f, L);
   EXPECT_FALSE(st.attached);
   EXPECT_EQ(L.of("nohz_exit").size(), 2u) << "fentry and kprobe tried, the proxy not";
   bool said = false;
@@ -181,10 +185,7 @@ TEST(Attach, TickProxyNotTriedWithoutTheTickTimersAddress) {
 TEST(Attach, ProxyWhenFentryAndKprobeAreRefusedAndTriedInOrder) {
   KernelFacts f = make_facts(k612, {"nohz_balance_exit_idle"}, {"hrtimer_expire_entry", "hrtimer_expire_exit"});
   FakeLoader L;
-  L.fail_load[{Backend::fentry, "nohz_balance_exit_idle"}] = EPERM;
-  L.fail_load[{Backend::kprobe, "nohz_balance_exit_idle"}] = EPERM;
-  auto v = attach_all(f, HostInfo{}, only({"nohz_exit"}), L);
-  const ProbeStatus& st = v[SH_P_NOHZ_EXIT].status;
+  const ProbeStatus st = nohz_exit_without_function_probes(f, L);
   EXPECT_TRUE(st.attached);
   EXPECT_TRUE(st.proxy);
   EXPECT_EQ(st.backend, Backend::tracepoint);
