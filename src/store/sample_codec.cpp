@@ -137,11 +137,14 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     return false;
   }
   // Deltas are applied to state in place; until the sample decodes completely the state
-  // is not valid (a seek starts again from a keyframe).
-  if (!valid || state.probes.size() != meta.probes.size()) state.probes.assign(meta.probes.size(), {});
+  // is not valid (a seek starts again from a keyframe). A keyframe is absolute, so the
+  // words it replaces need not be the sample before it: they are kept (whatever sample
+  // they were, or a part-decoded one) and rewritten where they differ.
+  if (state.probes.size() != meta.probes.size()) state.probes.assign(meta.probes.size(), {});
   if (keyframe || nonzero_cpu.size() != meta.ncpus) nonzero_cpu.assign(meta.ncpus, 0);
   valid = false;
   std::vector<bool> listed(meta.probes.size(), false);
+  std::vector<uint64_t> vals;  // a keyframe's CPU, whole (overwrite below)
   for (uint16_t e = 0; e < nentries; ++e) {
     uint16_t pi = cur.get<uint16_t>();
     if (!cur.ok || pi >= meta.probes.size() || listed[pi]) {
@@ -151,8 +154,12 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     listed[pi] = true;
     const uint32_t sw = meta.probes[pi].slot.slot_words;
     ProbeSample& ps = state.probes[pi];
-    // A keyframe starts from zeros: shared zero blocks, unshared as CPUs are written.
-    const bool from_zero = keyframe || !ps.present || !ps.words.shaped(meta.ncpus, sw);
+    // Three ways: a delta adds to the state before it; a keyframe onto words of the same
+    // shape overwrites the CPUs whose words differ (what changed is kept as a delta, as a
+    // delta sample's: no new blocks, and a reader walking on keeps reusing them, issue 32);
+    // anything else starts from zeros (shared zero blocks, unshared as CPUs are written).
+    const bool from_zero = !ps.present || !ps.words.shaped(meta.ncpus, sw);
+    const bool overwrite = keyframe && !from_zero;
     const uint64_t before = from_zero ? 0 : ps.words.stamp();
     if (from_zero)
       ps.words.assign(meta.ncpus, sw);
@@ -167,12 +174,46 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
     // What this sample changed, for Interval (SlotDelta): kept when it applies to a
     // stamped state (not a keyframe's zeros) and changed something.
     std::shared_ptr<SlotDelta> delta;
-    if (before && ncpu) {
+    if (before && (ncpu || overwrite)) {
       delta = std::make_shared<SlotDelta>();
       delta->before = before;
       delta->first.resize(size_t(meta.ncpus) + 1);
     }
     uint32_t next_first = 0;  // the next CPU whose delta->first is not set yet
+    const auto open_cpu = [&](uint32_t c) {
+      if (delta)
+        while (next_first <= c) delta->first[next_first++] = uint32_t(delta->word.size());
+    };
+    // overwrite: CPU c's words become want (sw words), written only where they differ.
+    const auto overwrite_cpu = [&](uint32_t c, const uint64_t* want) {
+      const uint64_t* old = ps.words.cpu(c);
+      uint32_t w0 = 0;
+      while (w0 < sw && old[w0] == want[w0]) ++w0;
+      if (w0 == sw) return;
+      uint64_t* slot = ps.words.mut_cpu(c);  // unshares (the pointer old may be stale now)
+      open_cpu(c);
+      for (uint32_t w = w0; w < sw; ++w)
+        if (slot[w] != want[w]) {
+          if (delta) delta->add(w, slot[w], want[w]);
+          slot[w] = want[w];
+        }
+    };
+    // overwrite: CPUs [from, to) are not in the keyframe: all their words are zero.
+    uint32_t zero_from = 0;
+    const auto zero_cpus = [&](uint32_t to) {
+      if (vals.size() < sw) vals.assign(sw, 0);
+      for (uint32_t c = zero_from; c < to;) {
+        const uint32_t b = c >> SlotWords::kBlockShift;
+        if ((c & (SlotWords::kBlockCpus - 1)) == 0 && ps.words.zero_block(b) && c + ps.words.block_cpus(b) <= to) {
+          c += ps.words.block_cpus(b);  // already zero
+          continue;
+        }
+        std::fill(vals.begin(), vals.begin() + sw, 0);
+        overwrite_cpu(c, vals.data());
+        ++c;
+      }
+      zero_from = to;
+    };
     uint64_t cpu = 0;
     bool first_cpu = true;
     for (uint64_t k = 0; k < ncpu; ++k) {
@@ -186,11 +227,29 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       }
       uint64_t w = 0;
       bool first_w = true;
+      if (overwrite) {
+        zero_cpus(uint32_t(cpu));
+        std::fill(vals.begin(), vals.begin() + sw, 0);
+        for (uint64_t x = 0; x < nw; ++x) {
+          uint64_t wg = cur.varint();
+          w = first_w ? wg : w + 1 + wg;
+          first_w = false;
+          int64_t d = unzigzag(cur.varint());
+          if (!cur.ok || wg >= sw || w >= sw) {
+            why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
+            return false;
+          }
+          vals[w] = static_cast<uint64_t>(d);  // from zero
+          if (vals[w]) nonzero_cpu[cpu] = 1;
+        }
+        overwrite_cpu(uint32_t(cpu), vals.data());
+        zero_from = uint32_t(cpu) + 1;
+        continue;
+      }
       // Unshares the CPU's block (next() handed out a copy sharing it); nw <= sw, so a
       // CPU with words has a block.
       uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
-      if (delta)
-        while (next_first <= cpu) delta->first[next_first++] = uint32_t(delta->word.size());
+      open_cpu(uint32_t(cpu));
       for (uint64_t x = 0; x < nw; ++x) {
         uint64_t wg = cur.varint();
         w = first_w ? wg : w + 1 + wg;
@@ -206,11 +265,12 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
         if (delta && slot[w] != was) delta->add(uint32_t(w), was, slot[w]);
       }
     }
-    if (delta) {
-      while (next_first <= meta.ncpus) delta->first[next_first++] = uint32_t(delta->word.size());
+    if (overwrite) zero_cpus(meta.ncpus);
+    if (delta && !delta->word.empty()) {
+      open_cpu(meta.ncpus);
       ps.words.stamp_state(std::move(delta));
     } else if (!ps.words.stamp()) {
-      ps.words.stamp_state();  // a keyframe's state: what the next sample's delta applies to
+      ps.words.stamp_state();  // a keyframe's state, or one that changed nothing a delta kept
     }
     ps.words.end_next();
   }

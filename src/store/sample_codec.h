@@ -29,7 +29,8 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
 
 /// Applies the SAMPLE payload raw to state in place: a keyframe replaces it, a delta adds
 /// to it. valid: in, state holds the sample before this one (a delta without it is
-/// refused); out, true once this sample decoded completely, false from the moment state
+/// refused; a keyframe rewrites, in place, only the CPUs whose words differ from whatever
+/// state holds, and keeps what changed as a SlotDelta as a delta does); out, true once this sample decoded completely, false from the moment state
 /// was changed (a sample that fails part-way leaves state unusable). Sets state's seq,
 /// mono_ns, wall_ns and probes (not online, exact or gaps); nonzero_cpu (resized to
 /// meta.ncpus; cleared on a keyframe) gets 1 for every CPU with a non-zero word. false

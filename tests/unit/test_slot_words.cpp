@@ -404,16 +404,18 @@ TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
     a = b;
   }
   EXPECT_EQ(pairs, nsamples - 1);
-  // Every pair but the one into the second keyframe (its deltas are against zero).
-  EXPECT_EQ(sparse, nsamples - 2);
+  // Every pair, the one into the second keyframe too: the keyframe rewrites the state in
+  // place and keeps what changed (decode_sample).
+  EXPECT_EQ(sparse, nsamples - 1);
   std::remove(path.c_str());
 }
 
 // Read through an IntervalCursor (which lets go of the sample before the one it holds),
 // the decoder makes each busy sample from the blocks of the sample before last, caught up
-// by the words that changed, not by copying every block: no word copied but by the first
-// sample after a keyframe, every sample equal to one read on its own (resets and a
-// keyframe inside).
+// by the words that changed, not by copying every block: no word copied but by the second
+// sample (the first has no older state to reuse), no block allocated after it, a keyframe
+// inside included (rewritten in place), every sample equal to one read on its own (resets
+// too).
 TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   const Meta m = synthetic_meta(2 * K + 3);
   std::mt19937_64 rng(5);
@@ -441,12 +443,14 @@ TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   auto r = RecordingReader::open(path);
   IntervalCursor ic(m, {});
   size_t i = 0;
-  uint64_t copied_late = 0;
+  uint64_t copied_late = 0, allocated_late = 0;
   const uint64_t recycled0 = SlotWords::recycled_bytes();
-  for (uint64_t c0 = SlotWords::copied_bytes(); ic.next(*r); c0 = SlotWords::copied_bytes()) {
-    // What making sample i copied: only the first after a keyframe copies (it has no older
-    // state to reuse), every CPU being busy in every sample.
-    if (i != 1 && i != kKeyframeEvery + 1) copied_late += SlotWords::copied_bytes() - c0;
+  for (uint64_t c0 = SlotWords::copied_bytes(), a0 = SlotWords::allocated_bytes(); ic.next(*r);
+       c0 = SlotWords::copied_bytes(), a0 = SlotWords::allocated_bytes()) {
+    // What making sample i copied and allocated: only the second copies (the first has no
+    // older state to reuse), every CPU being busy in every sample.
+    if (i != 1) copied_late += SlotWords::copied_bytes() - c0;
+    if (i >= 2) allocated_late += SlotWords::allocated_bytes() - a0;
     ASSERT_LT(i, want.size());
     for (size_t p = 0; p < m.probes.size(); ++p)
       ASSERT_TRUE(ic.cur().probes[p].words == want[i].probes[p].words) << "sample " << i << " probe " << p;
@@ -454,7 +458,77 @@ TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   }
   EXPECT_EQ(i, want.size());
   EXPECT_EQ(copied_late, 0u);
+  EXPECT_EQ(allocated_late, 0u);
   EXPECT_GT(SlotWords::recycled_bytes(), recycled0);
+  std::remove(path.c_str());
+}
+
+// A keyframe is absolute, so the decoder rewrites whatever state it holds: after a seek
+// from the end to the first sample, and from the first to the second keyframe, each
+// sample is the one a fresh reader decodes, and the interval from the sample read before
+// the seek equals the dense compare (what the rewrite kept as changed is exact).
+TEST(SlotWords, AKeyframeAfterASeekRewritesTheStateItFinds) {
+  const Meta m = synthetic_meta(2 * K + 3);
+  std::mt19937_64 rng(11);
+  const std::string path = tmp_path("slot_words_seek.shot");
+  std::remove(path.c_str());
+  const int nsamples = int(kKeyframeEvery) + 4;
+  {
+    RecordingWriter w(path, m);
+    Sample s = make_sample(m);
+    for (int k = 0; k < nsamples; ++k) {
+      testing::advance(m, s, rng, k % 3 ? 0.7 : 0.05);
+      if (k == 10)  // a CPU whose words go back to zero: the keyframe leaves it out
+        for (size_t p = 0; p < m.probes.size(); ++p)
+          std::fill_n(s.probes[p].words.mut_cpu(3), m.probes[p].slot.slot_words, 0);
+      w.write_sample(s);
+    }
+    w.close();
+  }
+  std::vector<Sample> want;
+  {
+    auto r = RecordingReader::open(path);
+    Sample s;
+    while (r->next(s)) want.push_back(s);
+  }
+  ASSERT_EQ(want.size(), size_t(nsamples));
+  auto r = RecordingReader::open(path);
+  Sample last, got;
+  while (r->next(got)) last = got;
+  const auto check = [&](size_t i, const Sample& from) {
+    ASSERT_TRUE(r->seek_sample(i));
+    ASSERT_TRUE(r->next(got));
+    ASSERT_EQ(got.mono_ns, want[i].mono_ns);
+    int with_delta = 0;
+    for (size_t p = 0; p < m.probes.size(); ++p) {
+      ASSERT_TRUE(got.probes[p].words == want[i].probes[p].words) << "sample " << i << " probe " << p;
+      with_delta += got.probes[p].words.delta_from(from.probes[p].words) != nullptr;
+    }
+    EXPECT_GT(with_delta, 0) << "sample " << i;
+    // Interval from the sample before the seek (either way in time: the figures of the
+    // words' differences), with and without the kept delta.
+    const Sample& a = from.mono_ns <= got.mono_ns ? from : got;
+    const Sample& b = from.mono_ns <= got.mono_ns ? got : from;
+    const Sample da = without_delta(a), db = without_delta(b);
+    const Interval fast(m, a, b), slow(m, da, db);
+    for (int p = 0; p < int(m.probes.size()); ++p)
+      for (const Field& f : m.probes[size_t(p)].slot.fields) {
+        const FieldRef ref{p, &f};
+        for (int c = -1; c < int(m.ncpus); ++c) {
+          if (f.kind != FieldKind::hist) {
+            ASSERT_EQ(fast.count(ref, c), slow.count(ref, c)) << f.name << " cpu " << c;
+            continue;
+          }
+          const HistSummary x = fast.hist(ref, c), y = slow.hist(ref, c);
+          ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c;
+          ASSERT_EQ(x.max_ns, y.max_ns) << f.name << " cpu " << c;
+          ASSERT_EQ(x.p99, y.p99) << f.name << " cpu " << c;
+        }
+      }
+  };
+  check(0, last);  // the end's state rewritten into the first sample's
+  const Sample first = got;
+  check(kKeyframeEvery, first);
   std::remove(path.c_str());
 }
 
