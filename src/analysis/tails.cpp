@@ -86,12 +86,6 @@ std::string stack_text(const std::vector<StackFrame>& frames) {
 
 namespace {
 
-/// How far a CPU's catch counters and its histogram's count above the threshold may differ
-/// over a window when no event was lost uncounted: one event per window edge, either way
-/// (in the histogram and not yet counted, or counted after the sample read the histogram;
-/// TailAccumulator::json says why).
-constexpr uint32_t kEdgeSkewPerCpu = 2;
-
 /// Nearest-rank percentile p of sorted values.
 uint64_t rank_percentile(const std::vector<uint64_t>& sorted, double p) {
   if (sorted.empty()) return 0;
@@ -296,16 +290,15 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
       if (!edited.empty()) t["edited_live"] = edited;
       const PercentileCheck* pc = ri < pct_.size() && cr.percentile > 0 ? &pct_[ri] : nullptr;
       if (pc && blind.empty() && edited.empty()) {
-        // Between the counts above the interval's two thresholds (add_interval), with up to
-        // kEdgeSkewPerCpu events per CPU at the edges of the checked intervals.
+        // Between the counts above the interval's two thresholds (add_interval), with one
+        // event per CPU in flight at each edge of the checked intervals.
         t["histogram_above"] = nullptr;
         t["histogram_above_bounds"] = {pc->lower, pc->upper};
         t["intervals_checked"] = pc->checked;
         t["intervals"] = pc->intervals;
         t["in_flight"] = nullptr;
-        const uint64_t skew = uint64_t(kEdgeSkewPerCpu) * meta.ncpus;
-        t["accounted"] = pc->checked ? nlohmann::json(pc->counted + skew >= pc->lower &&
-                                                      pc->counted <= pc->upper + skew)
+        t["accounted"] = pc->checked ? nlohmann::json(pc->counted + meta.ncpus >= pc->lower &&
+                                                      pc->counted <= pc->upper + meta.ncpus)
                                      : nlohmann::json(nullptr);
         t["checked_counted"] = pc->counted;
         // The thresholds the checked intervals had armed (null: never armed in them).
@@ -314,16 +307,16 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
           meta.probes[size_t(p)].slot.find(spec->hist)) {
         // Per CPU: a sample copies a CPU's slot while its program may be between the
         // histogram's add and the counter's (bpf/common.bpf.h: sh_catch_note runs after
-        // sh_hist_add and takes the stack in between): an edge can see one event of a CPU in
-        // the histogram and not yet in a counter. And the copy is not atomic: it reads the
-        // histogram's words before the catch counters (sh_*_slot: `lat` before `c`), so an
-        // event that ends between the two reads is counted and not in the histogram (seen in
-        // the VM suite, 6.1 under TCG: a CPU at -2 over a window). Each edge is -1, 0 or 1 per
-        // CPU, so a window's difference per CPU lies in -2..2 when nothing was lost
-        // uncounted; more otherwise.
-        // Totals equal: accounted; a difference beyond two per CPU: not; in between, each CPU
-        // is looked at (the TUI renders this every frame: the common cases cost no pass over
-        // the CPUs).
+        // sh_hist_add and takes the stack in between), so each window edge can see one
+        // event of each CPU in the histogram and not yet in a counter: a CPU's difference
+        // is -1, 0 or 1 when nothing was lost uncounted, more otherwise. Never a counter
+        // ahead of its histogram at an edge: the sampler reads the counters (witnesses)
+        // before the slot and again with it, and copies it again when they moved
+        // (copy_slots; before that, a sampler descheduled mid-copy under TCG recorded a CPU
+        // 2 and 4 events ahead at the last sample, 6.1 and 6.12, 2026-12-07).
+        // Totals equal: accounted (as before the per-CPU rule); a difference beyond one per
+        // CPU: not; in between, each CPU is looked at (the TUI renders this every frame:
+        // the common cases cost no pass over the CPUs).
         const size_t from = sh_hist_index(cr.threshold_ns);
         uint64_t above = 0;
         {
@@ -332,22 +325,22 @@ nlohmann::json TailAccumulator::json(const Meta& meta, const Interval& iv, size_
         }
         const uint64_t counted = caught + rate + full;
         const uint64_t diff = above > counted ? above - counted : counted - above;
-        bool each_within = diff == 0;
-        if (diff > 0 && diff <= uint64_t(kEdgeSkewPerCpu) * meta.ncpus) {
-          each_within = true;
-          for (uint32_t c = 0; c < meta.ncpus && each_within; ++c) {
+        bool each_within_one = diff == 0;
+        if (diff > 0 && diff <= meta.ncpus) {
+          each_within_one = true;
+          for (uint32_t c = 0; c < meta.ncpus && each_within_one; ++c) {
             const int cpu = int(c);
             const std::vector<uint64_t> b = iv.buckets(p, spec->hist, cpu);
             uint64_t a = 0;
             for (size_t i = from; i < b.size(); ++i) a += b[i];
             const uint64_t n = iv.count(p, "caught", cpu) + iv.count(p, "catch_rate_drops", cpu) +
                                iv.count(p, "catch_full_drops", cpu);
-            if (a > n + kEdgeSkewPerCpu || n > a + kEdgeSkewPerCpu) each_within = false;
+            if (a > n + 1 || n > a + 1) each_within_one = false;
           }
         }
         t["histogram_above"] = above;
         t["in_flight"] = int64_t(above) - int64_t(counted);
-        t["accounted"] = each_within;
+        t["accounted"] = each_within_one;
       } else {
         t["histogram_above"] = nullptr;
         t["in_flight"] = nullptr;

@@ -188,8 +188,7 @@ std::string tail_text(const nlohmann::json& t) {
       out += fmt::format("; {} = the histogram's count at or above {}\n", caught + rate + full, th);
     else if (t["accounted"].get<bool>())
       out += fmt::format("; {} vs {}, the histogram's count at or above {}: {} in flight at the window's edges "
-                         "(at most two per CPU: in the histogram and not yet counted, or counted after the sample read the "
-                         "histogram)\n",
+                         "(at most one per CPU: in the histogram, not yet counted)\n",
                          caught + rate + full, t["histogram_above"].get<uint64_t>(), th,
                          std::abs(t["in_flight"].get<int64_t>()));
     else

@@ -35,6 +35,11 @@ struct Field {
   uint32_t nwords = 1;
   FieldKind kind = FieldKind::counter;
   std::string doc;
+  /// A counter the program bumps after the rest of an event's words (the --catch counts,
+  /// after the histogram's add): the sampler reads it before a CPU's slot and again with
+  /// it, and copies the slot again when it moved, so a sample never holds an event in
+  /// this counter and not in the words written before it (copy_slots).
+  bool witness = false;
 };
 
 /// The fields of one probe's per-CPU BPF slot (bpf/*.bpf.c's struct sh_*_slot): its size

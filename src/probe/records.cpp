@@ -1,6 +1,7 @@
 #include "probe/records.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <queue>
@@ -46,15 +47,26 @@ void scale_gap_counts(GapCounts& g, double scale, uint64_t& rng) {
     }
 }
 
-size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, SlotWords& words) {
+namespace {
+std::atomic<uint64_t> g_slot_rereads{0};
+}  // namespace
+
+uint64_t slot_rereads() { return g_slot_rereads.load(std::memory_order_relaxed); }
+
+size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, SlotWords& words,
+                  const std::function<void(uint32_t cpu)>* between) {
   const uint32_t sw = L.slot_words;
   if (!words.shaped(ncpus, sw)) words.assign(ncpus, sw);
   if (words.empty()) return 0;
   // The slot's words that are not private, as [lo, hi) runs: what is compared.
   std::vector<char> priv(sw, 0);
-  for (auto& f : L.fields)
+  std::vector<uint32_t> wit;  // witness words (Field::witness)
+  for (auto& f : L.fields) {
     if (f.kind == FieldKind::priv)
       for (uint32_t w = f.offset; w < f.offset + f.nwords && w < sw; ++w) priv[w] = 1;
+    if (f.witness)
+      for (uint32_t w = f.offset; w < f.offset + f.nwords && w < sw; ++w) wit.push_back(w);
+  }
   std::vector<std::pair<uint32_t, uint32_t>> runs;
   for (uint32_t w = 0; w < sw;) {
     if (priv[w]) {
@@ -76,6 +88,7 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     delta->before = before;
     delta->first.resize(size_t(ncpus) + 1);
   }
+  std::vector<uint64_t> seen(wit.size());
   uint32_t next_first = 0;  // the next CPU whose delta->first is not set yet
   size_t written = 0;
   for (size_t b = 0; b < words.nblocks(); ++b) {
@@ -96,43 +109,76 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     }
     if (differs == nc) continue;
     // cur stays valid: the block is either still held by the sample it was copied from, or
-    // ours alone and written in place (each word compared before it is overwritten).
+    // ours alone and written in place (each word compared before it is overwritten; a
+    // copy made again first puts back the words the last try changed).
     uint64_t* dst = words.mut_block(b, /*keep=*/false);
     for (uint32_t k = 0; k < nc; ++k) {
       const uint64_t* sk = src + size_t(k) * sw;
       const uint64_t* ck = cur + size_t(k) * sw;
       uint64_t* dk = dst + size_t(k) * sw;
-      if (!delta) {
-        std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
-      } else if (k < differs) {  // found equal above: the old sample's words, not compared again
+      if (delta && k < differs) {  // found equal above: the old sample's words, not compared again
         if (dk != ck) std::memcpy(dk, ck, size_t(sw) * sizeof(uint64_t));
-      } else {
-        // The maps are live (a mapped BPF array the programs keep writing): each word is
-        // read once, and what the delta says is what the sample holds. Words found equal
-        // keep the old sample's value (ck: not live), a run at once (an idle CPU's), else 8
-        // words at a time (most of a busy slot, its empty buckets, did not move).
+        continue;
+      }
+      if (delta)
         while (next_first <= c0 + k) delta->first[next_first++] = uint32_t(delta->word.size());
-        auto keep_old = [&](uint32_t lo, uint32_t hi) {
-          if (dk != ck) std::memcpy(dk + lo, ck + lo, (hi - lo) * sizeof(uint64_t));
-        };
-        for (auto [lo, hi] : runs) {
-          if (std::memcmp(sk + lo, ck + lo, (hi - lo) * sizeof(uint64_t)) == 0) {
-            keep_old(lo, hi);
-            continue;
-          }
-          for (uint32_t w = lo; w < hi;) {
-            const uint32_t e = std::min(hi, w + 8);
-            if (std::memcmp(sk + w, ck + w, (e - w) * sizeof(uint64_t)) == 0) {
-              keep_old(w, e);
-            } else {
-              for (uint32_t x = w; x < e; ++x) {
-                const uint64_t now = __atomic_load_n(sk + x, __ATOMIC_RELAXED), old = ck[x];
-                if (now != old) delta->add(x, old, now);
-                dk[x] = now;
-              }
+      // The maps are live (a mapped BPF array the programs keep writing, one word at a time,
+      // while this reads them in address order): an event the program finishes between
+      // the reads of two of its words is in one and not the other. The witnesses are read
+      // first and again with the rest: when they moved, the CPU is copied again (up to
+      // kTries times; a CPU whose events end faster than a copy keeps the last try).
+      constexpr int kTries = 16;
+      for (int t = 1;; ++t) {
+        for (size_t i = 0; i < wit.size(); ++i) seen[i] = __atomic_load_n(sk + wit[i], __ATOMIC_ACQUIRE);
+        if (between) (*between)(c0 + k);
+        const size_t n0 = delta ? delta->word.size() : 0, s0 = delta ? delta->shrunk.size() : 0;
+        if (!delta) {
+          std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
+        } else {
+          // Each word is read once, and what the delta says is what the sample holds. Words
+          // found equal keep the old sample's value (ck: not live), a run at once (an idle
+          // CPU's), else 8 words at a time (most of a busy slot, its empty buckets, did not
+          // move).
+          auto keep_old = [&](uint32_t lo, uint32_t hi) {
+            if (dk != ck) std::memcpy(dk + lo, ck + lo, (hi - lo) * sizeof(uint64_t));
+          };
+          for (auto [lo, hi] : runs) {
+            if (std::memcmp(sk + lo, ck + lo, (hi - lo) * sizeof(uint64_t)) == 0) {
+              keep_old(lo, hi);
+              continue;
             }
-            w = e;
+            for (uint32_t w = lo; w < hi;) {
+              const uint32_t e = std::min(hi, w + 8);
+              if (std::memcmp(sk + w, ck + w, (e - w) * sizeof(uint64_t)) == 0) {
+                keep_old(w, e);
+              } else {
+                for (uint32_t x = w; x < e; ++x) {
+                  const uint64_t now = __atomic_load_n(sk + x, __ATOMIC_RELAXED), old = ck[x];
+                  if (now != old) delta->add(x, old, now);
+                  dk[x] = now;
+                }
+              }
+              w = e;
+            }
           }
+        }
+        bool moved = false;
+        for (size_t i = 0; i < wit.size() && !moved; ++i) moved = dk[wit[i]] != seen[i];
+        if (!moved || t == kTries) break;
+        g_slot_rereads.fetch_add(1, std::memory_order_relaxed);
+        if (delta) {
+          // Undo this try: in place (dk == ck), its entries' old values go back.
+          if (dk == ck) {
+            size_t si = s0;
+            for (size_t i = n0; i < delta->word.size(); ++i) {
+              uint64_t diff = delta->grown[i];
+              if (si < delta->shrunk.size() && delta->shrunk[si].first == i) diff = delta->shrunk[si++].second;
+              dk[delta->word[i]] -= diff;
+            }
+          }
+          delta->word.resize(n0);
+          delta->grown.resize(n0);
+          delta->shrunk.resize(s0);
         }
       }
       for (auto& f : L.fields)

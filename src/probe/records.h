@@ -5,6 +5,7 @@
 #pragma once
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -137,7 +138,14 @@ class ExactSource {
 /// (and the user-space benchmark with a fake). Only the blocks whose words differ (private
 /// words aside) are written, each unshared first (SlotWords::mut_block): when words start
 /// as a copy of the previous sample's, an idle interval compares and allocates nothing.
+/// Each CPU's words are read with its witness fields (Field::witness) read before and
+/// compared after: a CPU whose witnesses moved meanwhile is copied again (up to 16 tries),
+/// so an event is never in a witness and missing from the words the program wrote before
+/// it. between (tests): called for each CPU copied, after its witnesses' first read.
 /// Returns the number of blocks written.
-size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, SlotWords& words);
+size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, SlotWords& words,
+                  const std::function<void(uint32_t cpu)>* between = nullptr);
+/// CPUs copy_slots copied again because their witnesses moved, in this process so far.
+uint64_t slot_rereads();
 
 }  // namespace schedhot

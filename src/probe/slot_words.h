@@ -137,6 +137,10 @@ class SlotWords {
                                                                                                  : nullptr;
   }
 
+  /// The kept delta and the stamp it was made from (tests: a state made in place, when no
+  /// other object holds the state before it), whatever state is at hand; null: none.
+  const SlotDelta* kept_delta() const { return stamp_ && delta_ && delta_->after == stamp_ ? delta_.get() : nullptr; }
+
   /// For a producer that makes each state from the one before by applying its changes (the
   /// recording decoder), around each application: begin_next() before the first write,
   /// end_next() after stamp_state(). A block the write unshares is then, when possible, the

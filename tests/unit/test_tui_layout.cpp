@@ -746,7 +746,7 @@ TEST(TuiTailsLayout, AnEditedRuleSaysWhichChecksItSkips) {
 }
 
 TEST(TuiTailsLayout, AnEventInFlightAtAnEdgeIsAccountedAndSaidSo) {
-  // TailAccumulator::json: accounted per CPU within two events (one per edge); in_flight the difference.
+  // TailAccumulator::json: accounted per CPU within one event; in_flight the difference.
   std::vector<CatchRule> rules = parse_catch_rules("idle>500us", 20);
   TailsFrame f;
   f.rules = &rules;

@@ -26,12 +26,15 @@ inline Field priv(uint32_t off, uint32_t n) { return {"_private", off, n, FieldK
 /// The --catch counts of an embedded struct sh_catch at word offset base (META keeps them
 /// only for a probe with a rule: sample.h apply_catch_rules).
 inline void catch_fields(std::vector<Field>& v, uint32_t base) {
+  // Witnesses (Field::witness): bpf/common.bpf.h sh_catch_note counts an event after its
+  // histogram add (sh_hist_add), and tails' accounted check compares the two per CPU.
   v.push_back(counter("caught", base + SH_WORDS(sh_catch, caught), "events at or over the --catch rule's threshold, caught"));
   v.push_back(counter("catch_rate_drops", base + SH_WORDS(sh_catch, rate_drops),
                       "events at or over the threshold not caught: over the rule's rate on this CPU"));
   v.push_back(counter("catch_full_drops", base + SH_WORDS(sh_catch, full_drops),
                       "events at or over the threshold not caught: the perf buffer refused them (full, or none on a "
                       "CPU brought back online during the run)"));
+  for (size_t i = v.size() - 3; i < v.size(); ++i) v[i].witness = true;
   v.push_back(priv(base + SH_WORDS(sh_catch, win_ns), 2));
 }
 
