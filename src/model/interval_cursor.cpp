@@ -70,4 +70,10 @@ void IntervalCursor::restart() {
   have_prev_ = have_cur_ = done_ = stopped_ = false;
 }
 
+void IntervalCursor::release() {
+  restart();
+  buf_[0] = Sample{};
+  buf_[1] = Sample{};
+}
+
 }  // namespace schedhot

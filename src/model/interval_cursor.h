@@ -61,6 +61,10 @@ class IntervalCursor {
   /// Forgets the samples handed out (the caller moved the source: a seek): the next sample
   /// handed out has no interval. Keeps time zero and the counts.
   void restart();
+  /// restart(), and the samples' words let go too (last() is then null): the source's
+  /// decoder can then write its state in place and reuse their blocks (a walk over the
+  /// recording, ReplayFeed::jump_worst, before it seeks back).
+  void release();
 
   /// The sample handed out last (requires last() != nullptr).
   const Sample& cur() const { return buf_[cur_]; }

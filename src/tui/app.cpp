@@ -106,9 +106,9 @@ double TuiApp::worst_score(const Interval& iv) const {
   const bool model = cpu_columns()[size_t(sort_col_ - 1)].kind == CpuColumnKind::model;
   if (model) mc = model_column(iv, model_of(iv));
   const ModelColumn* mp = model ? &mc : nullptr;
-  std::vector<TableRow> rows = view_ == View::topo ? group_rows(iv, fold_topology(iv.meta().host, cpus, level_), sort_col_, mp)
-                                                   : cpu_rows(iv, cpus, sort_col_, mp);
-  double peak = column_peak(rows, sort_col_);
+  const double peak = view_ == View::topo
+                         ? column_peak(group_rows(iv, fold_topology(iv.meta().host, cpus, level_), sort_col_, mp), sort_col_)
+                         : cpu_column_peak(iv, cpus, sort_col_, mp);
   return peak >= 0 ? peak : -1;
 }
 

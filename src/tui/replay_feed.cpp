@@ -250,9 +250,18 @@ std::string ReplayFeed::jump(uint64_t t_ns) {
 }
 
 std::string ReplayFeed::jump_worst(const std::function<double(const Interval&)>& score) {
+  // The shown pair is let go for the walk (it is read again after): at 8192 busy CPUs its
+  // two samples would keep the decoder from rewriting its state in place, so the walk's
+  // first samples would take about 400 MB of new blocks.
+  pair_->release();
   const std::optional<size_t> at = cur_->worst(pos_.size(), score);
   reader_after_k_ = false;
-  if (!at) return "cannot read the recording";
+  if (!at) {
+    const size_t back = k_;
+    k_ = 0;
+    if (back) seek(back);
+    return "cannot read the recording";
+  }
   if (*at == 0) {
     if (!seek(k_)) seek(1);
     return "the sort column has no values in this recording";

@@ -257,6 +257,20 @@ double column_peak(const std::vector<TableRow>& rows, int col) {
   return best;
 }
 
+double cpu_column_peak(const Interval& iv, std::span<const int> cpus, int col, const ModelColumn* model) {
+  double best = kBlank;
+  if (col < 1 || col >= table_columns()) return best;
+  const size_t i = size_t(col - 1);
+  const CpuColumn& cc = cpu_columns()[i];
+  const int probe = column_probes(iv)[i];
+  const FieldRef ref = field_ref(iv.meta(), probe, cc.field);
+  for (const int& c : cpus) {
+    const double v = value_of(iv, cc, probe, ref, std::span<const int>(&c, 1), model);
+    if (v >= 0) best = std::max(best, v);
+  }
+  return best;
+}
+
 std::string cell_text(const CpuColumn& col, double v) {
   if (v == kUnavailable) return "-";
   if (v == kBlank) return "";

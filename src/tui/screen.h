@@ -145,6 +145,10 @@ int find_column(std::string_view name);
 void sort_rows(std::vector<TableRow>& rows, int col, bool reverse);
 /// The highest value of column col (>= 1) over rows, or kBlank when none has a number.
 double column_peak(const std::vector<TableRow>& rows, int col);
+/// The same as column_peak(cpu_rows(iv, cpus, col, model), col), without making the rows:
+/// the highest value of column col (>= 1) over the CPUs one by one, or kBlank (what `w`
+/// scores each interval of a recording by: 8192 rows an interval at 8192 CPUs).
+double cpu_column_peak(const Interval& iv, std::span<const int> cpus, int col, const ModelColumn* model = nullptr);
 /// Text of a cell: format_rate/format_ns, "-" for kUnavailable, "" for kBlank.
 std::string cell_text(const CpuColumn& col, double v);
 

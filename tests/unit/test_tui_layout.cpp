@@ -575,6 +575,10 @@ TEST_F(Fixture, XferColumnIsTheModelsTransfersPerCpu) {
     EXPECT_DOUBLE_EQ(rows[0].v[col("xfer/s")], most);
     for (size_t i = 1; i < rows.size(); ++i) EXPECT_GE(rows[i - 1].v[col("xfer/s")], rows[i].v[col("xfer/s")]);
     EXPECT_DOUBLE_EQ(column_peak(rows, xc), most);
+    // Without the rows (w's scoring), for every column: the same peak.
+    for (int c = 1; c < table_columns(); ++c)
+      EXPECT_EQ(cpu_column_peak(iv, all(), c, &mc), column_peak(cpu_rows(iv, all(), c, &mc), c)) << "column " << c;
+    EXPECT_EQ(cpu_column_peak(iv, all(), xc, nullptr), kBlank) << "the model column without the model";
     // Only the sort column computed (the 8192-CPU path), then the page filled: same values.
     auto one = cpu_rows(iv, all(), xc, &mc);
     EXPECT_EQ(one[0].v[col("idle/s")], kBlank);
