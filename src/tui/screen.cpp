@@ -171,30 +171,49 @@ const char* to_string(TopoLevel l) {
 }
 
 std::vector<CpuGroup> fold_topology(const HostInfo& h, std::span<const int> cpus, TopoLevel level) {
-  std::map<int, const CpuTopology*> by_cpu;
-  for (const CpuTopology& t : h.topology) by_cpu[t.cpu] = &t;
+  // By CPU id, for the ids asked (a frame folds every CPU: 8192 map lookups and as many
+  // labels made were most of a topology view's frame at 8192 CPUs).
+  // Ids past kDirect (none on a real machine: a reader takes at most 8192 CPUs, but a
+  // filter or a crafted topology may name any int) go through a map.
+  constexpr int kDirect = 1 << 16;
+  int top = -1;
+  for (int c : cpus) top = std::max(top, std::min(c, kDirect - 1));
+  std::vector<const CpuTopology*> by_cpu(size_t(top + 1), nullptr);
+  std::map<int, const CpuTopology*> far;
+  for (const CpuTopology& t : h.topology) {  // the last entry of an id wins, as before
+    if (t.cpu >= 0 && t.cpu <= top)
+      by_cpu[size_t(t.cpu)] = &t;
+    else if (t.cpu >= kDirect || t.cpu < 0)
+      far[t.cpu] = &t;
+  }
+  const auto topo_of = [&](int c) -> const CpuTopology* {
+    if (c >= 0 && c <= top) return by_cpu[size_t(c)];
+    auto it = far.find(c);
+    return it == far.end() ? nullptr : it->second;
+  };
   // Group key: (package, die, core) for cores, the id for the other levels; unknown last.
+  // The label is the key's, made when its group is.
   using Key = std::tuple<int, int, int>;
   std::map<Key, CpuGroup> groups;
   for (int c : cpus) {
-    auto it = by_cpu.find(c);
-    const CpuTopology* t = it == by_cpu.end() ? nullptr : it->second;
+    const CpuTopology* t = topo_of(c);
     Key k{-1, -1, -1};
-    std::string label = "unknown";
     if (t && level == TopoLevel::core) {
-      if (t->package >= 0 && t->core >= 0) {
-        k = {t->package, t->die, t->core};
-        label = fmt::format("pkg{} core{}", t->package, t->core);
-      }
+      if (t->package >= 0 && t->core >= 0) k = {t->package, t->die, t->core};
     } else if (t) {
       const int id = level == TopoLevel::llc ? t->llc : level == TopoLevel::node ? t->node : t->package;
-      if (id >= 0) {
-        k = {id, 0, 0};
-        label = fmt::format("{} {}", level == TopoLevel::package ? "pkg" : to_string(level), id);
-      }
+      if (id >= 0) k = {id, 0, 0};
     }
-    CpuGroup& g = groups[k];
-    g.label = label;
+    auto [it, made] = groups.try_emplace(k);
+    CpuGroup& g = it->second;
+    if (made) {
+      if (std::get<0>(k) < 0)
+        g.label = "unknown";
+      else if (level == TopoLevel::core)
+        g.label = fmt::format("pkg{} core{}", t->package, t->core);
+      else
+        g.label = fmt::format("{} {}", level == TopoLevel::package ? "pkg" : to_string(level), std::get<0>(k));
+    }
     g.cpus.push_back(c);
   }
   std::vector<CpuGroup> out;

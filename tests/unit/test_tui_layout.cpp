@@ -294,6 +294,25 @@ TEST_F(Fixture, TopologyFolding) {
   ASSERT_EQ(u.size(), 3u);
   EXPECT_EQ(u[2].label, "unknown");
   EXPECT_EQ(u[2].cpus, (std::vector<int>{0}));
+  // Ids far past any machine's (a filter or a crafted topology) and an id listed twice (the
+  // last entry counts) fold as any other; no table the size of the largest id is made.
+  HostInfo x = m.host;
+  CpuTopology far = x.topology[1];
+  far.cpu = 2'000'000'000;
+  far.llc = 7;
+  x.topology.push_back(far);
+  CpuTopology again = x.topology[1];  // CPU 1 again, now in LLC 3
+  again.llc = 3;
+  x.topology.push_back(again);
+  const std::vector<int> odd = {1, 2'000'000'000, -5};
+  auto g = fold_topology(x, odd, TopoLevel::llc);
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_EQ(g[0].label, "LLC 3");
+  EXPECT_EQ(g[0].cpus, (std::vector<int>{1}));
+  EXPECT_EQ(g[1].label, "LLC 7");
+  EXPECT_EQ(g[1].cpus, (std::vector<int>{2'000'000'000}));
+  EXPECT_EQ(g[2].label, "unknown");
+  EXPECT_EQ(g[2].cpus, (std::vector<int>{-5}));
 }
 
 TEST_F(Fixture, GroupRows) {
