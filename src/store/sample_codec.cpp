@@ -225,20 +225,24 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
         why = fmt::format("probe {}: bad CPU entry", meta.probes[pi].name);
         return false;
       }
+      // The CPU's word entries: an index (a gap after the one before) and a change.
       uint64_t w = 0;
       bool first_w = true;
+      int64_t d = 0;
+      const auto next_word = [&] {
+        const uint64_t wg = cur.varint();
+        w = first_w ? wg : w + 1 + wg;
+        first_w = false;
+        d = unzigzag(cur.varint());
+        if (cur.ok && wg < sw && w < sw) return true;
+        why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
+        return false;
+      };
       if (overwrite) {
         zero_cpus(uint32_t(cpu));
         std::fill(vals.begin(), vals.begin() + sw, 0);
         for (uint64_t x = 0; x < nw; ++x) {
-          uint64_t wg = cur.varint();
-          w = first_w ? wg : w + 1 + wg;
-          first_w = false;
-          int64_t d = unzigzag(cur.varint());
-          if (!cur.ok || wg >= sw || w >= sw) {
-            why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
-            return false;
-          }
+          if (!next_word()) return false;
           vals[w] = static_cast<uint64_t>(d);  // from zero
           if (vals[w]) nonzero_cpu[cpu] = 1;
         }
@@ -251,14 +255,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
       open_cpu(uint32_t(cpu));
       for (uint64_t x = 0; x < nw; ++x) {
-        uint64_t wg = cur.varint();
-        w = first_w ? wg : w + 1 + wg;
-        first_w = false;
-        int64_t d = unzigzag(cur.varint());
-        if (!cur.ok || wg >= sw || w >= sw) {
-          why = fmt::format("probe {}: bad word entry on CPU {}", meta.probes[pi].name, cpu);
-          return false;
-        }
+        if (!next_word()) return false;
         const uint64_t was = slot[w];
         slot[w] += static_cast<uint64_t>(d);
         if (slot[w]) nonzero_cpu[cpu] = 1;

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <numeric>
 #include <random>
@@ -330,25 +331,41 @@ TEST(SlotWords, IntervalOverSharedBlocksEqualsUnshared) {
 // The recording decoder keeps what each sample changed (SlotDelta), and Interval reads
 // only those words for two consecutive states: its figures equal the dense compare's to
 // the bit, resets (a word that shrank) and keyframes included, and the delta is there.
+/// Writes a recording of nsamples samples of m to path: each advanced by testing::advance
+/// with busy(k) of its CPUs busy, then changed by edit(k, s) (resets).
+void write_walk(const std::string& path, const Meta& m, std::mt19937_64& rng, int nsamples,
+                const std::function<double(int)>& busy, const std::function<void(int, Sample&)>& edit) {
+  std::remove(path.c_str());
+  RecordingWriter w(path, m);
+  Sample s = make_sample(m);
+  for (int k = 0; k < nsamples; ++k) {
+    testing::advance(m, s, rng, busy(k));
+    edit(k, s);
+    w.write_sample(s);
+  }
+  w.close();
+}
+
+/// Every sample of the recording at path, each read by one reader from the start.
+std::vector<Sample> read_all(const std::string& path) {
+  std::vector<Sample> out;
+  auto r = RecordingReader::open(path);
+  Sample s;
+  while (r->next(s)) out.push_back(s);
+  return out;
+}
+
 TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
   const Meta m = synthetic_meta(3 * K + 5);
   std::mt19937_64 rng(17);
   const std::string path = tmp_path("slot_words_delta.shot");
-  std::remove(path.c_str());
   const int nsamples = int(kKeyframeEvery) + 6;  // a second keyframe inside
-  {
-    RecordingWriter w(path, m);
-    Sample s = make_sample(m);
-    for (int k = 0; k < nsamples; ++k) {
-      testing::advance(m, s, rng, k % 5 == 3 ? 0.02 : 0.6);
-      if (k % 7 == 5)  // a reset: a few CPUs' words go back to a smaller value
-        for (size_t p = 0; p < m.probes.size(); ++p)
-          for (uint32_t c = 0; c < m.ncpus; c += 9)
-            for (uint32_t x = 0; x < m.probes[p].slot.slot_words; x += 3) s.probes[p].words.mut_cpu(c)[x] /= 2;
-      w.write_sample(s);
-    }
-    w.close();
-  }
+  write_walk(path, m, rng, nsamples, [](int k) { return k % 5 == 3 ? 0.02 : 0.6; }, [&](int k, Sample& s) {
+    if (k % 7 == 5)  // a reset: a few CPUs' words go back to a smaller value
+      for (size_t p = 0; p < m.probes.size(); ++p)
+        for (uint32_t c = 0; c < m.ncpus; c += 9)
+          for (uint32_t x = 0; x < m.probes[p].slot.slot_words; x += 3) s.probes[p].words.mut_cpu(c)[x] /= 2;
+  });
   auto r = RecordingReader::open(path);
   Sample a, b;
   ASSERT_TRUE(r->next(a));
@@ -420,25 +437,12 @@ TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   const Meta m = synthetic_meta(2 * K + 3);
   std::mt19937_64 rng(5);
   const std::string path = tmp_path("slot_words_reuse.shot");
-  std::remove(path.c_str());
   const int nsamples = int(kKeyframeEvery) + 10;
-  {
-    RecordingWriter w(path, m);
-    Sample s = make_sample(m);
-    for (int k = 0; k < nsamples; ++k) {
-      testing::advance(m, s, rng, 1.0);
-      if (k % 6 == 4)
-        for (uint32_t c = 0; c < m.ncpus; c += 5) s.probes[0].words.mut_cpu(c)[0] /= 3;
-      w.write_sample(s);
-    }
-    w.close();
-  }
-  std::vector<Sample> want;  // every sample held: nothing can be reused
-  {
-    auto r = RecordingReader::open(path);
-    Sample s;
-    while (r->next(s)) want.push_back(s);
-  }
+  write_walk(path, m, rng, nsamples, [](int) { return 1.0; }, [&](int k, Sample& s) {
+    if (k % 6 == 4)
+      for (uint32_t c = 0; c < m.ncpus; c += 5) s.probes[0].words.mut_cpu(c)[0] /= 3;
+  });
+  const std::vector<Sample> want = read_all(path);  // every sample held: nothing can be reused
   ASSERT_EQ(want.size(), size_t(nsamples));
   auto r = RecordingReader::open(path);
   IntervalCursor ic(m, {});
@@ -471,26 +475,12 @@ TEST(SlotWords, AKeyframeAfterASeekRewritesTheStateItFinds) {
   const Meta m = synthetic_meta(2 * K + 3);
   std::mt19937_64 rng(11);
   const std::string path = tmp_path("slot_words_seek.shot");
-  std::remove(path.c_str());
   const int nsamples = int(kKeyframeEvery) + 4;
-  {
-    RecordingWriter w(path, m);
-    Sample s = make_sample(m);
-    for (int k = 0; k < nsamples; ++k) {
-      testing::advance(m, s, rng, k % 3 ? 0.7 : 0.05);
-      if (k == 10)  // a CPU whose words go back to zero: the keyframe leaves it out
-        for (size_t p = 0; p < m.probes.size(); ++p)
-          std::fill_n(s.probes[p].words.mut_cpu(3), m.probes[p].slot.slot_words, 0);
-      w.write_sample(s);
-    }
-    w.close();
-  }
-  std::vector<Sample> want;
-  {
-    auto r = RecordingReader::open(path);
-    Sample s;
-    while (r->next(s)) want.push_back(s);
-  }
+  write_walk(path, m, rng, nsamples, [](int k) { return k % 3 ? 0.7 : 0.05; }, [&](int k, Sample& s) {
+    if (k == 10)  // a CPU whose words go back to zero: the keyframe leaves it out
+      for (size_t p = 0; p < m.probes.size(); ++p) std::fill_n(s.probes[p].words.mut_cpu(3), m.probes[p].slot.slot_words, 0);
+  });
+  const std::vector<Sample> want = read_all(path);
   ASSERT_EQ(want.size(), size_t(nsamples));
   auto r = RecordingReader::open(path);
   Sample last, got;
