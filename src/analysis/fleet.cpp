@@ -447,7 +447,8 @@ nlohmann::json host_row(const Entry& e, const FleetRequest& req, std::map<std::s
   if (!e.state_error.empty()) row["flags"].push_back("state.json: " + e.state_error);
   // The window's histograms, summed into the fleet's (same log-linear geometry everywhere).
   const Meta& meta = rd->meta();
-  const Interval iv(meta, *b.window_first(), *b.window_last());
+  const std::unique_ptr<WindowInterval> whole = b.window_interval();
+  const Interval& iv = whole->iv;
   for (size_t p = 0; p < meta.probes.size(); ++p) {
     const ProbeSpec* spec = find_probe(meta.probes[p].name);
     const int pi = static_cast<int>(p);

@@ -42,7 +42,7 @@ ReportBuilder::ReportBuilder(const Meta& meta, ReportOptions opts)
     : meta_(meta),
       opts_(std::move(opts)),
       ic_(meta, {SampleWindow{opts_.from_s, opts_.to_s, meta.interval_ns}, std::nullopt, PastWindow::read_on,
-                 /*keep_first=*/true}),
+                 /*keep_first=*/true, /*one_state=*/true}),
       coh_(std::make_unique<CoherenceAccumulator>(meta, opts_.xfer_cost)),
       exact_(std::make_unique<ExactAccumulator>(meta, /*what_ifs=*/true)),
       tails_(std::make_unique<TailAccumulator>(meta)),
@@ -423,7 +423,11 @@ nlohmann::json ReportBuilder::build(const Meta& meta, const SourceInfo& src) con
   if (!first || !last) empty = make_sample(meta);
   const Sample& a = first ? *first : empty;
   const Sample& b = last ? *last : empty;
-  Interval iv(meta, a, b);
+  // The window's first sample's words are kept sparse (IntervalCursorOptions::one_state).
+  const std::unique_ptr<WindowInterval> whole = first && last ? ic_.window_interval() : nullptr;
+  std::optional<Interval> plain;
+  if (!whole) plain.emplace(meta, a, b);
+  const Interval& iv = whole ? whole->iv : *plain;
   const bool have = n >= 2;
   if (have) r["window"] = window_json(meta, a, b, iv);
   const std::vector<int> cpus = row_cpus(meta, iv, have);
@@ -448,7 +452,8 @@ std::optional<ReportSummary> ReportBuilder::summary(const Meta& meta) const {
   const Sample* first = ic_.first();
   const Sample* last = ic_.last();
   if (!first || !last || ic_.samples() < 2) return std::nullopt;
-  const Interval iv(meta, *first, *last);
+  const std::unique_ptr<WindowInterval> whole = ic_.window_interval();
+  const Interval& iv = whole->iv;
   ReportSummary s;
   s.host = host_brief(meta);
   s.window = {ic_.samples(), iv.seconds(), format_utc_time(first->wall_ns)};  // window_json's

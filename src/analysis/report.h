@@ -113,6 +113,9 @@ class ReportBuilder {
   uint64_t seen() const { return ic_.seen(); }
   /// The window's first and last samples (null before the first inside it).
   const Sample* window_first() const { return ic_.first(); }
+  /// The window's first sample to its last (null before two samples): window_first()'s
+  /// words are kept sparse (hollow), so its figures are read through this.
+  std::unique_ptr<WindowInterval> window_interval() const { return ic_.window_interval(); }
   const Sample* window_last() const { return ic_.last(); }
   double seen_span_s() const { return ic_.seen_t(); }
   /// The report document. meta may differ from the constructor's by status changes.

@@ -139,7 +139,7 @@ void TailAccumulator::add_interval(const Meta& meta, const Sample& prev, const I
     PercentileCheck& c = pct_[ri];
     const int p = meta.probe_index(cr.probe);
     const ProbeSpec* spec = find_probe(cr.probe);
-    const std::vector<uint64_t> run = spec ? summed_histogram(meta, prev, p, spec->hist) : std::vector<uint64_t>{};
+    const std::vector<uint64_t> run = spec ? iv.first_summed(p, spec->hist) : std::vector<uint64_t>{};
     ++c.intervals;
     if (run.empty() || !iv.present(p)) {
       c.known = false;

@@ -69,9 +69,13 @@ const Field* Interval::find(int probe, std::string_view field) const {
   return meta_.probes[size_t(probe)].slot.find(field);
 }
 
-Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(meta), a_(a), b_(b) {
+Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : Interval(meta, a, b, {}) {}
+
+Interval::Interval(const Meta& meta, const Sample& a, const Sample& b, std::span<const SlotDelta* const> deltas)
+    : meta_(meta), a_(a), b_(b) {
   seconds_ = b.mono_ns > a.mono_ns ? static_cast<double>(b.mono_ns - a.mono_ns) / 1e9 : 0.0;
   present_.resize(meta_.probes.size());
+  hollow_.assign(meta_.probes.size(), 0);
   delta_.assign(meta_.probes.size(), nullptr);
   for (size_t p = 0; p < meta_.probes.size(); ++p) {
     if (p >= a_.probes.size() || p >= b_.probes.size()) continue;
@@ -79,12 +83,52 @@ Interval::Interval(const Meta& meta, const Sample& a, const Sample& b) : meta_(m
     const auto& pb = b_.probes[p];
     const uint32_t sw = meta_.probes[p].slot.slot_words;
     present_[p] = pa.present && pb.present && sw && meta_.ncpus && pa.words.shaped(meta_.ncpus, sw) &&
-                  pb.words.shaped(meta_.ncpus, sw);
-    if (present_[p]) {
-      const SlotDelta* d = pb.words.delta_from(pa.words);
-      if (d && d->first.size() == size_t(meta_.ncpus) + 1) delta_[p] = d;
+                  pb.words.shaped(meta_.ncpus, sw) && !pb.words.is_hollow();
+    if (!present_[p]) continue;
+    const SlotDelta* d = p < deltas.size() ? deltas[p] : pb.words.delta_from(pa.words);
+    if (!d && pa.words.is_hollow() && pa.words.stamp() && pa.words.stamp() == pb.words.stamp()) {
+      // The same state: nothing moved.
+      if (!none_) {
+        none_ = std::make_shared<SlotDelta>();
+        none_->first.assign(size_t(meta_.ncpus) + 1, 0);
+      }
+      d = none_.get();
     }
+    if (d && d->first.size() == size_t(meta_.ncpus) + 1) delta_[p] = d;
+    hollow_[p] = pa.words.is_hollow();
+    if (hollow_[p] && !delta_[p]) present_[p] = 0;  // a's words are nowhere to be read
   }
+}
+
+uint64_t Interval::word_a(int probe, uint32_t c, uint32_t w) const {
+  const uint64_t now = b_.probes[size_t(probe)].words.cpu(c)[w];
+  if (!hollow_[size_t(probe)]) return a_.probes[size_t(probe)].words.cpu(c)[w];
+  const SlotDelta& d = *delta_[size_t(probe)];
+  for (uint32_t i = d.first[c], e = d.first[size_t(c) + 1]; i < e && d.word[i] <= w; ++i) {
+    if (d.word[i] != w) continue;
+    if (d.grown[i]) return now - d.grown[i];
+    // It shrank: its change is in the shrunk list, by entry index.
+    const auto it = std::lower_bound(d.shrunk.begin(), d.shrunk.end(), std::pair<uint32_t, uint64_t>(i, 0));
+    return it != d.shrunk.end() && it->first == i ? now - it->second : now;
+  }
+  return now;  // unchanged
+}
+
+std::vector<uint64_t> Interval::first_summed(int probe, std::string_view field) const {
+  const Field* f = present(probe) ? find(probe, field) : nullptr;
+  if (!f || f->kind != FieldKind::hist) return {};
+  if (!hollow_a(probe)) return summed_histogram(meta_, a_, probe, std::string(field));
+  std::vector<uint64_t> out = summed_histogram(meta_, b_, probe, std::string(field));
+  if (out.size() != SH_HIST_BUCKETS) return out;
+  // Minus every bucket's change (new - old mod 2^64, so the sum is exact mod 2^64 as the
+  // dense sum of a's buckets is).
+  const SlotDelta& d = *delta_[size_t(probe)];
+  const uint32_t at = f->offset + 2;
+  for (size_t i = 0; i < d.word.size(); ++i)
+    if (d.word[i] - at < SH_HIST_BUCKETS && d.grown[i]) out[d.word[i] - at] -= d.grown[i];
+  for (const auto& [i, change] : d.shrunk)
+    if (i < d.word.size() && d.word[i] - at < SH_HIST_BUCKETS) out[d.word[i] - at] -= change;
+  return out;
 }
 
 bool Interval::present(int probe) const {
@@ -101,6 +145,10 @@ bool Interval::online(int cpu) const {
   bool on = in(a_.online) || in(b_.online);
   for (size_t p = 0; !on && p < meta_.probes.size(); ++p) {
     if (!present(static_cast<int>(p))) continue;
+    if (hollow_[p]) {  // a delta's entries are the words that changed
+      on = delta_[p]->first[size_t(cpu)] != delta_[p]->first[size_t(cpu) + 1];
+      continue;
+    }
     const size_t sw = meta_.probes[p].slot.slot_words;
     const uint64_t* wa = a_.probes[p].words.cpu(uint32_t(cpu));
     const uint64_t* wb = b_.probes[p].words.cpu(uint32_t(cpu));
@@ -212,7 +260,7 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
       const HistEntries h = hist_entries(*d, uint32_t(c), f->offset);
       sum += h.sum;
       for (uint32_t i = h.lo; i < h.hi; ++i) moved.emplace_back(d->word[i] - (f->offset + 2), d->grown[i]);
-      max_a = std::max(max_a, wa.cpu(uint32_t(c))[f->offset + 1]);
+      max_a = std::max(max_a, word_a(probe, uint32_t(c), f->offset + 1));
       max_b = std::max(max_b, wb.cpu(uint32_t(c))[f->offset + 1]);
     }
     std::sort(moved.begin(), moved.end());
@@ -235,10 +283,16 @@ HistSummary Interval::hist_over(int probe, const Field* f, const Cpus& cpus, std
   uint64_t sum = 0, max_a = 0, max_b = 0;
   for (int c : cpus) {
     if (c < 0 || c >= static_cast<int>(meta_.ncpus)) continue;
-    const uint64_t* pa = wa.cpu(uint32_t(c)) + f->offset;
     const uint64_t* pb = wb.cpu(uint32_t(c)) + f->offset;
-    sum += grown(pa[0], pb[0]);
-    max_a = std::max(max_a, pa[1]);
+    if (hollow_[size_t(probe)]) {
+      const uint64_t a0 = word_a(probe, uint32_t(c), f->offset), a1 = word_a(probe, uint32_t(c), f->offset + 1);
+      sum += grown(a0, pb[0]);
+      max_a = std::max(max_a, a1);
+    } else {
+      const uint64_t* pa = wa.cpu(uint32_t(c)) + f->offset;
+      sum += grown(pa[0], pb[0]);
+      max_a = std::max(max_a, pa[1]);
+    }
     max_b = std::max(max_b, pb[1]);
   }
   uint64_t max_ns = 0;  // unknown: summarize() falls back to the top bucket's bound

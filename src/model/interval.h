@@ -3,6 +3,7 @@
 // become numbers; report, top and export all call it, live or recorded alike.
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -45,8 +46,16 @@ FieldRef field_ref(const Meta& meta, int probe, std::string_view field);
 /// The span from sample a to a later sample b of the same Meta.
 class Interval {
  public:
-  /// a and b must outlive the Interval. b.mono_ns >= a.mono_ns.
+  /// a and b must outlive the Interval. b.mono_ns >= a.mono_ns. a's words may be hollow
+  /// (SlotWords::hollow) when b's state was made from exactly a's (SlotWords::delta_from,
+  /// or the same stamp): every figure is then read from b and that delta; a probe whose
+  /// hollow words have no such delta is not present().
   Interval(const Meta& meta, const Sample& a, const Sample& b);
+  /// The same with what changed from a to b given per probe (deltas[p], null: none; one per
+  /// probe of meta or fewer): a's words may then be hollow for those probes (the report's
+  /// window, whose first sample is kept sparse: IntervalCursor::window_interval). Each
+  /// delta must be exact (b's words minus its changes are a's) and outlive the Interval.
+  Interval(const Meta& meta, const Sample& a, const Sample& b, std::span<const SlotDelta* const> deltas);
 
   /// Length in seconds (0 when the samples share a timestamp).
   double seconds() const { return seconds_; }
@@ -94,7 +103,13 @@ class Interval {
   /// and every w < slot_words.
   void word_deltas(int probe, int cpu, std::span<const uint32_t> words, uint64_t* out) const;
 
+  /// probe's histogram `field` of the first sample summed over every CPU (mod 2^64, as
+  /// summed_histogram()), also when its words are hollow (then b's sum minus what changed).
+  /// Empty when the probe is not present or has no such histogram field.
+  std::vector<uint64_t> first_summed(int probe, std::string_view field) const;
+
   const Meta& meta() const { return meta_; }
+  /// The samples (their words: first()'s may be hollow, see the constructor).
   const Sample& first() const { return a_; }
   const Sample& last() const { return b_; }
 
@@ -108,6 +123,10 @@ class Interval {
   HistSummary hist_over(int probe, const Field* f, const Cpus& cpus, std::vector<uint64_t>* keep = nullptr) const;
   /// probe's field by name (nullptr when the probe or field is unknown).
   const Field* find(int probe, std::string_view field) const;
+  /// Word w of CPU c of a's slot: read, or (a hollow) b's minus its change in the delta.
+  uint64_t word_a(int probe, uint32_t c, uint32_t w) const;
+  /// Whether a's words of probe are hollow (read through the delta).
+  bool hollow_a(int probe) const { return hollow_[size_t(probe)]; }
   const Meta& meta_;
   const Sample& a_;
   const Sample& b_;
@@ -116,6 +135,8 @@ class Interval {
   /// per probe: what changed from a to b when b's state was made from exactly a's
   /// (SlotWords::delta_from), else null: the histograms then read only the words that grew
   std::vector<const SlotDelta*> delta_;
+  std::vector<char> hollow_;    ///< per probe: a's words are hollow (present() implies a delta)
+  std::shared_ptr<SlotDelta> none_;  ///< the delta of a hollow a with b's very stamp: nothing moved
   mutable std::vector<int8_t> online_;  ///< per CPU: -1 not asked yet, else online()
 };
 

@@ -1,5 +1,6 @@
 #include "model/interval_cursor.h"
 
+#include <stdexcept>
 #include <utility>
 
 namespace schedhot {
@@ -38,25 +39,127 @@ IntervalCursor::Fate IntervalCursor::place() {
     iv_.emplace(meta_, buf_[1 - cur_], buf_[cur_]);
     if (iv_->seconds() <= 0) iv_.reset();
   }
-  if (o_.keep_first && !first_) first_ = buf_[cur_];
+  if (o_.keep_first && !first_) keep_first();
   ++n_;
   return Fate::inside;
 }
 
+void IntervalCursor::keep_first() {
+  first_ = buf_[cur_];
+  if (!o_.one_state) return;
+  // The first sample's non-zero words only (the window's first sample of a busy 8192-CPU
+  // machine is 225 MB dense; its words are mostly zero histogram buckets).
+  first_sparse_.assign(first_->probes.size(), nullptr);
+  for (size_t p = 0; p < first_->probes.size(); ++p) {
+    SlotWords& w = first_->probes[p].words;
+    if (!first_->probes[p].present || w.empty() || w.is_hollow()) continue;
+    auto d = std::make_shared<SlotDelta>();
+    d->first.resize(size_t(w.ncpus()) + 1);
+    const uint32_t sw = w.slot_words();
+    for (uint32_t c = 0; c < w.ncpus(); ++c) {
+      d->first[c] = uint32_t(d->word.size());
+      if ((c & (SlotWords::kBlockCpus - 1)) == 0 && w.zero_block(c >> SlotWords::kBlockShift)) {
+        const uint32_t n = w.block_cpus(c >> SlotWords::kBlockShift);
+        for (uint32_t k = 1; k < n; ++k) d->first[c + k] = uint32_t(d->word.size());
+        c += n - 1;
+        continue;
+      }
+      const uint64_t* x = w.cpu(c);
+      for (uint32_t i = 0; i < sw; ++i)
+        if (x[i]) d->add(i, 0, x[i]);
+    }
+    d->first[w.ncpus()] = uint32_t(d->word.size());
+    first_sparse_[p] = std::move(d);
+    w.hollow();
+  }
+}
+
+namespace {
+std::vector<const SlotDelta*> views_of(const std::vector<std::shared_ptr<SlotDelta>>& d) {
+  std::vector<const SlotDelta*> v(d.size());
+  for (size_t p = 0; p < d.size(); ++p) v[p] = d[p].get();
+  return v;
+}
+}  // namespace
+
+WindowInterval::WindowInterval(const Meta& meta, const Sample& a, const Sample& b,
+                               std::vector<std::shared_ptr<SlotDelta>> d)
+    : deltas(std::move(d)), views(views_of(deltas)), iv(meta, a, b, views) {}
+
+std::unique_ptr<WindowInterval> IntervalCursor::window_interval() const {
+  if (!first_ || !have_cur_) return nullptr;
+  const Sample& b = buf_[cur_];
+  std::vector<std::shared_ptr<SlotDelta>> deltas;
+  if (!first_sparse_.empty()) {
+    // From each probe's sparse first words to the last sample's: the words that differ.
+    deltas.assign(meta_.probes.size(), nullptr);
+    for (size_t p = 0; p < first_sparse_.size() && p < b.probes.size(); ++p) {
+      const SlotDelta* f = first_sparse_[p].get();
+      const SlotWords& w = b.probes[p].words;
+      if (!f || !b.probes[p].present || w.is_hollow() || !w.shaped(first_->probes[p].words.ncpus(),
+                                                                    first_->probes[p].words.slot_words()))
+        continue;
+      auto d = std::make_shared<SlotDelta>();
+      d->first.resize(size_t(w.ncpus()) + 1);
+      const uint32_t sw = w.slot_words();
+      for (uint32_t c = 0; c < w.ncpus(); ++c) {
+        d->first[c] = uint32_t(d->word.size());
+        uint32_t i = f->first[c];
+        const uint32_t e = f->first[size_t(c) + 1];
+        if (i == e && w.zero_block(c >> SlotWords::kBlockShift)) continue;  // zero at both ends
+        const uint64_t* x = w.cpu(c);
+        for (uint32_t k = 0; k < sw; ++k) {
+          uint64_t old = 0;
+          if (i < e && f->word[i] == k) old = f->grown[i++];
+          if (old != x[k]) d->add(k, old, x[k]);
+        }
+      }
+      d->first[w.ncpus()] = uint32_t(d->word.size());
+      deltas[p] = std::move(d);
+    }
+  }
+  return std::make_unique<WindowInterval>(meta_, *first_, b, std::move(deltas));
+}
+
 bool IntervalCursor::next(SampleSource& src, const std::atomic<bool>* stop) {
   if (done_) return false;
-  while (src.next(spare())) {
+  for (;;) {
+    Sample& s = spare();
+    // one_state: cur()'s words let go of while the source makes the next sample from them.
+    bool lent = false;
+    if (o_.one_state && have_cur_ && src.continues(buf_[cur_])) {
+      for (ProbeSample& p : buf_[cur_].probes) p.words.hollow();
+      lent = true;
+    }
+    if (!src.next(s)) {
+      if (lent && !src.restore(buf_[cur_]))
+        throw std::runtime_error("the last sample's words could not be read back after the recording's end");
+      return false;
+    }
+    if (lent) {
+      // The sample must follow from cur()'s state (the source said it would).
+      const Sample& c = buf_[cur_];
+      for (size_t p = 0; p < c.probes.size(); ++p)
+        if (c.probes[p].present && c.probes[p].words.is_hollow() && p < s.probes.size() && s.probes[p].present &&
+            !c.probes[p].words.refillable_from(s.probes[p].words))
+          throw std::logic_error("a sample that does not follow from the one before (one_state)");
+    }
     if (stop && stop->load()) {
       stopped_ = done_ = true;
+      if (lent) refill_hollow(buf_[cur_], s);
       return false;
     }
     switch (place()) {
       case Fate::inside: return true;
-      case Fate::outside: continue;
-      case Fate::end: return false;
+      case Fate::outside:
+        // Not handed out: cur() is still the last sample, and gets its words back.
+        if (lent && !refill_hollow(buf_[cur_], s)) throw std::runtime_error("the window's last sample could not be kept");
+        continue;
+      case Fate::end:
+        if (lent && !refill_hollow(buf_[cur_], s)) throw std::runtime_error("the window's last sample could not be kept");
+        return false;
     }
   }
-  return false;
 }
 
 bool IntervalCursor::take(Sample& s) {

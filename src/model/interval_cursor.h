@@ -5,6 +5,8 @@
 #pragma once
 #include <atomic>
 #include <cstdint>
+#include <memory>
+#include <vector>
 #include <optional>
 
 #include "model/interval.h"
@@ -27,6 +29,23 @@ struct IntervalCursorOptions {
   PastWindow past = PastWindow::stop;
   /// first() keeps a copy of the window's first sample (one copy per cursor, not per sample).
   bool keep_first = false;
+  /// One state (issue 32): before each read from a source that continues() from cur(),
+  /// cur()'s words are let go of (SlotWords::hollow), so the source writes its state in
+  /// place, and prev() is then hollow: the interval reads it from cur() and what changed.
+  /// With keep_first, first() is hollow too and its words are kept sparse (window_interval()).
+  /// For consumers that read prev() only through interval() (report, `w`'s walk). At the
+  /// end (next() false) cur() gets its words back (SampleSource::restore); when the source
+  /// cannot, next() throws std::runtime_error.
+  bool one_state = false;
+};
+
+/// The window's first sample to its last (IntervalCursor::window_interval): the interval,
+/// and what it reads the first sample's words from when they are kept sparse.
+struct WindowInterval {
+  WindowInterval(const Meta& meta, const Sample& a, const Sample& b, std::vector<std::shared_ptr<SlotDelta>> d);
+  std::vector<std::shared_ptr<SlotDelta>> deltas;  ///< per probe, first() to last() (null: read the words)
+  std::vector<const SlotDelta*> views;
+  Interval iv;
 };
 
 /// Walks samples in time order and hands out those inside the window, each with the
@@ -75,8 +94,13 @@ class IntervalCursor {
   /// cur()'s time, seconds since time zero.
   double t() const { return t_; }
 
-  /// The window's first sample (IntervalCursorOptions::keep_first), null before it.
+  /// The window's first sample (IntervalCursorOptions::keep_first), null before it. With
+  /// one_state its words are hollow: use window_interval().
   const Sample* first() const { return first_ ? &*first_ : nullptr; }
+  /// first() to last() (keep_first; null without both or when they share a timestamp is not
+  /// checked: the caller's): with one_state, what changed from the first sample's sparse
+  /// words to the last's is made now (one pass over the last sample's words).
+  std::unique_ptr<WindowInterval> window_interval() const;
   /// The window's last sample so far (cur()), null before its first.
   const Sample* last() const { return have_cur_ ? &buf_[cur_] : nullptr; }
   /// Samples handed out (inside the window).
@@ -98,6 +122,8 @@ class IntervalCursor {
   Sample& spare();
   /// Places the sample just put into spare(): skipped, handed out, or the end.
   Fate place();
+  /// first_ from cur() (one_state: hollow, its words in first_sparse_).
+  void keep_first();
 
   const Meta& meta_;
   IntervalCursorOptions o_;
@@ -106,6 +132,9 @@ class IntervalCursor {
   bool have_cur_ = false, have_prev_ = false, done_ = false, past_ = false, stopped_ = false;
   std::optional<Interval> iv_;
   std::optional<Sample> first_;
+  /// one_state: first_'s words, per probe, as the non-zero words (a SlotDelta from zeros:
+  /// grown is the word's value); null for a probe not present in it.
+  std::vector<std::shared_ptr<SlotDelta>> first_sparse_;
   std::optional<uint64_t> t0_;
   double t_ = 0, seen_t_ = 0;
   uint64_t n_ = 0, seen_ = 0;

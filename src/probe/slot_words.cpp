@@ -98,6 +98,49 @@ void SlotWords::clear() {
   older_ = Older{};
 }
 
+void SlotWords::hollow() {
+  blocks_.clear();
+  blocks_.shrink_to_fit();
+  delta_.reset();
+  older_ = Older{};
+}
+
+bool SlotWords::refillable_from(const SlotWords& later) const {
+  if (!is_hollow() || !stamp_ || !later.shaped(ncpus_, sw_) || later.is_hollow()) return false;
+  if (later.stamp_ == stamp_) return true;
+  const SlotDelta* d = later.kept_delta();
+  return d && d->before == stamp_ && d->first.size() == size_t(ncpus_) + 1;
+}
+
+bool SlotWords::refill(const SlotWords& later) {
+  if (!refillable_from(later)) return false;
+  if (later.stamp_ == stamp_) {
+    *this = later;
+    return true;
+  }
+  const std::shared_ptr<const SlotDelta> d = later.delta_;
+  *this = later;
+  undo(*d);
+  return true;
+}
+
+void SlotWords::undo(const SlotDelta& d) {
+  if (d.first.size() != size_t(ncpus_) + 1 || is_hollow()) return;
+  size_t k = 0;  // the next entry of d.shrunk
+  for (uint32_t c = 0; c < ncpus_; ++c) {
+    const uint32_t i0 = d.first[c], i1 = d.first[size_t(c) + 1];
+    if (i0 >= i1) continue;
+    uint64_t* slot = mut_cpu(c);
+    for (uint32_t i = i0; i < i1 && i < d.word.size(); ++i) {
+      while (k < d.shrunk.size() && d.shrunk[k].first < i) ++k;
+      const uint64_t change = d.grown[i] ? d.grown[i] : (k < d.shrunk.size() && d.shrunk[k].first == i ? d.shrunk[k].second : 0);
+      if (d.word[i] < sw_) slot[d.word[i]] -= change;
+    }
+  }
+  stamp_ = d.before;
+  delta_.reset();
+}
+
 void SlotWords::stamp_state(std::shared_ptr<SlotDelta> d) {
   static std::atomic<uint64_t> next{1};
   stamp_ = next.fetch_add(1, std::memory_order_relaxed);
@@ -158,7 +201,12 @@ void SlotWords::begin_next() {
     older_.recycle = std::move(older_.base);
     older_.recycle_delta = delta_;
   }
-  older_.base = blocks_;
+  // Blocks no one else holds are written in place (a consumer that keeps only a hollow
+  // state of the one before: IntervalCursorOptions::one_state): not kept, so that they stay
+  // ours alone.
+  older_.base.resize(blocks_.size());
+  for (size_t b = 0; b < blocks_.size(); ++b)
+    older_.base[b] = blocks_[b].use_count() > 1 ? blocks_[b] : nullptr;
   older_.base_stamp = stamp_;
 }
 

@@ -77,6 +77,22 @@ class SlotWords {
   void assign(uint32_t ncpus, uint32_t slot_words);
   /// Empty: no CPU, no word, no block.
   void clear();
+  /// Lets go of the words but keeps the shape and the stamp: a hollow state names the state
+  /// it was (Interval reads its words from a later state and the delta from it, SlotDelta),
+  /// and its blocks, held by no one else, can be written in place by their producer (the
+  /// recording decoder: one state for a walk instead of two, issue 32). Reading words of a
+  /// hollow state (cpu(), operator[], block()) is not allowed.
+  void hollow();
+  /// Shaped (ncpus() > 0) but holding no words (hollow()).
+  bool is_hollow() const { return ncpus_ && blocks_.empty(); }
+  /// Whether this hollow state's words can be read back from later (refill()): later
+  /// holds words of the same shape and is this very state (the same stamp) or was made
+  /// from it by its kept delta.
+  bool refillable_from(const SlotWords& later) const;
+  /// Gives this hollow state its words back from later (refillable_from() required, else
+  /// false and nothing changes): a copy of later's (blocks shared) with later's kept delta
+  /// undone (the blocks it touches copied: later is not written).
+  bool refill(const SlotWords& later);
 
   uint32_t ncpus() const { return ncpus_; }
   uint32_t slot_words() const { return sw_; }
@@ -137,9 +153,19 @@ class SlotWords {
                                                                                                  : nullptr;
   }
 
+  /// Undoes d, the changes applied to make this state (d.first complete: ncpus + 1
+  /// offsets; its entries written since d.before's state, as the decoder keeps them): each
+  /// word back to its value before (now minus its change, mod 2^64), written in place
+  /// where the block is ours alone, and the stamp back to d.before (0 stays 0). For a
+  /// producer whose consumer let go of that state's words (SlotWords::hollow) and asks for
+  /// them back after a failed step (RecordingReader::restore).
+  void undo(const SlotDelta& d);
+
   /// The kept delta and the stamp it was made from (tests: a state made in place, when no
   /// other object holds the state before it), whatever state is at hand; null: none.
   const SlotDelta* kept_delta() const { return stamp_ && delta_ && delta_->after == stamp_ ? delta_.get() : nullptr; }
+  /// kept_delta(), held (it outlives an undo() that lets go of it).
+  std::shared_ptr<const SlotDelta> kept_delta_ptr() const { return kept_delta() ? delta_ : nullptr; }
 
   /// For a producer that makes each state from the one before by applying its changes (the
   /// recording decoder), around each application: begin_next() before the first write,

@@ -92,12 +92,25 @@ std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p,
   if (!h || h->kind != FieldKind::hist) return {};
   std::vector<uint64_t> b(SH_HIST_BUCKETS, 0);
   const SlotWords& w = s.probes[size_t(p)].words;
+  if (w.is_hollow()) return {};  // no words to sum (Interval::first_summed reads them from a later sample)
   if (!w.shaped(meta.ncpus, pm.slot.slot_words) || h->offset + 2 + SH_HIST_BUCKETS > pm.slot.slot_words) return b;
   for (uint32_t c = 0; c < meta.ncpus; ++c) {
     const uint64_t* at = w.cpu(c) + h->offset + 2;  // struct sh_hist: sum_ns, max_ns, bucket[]
     for (size_t i = 0; i < SH_HIST_BUCKETS; ++i) b[i] += at[i];
   }
   return b;
+}
+
+bool refill_hollow(Sample& s, const Sample& later) {
+  for (size_t p = 0; p < s.probes.size(); ++p) {
+    const ProbeSample& a = s.probes[p];
+    if (a.present && a.words.is_hollow() &&
+        (p >= later.probes.size() || !later.probes[p].present || !a.words.refillable_from(later.probes[p].words)))
+      return false;
+  }
+  for (size_t p = 0; p < s.probes.size(); ++p)
+    if (s.probes[p].present && s.probes[p].words.is_hollow()) s.probes[p].words.refill(later.probes[p].words);
+  return true;
 }
 
 Sample make_sample(const Meta& meta) {

@@ -129,6 +129,11 @@ size_t sample_bytes(const Sample& s);
 /// Empty when p is not present in s or has no such histogram field.
 std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p, const std::string& field);
 
+/// Gives s's hollow probe words (SlotWords::hollow) back from later, a sample whose state
+/// is s's or one step after it (SlotWords::refill): false, and s unchanged, when a hollow
+/// probe of s cannot be (later dropped it, or is further on).
+bool refill_hollow(Sample& s, const Sample& later);
+
 /// An empty Sample shaped for meta (present from each probe's status).
 Sample make_sample(const Meta& meta);
 /// make_sample(meta) in s's buffers, for a loop that takes a sample each interval: the
@@ -168,6 +173,21 @@ class SampleSource {
   /// call, in order; meta() already shows the new statuses. The one way status changes
   /// arrive, live or recorded.
   virtual std::vector<int> take_status_changes() { return {}; }
+  /// Whether the next next() makes its sample from the state s holds, by what changed
+  /// (SlotWords::delta_from holds for each probe present in both): a consumer may then let
+  /// go of s's words (SlotWords::hollow) and the source writes its state in place
+  /// (IntervalCursorOptions::one_state). false by default (a live source copies).
+  virtual bool continues(const Sample& s) const {
+    (void)s;
+    return false;
+  }
+  /// After a next() that returned false: gives s, which continues() named, its words back
+  /// when the source still holds that state (or can undo what it applied since). false
+  /// when it cannot; s is then unchanged.
+  virtual bool restore(Sample& s) {
+    (void)s;
+    return false;
+  }
 };
 
 }  // namespace schedhot

@@ -444,6 +444,22 @@ std::vector<int> RecordingReader::take_status_changes() {
   return out;
 }
 
+bool RecordingReader::continues(const Sample& s) const {
+  if (!have_state_ || s.probes.size() != state_.probes.size()) return false;
+  for (size_t p = 0; p < s.probes.size(); ++p) {
+    const ProbeSample &a = s.probes[p], &b = state_.probes[p];
+    if (a.present != b.present) return false;
+    if (a.present && (!a.words.stamp() || a.words.stamp() != b.words.stamp() || b.words.is_hollow())) return false;
+  }
+  return true;
+}
+
+bool RecordingReader::restore(Sample& s) {
+  // The state is s's, or one step after it by its kept delta (a sample refused after it
+  // decoded), or a failed step's, already undone by decode_sample. Not written here.
+  return refill_hollow(s, state_);
+}
+
 bool RecordingReader::next(Sample& out) {
   if (!next_state()) return false;
   out = state_;

@@ -375,6 +375,15 @@ class RecordingReader : public SampleSource {
   /// Reads the next sample as next() does (decoded: later deltas build on it; NOTE frames
   /// on the way applied) without copying it out: a 480-CPU sample is ~13 MB.
   bool skip() { return next_state(); }
+  /// Whether the decoder's state is s's (every probe present in s has the same non-zero
+  /// stamp): the next sample is then decoded from it in place, with what changed kept
+  /// (SlotDelta), and s's words may be let go of (SampleSource::continues).
+  bool continues(const Sample& s) const override;
+  /// Gives s (hollow, continues() held for it) its words back after a next() that
+  /// returned false: the state is still s's (the end, a damaged frame), or the failed or
+  /// refused sample's changes are undone first (SlotWords::undo). false when a probe's
+  /// state cannot be brought back (a probe the refused sample dropped).
+  bool restore(Sample& s) override;
 
   /// Turns following on or off (FollowOptions), from the next next() on.
   void set_follow(const FollowOptions& follow) { follow_ = follow; }

@@ -184,6 +184,16 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       if (delta)
         while (next_first <= c) delta->first[next_first++] = uint32_t(delta->word.size());
     };
+    // A failure part-way: what was applied is undone (the delta holds each change), so the
+    // state is again the one the caller may have let go of (RecordingReader::restore).
+    const auto abandon = [&] {
+      if (delta) {
+        open_cpu(meta.ncpus);
+        ps.words.undo(*delta);
+      }
+      ps.words.end_next();
+      return false;
+    };
     // overwrite: CPU c's words become want (sw words), written only where they differ.
     const auto overwrite_cpu = [&](uint32_t c, const uint64_t* want) {
       const uint64_t* old = ps.words.cpu(c);
@@ -223,7 +233,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       uint64_t nw = cur.varint();
       if (!cur.ok || gap >= meta.ncpus || cpu >= meta.ncpus || nw > sw) {
         why = fmt::format("probe {}: bad CPU entry", meta.probes[pi].name);
-        return false;
+        return abandon();
       }
       // The CPU's word entries: an index (a gap after the one before) and a change.
       uint64_t w = 0;
@@ -242,7 +252,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
         zero_cpus(uint32_t(cpu));
         std::fill(vals.begin(), vals.begin() + sw, 0);
         for (uint64_t x = 0; x < nw; ++x) {
-          if (!next_word()) return false;
+          if (!next_word()) return abandon();
           vals[w] = static_cast<uint64_t>(d);  // from zero
           if (vals[w]) nonzero_cpu[cpu] = 1;
         }
@@ -255,7 +265,7 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
       open_cpu(uint32_t(cpu));
       for (uint64_t x = 0; x < nw; ++x) {
-        if (!next_word()) return false;
+        if (!next_word()) return abandon();
         const uint64_t was = slot[w];
         slot[w] += static_cast<uint64_t>(d);
         if (slot[w]) nonzero_cpu[cpu] = 1;
@@ -263,11 +273,13 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       }
     }
     if (overwrite) zero_cpus(meta.ncpus);
-    if (delta && !delta->word.empty()) {
+    if (delta && (!delta->word.empty() || !ps.words.stamp())) {
+      // Kept also when empty but the state was written (words rewritten to their values):
+      // a consumer holding only the state before (hollow) reads the interval from it.
       open_cpu(meta.ncpus);
       ps.words.stamp_state(std::move(delta));
     } else if (!ps.words.stamp()) {
-      ps.words.stamp_state();  // a keyframe's state, or one that changed nothing a delta kept
+      ps.words.stamp_state();  // a keyframe's state from zeros (nothing before it to change from)
     }
     ps.words.end_next();
   }

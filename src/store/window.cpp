@@ -96,7 +96,11 @@ bool WindowedCursor::seek_time(uint64_t mono_ns) {
 }
 
 std::optional<size_t> WindowedCursor::worst(size_t n, const std::function<double(const Interval&)>& score) {
-  IntervalCursor ic(meta());
+  // One state: the walk reads each interval from the later sample and what changed, so the
+  // decoder writes its state in place (at 8192 busy CPUs each changed word written once).
+  IntervalCursorOptions o;
+  o.one_state = true;
+  IntervalCursor ic(meta(), o);
   if (!seek_index(0) || !ic.next(*this)) return std::nullopt;
   double best = -1;
   size_t at = 0;

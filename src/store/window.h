@@ -102,6 +102,10 @@ class WindowedCursor : public SampleSource {
 
   const Meta& meta() const override { return src_.meta(); }
   bool next(Sample& out) override;
+  /// The source's, while next() reads on from it (not time zero's sample kept for next(),
+  /// not before the seek to the window's start).
+  bool continues(const Sample& s) const override { return !first_ && started_ && !done_ && src_.continues(s); }
+  bool restore(Sample& s) override { return src_.restore(s); }
   /// Makes the next next() return sample number i of the recording (0-based), time zero
   /// read first when it was not (from sample 0, wherever the reader was left); from there next() reads on as after seek_start() (a
   /// bounded window still ends after --to). false when the source is not a recording or

@@ -21,6 +21,7 @@
 #include "probe/slot_words.h"
 #include "sample/sampler.h"
 #include "store/recording.h"
+#include "store/sample_codec.h"
 #include "test_recording_util.h"
 #include "test_util.h"
 
@@ -355,6 +356,54 @@ std::vector<Sample> read_all(const std::string& path) {
   return out;
 }
 
+/// Asserts that two intervals over the same samples give the same figures: every word's
+/// delta on every CPU, every counter and histogram per CPU, all CPUs and a group, online
+/// CPUs and the first sample's summed histograms. seq names the sample in messages.
+void expect_same_interval(const Meta& m, const Interval& fast, const Interval& slow, const std::vector<int>& group,
+                          uint32_t seq) {
+  for (int c = -1; c <= int(m.ncpus); ++c) ASSERT_EQ(fast.online(c), slow.online(c)) << "cpu " << c;
+  for (int p = 0; p < int(m.probes.size()); ++p) {
+    ASSERT_EQ(fast.present(p), slow.present(p)) << "probe " << p << " sample " << seq;
+    if (fast.present(p)) {  // every word's delta on every CPU, as the coherence model reads them
+      const uint32_t sw = m.probes[size_t(p)].slot.slot_words;
+      std::vector<uint32_t> all(sw);
+      std::iota(all.begin(), all.end(), 0u);
+      std::vector<uint64_t> df(sw, 7), ds(sw, 7);
+      for (int c = 0; c < int(m.ncpus); ++c) {
+        fast.word_deltas(p, c, all, df.data());
+        slow.word_deltas(p, c, all, ds.data());
+        ASSERT_EQ(df, ds) << "probe " << p << " cpu " << c << " sample " << seq;
+      }
+    }
+    for (const Field& f : m.probes[size_t(p)].slot.fields) {
+      const FieldRef ref{p, &f};
+      if (f.kind != FieldKind::hist) {
+        for (int c = -1; c < int(m.ncpus); ++c) {
+          ASSERT_EQ(fast.count(ref, c), slow.count(ref, c)) << f.name << " cpu " << c << " sample " << seq;
+          if (f.kind == FieldKind::counter_array)
+            for (int k = 0; k < int(f.nwords); ++k) ASSERT_EQ(fast.count(ref, c, k), slow.count(ref, c, k));
+        }
+        ASSERT_EQ(fast.count(ref, std::span<const int>(group)), slow.count(ref, std::span<const int>(group)));
+        continue;
+      }
+      auto same = [&](const HistSummary& x, const HistSummary& y, int c) {
+        ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c << " sample " << seq;
+        ASSERT_EQ(x.mean_ns, y.mean_ns);
+        ASSERT_EQ(x.max_ns, y.max_ns);
+        for (auto q : {&HistSummary::p10, &HistSummary::p50, &HistSummary::p90, &HistSummary::p98, &HistSummary::p99})
+          ASSERT_EQ(x.*q, y.*q) << f.name << " cpu " << c;
+      };
+      for (int c = -1; c < int(m.ncpus); ++c) same(fast.hist(ref, c), slow.hist(ref, c), c);
+      same(fast.hist(ref, std::span<const int>(group)), slow.hist(ref, std::span<const int>(group)), -2);
+      std::vector<uint64_t> kf, ks;
+      same(fast.hist(p, f.name, std::span<const int>(group), kf), slow.hist(p, f.name, std::span<const int>(group), ks), -3);
+      ASSERT_EQ(kf, ks);
+      ASSERT_EQ(fast.buckets(p, f.name), slow.buckets(p, f.name));
+      ASSERT_EQ(fast.first_summed(p, f.name), slow.first_summed(p, f.name)) << f.name << " sample " << seq;
+    }
+  }
+}
+
 TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
   const Meta m = synthetic_meta(3 * K + 5);
   std::mt19937_64 rng(17);
@@ -380,43 +429,8 @@ TEST(SlotWords, IntervalOfConsecutiveDecodedStatesEqualsDense) {
     for (int p = 0; p < int(m.probes.size()); ++p) {
       ASSERT_FALSE(dense.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words));
       any |= b.probes[size_t(p)].words.delta_from(a.probes[size_t(p)].words) != nullptr;
-      if (fast.present(p)) {  // every word's delta on every CPU, as the coherence model reads them
-        const uint32_t sw = m.probes[size_t(p)].slot.slot_words;
-        std::vector<uint32_t> all(sw);
-        std::iota(all.begin(), all.end(), 0u);
-        std::vector<uint64_t> df(sw, 7), ds(sw, 7);
-        for (int c = 0; c < int(m.ncpus); ++c) {
-          fast.word_deltas(p, c, all, df.data());
-          slow.word_deltas(p, c, all, ds.data());
-          ASSERT_EQ(df, ds) << "probe " << p << " cpu " << c << " sample " << b.seq;
-        }
-      }
-      for (const Field& f : m.probes[size_t(p)].slot.fields) {
-        const FieldRef ref{p, &f};
-        if (f.kind != FieldKind::hist) {
-          for (int c = -1; c < int(m.ncpus); ++c) {
-            ASSERT_EQ(fast.count(ref, c), slow.count(ref, c)) << f.name << " cpu " << c << " sample " << b.seq;
-            if (f.kind == FieldKind::counter_array)
-              for (int k = 0; k < int(f.nwords); ++k) ASSERT_EQ(fast.count(ref, c, k), slow.count(ref, c, k));
-          }
-          ASSERT_EQ(fast.count(ref, std::span<const int>(group)), slow.count(ref, std::span<const int>(group)));
-          continue;
-        }
-        auto same = [&](const HistSummary& x, const HistSummary& y, int c) {
-          ASSERT_EQ(x.count, y.count) << f.name << " cpu " << c << " sample " << b.seq;
-          ASSERT_EQ(x.mean_ns, y.mean_ns);
-          ASSERT_EQ(x.max_ns, y.max_ns);
-          for (auto q : {&HistSummary::p10, &HistSummary::p50, &HistSummary::p90, &HistSummary::p98, &HistSummary::p99})
-            ASSERT_EQ(x.*q, y.*q) << f.name << " cpu " << c;
-        };
-        for (int c = -1; c < int(m.ncpus); ++c) same(fast.hist(ref, c), slow.hist(ref, c), c);
-        same(fast.hist(ref, std::span<const int>(group)), slow.hist(ref, std::span<const int>(group)), -2);
-        std::vector<uint64_t> kf, ks;
-        same(fast.hist(p, f.name, std::span<const int>(group), kf), slow.hist(p, f.name, std::span<const int>(group), ks), -3);
-        ASSERT_EQ(kf, ks);
-        ASSERT_EQ(fast.buckets(p, f.name), slow.buckets(p, f.name));
-      }
     }
+    ASSERT_NO_FATAL_FAILURE(expect_same_interval(m, fast, slow, group, b.seq));
     sparse += any;
     a = b;
   }
@@ -464,6 +478,174 @@ TEST(SlotWords, TheDecoderReusesTheBlocksOfTheSampleBeforeLast) {
   EXPECT_EQ(copied_late, 0u);
   EXPECT_EQ(allocated_late, 0u);
   EXPECT_GT(SlotWords::recycled_bytes(), recycled0);
+  std::remove(path.c_str());
+}
+
+// One state (IntervalCursorOptions::one_state, report's and `w`'s walk): the cursor lets go
+// of cur()'s words before each read, the decoder writes its state in place, and each
+// interval is read from the later sample and what changed. Read side by side with a
+// two-state cursor over the same recording (resets, a keyframe, a --from/--to window read
+// on past its end): every figure of every interval equal, prev() hollow, the last sample's
+// words back at the end, and the window's first-to-last interval from the sparse first
+// sample equal to the dense one.
+TEST(SlotWords, AOneStateCursorReadsTheIntervalsTwoStatesRead) {
+  const Meta m = synthetic_meta(3 * K + 2);
+  std::mt19937_64 rng(23);
+  const std::string path = tmp_path("slot_words_one_state.shot");
+  const int nsamples = int(kKeyframeEvery) + 12;
+  write_walk(path, m, rng, nsamples, [](int k) { return k % 4 == 1 ? 0.05 : 0.7; }, [&](int k, Sample& s) {
+    if (k % 9 == 4)
+      for (size_t p = 0; p < m.probes.size(); ++p)
+        for (uint32_t c = 1; c < m.ncpus; c += 7)
+          for (uint32_t x = 0; x < m.probes[p].slot.slot_words; x += 5) s.probes[p].words.mut_cpu(c)[x] /= 3;
+  });
+  std::vector<int> group;
+  for (uint32_t c = 0; c < m.ncpus; c += 4) group.push_back(int(c));
+  for (const SampleWindow& w : {SampleWindow{}, SampleWindow{2.0, double(nsamples - 6), m.interval_ns}}) {
+    SCOPED_TRACE(w.from_s);
+    auto r1 = RecordingReader::open(path), r2 = RecordingReader::open(path);
+    IntervalCursorOptions o1{w, std::nullopt, PastWindow::read_on, /*keep_first=*/true};
+    IntervalCursorOptions o2 = o1;
+    o2.one_state = true;
+    IntervalCursor two(m, o1), one(m, o2);
+    int intervals = 0, hollow = 0;
+    while (two.next(*r1)) {
+      ASSERT_TRUE(one.next(*r2));
+      ASSERT_EQ(one.cur().seq, two.cur().seq);
+      for (size_t p = 0; p < m.probes.size(); ++p)
+        ASSERT_TRUE(one.cur().probes[p].words == two.cur().probes[p].words) << "sample " << one.cur().seq;
+      ASSERT_EQ(one.interval() != nullptr, two.interval() != nullptr);
+      if (!two.interval()) continue;
+      ++intervals;
+      hollow += one.prev()->probes[0].words.is_hollow();
+      ASSERT_NO_FATAL_FAILURE(expect_same_interval(m, *one.interval(), *two.interval(), group, one.cur().seq));
+    }
+    EXPECT_FALSE(one.next(*r2));
+    EXPECT_GT(intervals, 10);
+    EXPECT_EQ(hollow, intervals) << "every earlier sample let go of";
+    // The last sample handed out has its words back (the window was read on past it).
+    ASSERT_TRUE(one.last() && two.last());
+    EXPECT_EQ(one.last()->seq, two.last()->seq);
+    for (size_t p = 0; p < m.probes.size(); ++p) {
+      ASSERT_FALSE(one.last()->probes[p].words.is_hollow());
+      EXPECT_TRUE(one.last()->probes[p].words == two.last()->probes[p].words);
+    }
+    // The window: from the first sample's sparse words.
+    EXPECT_TRUE(one.first()->probes[0].words.is_hollow());
+    const std::unique_ptr<WindowInterval> whole = one.window_interval();
+    ASSERT_TRUE(whole);
+    const Interval dense(m, *two.first(), *two.last());
+    ASSERT_NO_FATAL_FAILURE(expect_same_interval(m, whole->iv, dense, group, 0));
+  }
+  std::remove(path.c_str());
+}
+
+// One state writes in place: after the first sample (made from zeros) a busy walk
+// allocates and copies no block and catches nothing up, a keyframe included.
+TEST(SlotWords, AOneStateWalkWritesTheDecodersStateInPlace) {
+  const Meta m = synthetic_meta(2 * K + 3);
+  std::mt19937_64 rng(9);
+  const std::string path = tmp_path("slot_words_in_place.shot");
+  const int nsamples = int(kKeyframeEvery) + 8;
+  write_walk(path, m, rng, nsamples, [](int) { return 1.0; }, [](int, Sample&) {});
+  const std::vector<Sample> want = read_all(path);
+  auto r = RecordingReader::open(path);
+  IntervalCursorOptions o;
+  o.one_state = true;
+  IntervalCursor ic(m, o);
+  size_t i = 0;
+  const uint64_t a0 = SlotWords::allocated_bytes(), c0 = SlotWords::copied_bytes(), r0 = SlotWords::recycled_bytes();
+  uint64_t a1 = a0;
+  while (ic.next(*r)) {
+    if (i == 0) a1 = SlotWords::allocated_bytes();
+    ASSERT_LT(i, want.size());
+    for (size_t p = 0; p < m.probes.size(); ++p) ASSERT_TRUE(ic.cur().probes[p].words == want[i].probes[p].words) << i;
+    ++i;
+  }
+  EXPECT_EQ(i, want.size());
+  EXPECT_GT(a1, a0);  // the first sample's blocks
+  EXPECT_EQ(SlotWords::allocated_bytes(), a1);
+  EXPECT_EQ(SlotWords::copied_bytes(), c0);
+  EXPECT_EQ(SlotWords::recycled_bytes(), r0);
+  std::remove(path.c_str());
+}
+
+// The words a one-state cursor let go of come back when the read after them fails: the
+// recording cut inside its last frame (the state is still the sample's), and a sample that
+// fails to decode part-way (decode_sample undoes what it applied: the state and its stamp
+// are the sample's again). And SlotWords::refill from a state one step later (a sample the
+// reader refused after decoding it) undoes that step on a copy, the later state unwritten.
+TEST(SlotWords, LetGoWordsComeBackAfterAFailedRead) {
+  const Meta m = synthetic_meta(K + 5);
+  std::mt19937_64 rng(31);
+  const std::string path = tmp_path("slot_words_cut.shot");
+  write_walk(path, m, rng, 8, [](int) { return 0.8; }, [](int, Sample&) {});
+  const std::vector<Sample> want = read_all(path);
+  {
+    std::ifstream in(path, std::ios::binary);
+    std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    // Cut in the middle of the last sample's frame (the END and INDEX frames go too).
+    auto r = RecordingReader::open(path);
+    const auto pos = r->sample_positions();
+    ASSERT_EQ(pos.size(), want.size());
+    bytes.resize(pos.back().offset + 20);
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+  }
+  auto r = RecordingReader::open(path);
+  IntervalCursorOptions o;
+  o.one_state = true;
+  IntervalCursor ic(m, o);
+  size_t n = 0;
+  while (ic.next(*r)) ++n;
+  ASSERT_EQ(n, want.size() - 1);
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    ASSERT_FALSE(ic.cur().probes[p].words.is_hollow());
+    EXPECT_TRUE(ic.cur().probes[p].words == want[n - 1].probes[p].words);
+  }
+
+  // A delta sample cut short decodes part-way and fails: the state is undone.
+  Sample state = want[5];
+  const std::string raw = encode_sample(want[6], m, &want[5]);
+  bool valid = true;
+  std::vector<char> nonzero;
+  std::string why;
+  ASSERT_TRUE(decode_sample(raw, false, m, state, valid, nonzero, why)) << why;  // whole: it decodes
+  const Sample before = want[5];
+  for (size_t cut : {raw.size() - 3, raw.size() / 2}) {
+    Sample st = before;  // shares its blocks: the decoder's writes copy them
+    valid = true;
+    ASSERT_FALSE(decode_sample(raw.substr(0, cut), false, m, st, valid, nonzero, why));
+    // The probes before the failing one are one step on (their deltas kept), the failing
+    // one's applied entries undone, the rest untouched: each reads back as sample 5's.
+    int undone = 0;
+    for (size_t p = 0; p < m.probes.size(); ++p)
+      undone += st.probes[p].words.stamp() == before.probes[p].words.stamp() &&
+                !(st.probes[p].words == want[6].probes[p].words);
+    EXPECT_GE(undone, 1) << "cut " << cut << ": " << why;
+    Sample h = before;
+    for (ProbeSample& ps : h.probes) ps.words.hollow();
+    ASSERT_TRUE(refill_hollow(h, st)) << "cut " << cut;
+    for (size_t p = 0; p < m.probes.size(); ++p)
+      EXPECT_TRUE(h.probes[p].words == before.probes[p].words) << "cut " << cut << " probe " << p << ": " << why;
+  }
+  valid = true;
+
+  // refill from one step later: a hollow copy of sample 5's state, the decoder's state
+  // at sample 6 (made from it, its delta kept).
+  Sample s5 = before, s6 = before;
+  ASSERT_TRUE(decode_sample(raw, false, m, s6, valid, nonzero, why)) << why;
+  const Sample s6_copy = s6;
+  for (ProbeSample& ps : s5.probes) ps.words.hollow();
+  ASSERT_TRUE(refill_hollow(s5, s6));
+  for (size_t p = 0; p < m.probes.size(); ++p) {
+    EXPECT_TRUE(s5.probes[p].words == before.probes[p].words) << p;
+    EXPECT_EQ(s5.probes[p].words.stamp(), before.probes[p].words.stamp());
+    EXPECT_TRUE(s6.probes[p].words == want[6].probes[p].words) << "the later state is not written";
+  }
+  // Not from two steps on: sample 4's hollow state cannot be read back from sample 6's.
+  Sample s4 = want[4];
+  for (ProbeSample& ps : s4.probes) ps.words.hollow();
+  EXPECT_FALSE(refill_hollow(s4, s6_copy));
   std::remove(path.c_str());
 }
 
