@@ -184,6 +184,28 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       if (delta)
         while (next_first <= c) delta->first[next_first++] = uint32_t(delta->word.size());
     };
+    // Parsed word entries not yet applied (a delta sample's), in CPU and word order.
+    struct Pending {
+      uint64_t* at;
+      uint32_t cpu, w;
+      uint64_t d;
+    };
+    constexpr size_t kBatch = 512;
+    thread_local std::vector<Pending> batch;
+    batch.clear();
+    const auto apply_batch = [&] {
+      for (const Pending& e : batch) {
+        const uint64_t was = *e.at;
+        const uint64_t now = was + e.d;
+        *e.at = now;
+        if (now) nonzero_cpu[e.cpu] = 1;
+        if (delta && now != was) {
+          open_cpu(e.cpu);
+          delta->add(e.w, was, now);
+        }
+      }
+      batch.clear();
+    };
     // A failure part-way: what was applied is undone (the delta holds each change), so the
     // state is again the one the caller may have let go of (RecordingReader::restore).
     const auto abandon = [&] {
@@ -262,16 +284,19 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
       }
       // Unshares the CPU's block (next() handed out a copy sharing it); nw <= sw, so a
       // CPU with words has a block.
+      // (The delta's offsets are set as the batch is applied: entries of earlier CPUs may
+      // still wait in it.)
       uint64_t* slot = nw ? ps.words.mut_cpu(uint32_t(cpu)) : nullptr;
-      open_cpu(uint32_t(cpu));
       for (uint64_t x = 0; x < nw; ++x) {
         if (!next_word()) return abandon();
-        const uint64_t was = slot[w];
-        slot[w] += static_cast<uint64_t>(d);
-        if (slot[w]) nonzero_cpu[cpu] = 1;
-        if (delta && slot[w] != was) delta->add(uint32_t(w), was, slot[w]);
+        // A changed word of a busy 8192-CPU state is a cache miss: fetched now, written
+        // once a batch of them is parsed, so that the misses overlap.
+        __builtin_prefetch(slot + w, 1);
+        batch.push_back({slot + w, uint32_t(cpu), uint32_t(w), static_cast<uint64_t>(d)});
       }
+      if (batch.size() >= kBatch) apply_batch();
     }
+    apply_batch();
     if (overwrite) zero_cpus(meta.ncpus);
     if (delta && (!delta->word.empty() || !ps.words.stamp())) {
       // Kept also when empty but the state was written (words rewritten to their values):
