@@ -704,6 +704,9 @@ void CoherenceAccumulator::add(const Interval& iv) {
     // per CPU: its totals, and its misses shared out to its probes
     size_t r = 0;
     at = 0;
+    // The first interval's CPUs at once: grown entry by entry, 8192 of them per line took
+    // twice their size at the last doubling (the report's peak RSS, issue 32).
+    if (a.cpus.empty()) a.cpus.reserve(traffic.cpus.size());
     for (const CpuXfers& c : traffic.cpus) {
       CpuXfers& t = sorted_slot(a.cpus, at, c.cpu, [](const CpuXfers& e) { return e.cpu; });
       t.cpu = c.cpu;
