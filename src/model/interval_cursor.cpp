@@ -128,7 +128,8 @@ bool IntervalCursor::next(SampleSource& src, const std::atomic<bool>* stop) {
     // one_state: cur()'s words let go of while the source makes the next sample from them.
     bool lent = false;
     if (o_.one_state && have_cur_ && src.continues(buf_[cur_])) {
-      for (ProbeSample& p : buf_[cur_].probes) p.words.hollow();
+      for (ProbeSample& p : buf_[cur_].probes)
+        if (p.present) p.words.hollow();  // (an absent probe's words are not read: left as they are)
       lent = true;
     }
     if (!src.next(s)) {
@@ -140,8 +141,8 @@ bool IntervalCursor::next(SampleSource& src, const std::atomic<bool>* stop) {
       // The sample must follow from cur()'s state (the source said it would).
       const Sample& c = buf_[cur_];
       for (size_t p = 0; p < c.probes.size(); ++p)
-        if (c.probes[p].present && c.probes[p].words.is_hollow() && p < s.probes.size() && s.probes[p].present &&
-            !c.probes[p].words.refillable_from(s.probes[p].words))
+        if (c.probes[p].present && c.probes[p].words.is_hollow() &&
+            (p >= s.probes.size() || !c.probes[p].words.refillable_from(s.probes[p].words)))
           throw std::logic_error("a sample that does not follow from the one before (one_state)");
     }
     if (stop && stop->load()) {

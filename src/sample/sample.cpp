@@ -105,7 +105,7 @@ bool refill_hollow(Sample& s, const Sample& later) {
   for (size_t p = 0; p < s.probes.size(); ++p) {
     const ProbeSample& a = s.probes[p];
     if (a.present && a.words.is_hollow() &&
-        (p >= later.probes.size() || !later.probes[p].present || !a.words.refillable_from(later.probes[p].words)))
+        (p >= later.probes.size() || !a.words.refillable_from(later.probes[p].words)))
       return false;
   }
   for (size_t p = 0; p < s.probes.size(); ++p)

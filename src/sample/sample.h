@@ -130,8 +130,9 @@ size_t sample_bytes(const Sample& s);
 std::vector<uint64_t> summed_histogram(const Meta& meta, const Sample& s, int p, const std::string& field);
 
 /// Gives s's hollow probe words (SlotWords::hollow) back from later, a sample whose state
-/// is s's or one step after it (SlotWords::refill): false, and s unchanged, when a hollow
-/// probe of s cannot be (later dropped it, or is further on).
+/// is s's or one step after it (SlotWords::refill; a probe later does not list keeps its
+/// words there, not present): false, and s unchanged, when a hollow probe of s cannot be
+/// (later is further on).
 bool refill_hollow(Sample& s, const Sample& later);
 
 /// An empty Sample shaped for meta (present from each probe's status).

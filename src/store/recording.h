@@ -381,8 +381,8 @@ class RecordingReader : public SampleSource {
   bool continues(const Sample& s) const override;
   /// Gives s (hollow, continues() held for it) its words back after a next() that
   /// returned false: the state is still s's (the end, a damaged frame), or the failed or
-  /// refused sample's changes are undone first (SlotWords::undo). false when a probe's
-  /// state cannot be brought back (a probe the refused sample dropped).
+  /// refused sample's changes are undone on a copy (SlotWords::refill). false when a
+  /// probe's state cannot be brought back (the reader moved on: a seek).
   bool restore(Sample& s) override;
 
   /// Turns following on or off (FollowOptions), from the next next() on.

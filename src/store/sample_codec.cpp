@@ -314,8 +314,9 @@ bool decode_sample(const std::string& raw, bool keyframe, const Meta& meta, Samp
   }
   for (size_t pi = 0; pi < listed.size(); ++pi)
     if (!listed[pi]) {
+      // Not present: its words are not read, but kept (as they were, same stamp), so that a
+      // consumer that let go of them (one_state) can read them back (SlotWords::refill).
       state.probes[pi].present = false;
-      state.probes[pi].words.clear();
     }
   state.seq = seq;
   state.mono_ns = mono;
