@@ -425,7 +425,7 @@ void ReportBuilder::add_cpu_table(const Meta& meta, const Interval& iv, bool hav
     nlohmann::json row = {{"cpu", row_cpu[i]}};
     if (part_of[i]) row["online_s"] = row_online[i];
     for (size_t ci = 0; ci < ncol; ++ci)
-      row[cpu_columns()[ci].json_key()] = null_of[i * ncol + ci] ? nlohmann::json(nullptr) : nlohmann::json(val[i * ncol + ci]);
+      row[cpu_columns()[ci].json_key()] = num_or_null(!null_of[i * ncol + ci], val[i * ncol + ci]);
     rows.push_back(std::move(row));
   }
   r["cpus"] = std::move(rows);

@@ -105,11 +105,7 @@ uint64_t Interval::word_a(int probe, uint32_t c, uint32_t w) const {
   if (!hollow_[size_t(probe)]) return a_.probes[size_t(probe)].words.cpu(c)[w];
   const SlotDelta& d = *delta_[size_t(probe)];
   for (uint32_t i = d.first[c], e = d.first[size_t(c) + 1]; i < e && d.word[i] <= w; ++i) {
-    if (d.word[i] != w) continue;
-    if (d.grown[i]) return now - d.grown[i];
-    // It shrank: its change is in the shrunk list, by entry index.
-    const auto it = std::lower_bound(d.shrunk.begin(), d.shrunk.end(), std::pair<uint32_t, uint64_t>(i, 0));
-    return it != d.shrunk.end() && it->first == i ? now - it->second : now;
+    if (d.word[i] == w) return now - d.change(i);
   }
   return now;  // unchanged
 }

@@ -44,6 +44,40 @@ IntervalCursor::Fate IntervalCursor::place() {
   return Fate::inside;
 }
 
+namespace {
+
+/// The words of w that differ from `from` (a sparse state: a SlotDelta from zeros whose
+/// grown is each non-zero word's value; null: all zeros), as a delta from it: one pass
+/// over w's words, shared zero blocks skipped where `from` has nothing. With from null
+/// this is w's non-zero words, the sparse form of w itself.
+std::shared_ptr<SlotDelta> words_from(const SlotDelta* from, const SlotWords& w) {
+  auto d = std::make_shared<SlotDelta>();
+  d->first.resize(size_t(w.ncpus()) + 1);
+  const uint32_t sw = w.slot_words();
+  for (uint32_t c = 0; c < w.ncpus(); ++c) {
+    d->first[c] = uint32_t(d->word.size());
+    uint32_t i = from ? from->first[c] : 0;
+    const uint32_t e = from ? from->first[size_t(c) + 1] : 0;
+    if (i == e && w.zero_block(c >> SlotWords::kBlockShift)) continue;  // zero on both sides
+    const uint64_t* x = w.cpu(c);
+    for (uint32_t k = 0; k < sw; ++k) {
+      uint64_t old = 0;
+      if (i < e && from->word[i] == k) old = from->grown[i++];
+      if (old != x[k]) d->add(k, old, x[k]);
+    }
+  }
+  d->first[w.ncpus()] = uint32_t(d->word.size());
+  return d;
+}
+
+std::vector<const SlotDelta*> views_of(const std::vector<std::shared_ptr<SlotDelta>>& d) {
+  std::vector<const SlotDelta*> v(d.size());
+  for (size_t p = 0; p < d.size(); ++p) v[p] = d[p].get();
+  return v;
+}
+
+}  // namespace
+
 void IntervalCursor::keep_first() {
   first_ = buf_[cur_];
   if (!o_.one_state) return;
@@ -53,34 +87,10 @@ void IntervalCursor::keep_first() {
   for (size_t p = 0; p < first_->probes.size(); ++p) {
     SlotWords& w = first_->probes[p].words;
     if (!first_->probes[p].present || w.empty() || w.is_hollow()) continue;
-    auto d = std::make_shared<SlotDelta>();
-    d->first.resize(size_t(w.ncpus()) + 1);
-    const uint32_t sw = w.slot_words();
-    for (uint32_t c = 0; c < w.ncpus(); ++c) {
-      d->first[c] = uint32_t(d->word.size());
-      if ((c & (SlotWords::kBlockCpus - 1)) == 0 && w.zero_block(c >> SlotWords::kBlockShift)) {
-        const uint32_t n = w.block_cpus(c >> SlotWords::kBlockShift);
-        for (uint32_t k = 1; k < n; ++k) d->first[c + k] = uint32_t(d->word.size());
-        c += n - 1;
-        continue;
-      }
-      const uint64_t* x = w.cpu(c);
-      for (uint32_t i = 0; i < sw; ++i)
-        if (x[i]) d->add(i, 0, x[i]);
-    }
-    d->first[w.ncpus()] = uint32_t(d->word.size());
-    first_sparse_[p] = std::move(d);
+    first_sparse_[p] = words_from(nullptr, w);
     w.hollow();
   }
 }
-
-namespace {
-std::vector<const SlotDelta*> views_of(const std::vector<std::shared_ptr<SlotDelta>>& d) {
-  std::vector<const SlotDelta*> v(d.size());
-  for (size_t p = 0; p < d.size(); ++p) v[p] = d[p].get();
-  return v;
-}
-}  // namespace
 
 WindowInterval::WindowInterval(const Meta& meta, const Sample& a, const Sample& b,
                                std::vector<std::shared_ptr<SlotDelta>> d)
@@ -94,28 +104,10 @@ std::unique_ptr<WindowInterval> IntervalCursor::window_interval() const {
     // From each probe's sparse first words to the last sample's: the words that differ.
     deltas.assign(meta_.probes.size(), nullptr);
     for (size_t p = 0; p < first_sparse_.size() && p < b.probes.size(); ++p) {
-      const SlotDelta* f = first_sparse_[p].get();
       const SlotWords& w = b.probes[p].words;
-      if (!f || !b.probes[p].present || w.is_hollow() || !w.shaped(first_->probes[p].words.ncpus(),
-                                                                    first_->probes[p].words.slot_words()))
-        continue;
-      auto d = std::make_shared<SlotDelta>();
-      d->first.resize(size_t(w.ncpus()) + 1);
-      const uint32_t sw = w.slot_words();
-      for (uint32_t c = 0; c < w.ncpus(); ++c) {
-        d->first[c] = uint32_t(d->word.size());
-        uint32_t i = f->first[c];
-        const uint32_t e = f->first[size_t(c) + 1];
-        if (i == e && w.zero_block(c >> SlotWords::kBlockShift)) continue;  // zero at both ends
-        const uint64_t* x = w.cpu(c);
-        for (uint32_t k = 0; k < sw; ++k) {
-          uint64_t old = 0;
-          if (i < e && f->word[i] == k) old = f->grown[i++];
-          if (old != x[k]) d->add(k, old, x[k]);
-        }
-      }
-      d->first[w.ncpus()] = uint32_t(d->word.size());
-      deltas[p] = std::move(d);
+      if (first_sparse_[p] && b.probes[p].present && !w.is_hollow() &&
+          w.shaped(first_->probes[p].words.ncpus(), first_->probes[p].words.slot_words()))
+        deltas[p] = words_from(first_sparse_[p].get(), w);
     }
   }
   return std::make_unique<WindowInterval>(meta_, *first_, b, std::move(deltas));

@@ -126,16 +126,12 @@ bool SlotWords::refill(const SlotWords& later) {
 
 void SlotWords::undo(const SlotDelta& d) {
   if (d.first.size() != size_t(ncpus_) + 1 || is_hollow()) return;
-  size_t k = 0;  // the next entry of d.shrunk
   for (uint32_t c = 0; c < ncpus_; ++c) {
     const uint32_t i0 = d.first[c], i1 = d.first[size_t(c) + 1];
     if (i0 >= i1) continue;
     uint64_t* slot = mut_cpu(c);
-    for (uint32_t i = i0; i < i1 && i < d.word.size(); ++i) {
-      while (k < d.shrunk.size() && d.shrunk[k].first < i) ++k;
-      const uint64_t change = d.grown[i] ? d.grown[i] : (k < d.shrunk.size() && d.shrunk[k].first == i ? d.shrunk[k].second : 0);
-      if (d.word[i] < sw_) slot[d.word[i]] -= change;
-    }
+    for (uint32_t i = i0; i < i1 && i < d.word.size(); ++i)
+      if (d.word[i] < sw_) slot[d.word[i]] -= d.change(i);
   }
   stamp_ = d.before;
   delta_.reset();

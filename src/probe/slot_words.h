@@ -3,6 +3,7 @@
 // and a new sample costs only the blocks that changed (issue 32: cost proportional to what
 // changed, not to the CPU count).
 #pragma once
+#include <algorithm>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -28,6 +29,13 @@ struct SlotDelta {
   /// The entries whose word shrank, ascending: (entry index, new - old mod 2^64), so that
   /// an encoder has every entry's change without reading the words.
   std::vector<std::pair<uint32_t, uint64_t>> shrunk;
+  /// Entry i's change, new - old mod 2^64 (grown, or the shrunk list's for a word that
+  /// shrank): the word before it is the word after minus this.
+  uint64_t change(uint32_t i) const {
+    if (grown[i]) return grown[i];
+    const auto it = std::lower_bound(shrunk.begin(), shrunk.end(), std::pair<uint32_t, uint64_t>(i, 0));
+    return it != shrunk.end() && it->first == i ? it->second : 0;
+  }
   /// Adds an entry for word w, from old to now (requires old != now).
   void add(uint32_t w, uint64_t old, uint64_t now) {
     if (now < old) shrunk.emplace_back(uint32_t(word.size()), now - old);
