@@ -58,12 +58,49 @@
 	__b & ((n) - 1);                               \
 })
 
-static __always_inline void sh_hist_add(struct sh_hist *h, __u64 v)
+/*
+ * Change marks (abi.h struct sh_cpu_marks): .rodata sh_marks 1 when user space shares the
+ * map (src/probe/attach.cpp); 0 and the verifier drops every mark (a test's object).
+ */
+const volatile __u32 sh_marks __weak = 0;
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct sh_cpu_marks);
+	__uint(max_entries, 1);
+} sh_slot_marks SEC(".maps") __weak;
+
+static __always_inline struct sh_cpu_marks *sh_this_marks(void)
 {
-	__sync_fetch_and_add(&h->bucket[SH_BOUND(sh_hist_index(v), SH_HIST_BUCKETS)], 1);
+	__u32 cpu = bpf_get_smp_processor_id();
+
+	return sh_marks ? bpf_map_lookup_elem(&sh_slot_marks, &cpu) : NULL;
+}
+
+/* After a program wrote probe's slot on this CPU (its last write): gen[probe] moves. */
+static __always_inline void sh_mark(__u32 probe)
+{
+	struct sh_cpu_marks *m = sh_this_marks();
+
+	if (m)
+		m->gen[SH_BOUND(probe, SH_MARK_GENS)] += 1;
+}
+
+/* Adds v (ns) to probe's histogram h on this CPU; the bucket's chunk count moves after it
+ * (the caller's sh_mark follows). */
+static __always_inline void sh_hist_add(__u32 probe, struct sh_hist *h, __u64 v)
+{
+	__u64 i = SH_BOUND(sh_hist_index(v), SH_HIST_BUCKETS);
+	struct sh_cpu_marks *m;
+
+	__sync_fetch_and_add(&h->bucket[i], 1);
 	__sync_fetch_and_add(&h->sum_ns, v);
 	if (v > h->max_ns)
 		h->max_ns = v;
+	m = sh_this_marks();
+	if (m && probe < SH_NPROBES)
+		m->chunk[probe][SH_BOUND(i / SH_MARK_CHUNK_WORDS, SH_MARK_CHUNKS)] += 1;
 }
 
 /*
@@ -403,7 +440,7 @@ static __always_inline void sh_func_exit(void *ctx, __u32 probe, struct sh_func 
 	if (d < SH_MAX_DEPTH) {
 		__u64 start = f->t.ts[SH_BOUND(d, SH_MAX_DEPTH)];
 		if (now >= start) {
-			sh_hist_add(&f->lat, now - start);
+			sh_hist_add(probe, &f->lat, now - start);
 			sh_catch_note(ctx, probe, &f->c, start, now, f->t.detail[SH_BOUND(d, SH_MAX_DEPTH)]);
 		}
 	}

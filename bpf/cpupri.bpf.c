@@ -92,6 +92,7 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 		SH_INC(&s->noop);
 		/* one record per call: noop when new == old, calls otherwise (abi.h) */
 		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, noop), now);
+		sh_mark(SH_P_CPUPRI_SET);
 		return;
 	}
 	sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, f.calls), now);
@@ -101,14 +102,17 @@ static __always_inline void cpupri_set_core(void *ctx, __u64 now, int old, int n
 		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_set) + (__u16)new, now);
 	if (sh_vec_inc(s->vec_clear, old))
 		sh_access(ctx, SH_P_CPUPRI_SET, SH_WORD(struct sh_cpupri_set_slot, vec_clear) + (__u16)old, now);
+	sh_mark(SH_P_CPUPRI_SET);
 }
 
 static __always_inline void cpupri_set_exit(void *ctx, __u64 now)
 {
 	struct sh_cpupri_set_slot *s = SH_THIS_SLOT(cpupri_set_slots);
 
-	if (s)
+	if (s) {
 		sh_func_exit(ctx, SH_P_CPUPRI_SET, &s->f, now);
+		sh_mark(SH_P_CPUPRI_SET);
+	}
 }
 
 /* cp->cpu_to_pri[cpu]: stable here, the caller holds rq->lock. */
@@ -197,6 +201,7 @@ static __always_inline void cpupri_find_entry(void *ctx, __u64 now)
 		return;
 	sh_func_enter(SH_P_CPUPRI_FIND, &s->f, now);
 	sh_access(ctx, SH_P_CPUPRI_FIND, SH_WORD(struct sh_cpupri_find_slot, f.calls), now);
+	sh_mark(SH_P_CPUPRI_FIND);
 }
 
 static __always_inline void cpupri_find_exit(void *ctx, __u64 now, __u64 ret)
@@ -208,6 +213,7 @@ static __always_inline void cpupri_find_exit(void *ctx, __u64 now, __u64 ret)
 	sh_func_exit(ctx, SH_P_CPUPRI_FIND, &s->f, now);
 	if (ret)
 		SH_INC(&s->found);
+	sh_mark(SH_P_CPUPRI_FIND);
 }
 
 SEC("fentry")

@@ -27,14 +27,16 @@ static __always_inline void idle_event(void *ctx, __u32 state, __u64 now)
 		if (sh_catch_armed)
 			s->state = state;
 		sh_steal_mark(SH_P_IDLE, 0, now);
+		sh_mark(SH_P_IDLE);
 		return;
 	}
 	SH_INC(&s->exits);
 	if (s->ts && now >= s->ts) {
-		sh_hist_add(&s->lat, now - s->ts);
+		sh_hist_add(SH_P_IDLE, &s->lat, now - s->ts);
 		sh_catch_note(ctx, SH_P_IDLE, &s->c, s->ts, now, s->state | SH_CATCH_DETAIL_SET);
 	}
 	s->ts = 0;
+	sh_mark(SH_P_IDLE);
 }
 
 SEC("tp_btf/cpu_idle")

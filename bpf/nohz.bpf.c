@@ -38,14 +38,17 @@ static __always_inline void nohz_exit_enter(void *ctx, __u64 now, __u64 tick_sto
 		SH_INC(&s->worked);
 		sh_access(ctx, SH_P_NOHZ_EXIT, SH_WORD(struct sh_nohz_exit_slot, worked), now);
 	}
+	sh_mark(SH_P_NOHZ_EXIT);
 }
 
 static __always_inline void nohz_exit_exit(void *ctx, __u64 now)
 {
 	struct sh_nohz_exit_slot *s = SH_THIS_SLOT(nohz_exit_slots);
 
-	if (s)
+	if (s) {
 		sh_func_exit(ctx, SH_P_NOHZ_EXIT, &s->f, now);
+		sh_mark(SH_P_NOHZ_EXIT);
+	}
 }
 
 SEC("fentry")
@@ -168,6 +171,7 @@ static __always_inline void nohz_enter_hit(void *ctx, __u64 tick_stopped)
 		SH_INC(&s->first);
 		sh_access(ctx, SH_P_NOHZ_ENTER, SH_WORD(struct sh_nohz_enter_slot, first), now);
 	}
+	sh_mark(SH_P_NOHZ_ENTER);
 }
 
 SEC("fentry")
@@ -211,14 +215,17 @@ static __always_inline void nohz_kick_enter(void *ctx, __u64 now, __u64 idle_bal
 	/* one record per call: idle_ticks on an idle tick, calls on a busy one (abi.h) */
 	sh_access(ctx, SH_P_NOHZ_KICK, idle_balance ? SH_WORD(struct sh_nohz_kick_slot, idle_ticks)
 						    : SH_WORD(struct sh_nohz_kick_slot, f.calls), now);
+	sh_mark(SH_P_NOHZ_KICK);
 }
 
 static __always_inline void nohz_kick_exit(void *ctx, __u64 now)
 {
 	struct sh_nohz_kick_slot *s = SH_THIS_SLOT(nohz_kick_slots);
 
-	if (s)
+	if (s) {
 		sh_func_exit(ctx, SH_P_NOHZ_KICK, &s->f, now);
+		sh_mark(SH_P_NOHZ_KICK);
+	}
 }
 
 SEC("fentry")
@@ -262,6 +269,7 @@ static __always_inline void ilb_sent(void *ctx, __u32 target, __u32 this_cpu, __
 		SH_INC(&s->sent_self);
 	SH_INC(&s->flags[SH_BOUND(flags, SH_ILB_FLAGS)]);
 	sh_access(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, flags) + (__u16)SH_BOUND(flags, SH_ILB_FLAGS), 0);
+	sh_mark(SH_P_ILB_KICK);
 }
 
 static __always_inline void ilb_received(void *ctx)
@@ -272,6 +280,7 @@ static __always_inline void ilb_received(void *ctx)
 		return;
 	SH_INC(&s->received);
 	sh_access(ctx, SH_P_ILB_KICK, SH_WORD(struct sh_ilb_slot, received), 0);
+	sh_mark(SH_P_ILB_KICK);
 }
 
 /* raw_tp, not tp_btf: the verifier refuses tp_btf reads of the func argument

@@ -63,6 +63,7 @@ static __always_inline void bcast_site_hit(void *ctx, __u32 site)
 		return;
 	SH_INC(&s->calls[SH_BOUND(i, SH_BCAST_SITES)]);
 	sh_access(ctx, SH_P_BCAST_LOCK, SH_WORD(struct sh_bcast_lock_slot, calls) + (__u16)SH_BOUND(i, SH_BCAST_SITES), 0);
+	sh_mark(SH_P_BCAST_LOCK);
 }
 
 /* The holder state at site i's entry (now: 0 reads the clock) and exit. */
@@ -207,6 +208,7 @@ static __always_inline struct sh_bcast_wait_slot *bcast_begin_core(void *ctx, __
 		sh_access(ctx, SH_P_BCAST_WAIT, SH_WORD(struct sh_bcast_wait_slot, contentions), now);
 		bcast_holder_scan(now);
 	}
+	sh_mark(SH_P_BCAST_WAIT);
 	return s;
 }
 
@@ -222,9 +224,10 @@ static __always_inline void bcast_end_core(void *ctx, __u64 lock, __u64 now)
 	if (!s || !s->ts)
 		return;
 	if (now >= s->ts) {
-		sh_hist_add(&s->lat, now - s->ts);
+		sh_hist_add(SH_P_BCAST_WAIT, &s->lat, now - s->ts);
 		SH_INC(&s->ends);
 		sh_catch_note(ctx, SH_P_BCAST_WAIT, &s->c, s->ts, now, detail);
+		sh_mark(SH_P_BCAST_WAIT);
 	}
 	s->ts = 0;
 }
@@ -245,6 +248,7 @@ int BPF_PROG(bcast_wait__tp_begin, void *lock, unsigned int flags)
 	ev.cpu = bpf_get_smp_processor_id();
 	ev.nframes = (__u32)(n / sizeof(__u64));
 	SH_INC(&s->learn_sent);
+	sh_mark(SH_P_BCAST_WAIT);
 	bpf_perf_event_output(ctx, &bcast_learn_events, BPF_F_CURRENT_CPU, &ev, sizeof(ev));
 	return 0;
 }

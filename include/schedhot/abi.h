@@ -63,6 +63,27 @@ struct sh_hist {
 	__u64 bucket[SH_HIST_BUCKETS];  /* counts per log-linear bucket */
 };
 
+/*
+ * Change marks (issue 32: a sample costs what changed). One struct per possible CPU in a
+ * mapped array (bpf/common.bpf.h sh_slot_marks, created by user space and shared by every
+ * object), written only by the CPU it belongs to: after a program writes a probe's slot it
+ * adds 1 to gen[probe] (sh_mark), and a histogram add adds 1 to chunk[probe][bucket / 8]
+ * after the bucket (sh_hist_add). The sampler (src/probe/records.h copy_slots) keeps what
+ * it read of them with the words it copied: a CPU whose gen did not move is not read at
+ * all, and of a histogram only the chunks whose count moved are (plus sum_ns, max_ns).
+ * Both are written last, so a mark that did not move means none of the words before it
+ * did. Plain adds: an interrupt's program can lose one of the outer program's adds, never
+ * both, so a mark that was written always moves. A u32 chunk count wraps after 2^32 adds
+ * between two samples; the sampler then reads every chunk (gen moved that much too).
+ */
+#define SH_MARK_CHUNK_WORDS 8                                      /* buckets per chunk */
+#define SH_MARK_CHUNKS (SH_HIST_BUCKETS / SH_MARK_CHUNK_WORDS)     /* 64 */
+#define SH_MARK_GENS 16                                            /* >= SH_NPROBES, one 128-byte line */
+struct sh_cpu_marks {
+	__u64 gen[SH_MARK_GENS];                /* per probe: programs that wrote its slot */
+	__u32 chunk[SH_NPROBES][SH_MARK_CHUNKS];  /* per probe: adds to its histogram's chunk */
+} __attribute__((aligned(SH_SLOT_ALIGN)));
+
 /* Most significant set bit of v (v > 0), without __builtin_clzll: Debian
  * 12's clang-14 crashes lowering clz for -target bpf. */
 static inline __u32 sh_msb64(__u64 v)

@@ -113,6 +113,12 @@ class LibbpfLoader : public BpfLoader {
       if (gap_fd_ < 0 || routes_fd_ < 0)
         throw std::runtime_error(fmt::format("cannot create the gap state maps: {}", strerror(errno)));
     }
+    {
+      // The change marks (abi.h struct sh_cpu_marks): without them (a kernel that refuses
+      // the map) the sampler compares every word, as before them.
+      LIBBPF_OPTS(bpf_map_create_opts, mo, .map_flags = BPF_F_MMAPABLE);
+      marks_fd_ = bpf_map_create(BPF_MAP_TYPE_ARRAY, "sh_slot_marks", sizeof(uint32_t), sizeof(sh_cpu_marks), ncpus, &mo);
+    }
     if (!exact) return;
     exact_fd_ = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY, "sh_exact_events", sizeof(uint32_t), sizeof(uint32_t),
                                ncpus, nullptr);
@@ -128,6 +134,7 @@ class LibbpfLoader : public BpfLoader {
     if (exact_fd_ >= 0) close(exact_fd_);
     if (fails_fd_ >= 0) close(fails_fd_);
     if (gap_fd_ >= 0) close(gap_fd_);
+    if (marks_fd_ >= 0) close(marks_fd_);
     if (routes_fd_ >= 0) close(routes_fd_);
     for (int fd : {catch_rules_fd_, catch_events_fd_, irq_rings_fd_, holders_fd_, catch_fails_fd_})
       if (fd >= 0) close(fd);
@@ -207,6 +214,8 @@ class LibbpfLoader : public BpfLoader {
   }
   /// The shared gap state maps (bpf/common.bpf.h sh_gap_slots, sh_gap_routes), -1 without.
   int gap_fd() const { return gap_fd_; }
+  /// The shared change marks (bpf/common.bpf.h sh_slot_marks), -1 when not created.
+  int marks_fd() const { return marks_fd_; }
   int routes_fd() const { return routes_fd_; }
   /// The shared --exact perf map, -1 without --exact.
   int exact_fd() const { return exact_fd_; }
@@ -300,6 +309,11 @@ class LibbpfLoader : public BpfLoader {
       if (!e) e = bpf_map__reuse_fd(s->maps.sh_gap_routes, routes_fd_);
       if (e) return fail(r, -e, fmt::format("cannot share the gap state maps: {}", errno_name(-e)));
     }
+    if (marks_fd_ >= 0) {
+      s->rodata->sh_marks = 1;
+      if (int e = bpf_map__reuse_fd(s->maps.sh_slot_marks, marks_fd_))
+        return fail(r, -e, fmt::format("cannot share the change marks map: {}", errno_name(-e)));
+    }
     if (req.share_slots != kNoLoad) {
       schedhot_bpf* first = object(req.share_slots);
       struct bpf_map* mine = mod.slots_map(s);
@@ -390,7 +404,7 @@ class LibbpfLoader : public BpfLoader {
   uint32_t ncpus_;
   std::vector<std::unique_ptr<Loaded>> objs_;
   std::vector<const ProbeModule*> modules_;  // by handle, for map_slots
-  int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1;
+  int exact_fd_ = -1, fails_fd_ = -1, gap_fd_ = -1, routes_fd_ = -1, marks_fd_ = -1;
   int catch_rules_fd_ = -1, catch_events_fd_ = -1, irq_rings_fd_ = -1, catch_fails_fd_ = -1;
   int holders_fd_ = -1;  ///< bcast_wait's holder state (AttachOptions::bcast_holder), -1 without
   bool irq_ok_ = false;  ///< load_irq_accounting() attached the interrupt programs
@@ -428,8 +442,19 @@ ProbeSet::ProbeSet(const KernelFacts& facts, const HostInfo& host, const AttachO
     // Until the first interval shows the rates: every event (period 1). A CPU's first
     // interval costs the full price; the next ones at most about gap_samples_per_s.
   }
+  if (loader->marks_fd() >= 0) {
+    const long page = sysconf(_SC_PAGESIZE);
+    marks_bytes_ = (sizeof(sh_cpu_marks) * size_t(ncpus_) + size_t(page) - 1) / size_t(page) * size_t(page);
+    void* p = mmap(nullptr, marks_bytes_, PROT_READ, MAP_SHARED, loader->marks_fd(), 0);
+    if (p != MAP_FAILED) marks_live_ = static_cast<const sh_cpu_marks*>(p);
+  }
   loader_ = std::move(loader);
   probes_ = attach_all(facts, host, opts, *loader_);
+  marks_.resize(probes_.size());
+  for (size_t i = 0; i < marks_.size(); ++i) {
+    marks_[i].live = marks_live_;
+    marks_[i].probe = static_cast<uint32_t>(i);
+  }
   for (auto& p : probes_) status_.push_back(p.status);
   if (exact_fd >= 0) exact_ = std::make_unique<ExactReader>(exact_fd, ncpus_, 0, fails_fd);
   if (catch_events_fd >= 0)
@@ -544,6 +569,9 @@ void ProbeSet::detach() {
   catch_irq_handle_ = kNoLoad;
   if (gap_slots_) munmap(gap_slots_, gap_bytes_);
   gap_slots_ = nullptr;
+  marks_.clear();
+  if (marks_live_) munmap(const_cast<sh_cpu_marks*>(marks_live_), marks_bytes_);
+  marks_live_ = nullptr;
   for (auto& p : probes_) {
     p.poller.reset();
     p.slots = nullptr;
@@ -568,7 +596,7 @@ bool ProbeSet::read(size_t i, SlotWords& words) const {
     words.clear();
     return false;
   }
-  copy_slots(slots, ncpus_, probe_modules()[i]->spec().slot, words);
+  copy_slots(slots, ncpus_, probe_modules()[i]->spec().slot, words, nullptr, i < marks_.size() ? &marks_[i] : nullptr);
   return true;
 }
 

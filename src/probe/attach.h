@@ -37,6 +37,8 @@ class ProbeSet {
   size_t size() const { return probes_.size(); }
   /// Copies probe i's slots, ncpus * slot_words words CPU-major with private words zeroed,
   /// into words, writing only the blocks that differ from what words holds (copy_slots);
+  /// with the change marks mapped, a CPU whose marks did not move since the read that made
+  /// words is not read, nor a histogram chunk whose count did not (abi.h sh_cpu_marks).
   /// false (words cleared) when it is not attached.
   bool read(size_t i, SlotWords& words) const;
   /// Services the modules' pollers (bcast_wait's address learner) for up to timeout_ms
@@ -95,6 +97,9 @@ class ProbeSet {
   LoadHandle catch_irq_handle_ = kNoLoad;  ///< the interrupt programs' object
   sh_gap_slot* gap_slots_ = nullptr;         ///< ncpus slots, mapped (user space writes only `period`)
   size_t gap_bytes_ = 0;
+  const sh_cpu_marks* marks_live_ = nullptr;  ///< the change marks, ncpus, mapped read-only; null without
+  size_t marks_bytes_ = 0;
+  mutable std::vector<SlotMarks> marks_;     ///< per probe: what read() last saw of them (copy_slots)
   int gap_routes_fd_ = -1;
   std::vector<sh_gap_line> gap_prev_;        ///< per CPU x SH_GAP_LINES: the counts at the last take
   std::vector<uint64_t> gap_full_prev_;      ///< per CPU: `full` at the last take

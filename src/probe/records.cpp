@@ -54,10 +54,30 @@ std::atomic<uint64_t> g_slot_rereads{0};
 uint64_t slot_rereads() { return g_slot_rereads.load(std::memory_order_relaxed); }
 
 size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, SlotWords& words,
-                  const std::function<void(uint32_t cpu)>* between) {
+                  const std::function<void(uint32_t cpu)>* between, SlotMarks* marks) {
   const uint32_t sw = L.slot_words;
   if (!words.shaped(ncpus, sw)) words.assign(ncpus, sw);
   if (words.empty()) return 0;
+  // With marks: the histogram's buckets, [hb, he), are compared by the chunks whose count
+  // moved (the rest of the slot as before); a CPU whose gen did not move not at all.
+  if (marks && (!marks->live || marks->probe >= SH_NPROBES)) marks = nullptr;
+  uint32_t hb = 0, he = 0;
+  if (marks)
+    for (auto& f : L.fields)
+      if (f.kind == FieldKind::hist && f.offset + 2 + SH_HIST_BUCKETS <= sw) {
+        hb = f.offset + 2;  // after sum_ns, max_ns
+        he = hb + SH_HIST_BUCKETS;
+        break;
+      }
+  bool known = false;  // marks->gen and chunk are what was read for the words held now
+  if (marks) {
+    if (marks->gen.size() != ncpus || marks->chunk.size() != size_t(ncpus) * SH_MARK_CHUNKS) {
+      marks->gen.assign(ncpus, 0);
+      marks->chunk.assign(size_t(ncpus) * SH_MARK_CHUNKS, 0);
+      marks->stamp = 0;
+    }
+    known = marks->stamp != 0 && marks->stamp == words.stamp();
+  }
   // The slot's words that are not private, as [lo, hi) runs: what is compared.
   std::vector<char> priv(sw, 0);
   std::vector<uint32_t> wit;  // witness words (Field::witness)
@@ -69,15 +89,48 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
   }
   std::vector<std::pair<uint32_t, uint32_t>> runs;
   for (uint32_t w = 0; w < sw;) {
-    if (priv[w]) {
+    if (priv[w] || (w >= hb && w < he)) {
       ++w;
       continue;
     }
     uint32_t e = w;
-    while (e < sw && !priv[e]) ++e;
+    while (e < sw && !priv[e] && !(e >= hb && e < he)) ++e;
     runs.emplace_back(w, e);
     w = e;
   }
+  const size_t nbase = runs.size();
+  // The runs of CPU c now (runs past nbase: its histogram's chunks to read), from its marks
+  // read here into gen_now and row (row: SH_MARK_CHUNKS); false when they say nothing moved.
+  uint64_t gen_now = 0;
+  std::array<uint32_t, SH_MARK_CHUNKS> row{};
+  auto cpu_runs = [&](uint32_t c) {
+    runs.resize(nbase);
+    if (!marks) return true;
+    const sh_cpu_marks& m = marks->live[c];
+    gen_now = __atomic_load_n(&m.gen[marks->probe], __ATOMIC_ACQUIRE);
+    const uint64_t was = marks->gen[c];
+    if (known && gen_now == was) return false;
+    for (uint32_t j = 0; j < SH_MARK_CHUNKS; ++j) row[j] = __atomic_load_n(&m.chunk[marks->probe][j], __ATOMIC_RELAXED);
+    __atomic_thread_fence(__ATOMIC_ACQUIRE);  // the words after the marks (written before them)
+    if (he == 0) return true;
+    // A u32 chunk count that wrapped looks unmoved: past 2^31 programs, every chunk.
+    const uint32_t* kept = marks->chunk.data() + size_t(c) * SH_MARK_CHUNKS;
+    const bool all = !known || gen_now - was >= (uint64_t(1) << 31);
+    for (uint32_t j = 0; j < SH_MARK_CHUNKS; ++j) {
+      if (!all && row[j] == kept[j]) continue;
+      const uint32_t lo = hb + j * SH_MARK_CHUNK_WORDS;
+      if (!runs.empty() && runs.size() > nbase && runs.back().second == lo)
+        runs.back().second = lo + SH_MARK_CHUNK_WORDS;
+      else
+        runs.emplace_back(lo, lo + SH_MARK_CHUNK_WORDS);
+    }
+    return true;
+  };
+  auto keep_marks = [&](uint32_t c) {
+    if (!marks) return;
+    marks->gen[c] = gen_now;
+    std::copy(row.begin(), row.end(), marks->chunk.begin() + std::ptrdiff_t(size_t(c) * SH_MARK_CHUNKS));
+  };
   // What changed from the words' state before (when it has a stamp: the previous sample's,
   // which a copy keeps) to the one made here, for Interval and the recording writer
   // (SlotDelta): the compare of a changed block is word by word anyway.
@@ -99,12 +152,13 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     // The first CPU of the block whose words differ (nc: none); the ones before it are equal.
     uint32_t differs = 0;
     for (bool same = true; same && differs < nc;) {
-      for (auto [lo, hi] : runs)
-        if (std::memcmp(src + size_t(differs) * sw + lo, cur + size_t(differs) * sw + lo, (hi - lo) * sizeof(uint64_t)) !=
-            0) {
-          same = false;
-          break;
-        }
+      if (cpu_runs(c0 + differs))
+        for (auto [lo, hi] : runs)
+          if (std::memcmp(src + size_t(differs) * sw + lo, cur + size_t(differs) * sw + lo,
+                          (hi - lo) * sizeof(uint64_t)) != 0) {
+            same = false;
+            break;
+          }
       if (same) ++differs;
     }
     if (differs == nc) continue;
@@ -131,17 +185,23 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
       for (int t = 1;; ++t) {
         for (size_t i = 0; i < wit.size(); ++i) seen[i] = __atomic_load_n(sk + wit[i], __ATOMIC_ACQUIRE);
         if (between) (*between)(c0 + k);
+        if (delta && !cpu_runs(c0 + k)) {  // its marks did not move: the old sample's words
+          if (dk != ck) std::memcpy(dk, ck, size_t(sw) * sizeof(uint64_t));
+          break;
+        }
         const size_t n0 = delta ? delta->word.size() : 0, s0 = delta ? delta->shrunk.size() : 0;
         if (!delta) {
+          if (marks) cpu_runs(c0 + k);  // a first state: the marks it was read at
           std::memcpy(dk, sk, size_t(sw) * sizeof(uint64_t));
         } else {
           // Each word is read once, and what the delta says is what the sample holds. Words
           // found equal keep the old sample's value (ck: not live), a run at once (an idle
           // CPU's), else 8 words at a time (most of a busy slot, its empty buckets, did not
-          // move).
+          // move). Words outside the runs (histogram chunks whose marks did not move) too.
           auto keep_old = [&](uint32_t lo, uint32_t hi) {
             if (dk != ck) std::memcpy(dk + lo, ck + lo, (hi - lo) * sizeof(uint64_t));
           };
+          if (marks && he && dk != ck) keep_old(hb, he);
           for (auto [lo, hi] : runs) {
             if (std::memcmp(sk + lo, ck + lo, (hi - lo) * sizeof(uint64_t)) == 0) {
               keep_old(lo, hi);
@@ -164,7 +224,10 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
         }
         bool moved = false;
         for (size_t i = 0; i < wit.size() && !moved; ++i) moved = dk[wit[i]] != seen[i];
-        if (!moved || t == kTries) break;
+        if (!moved || t == kTries) {
+          keep_marks(c0 + k);
+          break;
+        }
         g_slot_rereads.fetch_add(1, std::memory_order_relaxed);
         if (delta) {
           // Undo this try: in place (dk == ck), its entries' old values go back.
@@ -188,11 +251,11 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
   }
   if (delta) {
     while (next_first <= ncpus) delta->first[next_first++] = uint32_t(delta->word.size());
-    if (!written) return 0;  // unchanged: the state and its stamp stay
-    words.stamp_state(std::move(delta));
+    if (written) words.stamp_state(std::move(delta));  // unchanged: the state and its stamp stay
   } else {
     words.stamp_state();  // a first state: what the next sample's delta applies to
   }
+  if (marks) marks->stamp = words.stamp();
   return written;
 }
 

@@ -143,8 +143,23 @@ class ExactSource {
 /// so an event is never in a witness and missing from the words the program wrote before
 /// it. between (tests): called for each CPU copied, after its witnesses' first read.
 /// Returns the number of blocks written.
+/// What copy_slots knows of a probe's change marks (abi.h struct sh_cpu_marks, a mapped
+/// array the programs write): the array, and what it read of them for the words it wrote
+/// last (per CPU the probe's gen and histogram chunk counts).
+struct SlotMarks {
+  const sh_cpu_marks* live = nullptr;  ///< ncpus entries, mapped; nullptr: no marks
+  uint32_t probe = 0;                  ///< enum sh_probe_id: the gen and chunk row read
+  std::vector<uint64_t> gen;           ///< per CPU, as read
+  std::vector<uint32_t> chunk;         ///< per CPU, SH_MARK_CHUNKS each, as read
+  uint64_t stamp = 0;                  ///< the words' stamp after that copy (0: none yet)
+};
+/// With marks (their live array set): a CPU whose gen is what marks kept for the words
+/// being updated (their stamp is marks->stamp) is not read at all, and of its histogram
+/// (the layout's hist field) only the chunks of SH_MARK_CHUNK_WORDS buckets whose count
+/// moved are; words of another stamp are read in full. marks is updated to what was read.
+/// (bpf/common.bpf.h sh_mark, sh_hist_add write the marks after the words.)
 size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& layout, SlotWords& words,
-                  const std::function<void(uint32_t cpu)>* between = nullptr);
+                  const std::function<void(uint32_t cpu)>* between = nullptr, SlotMarks* marks = nullptr);
 /// CPUs copy_slots copied again because their witnesses moved, in this process so far.
 uint64_t slot_rereads();
 

@@ -83,12 +83,14 @@ bool LiveSource::finish(Sample& out) {
 
 void LiveSource::take(Sample& out) {
   reshape_sample(meta_, out);  // the caller's buffers
-  // Start from the last sample's blocks: read() writes (unshares) only the blocks that
-  // changed, so the two samples share the rest.
+  // Start from the last sample's blocks, moved (not shared) into out: read() writes only
+  // the blocks that changed, in place where no one else holds them (a caller that let go
+  // of the last sample, or kept only its stamp: RecordingWriter), else unshared first, so
+  // the two samples share the rest.
   last_words_.resize(out.probes.size());
   for (size_t i = 0; i < out.probes.size(); ++i)
     if (out.probes[i].present && last_words_[i].shaped(out.probes[i].words.ncpus(), out.probes[i].words.slot_words()))
-      out.probes[i].words = last_words_[i];
+      out.probes[i].words = std::move(last_words_[i]);
   out.seq = seq_;
   out.mono_ns = mono_now_ns();
   out.wall_ns = wall_now_ns();

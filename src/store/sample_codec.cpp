@@ -50,6 +50,10 @@ std::string encode_sample(const Sample& s, const Meta& meta, const Sample* prev)
     if (prev && i < prev->probes.size() && prev->probes[i].present && prev->probes[i].words.shaped(meta.ncpus, sw))
       base = &prev->probes[i];
     put<uint16_t>(b, static_cast<uint16_t>(i));
+    if (base && base->words.stamp() && base->words.stamp() == cur.words.stamp()) {
+      put_varint(b, 0);  // the very state of the previous sample: nothing changed
+      continue;
+    }
     std::string cpus;
     uint64_t nchanged = 0;
     int64_t last_cpu = -1;

@@ -257,7 +257,14 @@ bool RecordingWriter::still_at_path() const {
 
 bool RecordingWriter::write_sample(const Sample& s) {
   if (fd_ < 0) throw std::runtime_error(fmt::format("{}: recording already closed", path_));
-  const bool key = !have_prev_ || (nsamples_ % kKeyframeEvery) == 0;
+  bool key = !have_prev_ || (nsamples_ % kKeyframeEvery) == 0;
+  // A probe the previous sample kept hollow (below) can only be written from what changed.
+  for (size_t i = 0; !key && i < s.probes.size() && i < prev_.probes.size(); ++i) {
+    const SlotWords &was = prev_.probes[i].words, &now = s.probes[i].words;
+    if (s.probes[i].present && prev_.probes[i].present && was.is_hollow() && was.stamp() != now.stamp() &&
+        !now.delta_from(was))
+      key = true;
+  }
   std::string b = encode_sample(s, meta_, key ? nullptr : &prev_);
   uint8_t flags = key ? kFlagKeyframe : 0;
   compress_if_smaller(b, flags);
@@ -327,6 +334,12 @@ bool RecordingWriter::write_sample(const Sample& s) {
   if (!nsamples_) first_mono_ = s.mono_ns;
   last_mono_ = s.mono_ns;
   prev_ = s;
+  // A producer that keeps what changed (the sampler, the decoder) gives the next sample
+  // with its changes from this one: only this one's stamp is needed, and its words are
+  // let go of, so the producer writes its next state in place (issue 32) rather than a
+  // copy of every block that changed.
+  for (ProbeSample& p : prev_.probes)
+    if (p.present && p.words.kept_delta()) p.words.hollow();
   have_prev_ = true;
   ++nsamples_;
   return true;

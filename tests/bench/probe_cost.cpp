@@ -216,8 +216,10 @@ probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32
   bpf_object__for_each_map(map, skel->obj) {
     std::string n = bpf_map__name(map);
     if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, __u32(ncpus));
+    if (n == "sh_slot_marks") bpf_map__set_max_entries(map, __u32(ncpus));
   }
   skel->rodata->pc_tgid = __u32(getpid());
+  skel->rodata->sh_marks = 1;  // the change marks, as schedhot loads every object (their cost is the handlers')
   skel->rodata->sh_cpupri_nr_prios = 101;
   skel->rodata->sh_exact = obj == kExactObj ? 1 : 0;
   skel->rodata->sh_gaps = obj == kGapsObj ? 1 : 0;

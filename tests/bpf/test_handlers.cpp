@@ -4,6 +4,7 @@
 // and flags. The maps are read back and checked word by word. Needs root.
 #include <gtest/gtest.h>
 
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <cstdarg>
@@ -27,6 +28,8 @@
 #include "probe/catch_rules.h"
 #include "probe/steal_clock.h"
 #include "model/lines.h"
+#include "probe/module.h"
+#include "probe/records.h"
 #include "sample/sample.h"
 #include "schedhot.skel.h"
 #include "schedhot/abi.h"
@@ -60,6 +63,8 @@ class Handlers : public ::testing::Test {
       std::string n = bpf_map__name(map);
       if (n.size() > 6 && n.compare(n.size() - 6, 6, "_slots") == 0) bpf_map__set_max_entries(map, ncpus_);
     }
+    bpf_map__set_max_entries(skel_->maps.sh_slot_marks, ncpus_);  // the change marks, as schedhot loads them
+    skel_->rodata->sh_marks = 1;
     skel_->rodata->sh_cpupri_nr_prios = 101;
     skel_->rodata->sh_gaps = gaps_ ? 1 : 0;
     skel_->rodata->sh_catch_armed = catch_ ? 1 : 0;
@@ -959,4 +964,85 @@ TEST_F(GapState, AFullTableCountsWhatItCouldNotKeep) {
   EXPECT_EQ(kept, uint32_t(SH_GAP_LINES));
   EXPECT_EQ(s.full, 4u) << "the 4 lines after the table filled";
   EXPECT_EQ(s.line[0].ww[SH_GAP_BUCKETS - 1], 1u) << "a first write has no earlier one: the last bucket";
+}
+
+// The change marks (abi.h sh_cpu_marks): after every run of every probe's handlers (random
+// ops on every CPU, the nested and orphan cases included), a copy of each probe's mapped
+// slots that reads only what the marks say moved equals a copy that reads every word;
+// a run moves the gen of its own probe only, and each histogram's chunk counts add up to
+// its buckets.
+TEST_F(Handlers, ACopyThatReadsOnlyMarkedWordsEqualsAFullCopyAfterEveryRun) {
+  using namespace schedhot;
+  const uint32_t n = static_cast<uint32_t>(ncpus_);
+  const long page = sysconf(_SC_PAGESIZE);
+  auto map_of = [&](int fd, size_t bytes) {
+    bytes = (bytes + size_t(page) - 1) / size_t(page) * size_t(page);
+    void* p = mmap(nullptr, bytes, PROT_READ, MAP_SHARED, fd, 0);
+    EXPECT_NE(p, MAP_FAILED) << strerror(errno);
+    return p;
+  };
+  const auto& mods = probe_modules();
+  ASSERT_EQ(mods.size(), size_t(SH_NPROBES));
+  const auto* live = static_cast<const sh_cpu_marks*>(
+      map_of(bpf_map__fd(skel_->maps.sh_slot_marks), sizeof(sh_cpu_marks) * n));
+  std::vector<const uint64_t*> slots;
+  std::vector<SlotWords> marked(SH_NPROBES), full(SH_NPROBES);
+  std::vector<SlotMarks> marks(SH_NPROBES);
+  for (uint32_t i = 0; i < SH_NPROBES; ++i) {
+    const SlotFields& L = mods[i]->spec().slot;
+    slots.push_back(static_cast<const uint64_t*>(
+        map_of(bpf_map__fd(mods[i]->slots_map(skel_)), size_t(L.slot_words) * 8 * n)));
+    marks[i].live = live;
+    marks[i].probe = i;
+  }
+  const uint64_t lock = 0xffffffff82a00040ull;
+  skel_->bss->sh_bcast_lock_addr = lock;
+  std::mt19937_64 rng(32);
+  uint64_t ts = 1000;
+  for (int step = 0; step < 400; ++step) {
+    const int cpu = int(rng() % n);
+    ts += 100 + rng() % 20000;
+    const uint64_t r = rng();
+    int probe = -1;
+    switch (rng() % 10) {
+      case 0: run(skel_->progs.test_nohz_exit, {r % 5, ts, (r >> 8) & 1}, cpu); probe = SH_P_NOHZ_EXIT; break;
+      case 1: run(skel_->progs.test_nohz_enter, {r & 1}, cpu); probe = SH_P_NOHZ_ENTER; break;
+      case 2: run(skel_->progs.test_nohz_kick, {r % 2, ts, (r >> 8) & 1}, cpu); probe = SH_P_NOHZ_KICK; break;
+      case 3: run(skel_->progs.test_ilb_kick, {r % 2, r % n, (r >> 8) & 15}, cpu); probe = SH_P_ILB_KICK; break;
+      case 4:
+        run(skel_->progs.test_cpupri_set, {r % 2, ts, (r >> 8) % 103 - 1, (r >> 16) % 140, 101}, cpu);
+        probe = SH_P_CPUPRI_SET;
+        break;
+      case 5: run(skel_->progs.test_cpupri_find, {r % 2, ts, (r >> 8) & 1}, cpu); probe = SH_P_CPUPRI_FIND; break;
+      case 6: run(skel_->progs.test_bcast_lock, {r % 8}, cpu); probe = SH_P_BCAST_LOCK; break;
+      case 7: run(skel_->progs.test_bcast_wait, {r % 2, (r >> 8) & 1 ? lock : lock + 64, ts}, cpu); probe = SH_P_BCAST_WAIT; break;
+      default: run(skel_->progs.test_idle, {r % 3 ? (r >> 8) % 4 : 0xffffffffull, ts}, cpu); probe = SH_P_IDLE; break;
+    }
+    std::vector<uint64_t> gen_before(SH_NPROBES);
+    for (uint32_t i = 0; i < SH_NPROBES; ++i) gen_before[i] = marks[i].gen.empty() ? 0 : marks[i].gen[cpu];
+    for (uint32_t i = 0; i < SH_NPROBES; ++i) {
+      const SlotFields& L = mods[i]->spec().slot;
+      copy_slots(slots[i], n, L, marked[i], nullptr, &marks[i]);
+      copy_slots(slots[i], n, L, full[i]);
+      ASSERT_EQ(marked[i].size(), full[i].size());
+      for (uint32_t c = 0; c < n; ++c)
+        for (uint32_t w = 0; w < L.slot_words; ++w)
+          ASSERT_EQ(marked[i].cpu(c)[w], full[i].cpu(c)[w])
+              << "step " << step << " probe " << mods[i]->spec().name << " cpu " << c << " word " << w;
+      if (int(i) != probe) EXPECT_EQ(marks[i].gen[cpu], gen_before[i]) << "step " << step << ": another probe's gen moved";
+      for (auto& f : L.fields) {
+        if (f.kind != FieldKind::hist) continue;
+        for (uint32_t c = 0; c < n; ++c)
+          for (uint32_t j = 0; j < SH_MARK_CHUNKS; ++j) {
+            uint64_t sum = 0;
+            for (uint32_t k = 0; k < SH_MARK_CHUNK_WORDS; ++k) sum += full[i].cpu(c)[f.offset + 2 + j * SH_MARK_CHUNK_WORDS + k];
+            ASSERT_EQ(uint64_t(live[c].chunk[i][j]), sum) << "probe " << mods[i]->spec().name << " cpu " << c << " chunk " << j;
+          }
+      }
+    }
+  }
+  uint64_t moved = 0;
+  for (uint32_t i = 0; i < SH_NPROBES; ++i)
+    for (uint32_t c = 0; c < n; ++c) moved += live[c].gen[i];
+  EXPECT_GT(moved, 300u) << "most runs write their slot and move its gen";
 }

@@ -196,7 +196,7 @@ int pc_usual_exit(void *ctx)
 		return 1;
 	now = bpf_ktime_get_ns();
 	if (now >= *start)
-		sh_hist_add(&pc_global_hist, now - *start);
+		sh_hist_add(SH_NPROBES, &pc_global_hist, now - *start);  /* no marks: not a probe */
 	bpf_map_delete_elem(&pc_starts, &tid);
 	return 1;
 }
