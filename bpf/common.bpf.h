@@ -78,13 +78,22 @@ static __always_inline struct sh_cpu_marks *sh_this_marks(void)
 	return sh_marks ? bpf_map_lookup_elem(&sh_slot_marks, &cpu) : NULL;
 }
 
+/* A mark's add, ordered after every write before it: a fetch add (BPF_FETCH, its result
+ * kept live) is fully ordered in the JITs (x86 lock xadd; arm64 LDADDAL, or LDXR/STLXR and
+ * DMB without LSE), where a plain or non-fetch add could be seen by another CPU before the
+ * slot's words it marks (arm64, ppc64le). */
+#define SH_MARK_ADD(p) ({                              \
+	__typeof__(*(p)) __old = __sync_fetch_and_add((p), 1); \
+	barrier_var(__old);                            \
+})
+
 /* After a program wrote probe's slot on this CPU (its last write): gen[probe] moves. */
 static __always_inline void sh_mark(__u32 probe)
 {
 	struct sh_cpu_marks *m = sh_this_marks();
 
 	if (m)
-		m->gen[SH_BOUND(probe, SH_MARK_GENS)] += 1;
+		SH_MARK_ADD(&m->gen[SH_BOUND(probe, SH_MARK_GENS)]);
 }
 
 /* Adds v (ns) to probe's histogram h on this CPU; the bucket's chunk count moves after it
@@ -100,7 +109,7 @@ static __always_inline void sh_hist_add(__u32 probe, struct sh_hist *h, __u64 v)
 		h->max_ns = v;
 	m = sh_this_marks();
 	if (m && probe < SH_NPROBES)
-		m->chunk[probe][SH_BOUND(i / SH_MARK_CHUNK_WORDS, SH_MARK_CHUNKS)] += 1;
+		SH_MARK_ADD(&m->chunk[probe][SH_BOUND(i / SH_MARK_CHUNK_WORDS, SH_MARK_CHUNKS)]);
 }
 
 /*

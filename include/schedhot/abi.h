@@ -71,10 +71,10 @@ struct sh_hist {
  * after the bucket (sh_hist_add). The sampler (src/probe/records.h copy_slots) keeps what
  * it read of them with the words it copied: a CPU whose gen did not move is not read at
  * all, and of a histogram only the chunks whose count moved are (plus sum_ns, max_ns).
- * Both are written last, so a mark that did not move means none of the words before it
- * did. Plain adds: an interrupt's program can lose one of the outer program's adds, never
- * both, so a mark that was written always moves. A u32 chunk count wraps after 2^32 adds
- * between two samples; the sampler then reads every chunk (gen moved that much too).
+ * Both are written after the words they mark, by fully ordered atomic adds (sh_mark), so a
+ * mark seen unmoved means none of those words was written, and a mark seen moved, that
+ * they were. A u32 chunk count wraps after 2^32 adds between two samples; the sampler then
+ * reads every chunk (gen moved at least that much too).
  */
 #define SH_MARK_CHUNK_WORDS 8                                      /* buckets per chunk */
 #define SH_MARK_CHUNKS (SH_HIST_BUCKETS / SH_MARK_CHUNK_WORDS)     /* 64 */

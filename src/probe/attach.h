@@ -38,7 +38,8 @@ class ProbeSet {
   /// Copies probe i's slots, ncpus * slot_words words CPU-major with private words zeroed,
   /// into words, writing only the blocks that differ from what words holds (copy_slots);
   /// with the change marks mapped, a CPU whose marks did not move since the read that made
-  /// words is not read, nor a histogram chunk whose count did not (abi.h sh_cpu_marks).
+  /// words is not read, nor a histogram chunk whose count did not (abi.h sh_cpu_marks):
+  /// one caller at a time (what was read of the marks is kept here, per probe).
   /// false (words cleared) when it is not attached.
   bool read(size_t i, SlotWords& words) const;
   /// Services the modules' pollers (bcast_wait's address learner) for up to timeout_ms

@@ -87,7 +87,7 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     if (f.witness)
       for (uint32_t w = f.offset; w < f.offset + f.nwords && w < sw; ++w) wit.push_back(w);
   }
-  std::vector<std::pair<uint32_t, uint32_t>> runs;
+  std::vector<std::pair<uint32_t, uint32_t>> base;  // ascending; split: the first past the histogram
   for (uint32_t w = 0; w < sw;) {
     if (priv[w] || (w >= hb && w < he)) {
       ++w;
@@ -95,36 +95,66 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     }
     uint32_t e = w;
     while (e < sw && !priv[e] && !(e >= hb && e < he)) ++e;
-    runs.emplace_back(w, e);
+    base.emplace_back(w, e);
     w = e;
   }
-  const size_t nbase = runs.size();
-  // The runs of CPU c now (runs past nbase: its histogram's chunks to read), from its marks
-  // read here into gen_now and row (row: SH_MARK_CHUNKS); false when they say nothing moved.
+  size_t split = 0;
+  while (split < base.size() && base[split].first < hb) ++split;
+  std::vector<std::pair<uint32_t, uint32_t>> runs = base;  // what a CPU's read compares, ascending
+  const size_t nbase = base.size();
+  // The runs of CPU c now (the base runs with its histogram's chunks to read in their
+  // place, so that the delta lists a CPU's words in order), from its marks read here into
+  // gen_now and row (row: SH_MARK_CHUNKS); false when they say nothing moved.
   uint64_t gen_now = 0;
   std::array<uint32_t, SH_MARK_CHUNKS> row{};
   auto cpu_runs = [&](uint32_t c) {
-    runs.resize(nbase);
     if (!marks) return true;
+    runs.assign(base.begin(), base.begin() + std::ptrdiff_t(split));
     const sh_cpu_marks& m = marks->live[c];
     gen_now = __atomic_load_n(&m.gen[marks->probe], __ATOMIC_ACQUIRE);
     const uint64_t was = marks->gen[c];
     if (known && gen_now == was) return false;
     for (uint32_t j = 0; j < SH_MARK_CHUNKS; ++j) row[j] = __atomic_load_n(&m.chunk[marks->probe][j], __ATOMIC_RELAXED);
     __atomic_thread_fence(__ATOMIC_ACQUIRE);  // the words after the marks (written before them)
-    if (he == 0) return true;
+    auto rest = [&] { runs.insert(runs.end(), base.begin() + std::ptrdiff_t(split), base.end()); };
+    if (he == 0) {
+      rest();
+      return true;
+    }
     // A u32 chunk count that wrapped looks unmoved: past 2^31 programs, every chunk.
     const uint32_t* kept = marks->chunk.data() + size_t(c) * SH_MARK_CHUNKS;
     const bool all = !known || gen_now - was >= (uint64_t(1) << 31);
     for (uint32_t j = 0; j < SH_MARK_CHUNKS; ++j) {
       if (!all && row[j] == kept[j]) continue;
       const uint32_t lo = hb + j * SH_MARK_CHUNK_WORDS;
-      if (!runs.empty() && runs.size() > nbase && runs.back().second == lo)
+      if (runs.size() > split && runs.back().second == lo)
         runs.back().second = lo + SH_MARK_CHUNK_WORDS;
       else
         runs.emplace_back(lo, lo + SH_MARK_CHUNK_WORDS);
     }
+    rest();
     return true;
+  };
+  // The words a CPU's read touches first (its marks, its runs in the map and in the state),
+  // asked for a few CPUs ahead: a busy machine's read is a walk over scattered lines of two
+  // large arrays, bound by their latency rather than by the bytes.
+  constexpr uint32_t kAhead = 4;
+  auto prefetch = [&](uint32_t c) {
+    if (c >= ncpus) return;
+    if (marks) {
+      const sh_cpu_marks& m = marks->live[c];
+      __builtin_prefetch(&m.gen[marks->probe]);
+      if (he)
+        for (uint32_t j = 0; j < SH_MARK_CHUNKS; j += 16) __builtin_prefetch(&m.chunk[marks->probe][j]);
+    }
+    const uint64_t* sc = slots + size_t(c) * sw;
+    const uint64_t* cc = words.cpu(c);
+    uint32_t n = 0;
+    for (size_t r = 0; r < nbase && n < 48; ++r)
+      for (uint32_t w = base[r].first & ~7u; w < base[r].second && n < 48; w += 8, ++n) {
+        __builtin_prefetch(sc + w);
+        __builtin_prefetch(cc + w);
+      }
   };
   auto keep_marks = [&](uint32_t c) {
     if (!marks) return;
@@ -152,6 +182,7 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     // The first CPU of the block whose words differ (nc: none); the ones before it are equal.
     uint32_t differs = 0;
     for (bool same = true; same && differs < nc;) {
+      prefetch(c0 + differs + kAhead);
       if (cpu_runs(c0 + differs))
         for (auto [lo, hi] : runs)
           if (std::memcmp(src + size_t(differs) * sw + lo, cur + size_t(differs) * sw + lo,
@@ -174,6 +205,7 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
         if (dk != ck) std::memcpy(dk, ck, size_t(sw) * sizeof(uint64_t));
         continue;
       }
+      prefetch(c0 + k + kAhead);
       if (delta)
         while (next_first <= c0 + k) delta->first[next_first++] = uint32_t(delta->word.size());
       // The maps are live (a mapped BPF array the programs keep writing, one word at a time,

@@ -207,7 +207,7 @@ class Bench {
     // ---- sampling + record's write ----
     if (want("sampling")) {
       const Meta m = big_meta(n);
-      const int intervals = short_ ? 3 : 10;
+      const int intervals = getenv("XINT") ? atoi(getenv("XINT")) : short_ ? 3 : 10;
       const SamplerCost cost = sampler_cost(m, intervals, busy_every, tmp_);
       if (!cost.ok) {
         fmt::print(stderr, "schedhot: bench_goals: the live source gave no sample\n");

@@ -78,7 +78,9 @@ namespace {
 /// no rate limit: the stack walk, the interrupt rings and the perf output each time).
 /// kCatchStealIdleObj: the not-firing rule with the steal clock read at each entry and exit
 /// (sh_catch_steal = 1, where this host keeps one: probe/steal_clock.h).
-enum Obj { kPlain, kExactObj, kGapsObj, kCatchIdleObj, kCatchFireObj, kCatchStealIdleObj };
+/// kNoMarksObj: the change marks off (sh_marks = 0; every other object has them, as schedhot
+/// loads its probes: abi.h sh_cpu_marks).
+enum Obj { kPlain, kExactObj, kGapsObj, kCatchIdleObj, kCatchFireObj, kCatchStealIdleObj, kNoMarksObj };
 
 struct Variant {
   const char* name;
@@ -113,6 +115,9 @@ const std::vector<Variant> kVariants = {
     {"timed + --catch, not firing", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchIdleObj},
     {"timed + --catch, every event", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchFireObj},
     {"timed + --catch + steal, idle", {"pc_timed_enter", "pc_timed_exit"}, 2, kCatchStealIdleObj},
+    {"nohz_enter, no marks", {"pc_nohz_enter"}, 1, kNoMarksObj},
+    {"nohz_exit timed, no marks", {"pc_nohz_exit_enter", "pc_nohz_exit_exit"}, 2, kNoMarksObj},
+    {"cpupri_set timed, no marks", {"pc_cpupri_timed_enter", "pc_cpupri_timed_exit"}, 2, kNoMarksObj},
 };
 constexpr int kCount = 3, kCpupri = 4, kKtime = 5, kTimed = 6, kUsual = 7, kCountExact = 8, kCpupriExact = 9;
 constexpr int kCatchIdle = 21, kCatchFire = 22, kCatchStealIdle = 23;
@@ -142,6 +147,14 @@ const std::vector<GapPair> kGapPairs = {
       {SH_P_CPUPRI_SET, PC_W(sh_cpupri_set_slot, vec_clear)}}},
 };
 #undef PC_W
+
+/// The change marks' pairs: the same handler from the object without them and with them.
+struct MarkPair {
+  const char* name;
+  int off, on;
+};
+const std::vector<MarkPair> kMarkPairs = {
+    {"nohz_enter (gen)", 24, 10}, {"nohz_exit timed (gen, chunk)", 25, 17}, {"cpupri_set timed (gen, chunk)", 26, 19}};
 
 std::string g_log;
 int capture(enum libbpf_print_level, const char* fmt, va_list ap) {
@@ -219,7 +232,7 @@ probe_cost_bpf* open_load(int ncpus, Obj obj, const std::vector<std::pair<uint32
     if (n == "sh_slot_marks") bpf_map__set_max_entries(map, __u32(ncpus));
   }
   skel->rodata->pc_tgid = __u32(getpid());
-  skel->rodata->sh_marks = 1;  // the change marks, as schedhot loads every object (their cost is the handlers')
+  skel->rodata->sh_marks = obj == kNoMarksObj ? 0 : 1;  // the change marks, as schedhot loads every object
   skel->rodata->sh_cpupri_nr_prios = 101;
   skel->rodata->sh_exact = obj == kExactObj ? 1 : 0;
   skel->rodata->sh_gaps = obj == kGapsObj ? 1 : 0;
@@ -334,7 +347,8 @@ int main(int argc, char** argv) {
   probe_cost_bpf* skelci = skelg ? open_load(ncpus, kCatchIdleObj, routes.routes) : nullptr;
   probe_cost_bpf* skelcf = skelci ? open_load(ncpus, kCatchFireObj, routes.routes) : nullptr;
   probe_cost_bpf* skelcs = skelcf ? open_load(ncpus, kCatchStealIdleObj, routes.routes) : nullptr;
-  if (!skel || !skelx || !skelg || !skelci || !skelcf || !skelcs) return 1;
+  probe_cost_bpf* skelnm = skelcs ? open_load(ncpus, kNoMarksObj, routes.routes) : nullptr;
+  if (!skel || !skelx || !skelg || !skelci || !skelcf || !skelcs || !skelnm) return 1;
   {
     // The gap state's sampling period on every CPU, as ProbeSet::take_gaps sets it.
     const double ns_per_call = time_loop({0}, 200'000);
@@ -353,7 +367,7 @@ int main(int argc, char** argv) {
       }
     }
   }
-  probe_cost_bpf* const objs[] = {skel, skelx, skelg, skelci, skelcf, skelcs};
+  probe_cost_bpf* const objs[] = {skel, skelx, skelg, skelci, skelcf, skelcs, skelnm};
   // The reader of --exact records, as record runs it: its own thread reads the buffers, a
   // take() of all due every 50 ms (record's takes are one per sample).
   std::unique_ptr<schedhot::ExactReader> reader;
@@ -568,6 +582,22 @@ int main(int argc, char** argv) {
                                  : "not read here, " + steal_why);
   fmt::print("--catch events: {} received, {} lost (perf buffers of {} pages per CPU, read and symbolized by "
              "CatchReader's thread)\n", caught_received, caught_lost, catcher->pages());
+  // The change marks (sh_mark's fetch add of the probe's gen; a histogram add's of its chunk).
+  for (int pass = 0; pass < (prog_time ? 2 : 1); ++pass) {
+    const auto& at = pass ? prog : res;
+    fmt::print("{:>7}  {:<30} {:>9} {:>9} {:>13} {:>15}  ({})\n", "threads", "change marks of", "off", "on", "on - off",
+               "min-max of runs", pass ? "--prog-time: the programs' run time" : "thread CPU time per call");
+    for (size_t m = 0; m < modes.size(); ++m)
+      for (const MarkPair& p : kMarkPairs) {
+        std::vector<double> d;
+        for (int r = 0; r < runs; ++r) d.push_back(at[m][p.on][r] - at[m][p.off][r]);
+        const Stats sd = stats(d);
+        const double off = stats(at[m][p.off]).median, on = stats(at[m][p.on]).median;
+        fmt::print("{:>7}  {:<30} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, off, on,
+                   fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
+      }
+  }
+  probe_cost_bpf__destroy(skelnm);
   probe_cost_bpf__destroy(skelcs);
   probe_cost_bpf__destroy(skelcf);
   probe_cost_bpf__destroy(skelci);

@@ -1024,6 +1024,10 @@ TEST_F(Handlers, ACopyThatReadsOnlyMarkedWordsEqualsAFullCopyAfterEveryRun) {
       const SlotFields& L = mods[i]->spec().slot;
       copy_slots(slots[i], n, L, marked[i], nullptr, &marks[i]);
       copy_slots(slots[i], n, L, full[i]);
+      if (const SlotDelta* d = marked[i].kept_delta())  // what the recording writer encodes: in order
+        for (uint32_t c = 0; c < n; ++c)
+          for (uint32_t e = d->first[c] + 1; e < d->first[c + 1]; ++e)
+            ASSERT_LT(d->word[e - 1], d->word[e]) << "step " << step << " probe " << mods[i]->spec().name << " cpu " << c;
       ASSERT_EQ(marked[i].size(), full[i].size());
       for (uint32_t c = 0; c < n; ++c)
         for (uint32_t w = 0; w < L.slot_words; ++w)

@@ -145,32 +145,53 @@ TEST(SlotWords, CopySlotsWritesOnlyChangedBlocks) {
   EXPECT_EQ(copy_slots(map.data(), ncpus, L, w), 0u) << "nothing changed since";
 }
 
-/// The BPF maps as a SlotReader: dense CPU-major arrays copied out as ProbeSet::read does.
+/// The BPF maps as a SlotReader: dense CPU-major arrays copied out as ProbeSet::read does;
+/// with_marks: and the change marks (abi.h sh_cpu_marks) tick() moves as the programs would.
 class DenseMaps : public SlotReader {
  public:
-  explicit DenseMaps(const Meta& m) : m_(m) {
+  explicit DenseMaps(const Meta& m, bool with_marks = false) : m_(m) {
     for (const ProbeMeta& p : m.probes) {
       st_.push_back(p.status);
       maps_.emplace_back(size_t(m.ncpus) * p.slot.slot_words, 0);
+    }
+    if (with_marks) {
+      marks_.resize(m.ncpus);
+      for (size_t i = 0; i < m.probes.size() && i < SH_NPROBES; ++i) {
+        seen_.emplace_back();
+        seen_.back().live = marks_.data();
+        seen_.back().probe = uint32_t(i);
+      }
     }
   }
   const std::vector<ProbeStatus>& statuses() const override { return st_; }
   void read(Sample& s) const override {
     for (size_t i = 0; i < s.probes.size(); ++i)
-      if (s.probes[i].present) copy_slots(maps_[i].data(), m_.ncpus, m_.probes[i].slot, s.probes[i].words);
+      if (s.probes[i].present)
+        copy_slots(maps_[i].data(), m_.ncpus, m_.probes[i].slot, s.probes[i].words, nullptr,
+                   i < seen_.size() ? &seen_[i] : nullptr);
   }
   std::vector<int> poll(int) override { return {}; }
-  /// Counts on every every-th CPU of every probe's first counter (and a histogram value).
+  /// Counts on every every-th CPU of every probe's first counter, its last one on odd k (past a
+  /// histogram: a delta lists a CPU's words in order), and a histogram value.
   void tick(uint32_t every, uint64_t k) {
     for (size_t p = 0; p < m_.probes.size(); ++p) {
       const SlotFields& L = m_.probes[p].slot;
-      const Field* counter = nullptr;
+      const Field *counter = nullptr, *last = nullptr;  // the first counter and the last
       for (const Field& f : L.fields)
-        if (f.kind == FieldKind::counter && !counter) counter = &f;
+        if (f.kind == FieldKind::counter) {
+          if (!counter) counter = &f;
+          if (!last || f.offset > last->offset) last = &f;
+        }
       for (uint32_t c = 0; c < m_.ncpus; c += every) {
         if (counter) maps_[p][size_t(c) * L.slot_words + counter->offset] += k + c;
+        if (last && last != counter && k % 2) maps_[p][size_t(c) * L.slot_words + last->offset] += 1;
+        const uint32_t bucket = uint32_t((k * 37 + c) % SH_HIST_BUCKETS);
         for (const Field& f : L.fields)
-          if (f.kind == FieldKind::hist) maps_[p][size_t(c) * L.slot_words + f.offset + 2 + (k % 8)] += 1;
+          if (f.kind == FieldKind::hist) {
+            maps_[p][size_t(c) * L.slot_words + f.offset + 2 + bucket] += 1;
+            if (!marks_.empty() && p < SH_NPROBES) marks_[c].chunk[p][bucket / SH_MARK_CHUNK_WORDS] += 1;
+          }
+        if (!marks_.empty() && p < SH_NPROBES) marks_[c].gen[p] += 1;
       }
     }
   }
@@ -191,6 +212,8 @@ class DenseMaps : public SlotReader {
   const Meta& m_;
   std::vector<ProbeStatus> st_;
   std::vector<std::vector<uint64_t>> maps_;
+  std::vector<sh_cpu_marks> marks_;      ///< per CPU, with_marks only
+  mutable std::vector<SlotMarks> seen_;  ///< per probe, as ProbeSet::read keeps them
 };
 
 /// s's words with their stamps dropped (each probe's first block written once, unchanged):
@@ -287,6 +310,120 @@ TEST(SlotWords, AnIntervalCostsTheBlocksThatChanged) {
     for (size_t k = 0; k < b.probes[p].words.nblocks(); ++k) ASSERT_TRUE(b.probes[p].words.same_block(a.probes[p].words, k));
   }
   std::remove(path.c_str());
+}
+
+// The change marks (abi.h sh_cpu_marks, bpf/common.bpf.h sh_mark/sh_hist_add): copy_slots
+// does not read a CPU whose gen did not move, nor a histogram chunk whose count did not,
+// for the words it last wrote; words of another stamp, or a gen moved past 2^31, are read
+// in full. A word changed in the "map" without its mark is what shows what was read.
+TEST(CopySlots, MarksThatDidNotMoveLeaveWordsUnread) {
+  const SlotFields& L = find_probe("nohz_exit")->slot;
+  const uint32_t ncpus = 3, sw = L.slot_words, p = SH_P_NOHZ_EXIT;
+  const uint32_t calls = L.find("calls")->offset, b0 = L.find("lat")->offset + 2;
+  std::vector<uint64_t> map(size_t(ncpus) * sw, 0);
+  std::vector<sh_cpu_marks> live(ncpus);
+  auto at = [&](uint32_t c, uint32_t w) -> uint64_t& { return map[size_t(c) * sw + w]; };
+  SlotMarks marks;
+  marks.live = live.data();
+  marks.probe = p;
+  SlotWords w;
+  for (uint32_t c = 0; c < ncpus; ++c) at(c, calls) = 10 + c;
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);  // a first state: read in full
+  EXPECT_EQ(w.cpu(2)[calls], 12u);
+  EXPECT_EQ(marks.stamp, w.stamp());
+
+  at(1, calls) = 50;  // no mark: not read
+  EXPECT_EQ(copy_slots(map.data(), ncpus, L, w, nullptr, &marks), 0u);
+  EXPECT_EQ(w.cpu(1)[calls], 11u);
+  live[1].gen[p] += 1;  // now read
+  const uint64_t before = w.stamp();
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);
+  EXPECT_EQ(w.cpu(1)[calls], 50u);
+  ASSERT_NE(w.kept_delta(), nullptr);
+  EXPECT_EQ(w.kept_delta()->before, before);
+  EXPECT_EQ(w.kept_delta()->word.size(), 1u) << "the delta lists the one word read that changed";
+
+  // Buckets of chunks 5 and 9 change; only chunk 5's count moves: chunk 9 stays unread.
+  at(2, b0 + 5 * SH_MARK_CHUNK_WORDS + 3) = 7;
+  at(2, b0 + 9 * SH_MARK_CHUNK_WORDS) = 4;
+  at(2, b0 - 2) = 777;  // sum_ns: read with the rest of the slot when gen moved
+  live[2].gen[p] += 2;
+  live[2].chunk[p][5] += 7;
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);
+  EXPECT_EQ(w.cpu(2)[b0 + 5 * SH_MARK_CHUNK_WORDS + 3], 7u);
+  EXPECT_EQ(w.cpu(2)[b0 + 9 * SH_MARK_CHUNK_WORDS], 0u);
+  EXPECT_EQ(w.cpu(2)[b0 - 2], 777u);
+  live[2].gen[p] += 1;
+  live[2].chunk[p][9] += 4;
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);
+  EXPECT_EQ(w.cpu(2)[b0 + 9 * SH_MARK_CHUNK_WORDS], 4u);
+
+  // Another probe's marks are not this one's.
+  at(0, calls) = 99;
+  live[0].gen[SH_P_IDLE] += 1;
+  live[0].chunk[SH_P_IDLE][0] += 1;
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);
+  EXPECT_EQ(w.cpu(0)[calls], 10u);
+
+  // A gen that moved 2^31 or more: every chunk read, whatever their counts say.
+  at(2, b0 + 20 * SH_MARK_CHUNK_WORDS) = 3;
+  live[2].gen[p] += uint64_t(1) << 31;
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);
+  EXPECT_EQ(w.cpu(2)[b0 + 20 * SH_MARK_CHUNK_WORDS], 3u);
+
+  // Words of another stamp (not what the marks were read for): read in full.
+  SlotWords other = w;
+  other.mut_block(0);  // written: its stamp dropped
+  copy_slots(map.data(), ncpus, L, other, nullptr, &marks);
+  EXPECT_EQ(other.cpu(0)[calls], 99u);
+  copy_slots(map.data(), ncpus, L, w, nullptr, &marks);  // and w again: the marks now say other's
+  EXPECT_EQ(w.cpu(0)[calls], 99u);
+}
+
+// A busy machine's steady state: the sampler moves its last words into the sample and
+// record's writer keeps the previous sample hollow (its stamp only), so a busy interval
+// is written in place: no block allocated or copied after the second sample. The
+// recording reads back every sample's words.
+TEST(SlotWords, ABusyIntervalIsWrittenInPlace) {
+  for (bool with_marks : {false, true}) {
+  SCOPED_TRACE(with_marks ? "read by the change marks" : "read in full");
+  const uint32_t ncpus = 256;
+  const Meta m = synthetic_meta(ncpus);
+  DenseMaps maps(m, with_marks);
+  LiveSource live(maps, m, 1, 0, nullptr);
+  const std::string path = tmp_path("slot_words_busy_in_place.shot");
+  std::remove(path.c_str());
+  RecordingWriter w(path, m);
+  Sample s;
+  std::vector<Sample> kept;
+  for (uint64_t k = 1; k <= 6; ++k) {
+    maps.tick(1, k);  // every CPU
+    const uint64_t a0 = SlotWords::allocated_bytes(), c0 = SlotWords::copied_bytes();
+    ASSERT_TRUE(live.poll(s));
+    const uint64_t a1 = SlotWords::allocated_bytes(), c1 = SlotWords::copied_bytes();
+    w.write_sample(s);
+    if (k >= 3) {
+      EXPECT_EQ(a1 - a0, 0u) << "sample " << k;
+      EXPECT_EQ(c1 - c0, 0u) << "sample " << k;
+      EXPECT_EQ(SlotWords::allocated_bytes(), a1) << "the writer allocates nothing either";
+    }
+    Sample dense = make_sample(m);  // the words as a copy of their own
+    for (size_t p = 0; p < s.probes.size(); ++p)
+      for (size_t i = 0; i < s.probes[p].words.size(); ++i) dense.probes[p].words.mut(i) = s.probes[p].words[i];
+    kept.push_back(std::move(dense));
+  }
+  w.close();
+  auto r = RecordingReader::open(path);
+  Sample got;
+  for (size_t k = 0; k < kept.size(); ++k) {
+    ASSERT_TRUE(r->next(got)) << k;
+    for (size_t p = 0; p < got.probes.size(); ++p)
+      for (size_t i = 0; i < got.probes[p].words.size(); ++i)
+        ASSERT_EQ(got.probes[p].words[i], kept[k].probes[p].words[i]) << "sample " << k << " probe " << p << " word " << i;
+  }
+  EXPECT_FALSE(r->next(got));
+  std::remove(path.c_str());
+  }
 }
 
 // Interval skips the CPUs of a shared block: its figures equal those over the same words
