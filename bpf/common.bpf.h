@@ -18,8 +18,8 @@
 #include <bpf/bpf_core_read.h>
 #include "schedhot/abi.h"
 
-/* One array map per probe; max_entries is set to the number of possible
- * CPUs by user space before load. */
+/* One array map per probe (and the shared gap state and change marks, declared
+ * __weak); max_entries is set to the number of possible CPUs by user space before load. */
 #define SH_SLOT_MAP(name, value_type)                  \
 	struct {                                       \
 		__uint(type, BPF_MAP_TYPE_ARRAY);      \
@@ -63,13 +63,7 @@
  * map (src/probe/attach.cpp); 0 and the verifier drops every mark (a test's object).
  */
 const volatile __u32 sh_marks __weak = 0;
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct sh_cpu_marks);
-	__uint(max_entries, 1);
-} sh_slot_marks SEC(".maps") __weak;
+SH_SLOT_MAP(sh_slot_marks, struct sh_cpu_marks) __weak;
 
 static __always_inline struct sh_cpu_marks *sh_this_marks(void)
 {
@@ -486,13 +480,7 @@ SH_PERCPU_ONE(sh_exact_fails, __u64);
  * created by user space and shared by every object (weak definitions, as sh_exact_events).
  */
 const volatile __u32 sh_gaps __weak = 0;
-struct {
-	__uint(type, BPF_MAP_TYPE_ARRAY);
-	__uint(map_flags, BPF_F_MMAPABLE);
-	__type(key, __u32);
-	__type(value, struct sh_gap_slot);
-	__uint(max_entries, 1);
-} sh_gap_slots SEC(".maps") __weak;
+SH_SLOT_MAP(sh_gap_slots, struct sh_gap_slot) __weak;
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
 	__type(key, __u32);

@@ -523,17 +523,20 @@ int main(int argc, char** argv) {
   }
   fmt::print("  {} gap-histogram counts, at most {} lines in one CPU's table, {} dropped (table full)\n", gc.noted,
              gc.lines, gc.full);
+  // A pair's columns: off, on (medians), on - off, and the min-max of the per-run differences.
+  auto on_off = [&](const auto& at, size_t m, int off_v, int on_v) {
+    std::vector<double> d;
+    for (int r = 0; r < runs; ++r) d.push_back(at[m][on_v][r] - at[m][off_v][r]);
+    const Stats sd = stats(d);
+    const double off = stats(at[m][off_v]).median, on = stats(at[m][on_v]).median;
+    return fmt::format("{:>9.1f} {:>9.1f} {:>13} {:>15}", off, on, fmt::format("{:+.1f}", on - off),
+                       fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
+  };
   fmt::print("{:>7}  {:<20} {:<8} {:>9} {:>9} {:>13} {:>15}\n", "threads", "gap state of", "clock", "off", "on",
              "on - off", "min-max of runs");
   for (size_t m = 0; m < modes.size(); ++m)
-    for (const GapPair& p : kGapPairs) {
-      std::vector<double> d;
-      for (int r = 0; r < runs; ++r) d.push_back(res[m][p.on][r] - res[m][p.off][r]);
-      const Stats sd = stats(d);
-      const double off = stats(res[m][p.off]).median, on = stats(res[m][p.on]).median;
-      fmt::print("{:>7}  {:<20} {:<8} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, p.clock, off, on,
-                 fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
-    }
+    for (const GapPair& p : kGapPairs)
+      fmt::print("{:>7}  {:<20} {:<8} {}\n", modes[m].name, p.name, p.clock, on_off(res, m, p.off, p.on));
   if (prog_time) {
     fmt::print("--prog-time: the programs' own run time per event (BPF run-time statistics), ns; {:.2f} % of the "
                "runs were other processes' syscalls (filter only)\n",
@@ -548,14 +551,8 @@ int main(int argc, char** argv) {
     fmt::print("{:>7}  {:<20} {:<8} {:>9} {:>9} {:>13} {:>15}\n", "threads", "gap state of", "clock", "off", "on",
                "on - off", "min-max of runs");
     for (size_t m = 0; m < modes.size(); ++m)
-      for (const GapPair& p : kGapPairs) {
-        std::vector<double> d;
-        for (int r = 0; r < runs; ++r) d.push_back(prog[m][p.on][r] - prog[m][p.off][r]);
-        const Stats sd = stats(d);
-        const double off = stats(prog[m][p.off]).median, on = stats(prog[m][p.on]).median;
-        fmt::print("{:>7}  {:<20} {:<8} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, p.clock, off, on,
-                   fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
-      }
+      for (const GapPair& p : kGapPairs)
+        fmt::print("{:>7}  {:<20} {:<8} {}\n", modes[m].name, p.name, p.clock, on_off(prog, m, p.off, p.on));
   }
   drain.request_stop();
   drain.join();
@@ -588,14 +585,8 @@ int main(int argc, char** argv) {
     fmt::print("{:>7}  {:<30} {:>9} {:>9} {:>13} {:>15}  ({})\n", "threads", "change marks of", "off", "on", "on - off",
                "min-max of runs", pass ? "--prog-time: the programs' run time" : "thread CPU time per call");
     for (size_t m = 0; m < modes.size(); ++m)
-      for (const MarkPair& p : kMarkPairs) {
-        std::vector<double> d;
-        for (int r = 0; r < runs; ++r) d.push_back(at[m][p.on][r] - at[m][p.off][r]);
-        const Stats sd = stats(d);
-        const double off = stats(at[m][p.off]).median, on = stats(at[m][p.on]).median;
-        fmt::print("{:>7}  {:<30} {:>9.1f} {:>9.1f} {:>13} {:>15}\n", modes[m].name, p.name, off, on,
-                   fmt::format("{:+.1f}", on - off), fmt::format("{:+.1f}..{:+.1f}", sd.min, sd.max));
-      }
+      for (const MarkPair& p : kMarkPairs)
+        fmt::print("{:>7}  {:<30} {}\n", modes[m].name, p.name, on_off(at, m, p.off, p.on));
   }
   probe_cost_bpf__destroy(skelnm);
   probe_cost_bpf__destroy(skelcs);
