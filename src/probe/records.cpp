@@ -101,7 +101,6 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
   size_t split = 0;
   while (split < base.size() && base[split].first < hb) ++split;
   std::vector<std::pair<uint32_t, uint32_t>> runs = base;  // what a CPU's read compares, ascending
-  const size_t nbase = base.size();
   // The runs of CPU c now (the base runs with its histogram's chunks to read in their
   // place, so that the delta lists a CPU's words in order), from its marks read here into
   // gen_now and row (row: SH_MARK_CHUNKS); false when they say nothing moved.
@@ -135,27 +134,6 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     rest();
     return true;
   };
-  // The words a CPU's read touches first (its marks, its runs in the map and in the state),
-  // asked for a few CPUs ahead: a busy machine's read is a walk over scattered lines of two
-  // large arrays, bound by their latency rather than by the bytes.
-  constexpr uint32_t kAhead = 4;
-  auto prefetch = [&](uint32_t c) {
-    if (c >= ncpus) return;
-    if (marks) {
-      const sh_cpu_marks& m = marks->live[c];
-      __builtin_prefetch(&m.gen[marks->probe]);
-      if (he)
-        for (uint32_t j = 0; j < SH_MARK_CHUNKS; j += 16) __builtin_prefetch(&m.chunk[marks->probe][j]);
-    }
-    const uint64_t* sc = slots + size_t(c) * sw;
-    const uint64_t* cc = words.cpu(c);
-    uint32_t n = 0;
-    for (size_t r = 0; r < nbase && n < 48; ++r)
-      for (uint32_t w = base[r].first & ~7u; w < base[r].second && n < 48; w += 8, ++n) {
-        __builtin_prefetch(sc + w);
-        __builtin_prefetch(cc + w);
-      }
-  };
   auto keep_marks = [&](uint32_t c) {
     if (!marks) return;
     marks->gen[c] = gen_now;
@@ -182,7 +160,6 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
     // The first CPU of the block whose words differ (nc: none); the ones before it are equal.
     uint32_t differs = 0;
     for (bool same = true; same && differs < nc;) {
-      prefetch(c0 + differs + kAhead);
       if (cpu_runs(c0 + differs))
         for (auto [lo, hi] : runs)
           if (std::memcmp(src + size_t(differs) * sw + lo, cur + size_t(differs) * sw + lo,
@@ -205,7 +182,6 @@ size_t copy_slots(const uint64_t* slots, uint32_t ncpus, const SlotFields& L, Sl
         if (dk != ck) std::memcpy(dk, ck, size_t(sw) * sizeof(uint64_t));
         continue;
       }
-      prefetch(c0 + k + kAhead);
       if (delta)
         while (next_first <= c0 + k) delta->first[next_first++] = uint32_t(delta->word.size());
       // The maps are live (a mapped BPF array the programs keep writing, one word at a time,
