@@ -25,7 +25,7 @@ struct ServeCmd {
   std::string listen = "127.0.0.1:9870";  ///< ADDRESS:PORT, [IPv6]:PORT or :PORT ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
-  PerCpu per_cpu;                          ///< --per-cpu[=LIST] (output/metrics.h)
+  PerCpu per_cpu;                          ///< --per-cpu[=all|LIST] (output/metrics.h)
   long long max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
   long long timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)
@@ -112,9 +112,10 @@ CommandCall define(CLI::App& c) {
   c.add_option("--textfile", srv.textfile, "also write DIR/schedhot.prom every interval (tmp + rename; removed when serve stops)")
       ->type_name("DIR");
   CLI::Option* srv_per_cpu =
-      c.add_flag("--per-cpu{all}", *per_cpu,
-                 "a cpu label on every per-probe series (hundreds a CPU: serve prints the count), or with =LIST only on "
-                 "these probes' and metric families' (e.g. --per-cpu=idle,schedhot_cpupri_set_calls_total)")
+      c.add_flag("--per-cpu{counters}", *per_cpu,
+                 "a cpu label on every per-probe counter (tens of series a CPU: serve prints the count); =all on every "
+                 "per-probe series (histograms and counter arrays too: hundreds a CPU); =LIST only on these probes' and "
+                 "metric families' (e.g. --per-cpu=idle,schedhot_cpupri_set_calls_total)")
           ->check(CLI::Validator(
               [](std::string& s) -> std::string {
                 try {
@@ -125,7 +126,7 @@ CommandCall define(CLI::App& c) {
                 }
                 return "";
               },
-              "all|LIST"));
+              "counters|all|LIST"));
   c.add_option("--max-connections", srv.max_connections, "open connections at most (default 2048); past all but a reserve (1/8, at most 256), or past a quarter from one client address, the oldest still sending its request head is cut");
   c.add_option("--timeout-ms", srv.timeout_ms, "ms a connection has to send its request head, and without a byte either way after (default 2000)");
   c.add_option("--web-config", srv.web_config,

@@ -276,8 +276,8 @@ size_t count_series(const std::string& text) {
 
 }  // namespace
 
-bool PerCpu::covers(std::string_view probe, std::string_view base) const {
-  if (!on) return false;
+bool PerCpu::covers(std::string_view probe, std::string_view base, FieldKind kind) const {
+  if (!on || (counters_only && kind != FieldKind::counter)) return false;
   if (families.empty()) return true;
   for (const std::string& f : families)
     if (f == probe || f == base || (f.size() == base.size() + 6 && f.compare(0, base.size(), base) == 0 &&
@@ -306,9 +306,14 @@ PerCpu parse_per_cpu(std::string_view spec) {
   PerCpu pc;
   pc.on = true;
   if (spec == "all") return pc;
+  if (spec == "counters") {
+    pc.counters_only = true;
+    return pc;
+  }
   if (spec.empty())
     throw std::invalid_argument(
-        "--per-cpu=: an empty list (the bare --per-cpu labels every family; --per-cpu=LIST the probes and families listed)");
+        "--per-cpu=: an empty list (the bare --per-cpu labels the counters, --per-cpu=all every family, --per-cpu=LIST "
+        "the probes and families listed)");
   const std::vector<std::string> known = per_cpu_family_names();
   for (std::string_view rest = spec; ;) {
     const size_t c = rest.find(',');
@@ -364,7 +369,7 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
   for (const Exported& e : families) {
     const size_t k = e.field->kind == FieldKind::hist ? bounds.size() + 3
                      : e.field->kind == FieldKind::counter_array ? e.field->nwords : 1;
-    series += k * (o.per_cpu.covers(m.probes[size_t(e.probe)].name, e.base) ? std::max<size_t>(cpus.size(), 1) : 1);
+    series += k * (o.per_cpu.covers(m.probes[size_t(e.probe)].name, e.base, e.field->kind) ? std::max<size_t>(cpus.size(), 1) : 1);
   }
   out.reserve(series + st.lines.size() + 64);
   std::vector<int> all_cpus(m.ncpus);  // the summed histograms' CPUs: hist() and buckets() in one pass
@@ -374,7 +379,7 @@ std::string render_metrics(const MetricsState& st, const MetricsOptions& o) {
     const int pi = e.probe;
     const Field& f = *e.field;
     const std::string& base = e.base;
-    const bool per_cpu = o.per_cpu.covers(pm.name, base);
+    const bool per_cpu = o.per_cpu.covers(pm.name, base, f.kind);
     // A proxy's counts are not the function's: its HELP says what counts them on this host
     // (HELP may differ between targets; schedhot_probe_info{proxy="true"} says it as well).
     const std::string help = help_text(f) + (pm.status.proxy ? "; here a proxy counts it, " + pm.status.backend_label() : "");
@@ -515,13 +520,17 @@ std::string per_cpu_notice(const MetricsState& st, const PerCpu& per_cpu) {
     for (const std::string& item : per_cpu.families) {
       one.families = {item};
       if (std::none_of(fams.begin(), fams.end(),
-                       [&](const Exported& e) { return one.covers(st.meta.probes[size_t(e.probe)].name, e.base); }))
+                       [&](const Exported& e) { return one.covers(st.meta.probes[size_t(e.probe)].name, e.base, e.field->kind); }))
         nothing += fmt::format("{}{} ({})", nothing.empty() ? "" : ", ", item, labels_nothing_because(st.meta, iv, item));
     }
   }
   return fmt::format("--per-cpu: {} series a scrape ({} per CPU x {} CPU{}), {} without it{}{}", w, each, ncpus,
                      ncpus == 1 ? "" : "s", o,
-                     per_cpu.families.empty() ? "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")" : "",
+                     !per_cpu.families.empty() ? ""
+                     : per_cpu.counters_only
+                         ? "; the counters: --per-cpu=all labels the histograms and counter arrays too, --per-cpu=LIST "
+                           "only the probes or families listed (README \"schedhot serve\")"
+                         : "; --per-cpu=LIST labels only the probes or families listed (README \"schedhot serve\")",
                      nothing.empty() ? "" : "; nothing per CPU from " + nothing + " (serving on)");
 }
 

@@ -58,25 +58,31 @@ struct MetricsState {
   std::optional<uint64_t> bpf_run_ns, bpf_runs;
 };
 
-/// serve --per-cpu[=LIST]: which per-probe metric families carry a cpu label (one series
-/// per online CPU of `last`, and no unlabelled one); the others stay summed over CPUs.
+/// serve --per-cpu[=all|LIST]: which per-probe metric families carry a cpu label (one
+/// series per online CPU of `last`, and no unlabelled one); the others stay summed over CPUs.
 struct PerCpu {
   bool on = false;
+  /// The bare flag: the counters (FieldKind::counter, one series a CPU each), not the
+  /// histograms (28 series a CPU each) or counter arrays (one a CPU and element: cpupri_set's
+  /// 224), which stay summed: node_exporter's per-CPU choice, a scrape of tens of series a CPU.
+  bool counters_only = false;
   /// Probe names (every family of the probe) and metric family names, with or without
-  /// the _total of a counter's samples; empty with on: every per-probe family.
+  /// the _total of a counter's samples; empty with on: every per-probe family (of the
+  /// counters only with counters_only).
   std::vector<std::string> families;
-  /// Whether family `base` (schedhot_idle_exits, schedhot_idle_residency_seconds) of
-  /// probe `probe` is labelled per CPU.
-  bool covers(std::string_view probe, std::string_view base) const;
+  /// Whether family `base` (schedhot_idle_exits, schedhot_idle_residency_seconds), of field
+  /// kind `kind`, of probe `probe` is labelled per CPU.
+  bool covers(std::string_view probe, std::string_view base, FieldKind kind) const;
 };
 
-/// --per-cpu's value: "all" (the bare flag) for every per-probe family, else a
-/// comma-separated list of probe names and metric family names (per_cpu_family_names()).
+/// --per-cpu's value: "counters" (the bare flag) for every per-probe counter family, "all"
+/// for every per-probe family (histograms and counter arrays too), else a comma-separated
+/// list of probe names and metric family names (per_cpu_family_names()).
 /// Throws std::invalid_argument, one line naming the unknown item, for anything else.
 PerCpu parse_per_cpu(std::string_view spec);
 
 /// The --per-cpu value to parse, from serve's arguments and the value CLI11 parsed: CLI11
-/// hands an empty "--per-cpu=" on as the flag's default ("all"), which would silently label
+/// hands an empty "--per-cpu=" on as the flag's default ("counters"), which would silently label
 /// every family, so an argument "--per-cpu=" (before any "--") gives "" (parse_per_cpu()
 /// refuses it); else `parsed`.
 std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed);

@@ -16,7 +16,8 @@
 //            --export-samples N (for a slow machine: 100 at 8192 busy took 52-147 s) only the
 //            first N samples (--to) and the time scaled to 100 by the intervals (99 / (N-1)),
 //            said in the row
-//   serve    a scrape with --per-cpu: render_metrics() (src/output/metrics.*) of a
+//   serve    a scrape with --per-cpu (the bare flag: the counters per CPU; =all and no
+//            --per-cpu printed beside it): render_metrics() (src/output/metrics.*) of a
 //            MetricsState of the machine, in this process. The real `schedhot serve` needs
 //            root and BPF and samples the running kernel's CPUs, so it cannot serve a
 //            synthetic machine: the row is the renderer alone (no HTTP), said in the row
@@ -267,31 +268,43 @@ class Bench {
       st.samples = 2;
       st.bpf_run_ns = 123456789;
       st.bpf_runs = 4242;
-      MetricsOptions per_cpu{false, parse_per_cpu("all")}, summed{false, {}};
+      // The bare --per-cpu (the counters per CPU) is the row; =all (histograms and counter
+      // arrays per CPU too, hundreds of series a CPU) and no --per-cpu are printed beside it.
+      MetricsOptions per_cpu{false, parse_per_cpu("counters")}, all{false, parse_per_cpu("all")}, summed{false, {}};
       const int runs = short_ ? 3 : 5;
-      std::vector<double> with, without;
-      size_t bytes = 0, series = 0, bytes_without = 0;
+      auto series_in = [](const std::string& text) {
+        size_t n = 0;
+        for (size_t i = 0; i < text.size();) {
+          size_t e = text.find('\n', i);
+          if (e == std::string::npos) e = text.size();
+          if (e > i && text[i] != '#') ++n;
+          i = e + 1;
+        }
+        return n;
+      };
+      std::vector<double> with, with_all, without;
+      size_t bytes = 0, series = 0, bytes_all = 0, series_all = 0, bytes_without = 0;
       for (int r = 0; r < runs; ++r) {
         auto s0 = Clock::now();
         const std::string text = render_metrics(st, per_cpu);
         with.push_back(ms_since(s0));
         bytes = text.size();
-        if (r == 0)
-          for (size_t i = 0; i < text.size();) {
-            size_t e = text.find('\n', i);
-            if (e == std::string::npos) e = text.size();
-            if (e > i && text[i] != '#') ++series;
-            i = e + 1;
-          }
+        if (r == 0) series = series_in(text);
+        auto a0 = Clock::now();
+        const std::string text_all = render_metrics(st, all);
+        with_all.push_back(ms_since(a0));
+        bytes_all = text_all.size();
+        if (r == 0) series_all = series_in(text_all);
         auto u0 = Clock::now();
         bytes_without = render_metrics(st, summed).size();
         without.push_back(ms_since(u0));
       }
       const double t = median(with);
       row("`serve` scrape with `--per-cpu`", "`serve` scrape with `--per-cpu` (renderer)",
-          fmt::format("{} (render_metrics in process, no HTTP: serve needs root + BPF; {:.1f} MB, {} series; "
-                      "without --per-cpu {}, {:.2f} MB)",
-                      fmt_ms(t), double(bytes) / 1e6, series, fmt_ms(median(without)), double(bytes_without) / 1e6),
+          fmt::format("{} (render_metrics in process, no HTTP: serve needs root + BPF; the counters per CPU: {:.1f} MB, "
+                      "{} series; --per-cpu=all {}, {:.1f} MB, {} series; without --per-cpu {}, {:.2f} MB)",
+                      fmt_ms(t), double(bytes) / 1e6, series, fmt_ms(median(with_all)), double(bytes_all) / 1e6,
+                      series_all, fmt_ms(median(without)), double(bytes_without) / 1e6),
           fmt::format("{} (renderer)", fmt_ms(t)), t, kScrapeMs, goal_ms(kScrapeMs));
     }
     std::remove(path.c_str());
