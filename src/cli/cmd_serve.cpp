@@ -137,6 +137,7 @@ CommandCall define(CLI::App& c) {
   c.add_flag("-q,--quiet", srv.quiet, "no progress messages");
   return [o, per_cpu, srv_per_cpu](const CommandLine& cl) {
     o->command_line = cl.text();
+    if (srv_per_cpu->count() > 1) return usage_error("--per-cpu: given more than once (one --per-cpu, =all or =LIST)");
     if (srv_per_cpu->count() > 0) {
       try {
         o->per_cpu = parse_per_cpu(per_cpu_spec(std::vector<std::string>(cl.argv + 1, cl.argv + cl.argc), *per_cpu));

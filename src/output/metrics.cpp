@@ -314,15 +314,19 @@ PerCpu parse_per_cpu(std::string_view spec) {
     throw std::invalid_argument(
         "--per-cpu=: an empty list (the bare --per-cpu labels the counters, --per-cpu=all every family, --per-cpu=LIST "
         "the probes and families listed)");
-  const std::vector<std::string> known = per_cpu_family_names();
   for (std::string_view rest = spec; ;) {
     const size_t c = rest.find(',');
     const std::string item(rest.substr(0, c));
     bool ok = find_probe(item) != nullptr;
-    for (const std::string& k : known) ok |= item == k || item == k + "_total";
+    for (const ProbeSpec& p : probe_catalog())  // a counter's samples are also named with _total
+      for (const Field& f : p.slot.fields)
+        if (f.kind != FieldKind::priv) {
+          const std::string k = family_base(p.name, f);
+          ok |= item == k || (f.kind != FieldKind::hist && item == k + "_total");
+        }
     if (!ok)
       throw std::invalid_argument(
-          item.empty() ? fmt::format("--per-cpu: '{}' has an empty item (give all, or probe and metric family names, comma-separated)", spec)
+          item.empty() ? fmt::format("--per-cpu: '{}' has an empty item (give counters, all, or probe and metric family names, comma-separated)", spec)
                        : fmt::format("--per-cpu: '{}' is neither a probe nor a per-probe metric family (e.g. idle, "
                                      "schedhot_idle_exits_total, schedhot_cpupri_set_lat_seconds)", item));
     pc.families.push_back(item);

@@ -306,6 +306,8 @@ TEST(Metrics, PerCpuListLabelsOnlyThoseFamilies) {
   EXPECT_THROW(parse_per_cpu("idel"), std::invalid_argument);
   EXPECT_THROW(parse_per_cpu("idle,"), std::invalid_argument);
   EXPECT_THROW(parse_per_cpu("schedhot_idle_lat_seconds"), std::invalid_argument);
+  EXPECT_THROW(parse_per_cpu("schedhot_idle_residency_seconds_total"), std::invalid_argument) << "a histogram has no _total";
+  EXPECT_NO_THROW(parse_per_cpu("schedhot_cpupri_set_vec_set_total"));  // a counter array's samples have it
   try {
     parse_per_cpu("0-3");
     ADD_FAILURE() << "a CPU list is not taken";
