@@ -51,7 +51,8 @@ summarize_failures() {   # BUILD_DIR [PASS]: PASS's copies of ctest's logs, else
 # The bench pass below rewrites ctest's logs in the same directory, so the main pass's
 # are kept as LastTest.main.log and LastTestsFailed.main.log.
 tmp="$build/Testing/Temporary"
-asan="${SCHEDHOT_ASAN_BUILD:-$build/asan}"   # CTest's asan_unit builds there (below)
+asan="$(realpath -m "${SCHEDHOT_ASAN_BUILD:-$build/asan}")"   # CTest's asan_unit builds there (below)
+export SCHEDHOT_ASAN_BUILD="$asan"   # absolute: asan-unit.sh runs from another directory
 rm -f "$tmp"/LastTestsFailed*.log "$asan/Testing/Temporary/LastTestsFailed.log"
 trap 'summarize_failures "$build" main; summarize_failures "$build"; summarize_failures "$asan"' EXIT
 # Two at a time (the machine's cores): the tests that attach BPF to this host or time

@@ -94,15 +94,16 @@ and every emitted file), summary.txt and summary.json there. One VM run at a tim
 distort every rate. Exit status 0 when every check passed, 1 otherwise
 (one line per failed check), 2 on a usage error. Missing VM packages fail (exit 1).
 """
+import atexit
 import fcntl
 import json
 import math
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
-import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -1508,6 +1509,39 @@ def guest_binary(binary, a="x86_64", who="e2e"):
     return b.stdout.strip().splitlines()[-1]
 
 
+def start_guest_build(binary, a, who="e2e"):
+    """guest_binary() for architecture a in the background: the builder runs in a session of
+    its own, killed with its make jobs if this run ends first. finish_guest_build() waits."""
+    env, cmd, sub = GUEST_BUILDERS[a]
+    b = {"arch": a, "script": " ".join(cmd), "t0": time.time(), "proc": None, "bin": os.environ.get(env), "why": ""}
+    if not b["bin"]:
+        b["proc"] = subprocess.Popen([os.path.join(HERE, cmd[0])] + cmd[1:] + [os.path.join(os.path.dirname(binary), sub)],
+                                     stdout=subprocess.PIPE, text=True, start_new_session=True)
+
+        def kill(p=b["proc"]):
+            if p.poll() is None:
+                try:
+                    os.killpg(p.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        atexit.register(kill)
+        print(f"{who}: building the static {a} schedhot ({b['script']}) in the background", file=sys.stderr, flush=True)
+    return b
+
+
+def finish_guest_build(b, who="e2e"):
+    """Waits for start_guest_build()'s build: (path of the guest binary, "") or (None, why)."""
+    if b["proc"] is not None and not b["bin"] and not b["why"]:
+        out, _ = b["proc"].communicate()
+        if b["proc"].returncode != 0 or not out.strip():
+            b["why"] = f"building the static {b['arch']} schedhot for the guests failed ({b['script']}, exit {b['proc'].returncode})"
+            print(f"{who}: error: {b['why']}", file=sys.stderr, flush=True)
+        else:
+            b["bin"] = out.strip().splitlines()[-1]
+            print(f"{who}: {b['arch']} guest binaries ({b['script']}) in {time.time() - b['t0']:.0f} s", file=sys.stderr, flush=True)
+    return (b["bin"], "") if b["bin"] else (None, b["why"])
+
+
 def vm_lock(who="e2e"):
     """$CACHE/vm.lock, held while guests boot (one VM run per machine); waits for another
     holder. Keep the returned file open for as long as the lock is needed."""
@@ -1555,16 +1589,13 @@ def main(argv):
     # minutes or more beside CI's other builds) starts first, in the background, and goes on
     # while the x86 binary is built and the x86 guests boot (nice 10 in build-static-cross.sh:
     # the single-threaded x86 guests keep their core); its guests boot after them. A failed
-    # build still ends the run with exit 1, when its guests' turn comes.
+    # cross build fails its guests' runs (in the summary, with why; exit 1) and the x86
+    # results stay; the builder is killed if the run ends before it.
     archs = sorted({arch(k) for k in kernels}, key=lambda a: (a != "x86_64", a))
     guest_bins, builds = {}, {}
     for a in archs:
         if a != "x86_64" and len(archs) > 1:
-            box = {}
-            t = threading.Thread(target=lambda a=a, box=box: box.update(bin=guest_binary(binary, a)), daemon=True)
-            # guest_binary's sys.exit(1) on a failed build ends the thread: no bin in box
-            t.start()
-            builds[a] = (t, box)
+            builds[a] = start_guest_build(binary, a)
     for a in archs:
         if a not in builds:
             guest_bins[a] = guest_binary(binary, a)
@@ -1575,14 +1606,15 @@ def main(argv):
     images = {}
 
     def image(a):
-        """The initramfs of architecture a's guests, made once (after its build, if any)."""
+        """The initramfs of architecture a's guests, made once (after its build, if any);
+        None when its background build failed (a failure of the run, said in the summary)."""
         if a not in images:
             if a in builds:
-                t, box = builds[a]
-                t.join()
-                if "bin" not in box:
-                    sys.exit(1)  # guest_binary said why
-                guest_bins[a] = box["bin"]
+                gb, why = finish_guest_build(builds[a])
+                if gb is None:
+                    images[a] = None
+                    return None
+                guest_bins[a] = gb
             images[a] = os.path.join(OUT, "e2e.cpio.gz" if a == "x86_64" else f"e2e-{a}.cpio.gz")
             if subprocess.run([os.path.join(HERE, "mkimage.sh"), guest_bins[a], images[a]]).returncode != 0:
                 die(f"building the {a} initramfs failed")
@@ -1611,7 +1643,12 @@ def main(argv):
     ck = Checker()
     times = []
     for k, variant, backends, dk in runs:
-        dt, rel = run_one(ck, binary, image(arch(k)), k, variant, backends, dk)
+        img = image(arch(k))
+        if img is None:
+            ck.expect(False, f"{k}/{variant}", f"not booted: {builds[arch(k)]['why']}")
+            times.append({"kernel": k, "variant": variant, "release": "-", "seconds": 0})
+            continue
+        dt, rel = run_one(ck, binary, img, k, variant, backends, dk)
         times.append({"kernel": k, "variant": variant, "release": rel, "seconds": round(dt)})
     wall = time.time() - t_start
     ck.say()
