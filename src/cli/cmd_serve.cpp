@@ -25,7 +25,7 @@ struct ServeCmd {
   std::string listen = "127.0.0.1:9870";  ///< ADDRESS:PORT, [IPv6]:PORT or :PORT ("" = no HTTP)
   std::string interval = "1";
   std::string textfile;                    ///< --textfile DIR ("" = none)
-  PerCpu per_cpu;                          ///< --per-cpu[=all|LIST] (output/metrics.h)
+  PerCpu per_cpu;                          ///< --per-cpu[=counters|all|LIST] (output/metrics.h)
   long long max_connections = 2048;              ///< open connections at most (libmicrohttpd's limit); head-pending ones evicted oldest first past 7/8, or a quarter per address
   long long timeout_ms = 2000;                   ///< ms for the request head; idle timeout after (rounded up to s)
   std::string web_config;                  ///< --web-config FILE: TLS and basic auth (sys/web_config.h; "" = none)

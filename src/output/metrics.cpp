@@ -286,14 +286,6 @@ bool PerCpu::covers(std::string_view probe, std::string_view base, FieldKind kin
   return false;
 }
 
-std::vector<std::string> per_cpu_family_names() {
-  std::vector<std::string> v;
-  for (const ProbeSpec& p : probe_catalog())
-    for (const Field& f : p.slot.fields)
-      if (f.kind != FieldKind::priv) v.push_back(family_base(p.name, f));
-  return v;
-}
-
 std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed) {
   for (const std::string& a : args) {
     if (a == "--") break;

@@ -58,13 +58,13 @@ struct MetricsState {
   std::optional<uint64_t> bpf_run_ns, bpf_runs;
 };
 
-/// serve --per-cpu[=all|LIST]: which per-probe metric families carry a cpu label (one
+/// serve --per-cpu[=counters|all|LIST]: which per-probe metric families carry a cpu label (one
 /// series per online CPU of `last`, and no unlabelled one); the others stay summed over CPUs.
 struct PerCpu {
   bool on = false;
   /// The bare flag: the counters (FieldKind::counter, one series a CPU each), not the
   /// histograms (28 series a CPU each) or counter arrays (one a CPU and element: cpupri_set's
-  /// 224), which stay summed: node_exporter's per-CPU choice, a scrape of tens of series a CPU.
+  /// 202), which stay summed: node_exporter's per-CPU choice, a scrape of tens of series a CPU.
   bool counters_only = false;
   /// Probe names (every family of the probe) and metric family names, with or without
   /// the _total of a counter's samples; empty with on: every per-probe family (of the
@@ -77,7 +77,8 @@ struct PerCpu {
 
 /// --per-cpu's value: "counters" (the bare flag) for every per-probe counter family, "all"
 /// for every per-probe family (histograms and counter arrays too), else a comma-separated
-/// list of probe names and metric family names (per_cpu_family_names()).
+/// list of probe names and metric family names (as scraped: schedhot_<probe>_<field>, with _total
+/// for a counter's or counter array's samples).
 /// Throws std::invalid_argument, one line naming the unknown item, for anything else.
 PerCpu parse_per_cpu(std::string_view spec);
 
@@ -87,9 +88,6 @@ PerCpu parse_per_cpu(std::string_view spec);
 /// refuses it); else `parsed`.
 std::string per_cpu_spec(const std::vector<std::string>& args, const std::string& parsed);
 
-/// Every per-probe metric family the catalog can export (schedhot_<probe>_<counter>,
-/// schedhot_<probe>_<hist>_seconds), in catalog order: what --per-cpu=LIST may name.
-std::vector<std::string> per_cpu_family_names();
 
 struct MetricsOptions {
   bool openmetrics = false;  ///< OpenMetrics 1.0 text (ends with "# EOF"); else Prometheus 0.0.4

@@ -1494,24 +1494,16 @@ def guest_binary(binary, a="x86_64", who="e2e"):
     when set, else built from this source tree by build-static.sh (build-static-cross.sh
     arm64|ppc64el) in <dir of binary>/vm-static/ (vm-static-arm64/, vm-static-ppc64el/); a
     failed build ends the run (exit 1)."""
-    env, cmd, sub = GUEST_BUILDERS[a]
-    script = " ".join(cmd)
-    gb = os.environ.get(env)
-    if gb:
-        return gb
-    t0 = time.time()
-    b = subprocess.run([os.path.join(HERE, cmd[0])] + cmd[1:] + [os.path.join(os.path.dirname(binary), sub)],
-                       stdout=subprocess.PIPE, text=True)
-    if b.returncode != 0:
-        print(f"{who}: error: building the static {a} schedhot for the guests failed ({script})", file=sys.stderr)
-        sys.exit(1)
-    print(f"{who}: {a} guest binaries ({script}) in {time.time() - t0:.0f} s", file=sys.stderr, flush=True)
-    return b.stdout.strip().splitlines()[-1]
+    gb, _ = finish_guest_build(start_guest_build(binary, a, who, background=False), who)
+    if gb is None:
+        sys.exit(1)  # finish_guest_build said why
+    return gb
 
 
-def start_guest_build(binary, a, who="e2e"):
-    """guest_binary() for architecture a in the background: the builder runs in a session of
-    its own, killed with its make jobs if this run ends first. finish_guest_build() waits."""
+def start_guest_build(binary, a, who="e2e", background=True):
+    """Starts guest_binary()'s build for architecture a (none when its environment variable
+    names a binary): the builder runs in a session of its own, killed with its make jobs if
+    this run ends first. finish_guest_build() waits for it."""
     env, cmd, sub = GUEST_BUILDERS[a]
     b = {"arch": a, "script": " ".join(cmd), "t0": time.time(), "proc": None, "bin": os.environ.get(env), "why": ""}
     if not b["bin"]:
@@ -1525,7 +1517,8 @@ def start_guest_build(binary, a, who="e2e"):
                 except ProcessLookupError:
                     pass
         atexit.register(kill)
-        print(f"{who}: building the static {a} schedhot ({b['script']}) in the background", file=sys.stderr, flush=True)
+        if background:
+            print(f"{who}: building the static {a} schedhot ({b['script']}) in the background", file=sys.stderr, flush=True)
     return b
 
 
